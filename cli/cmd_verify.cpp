@@ -1,0 +1,14 @@
+// cmd_verify.cpp — `clawguard verify` (placeholder until its issue lands: exits 2 with a message).
+#include <iostream>
+
+#include "commands.h"
+
+namespace clawguard::cli {
+
+void RegisterVerify(CLI::App& app, CommandContext& ctx) {
+  auto* cmd = app.add_subcommand("verify", "not available in this build");
+  cmd->allow_extras();
+  cmd->callback([&ctx] { ctx.exit_code = ReportError("verify", Status(Reason::kUsage, "not available in this build")); });
+}
+
+}  // namespace clawguard::cli

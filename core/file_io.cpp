@@ -1,0 +1,90 @@
+// file_io.cpp — bounded reads and atomic writes on POSIX fds.
+#include "clawguard/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "clawguard/unique_fd.h"
+
+namespace clawguard {
+
+Result<std::string> ReadFileBounded(const std::string& path, uint64_t max_size, Reason too_large) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd.valid()) {
+    return Status(Reason::kFileUnreadable, "cannot open '" + path + "': " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return Status(Reason::kFileUnreadable, "cannot stat '" + path + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status(Reason::kFileUnreadable, "'" + path + "' is not a regular file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_size) {
+    return Status(too_large, "'" + path + "' is " + std::to_string(st.st_size) + " bytes; the limit is " +
+                                 std::to_string(max_size));
+  }
+  std::string out;
+  out.resize(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (true) {
+    if (got == out.size()) {
+      // The file may have grown since fstat: read one more byte to find out.
+      if (out.size() >= max_size) {
+        char probe;
+        ssize_t n = ::read(fd.get(), &probe, 1);
+        if (n > 0) return Status(too_large, "'" + path + "' grew beyond the limit of " + std::to_string(max_size));
+        break;
+      }
+      out.resize(std::min<uint64_t>(max_size, out.size() + 65536 + out.size() / 2));
+    }
+    ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status(Reason::kFileUnreadable, "cannot read '" + path + "': " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  out.resize(got);
+  return out;
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view bytes, unsigned mode) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string tmpl = (dir / ("." + target.filename().string() + ".tmpXXXXXX")).string();
+  UniqueFd fd(::mkstemp(tmpl.data()));
+  if (!fd.valid()) {
+    return Status(Reason::kInternal, "cannot create a temp file in '" + dir.string() + "': " + std::strerror(errno));
+  }
+  auto fail = [&](const std::string& what) {
+    const int saved = errno;
+    ::unlink(tmpl.c_str());
+    return Status(Reason::kInternal, what + " '" + tmpl + "': " + std::strerror(saved));
+  };
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::write(fd.get(), bytes.data() + off, bytes.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail("cannot write");
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::fchmod(fd.get(), mode) != 0) return fail("cannot chmod");
+  if (::fsync(fd.get()) != 0) return fail("cannot fsync");
+  fd.Reset();
+  if (::rename(tmpl.c_str(), path.c_str()) != 0) return fail("cannot rename over '" + path + "' from");
+  UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd.valid()) (void)::fsync(dfd.get());
+  return Status::Ok();
+}
+
+}  // namespace clawguard

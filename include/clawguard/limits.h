@@ -1,0 +1,42 @@
+// limits.h — every limit on sizes, counts and depths of untrusted input, in one place
+// (minisign, signify). Policy-configurable limits (trust.yaml `limits:`) take these as defaults.
+#ifndef CLAWGUARD_LIMITS_H_
+#define CLAWGUARD_LIMITS_H_
+
+#include <cstdint>
+
+namespace clawguard::limits {
+
+inline constexpr uint64_t kMiB = 1024ull * 1024ull;
+inline constexpr uint64_t kGiB = 1024ull * kMiB;
+
+// Files read whole.
+inline constexpr uint64_t kMaxPolicyFile = 1 * kMiB;     // trust.yaml, allowlist.yaml, host.yaml
+inline constexpr uint64_t kMaxManifest = 256 * 1024;     // manifest.yaml
+inline constexpr uint64_t kMaxBundle = 4 * kMiB;         // NAME-VERSION.claw.sig
+inline constexpr uint64_t kMaxCertFile = 1 * kMiB;       // PEM chains, roots, CRLs
+inline constexpr uint64_t kMaxPinFile = 4096;            // --pin-source file:/fd:
+
+// Defaults of trust.yaml `limits:`.
+inline constexpr uint64_t kDefaultMaxPackage = 256 * kMiB;
+inline constexpr uint64_t kDefaultMaxUnpacked = 1 * kGiB;
+inline constexpr uint64_t kDefaultMaxEntries = 64;
+inline constexpr uint64_t kDefaultMaxRatio = 100;
+
+// Structure.
+inline constexpr int kMaxYamlDepth = 32;
+inline constexpr int kMaxJsonDepth = 32;
+inline constexpr uint64_t kMaxManifestFiles = 1024;
+inline constexpr uint64_t kMaxCapabilities = 256;
+inline constexpr uint64_t kMaxSignatures = 16;           // signatures in one bundle
+inline constexpr uint64_t kMaxChainLength = 8;           // certificates per signer
+inline constexpr uint64_t kMaxAllowlistEntries = 100000;
+inline constexpr uint64_t kMaxPathLength = 255;          // a packaged file's path
+inline constexpr uint64_t kMaxPinLength = 256;
+
+// Certificates.
+inline constexpr int64_t kLeafExpiryWarningSeconds = 30ll * 24 * 3600;
+
+}  // namespace clawguard::limits
+
+#endif  // CLAWGUARD_LIMITS_H_

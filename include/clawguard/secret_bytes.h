@@ -1,0 +1,52 @@
+// secret_bytes.h — SecretBytes holds a PIN or an HMAC key: zeroed on free, no implicit copy, no
+// operator<<, constant-time Equals. Raw access only through InsecureSecretAccess (grep for it).
+#ifndef CLAWGUARD_SECRET_BYTES_H_
+#define CLAWGUARD_SECRET_BYTES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace clawguard {
+
+class SecretBytes {
+ public:
+  SecretBytes() = default;
+  explicit SecretBytes(std::string_view bytes);
+  explicit SecretBytes(size_t size);  // zero-filled
+  ~SecretBytes();
+  SecretBytes(SecretBytes&& other) noexcept;
+  SecretBytes& operator=(SecretBytes&& other) noexcept;
+  SecretBytes(const SecretBytes&) = delete;
+  SecretBytes& operator=(const SecretBytes&) = delete;
+
+  // Clone makes an explicit copy (there is no implicit one).
+  SecretBytes Clone() const;
+  size_t size() const { return bytes_.size(); }
+  bool empty() const { return bytes_.empty(); }
+  // Equals compares in constant time for equal sizes (sodium_memcmp).
+  bool Equals(const SecretBytes& other) const;
+  // Wipe zeroes and empties the buffer.
+  void Wipe();
+
+ private:
+  friend class InsecureSecretAccess;
+  std::vector<uint8_t> bytes_;
+};
+
+// InsecureSecretAccess is the only way to the raw bytes: every use is a place to review.
+class InsecureSecretAccess {
+ public:
+  static std::string_view View(const SecretBytes& s) {
+    return {reinterpret_cast<const char*>(s.bytes_.data()), s.bytes_.size()};
+  }
+  static uint8_t* MutableData(SecretBytes& s) { return s.bytes_.data(); }
+};
+
+// ConstantTimeEquals compares two byte strings without data-dependent timing (length is public).
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
+}  // namespace clawguard
+
+#endif  // CLAWGUARD_SECRET_BYTES_H_
