@@ -1,6 +1,6 @@
 # Every external dependency, found from Debian 12 packages (ci/setup-deps). No downloads.
 find_package(Threads REQUIRED)
-find_package(OpenSSL 3.0 REQUIRED)
+find_package(OpenSSL 3.0 REQUIRED COMPONENTS Crypto SSL)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 pkg_check_modules(P11KIT REQUIRED IMPORTED_TARGET p11-kit-1)
