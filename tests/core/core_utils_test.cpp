@@ -1,0 +1,90 @@
+// core_utils_test.cpp — encodings, SecretBytes, strict JSON, RFC 3339 time and bounded file I/O.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "clawguard/clock.h"
+#include "clawguard/encoding.h"
+#include "clawguard/file_io.h"
+#include "clawguard/secret_bytes.h"
+#include "clawguard/sha256.h"
+#include "clawguard/strict_json.h"
+#include "support/temp_dir.h"
+
+namespace clawguard {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(EncodingTest, HexRoundTripAndStrictness) {
+  EXPECT_EQ(HexEncode(std::string("\x00\xff\x10", 3)), "00ff10");
+  EXPECT_EQ(*HexDecode("00FF10"), std::string("\x00\xff\x10", 3));
+  EXPECT_FALSE(HexDecode("abc").has_value());
+  EXPECT_FALSE(HexDecode("zz").has_value());
+  EXPECT_TRUE(IsLowerHex(std::string(64, 'a'), 64));
+  EXPECT_FALSE(IsLowerHex(std::string(64, 'A'), 64));
+}
+
+TEST(EncodingTest, Base64StandardWithPaddingOnly) {
+  EXPECT_EQ(Base64Encode("hello"), "aGVsbG8=");
+  EXPECT_EQ(*Base64Decode("aGVsbG8="), "hello");
+  EXPECT_FALSE(Base64Decode("aGVsbG8").has_value());      // no padding
+  EXPECT_FALSE(Base64Decode("aGVsbG8-").has_value());     // URL alphabet
+  EXPECT_FALSE(Base64Decode("aGVs bG8=").has_value());    // whitespace
+  EXPECT_EQ(*Base64Decode(""), "");
+}
+
+TEST(EncodingTest, EncodeFieldsIsLengthPrefixed) {
+  EXPECT_EQ(EncodeFields({"ab", ""}), std::string("\x00\x00\x00\x02" "ab" "\x00\x00\x00\x00", 10));
+}
+
+TEST(Sha256Test, KnownAnswer) {
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  Sha256 h;
+  h.Update("a");
+  h.Update("bc");
+  EXPECT_EQ(DigestHex(h.Finish()), Sha256Hex("abc"));
+}
+
+TEST(SecretBytesTest, ConstantTimeEqualsAndWipe) {
+  SecretBytes a("1234"), b("1234"), c("1235");
+  EXPECT_TRUE(a.Equals(b));
+  EXPECT_FALSE(a.Equals(c));
+  SecretBytes moved(std::move(a));
+  EXPECT_EQ(InsecureSecretAccess::View(moved), "1234");
+  EXPECT_TRUE(a.empty());  // NOLINT(bugprone-use-after-move): moved-from is empty by contract
+  moved.Wipe();
+  EXPECT_TRUE(moved.empty());
+  EXPECT_FALSE(ConstantTimeEquals("ab", "abc"));
+}
+
+TEST(StrictJsonTest, RefusesDuplicateKeysAndGarbage) {
+  EXPECT_TRUE(ParseJsonStrict(R"({"a":1,"b":{"a":2}})", Reason::kBundleInvalid, "bundle").ok());
+  const Status dup = ParseJsonStrict(R"({"a":1,"a":2})", Reason::kBundleInvalid, "bundle").error();
+  EXPECT_EQ(dup.reason(), Reason::kBundleInvalid);
+  EXPECT_THAT(dup.message(), HasSubstr("duplicate key \"a\""));
+  EXPECT_EQ(ParseJsonStrict(R"({"a":1} x)", Reason::kBundleInvalid, "bundle").error().reason(),
+            Reason::kBundleInvalid);
+  EXPECT_FALSE(ParseJsonStrict(std::string(100, '['), Reason::kBundleInvalid, "b").ok());
+}
+
+TEST(ClockTest, Rfc3339RoundTrip) {
+  EXPECT_EQ(*ParseRfc3339Utc("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(*ParseRfc3339Utc("2027-12-31T00:00:00Z"), 1830211200);
+  EXPECT_EQ(FormatRfc3339Utc(1830211200), "2027-12-31T00:00:00Z");
+  EXPECT_FALSE(ParseRfc3339Utc("2027-02-30T00:00:00Z").has_value());
+  EXPECT_FALSE(ParseRfc3339Utc("2027-12-31 00:00:00Z").has_value());
+  EXPECT_FALSE(ParseRfc3339Utc("2027-12-31T00:00:00+01:00").has_value());
+}
+
+TEST(FileIoTest, ReadBoundedAndAtomicWrite) {
+  testing::TempDir dir;
+  const std::string p = dir.Sub("f.bin");
+  ASSERT_TRUE(WriteFileAtomic(p, "hello").ok());
+  EXPECT_EQ(*ReadFileBounded(p, 5), "hello");
+  EXPECT_EQ(ReadFileBounded(p, 4, Reason::kPackageTooLarge).error().reason(), Reason::kPackageTooLarge);
+  EXPECT_EQ(ReadFileBounded(dir.Sub("missing"), 10).error().reason(), Reason::kFileUnreadable);
+  EXPECT_EQ(ReadFileBounded(dir.path().string(), 10).error().reason(), Reason::kFileUnreadable);
+}
+
+}  // namespace
+}  // namespace clawguard
