@@ -2,7 +2,7 @@
 add_library(clawguard_warnings INTERFACE)
 target_compile_options(clawguard_warnings INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align -Wunused
-  -Woverloaded-virtual -Wnull-dereference -Wformat=2 -Wimplicit-fallthrough)
+  -Woverloaded-virtual -Wformat=2 -Wimplicit-fallthrough)
 if(CLAWGUARD_WERROR)
   target_compile_options(clawguard_warnings INTERFACE -Werror)
 endif()
