@@ -37,6 +37,27 @@ inline constexpr uint64_t kMaxPinLength = 256;
 // Certificates.
 inline constexpr int64_t kLeafExpiryWarningSeconds = 30ll * 24 * 3600;
 
+// Host network layer (host.yaml `listen:` defaults; ERP gateway).
+inline constexpr uint64_t kDefaultMaxRequestBody = 1 * kMiB;      // listen.max_body
+inline constexpr uint64_t kDefaultMaxRequestHeaders = 16 * 1024;  // listen.max_headers
+inline constexpr uint64_t kMaxServerWorkers = 256;                // listen.workers
+inline constexpr uint64_t kMaxLingerDrainBytes = 1 * kMiB;        // read and dropped after a 413
+inline constexpr uint64_t kMinAdminTokenLength = 32;              // admin.token
+inline constexpr uint64_t kMaxErpResponseBody = 1 * kMiB;         // an ERP answer's body
+inline constexpr uint64_t kMaxErpResponseHeaders = 16 * 1024;     // an ERP answer's header block
+inline constexpr uint64_t kMaxErpIdleConnections = 8;             // keep-alive pool of the ERP client
+
+// Host (webhooks, idempotency).
+inline constexpr uint64_t kMaxWebhookBody = 64 * kMiB;         // listen.max_body may not exceed it
+inline constexpr uint64_t kMaxWebhookHeaders = 1 * kMiB;       // listen.max_headers may not exceed it
+inline constexpr uint64_t kMaxWebhookIdLength = 256;           // webhook-id bytes (visible ASCII)
+inline constexpr uint64_t kMaxWebhookSignatures = 16;          // entries in one webhook-signature header
+inline constexpr uint64_t kMaxWebhookSecretBytes = 1024;       // a decoded route secret
+inline constexpr uint64_t kMaxHostRoutes = 4096;               // webhooks.routes entries
+inline constexpr uint64_t kMaxRetrySchedule = 64;              // webhooks.platform_retry.schedule entries
+inline constexpr uint64_t kMaxBusinessKeyBytes = 1024;         // a business key value
+inline constexpr uint64_t kMaxErpPathLength = 2048;            // an ERP call's path
+
 }  // namespace clawguard::limits
 
 #endif  // CLAWGUARD_LIMITS_H_

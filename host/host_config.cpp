@@ -1,0 +1,428 @@
+// host_config.cpp — host.yaml reader on strict_yaml.h.
+#include "host/host_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+
+#include "clawguard/clock.h"
+#include "clawguard/file_io.h"
+#include "clawguard/limits.h"
+#include "clawguard/strict_yaml.h"
+#include "host/webhook_auth.h"
+
+namespace clawguard::host {
+namespace {
+
+bool IsEnvName(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  return true;
+}
+
+bool IsValidPluginName(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c == '-' && i > 0);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool IsValidRouteName(std::string_view s) {
+  if (s.empty() || s.size() > 128) return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return false;
+  }
+  return true;
+}
+
+// IsHostPort accepts "HOST:PORT" with a non-empty host and a decimal port 0..65535 ("[::1]:0" too).
+bool IsHostPort(std::string_view s) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == s.size() || colon + 6 < s.size()) return false;
+  unsigned port = 0;
+  auto [p, ec] = std::from_chars(s.data() + colon + 1, s.data() + s.size(), port);
+  return ec == std::errc() && p == s.data() + s.size() && port <= 65535;
+}
+
+// Reader holds what every section needs: the source name, its directory and the environment.
+class Reader {
+ public:
+  Reader(std::string source, const EnvLookup& env)
+      : source_(std::move(source)), dir_(std::filesystem::path(source_).parent_path()), env_(env) {}
+
+  Result<YamlMap> Map(const YAML::Node& node, const std::string& path) { return YamlMap::Create(node, source_, path); }
+
+  Result<YamlMap> Sub(YamlMap& parent, const std::string& key) {
+    CLAWGUARD_ASSIGN_OR_RETURN(YAML::Node n, parent.Node(key));
+    return Map(n, parent.path().empty() ? key : parent.path() + "." + key);
+  }
+
+  std::string Resolve(const std::string& p) const {
+    const std::filesystem::path path(p);
+    if (path.is_absolute()) return path.lexically_normal().string();
+    std::error_code ec;
+    std::filesystem::path base = std::filesystem::absolute(dir_.empty() ? std::filesystem::path(".") : dir_, ec);
+    if (ec) base = dir_;
+    return (base / path).lexically_normal().string();
+  }
+
+  Result<std::string> PathOf(YamlMap& m, const std::string& key) {
+    CLAWGUARD_ASSIGN_OR_RETURN(std::string p, m.String(key));
+    if (p.empty()) return m.Error(m.node()[key], key, "expected a file path, found an empty string");
+    return Resolve(p);
+  }
+
+  // Secret reads `env:VAR`; the message names VAR, never its value.
+  Result<std::string> EnvSecret(YamlMap& m, const std::string& key) {
+    CLAWGUARD_ASSIGN_OR_RETURN(std::string ref, m.String(key));
+    const YAML::Node n = m.node()[key];
+    if (ref.rfind("env:", 0) != 0 || !IsEnvName(std::string_view(ref).substr(4))) {
+      return m.Error(n, key, "secrets are given as env:VAR (a literal secret in the file is refused)");
+    }
+    const std::string var = ref.substr(4);
+    std::optional<std::string> v = env_(var);
+    if (!v || v->empty()) return m.Error(n, key, "environment variable " + var + " is not set or empty");
+    return std::move(*v);
+  }
+
+  Result<SecretBytes> WebhookSecret(YamlMap& m, const std::string& key) {
+    CLAWGUARD_ASSIGN_OR_RETURN(std::string raw, EnvSecret(m, key));
+    auto k = DecodeWebhookSecret(raw);
+    std::fill(raw.begin(), raw.end(), '\0');
+    if (!k.ok()) return m.Error(m.node()[key], key, "environment variable " + m.node()[key].Scalar().substr(4) + ": " + k.error().message());
+    return std::move(k).value();
+  }
+
+  Result<std::optional<TlsFiles>> Tls(YamlMap& m) {
+    auto n = m.OptionalNode("tls");
+    if (!n) return std::optional<TlsFiles>();
+    CLAWGUARD_ASSIGN_OR_RETURN(YamlMap t, Map(*n, m.path() + ".tls"));
+    TlsFiles f;
+    CLAWGUARD_ASSIGN_OR_RETURN(f.cert, PathOf(t, "cert"));
+    CLAWGUARD_ASSIGN_OR_RETURN(f.key, PathOf(t, "key"));
+    CLAWGUARD_RETURN_IF_ERROR(t.Finish());
+    return std::optional<TlsFiles>(std::move(f));
+  }
+
+  Result<std::optional<int64_t>> Time(YamlMap& m, const std::string& key) {
+    CLAWGUARD_ASSIGN_OR_RETURN(std::optional<std::string> s, m.OptionalString(key));
+    if (!s) return std::optional<int64_t>();
+    auto t = ParseRfc3339Utc(*s);
+    if (!t) return m.Error(m.node()[key], key, "expected a UTC time such as 2026-12-09T00:00:00Z, found '" + *s + "'");
+    return std::optional<int64_t>(*t);
+  }
+
+  Result<std::vector<Millis>> Durations(YamlMap& m, const std::string& key) {
+    CLAWGUARD_ASSIGN_OR_RETURN(YAML::Node n, m.Node(key));
+    if (!n.IsSequence() || n.size() == 0 || n.size() > limits::kMaxRetrySchedule) {
+      return m.Error(n, key, "expected a list of 1 to " + std::to_string(limits::kMaxRetrySchedule) +
+                                 " durations such as [1m, 2m, 4m]");
+    }
+    std::vector<Millis> out;
+    for (const YAML::Node& e : n) {
+      auto d = e.IsScalar() ? ParseDurationText(e.Scalar()) : std::nullopt;
+      if (!d) return m.Error(e, key, "expected a duration such as 30s, 5m or 2h");
+      out.push_back(*d);
+    }
+    return out;
+  }
+
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+  std::filesystem::path dir_;
+  const EnvLookup& env_;
+};
+
+Result<ListenConfig> ReadListen(Reader& r, YamlMap& top) {
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap m, r.Sub(top, "listen"));
+  ListenConfig c;
+  CLAWGUARD_ASSIGN_OR_RETURN(c.address, m.String("address"));
+  if (!IsHostPort(c.address)) return m.Error(m.node()["address"], "address", "expected HOST:PORT, e.g. 127.0.0.1:8080");
+  CLAWGUARD_ASSIGN_OR_RETURN(c.tls, r.Tls(m));
+  CLAWGUARD_ASSIGN_OR_RETURN(c.max_body, m.Size("max_body", limits::kMaxWebhookBody));
+  CLAWGUARD_ASSIGN_OR_RETURN(c.max_headers, m.Size("max_headers", limits::kMaxWebhookHeaders));
+  CLAWGUARD_ASSIGN_OR_RETURN(int64_t workers, m.Int("workers", 1, static_cast<int64_t>(limits::kMaxServerWorkers)));
+  c.workers = static_cast<int>(workers);
+  CLAWGUARD_RETURN_IF_ERROR(m.Finish());
+  return c;
+}
+
+Result<AdminConfig> ReadAdmin(Reader& r, YamlMap& top) {
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap m, r.Sub(top, "admin"));
+  AdminConfig c;
+  CLAWGUARD_ASSIGN_OR_RETURN(c.address, m.String("address"));
+  if (!IsHostPort(c.address)) return m.Error(m.node()["address"], "address", "expected HOST:PORT, e.g. 127.0.0.1:9091");
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string token, r.EnvSecret(m, "token"));
+  if (token.size() < limits::kMinAdminTokenLength) {
+    const size_t n = token.size();
+    std::fill(token.begin(), token.end(), '\0');
+    return m.Error(m.node()["token"], "token",
+                   "the admin token has " + std::to_string(n) + " characters; at least " +
+                       std::to_string(limits::kMinAdminTokenLength) + " are required (the host refuses to start)");
+  }
+  c.token = SecretBytes(token);
+  std::fill(token.begin(), token.end(), '\0');
+  CLAWGUARD_ASSIGN_OR_RETURN(c.tls, r.Tls(m));
+  CLAWGUARD_RETURN_IF_ERROR(m.Finish());
+  return c;
+}
+
+Result<std::string> ReadStore(Reader& r, YamlMap& top) {
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string url, top.String("store"));
+  const YAML::Node n = top.node()["store"];
+  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0) {
+    const std::string rest = url.substr(url.find("://") + 3);
+    const size_t at = rest.find('@');
+    if (at != std::string::npos && rest.substr(0, at).find(':') != std::string::npos) {
+      return top.Error(n, "store", "the store URL carries a password (user:PASSWORD@…); remove it and use "
+                                   "PGPASSWORD or ~/.pgpass");
+    }
+    if (url.find("password=") != std::string::npos) {
+      return top.Error(n, "store", "the store URL carries a password parameter; use PGPASSWORD or ~/.pgpass");
+    }
+    return url;
+  }
+  std::string path = url.rfind("sqlite:", 0) == 0 ? url.substr(7) : url;
+  if (path.empty() || path.find("://") != std::string::npos) {
+    return top.Error(n, "store", "expected sqlite:PATH or postgresql://user@host:port/db");
+  }
+  return "sqlite:" + r.Resolve(path);
+}
+
+Result<PluginsConfig> ReadPlugins(Reader& r, YamlMap& top) {
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap m, r.Sub(top, "plugins"));
+  PluginsConfig c;
+  CLAWGUARD_ASSIGN_OR_RETURN(c.dir, r.PathOf(m, "dir"));
+  CLAWGUARD_ASSIGN_OR_RETURN(c.trust, r.PathOf(m, "trust"));
+  CLAWGUARD_ASSIGN_OR_RETURN(c.allowlist, r.PathOf(m, "allowlist"));
+  CLAWGUARD_ASSIGN_OR_RETURN(c.handler_timeout, m.Duration("handler_timeout"));
+  if (c.handler_timeout.count() <= 0) return m.Error(m.node()["handler_timeout"], "handler_timeout", "must be > 0");
+  CLAWGUARD_RETURN_IF_ERROR(m.Finish());
+  return c;
+}
+
+Result<RateLimit> ReadRate(Reader& r, YamlMap& parent) {
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap m, r.Sub(parent, "rate_limit"));
+  RateLimit c;
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string rate, m.String("per_plugin"));
+  const size_t slash = std::min(rate.find('/'), rate.size());
+  const std::string unit = slash == rate.size() ? "" : rate.substr(slash + 1);
+  auto [p, ec] = std::from_chars(rate.data(), rate.data() + slash, c.count);
+  const bool number_ok = slash > 0 && ec == std::errc() && p == rate.data() + slash && c.count > 0;
+  if (unit == "s") c.per = Millis(1000);
+  else if (unit == "m") c.per = Millis(60'000);
+  else if (unit == "h") c.per = Millis(3'600'000);
+  if (!number_ok || c.per.count() == 0) {
+    return m.Error(m.node()["per_plugin"], "per_plugin", "expected a rate such as 200/s, 600/m or 10000/h, found '" + rate + "'");
+  }
+  CLAWGUARD_ASSIGN_OR_RETURN(int64_t burst, m.Int("burst", 1, 1'000'000'000));
+  c.burst = static_cast<uint64_t>(burst);
+  CLAWGUARD_RETURN_IF_ERROR(m.Finish());
+  return c;
+}
+
+Result<std::map<std::string, RouteSecrets>> ReadRoutes(Reader& r, YamlMap& parent) {
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap routes, r.Sub(parent, "routes"));
+  std::map<std::string, RouteSecrets> out;
+  if (routes.node().size() > limits::kMaxHostRoutes) {
+    return routes.Error(routes.node(), "", "more than " + std::to_string(limits::kMaxHostRoutes) + " routes");
+  }
+  for (auto it = routes.node().begin(); it != routes.node().end(); ++it) {
+    const std::string name = it->first.Scalar();
+    const size_t slash = name.find('/');
+    if (slash == std::string::npos || !IsValidPluginName(name.substr(0, slash)) ||
+        !IsValidRouteName(name.substr(slash + 1))) {
+      return routes.Error(it->first, name, "route keys are PLUGIN/ROUTE, e.g. acme-orders/order.created");
+    }
+    CLAWGUARD_ASSIGN_OR_RETURN(YamlMap m, r.Sub(routes, name));
+    RouteSecrets s;
+    CLAWGUARD_ASSIGN_OR_RETURN(s.current, r.WebhookSecret(m, "current"));
+    CLAWGUARD_ASSIGN_OR_RETURN(s.current_since, r.Time(m, "current_since"));
+    if (m.OptionalNode("previous")) {
+      CLAWGUARD_ASSIGN_OR_RETURN(SecretBytes prev, r.WebhookSecret(m, "previous"));
+      s.previous = std::move(prev);
+    }
+    CLAWGUARD_ASSIGN_OR_RETURN(s.previous_until, r.Time(m, "previous_until"));
+    if (s.previous.has_value() != s.previous_until.has_value()) {
+      return m.Error(m.node(), "", "previous and previous_until go together: a previous secret needs the time "
+                                   "until which it is accepted");
+    }
+    CLAWGUARD_RETURN_IF_ERROR(m.Finish());
+    out.emplace(name, std::move(s));
+  }
+  return out;
+}
+
+Result<WebhooksConfig> ReadWebhooks(Reader& r, YamlMap& top) {
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap m, r.Sub(top, "webhooks"));
+  WebhooksConfig c;
+  CLAWGUARD_ASSIGN_OR_RETURN(c.tolerance, m.Duration("tolerance"));
+  CLAWGUARD_ASSIGN_OR_RETURN(c.clock_skew, m.Duration("clock_skew"));
+  if (c.tolerance.count() < 1000) return m.Error(m.node()["tolerance"], "tolerance", "must be at least 1s");
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap retry, r.Sub(m, "platform_retry"));
+  CLAWGUARD_ASSIGN_OR_RETURN(c.retry_schedule, r.Durations(retry, "schedule"));
+  CLAWGUARD_RETURN_IF_ERROR(retry.Finish());
+  CLAWGUARD_ASSIGN_OR_RETURN(c.routes, ReadRoutes(r, m));
+  CLAWGUARD_ASSIGN_OR_RETURN(c.rate_limit, ReadRate(r, m));
+  CLAWGUARD_RETURN_IF_ERROR(m.Finish());
+  return c;
+}
+
+Result<IdempotencyConfig> ReadIdempotency(Reader& r, YamlMap& top) {
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap m, r.Sub(top, "idempotency"));
+  IdempotencyConfig c;
+  CLAWGUARD_ASSIGN_OR_RETURN(c.retention, m.Duration("retention"));
+  CLAWGUARD_ASSIGN_OR_RETURN(c.lease, m.Duration("lease"));
+  CLAWGUARD_ASSIGN_OR_RETURN(c.tombstones, m.Duration("tombstones"));
+  CLAWGUARD_ASSIGN_OR_RETURN(c.intent_expiry, m.Duration("intent_expiry"));
+  if (c.lease.count() <= 0) return m.Error(m.node()["lease"], "lease", "must be > 0");
+  CLAWGUARD_RETURN_IF_ERROR(m.Finish());
+  return c;
+}
+
+Result<ErpConfig> ReadErp(Reader& r, YamlMap& top) {
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap m, r.Sub(top, "erp"));
+  ErpConfig c;
+  CLAWGUARD_ASSIGN_OR_RETURN(c.base_url, m.String("base_url"));
+  if (c.base_url.rfind("https://", 0) != 0 && c.base_url.rfind("http://", 0) != 0) {
+    return m.Error(m.node()["base_url"], "base_url", "expected an http(s):// URL");
+  }
+  CLAWGUARD_ASSIGN_OR_RETURN(c.timeout, m.Duration("timeout"));
+  CLAWGUARD_ASSIGN_OR_RETURN(c.ca, r.PathOf(m, "ca"));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string auth, r.EnvSecret(m, "auth"));
+  c.auth = SecretBytes(auth);
+  std::fill(auth.begin(), auth.end(), '\0');
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap rt, r.Sub(m, "retry"));
+  CLAWGUARD_ASSIGN_OR_RETURN(c.retry.base, rt.Duration("base"));
+  CLAWGUARD_ASSIGN_OR_RETURN(c.retry.max, rt.Duration("max"));
+  CLAWGUARD_ASSIGN_OR_RETURN(int64_t attempts, rt.Int("attempts", 1, 100));
+  c.retry.attempts = static_cast<int>(attempts);
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string jitter, rt.String("jitter"));
+  int pct = -1;
+  auto [p, ec] = std::from_chars(jitter.data(), jitter.data() + jitter.size(), pct);
+  if (ec != std::errc() || p + 1 != jitter.data() + jitter.size() || *p != '%' || pct < 0 || pct > 100) {
+    return rt.Error(rt.node()["jitter"], "jitter", "expected a percentage from 0% to 100%, found '" + jitter + "'");
+  }
+  c.retry.jitter_percent = pct;
+  CLAWGUARD_ASSIGN_OR_RETURN(c.retry.floor_429, rt.Duration("floor_429"));
+  CLAWGUARD_RETURN_IF_ERROR(rt.Finish());
+  CLAWGUARD_RETURN_IF_ERROR(m.Finish());
+  return c;
+}
+
+Result<BreakerSpec> ReadBreaker(Reader& r, YamlMap& parent, const std::string& key, bool probes) {
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap m, r.Sub(parent, key));
+  BreakerSpec b;
+  CLAWGUARD_ASSIGN_OR_RETURN(int64_t failures, m.Int("failures", 1, 1'000'000));
+  b.failures = static_cast<int>(failures);
+  CLAWGUARD_ASSIGN_OR_RETURN(b.window, m.Duration("window"));
+  CLAWGUARD_ASSIGN_OR_RETURN(b.cooldown, m.Duration("cooldown"));
+  if (probes) {
+    CLAWGUARD_ASSIGN_OR_RETURN(int64_t n, m.Int("half_open_probes", 1, 1000));
+    b.half_open_probes = static_cast<int>(n);
+  }
+  CLAWGUARD_RETURN_IF_ERROR(m.Finish());
+  return b;
+}
+
+Result<LogConfig> ReadLog(Reader& r, YamlMap& top) {
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap m, r.Sub(top, "log"));
+  LogConfig c;
+  CLAWGUARD_ASSIGN_OR_RETURN(c.audit, r.PathOf(m, "audit"));
+  if (auto n = m.OptionalNode("redact")) {
+    if (!n->IsSequence()) return m.Error(*n, "redact", "expected a list of field names");
+    for (const YAML::Node& e : *n) {
+      if (!e.IsScalar() || e.Scalar().empty()) return m.Error(e, "redact", "expected a field name");
+      c.redact.push_back(e.Scalar());
+    }
+  }
+  CLAWGUARD_RETURN_IF_ERROR(m.Finish());
+  return c;
+}
+
+int64_t Secs(Millis d) { return d.count() / 1000; }
+
+}  // namespace
+
+std::string FormatDuration(Millis d) {
+  const int64_t ms = d.count();
+  if (ms == 0) return "0s";
+  struct Unit { int64_t ms; const char* name; };
+  for (const Unit u : {Unit{86'400'000, "d"}, Unit{3'600'000, "h"}, Unit{60'000, "m"}, Unit{1000, "s"}}) {
+    if (ms % u.ms == 0) return std::to_string(ms / u.ms) + u.name;
+  }
+  return std::to_string(ms) + "ms";
+}
+
+Millis HostConfig::RetrySpan() const {
+  Millis sum{0};
+  for (Millis d : webhooks.retry_schedule) sum += d;
+  return sum;
+}
+
+Result<std::shared_ptr<const HostConfig>> HostConfig::Load(const std::string& path) {
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, limits::kMaxPolicyFile, Reason::kConfigInvalid));
+  const EnvLookup env = [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe): read once at start-up
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  return Parse(text, path, env);
+}
+
+Result<std::shared_ptr<const HostConfig>> HostConfig::Parse(std::string_view text, const std::string& path,
+                                                            const EnvLookup& env) {
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlDoc doc, ParseYamlStrict(text, path));
+  Reader r(path, env);
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap top, r.Map(doc.root, ""));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string schema, top.String("schema"));
+  if (schema != kHostSchema) {
+    return top.Error(top.node()["schema"], "schema", "expected " + std::string(kHostSchema) + ", found '" + schema + "'");
+  }
+  auto c = std::make_shared<HostConfig>();
+  c->source = path;
+  CLAWGUARD_ASSIGN_OR_RETURN(c->listen, ReadListen(r, top));
+  CLAWGUARD_ASSIGN_OR_RETURN(c->admin, ReadAdmin(r, top));
+  CLAWGUARD_ASSIGN_OR_RETURN(c->store, ReadStore(r, top));
+  CLAWGUARD_ASSIGN_OR_RETURN(c->plugins, ReadPlugins(r, top));
+  CLAWGUARD_ASSIGN_OR_RETURN(c->webhooks, ReadWebhooks(r, top));
+  CLAWGUARD_ASSIGN_OR_RETURN(c->idempotency, ReadIdempotency(r, top));
+  CLAWGUARD_ASSIGN_OR_RETURN(c->erp, ReadErp(r, top));
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap breaker, r.Sub(top, "breaker"));
+  CLAWGUARD_ASSIGN_OR_RETURN(c->breaker_key, ReadBreaker(r, breaker, "key", /*probes=*/false));
+  CLAWGUARD_ASSIGN_OR_RETURN(c->breaker_erp, ReadBreaker(r, breaker, "erp", /*probes=*/true));
+  CLAWGUARD_RETURN_IF_ERROR(breaker.Finish());
+  CLAWGUARD_ASSIGN_OR_RETURN(c->log, ReadLog(r, top));
+  CLAWGUARD_RETURN_IF_ERROR(top.Finish());
+
+  // Cross-field rules, located at the key that has to change.
+  const YAML::Node idem = top.node()["idempotency"];
+  const Millis span = c->RetrySpan();
+  const Millis needed = span + 2 * c->webhooks.clock_skew;
+  if (c->idempotency.retention < needed) {
+    return Status(Reason::kConfigInvalid,
+                  YamlWhere(path, idem["retention"]) + ": idempotency.retention " +
+                      FormatDuration(c->idempotency.retention) + " (" + std::to_string(Secs(c->idempotency.retention)) +
+                      " s) is shorter than the platform retry span " + FormatDuration(span) + " (" +
+                      std::to_string(Secs(span)) + " s) + 2 × clock_skew " + FormatDuration(c->webhooks.clock_skew) +
+                      " (" + std::to_string(Secs(2 * c->webhooks.clock_skew)) + " s) = " +
+                      std::to_string(Secs(needed)) + " s; raise retention to at least " + FormatDuration(needed));
+  }
+  if (c->plugins.handler_timeout >= c->idempotency.lease) {
+    return Status(Reason::kConfigInvalid,
+                  YamlWhere(path, top.node()["plugins"]["handler_timeout"]) + ": plugins.handler_timeout " +
+                      FormatDuration(c->plugins.handler_timeout) + " must be shorter than idempotency.lease " +
+                      FormatDuration(c->idempotency.lease) + " (a hung plugin must not outlive its lease)");
+  }
+  return std::shared_ptr<const HostConfig>(std::move(c));
+}
+
+}  // namespace clawguard::host

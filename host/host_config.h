@@ -1,0 +1,144 @@
+// host_config.h — host.yaml (schema clawguard/host/v1), read strictly and validated once.
+//
+// The shape is ARCHITECTURE.md "Policies" → host.yaml, every key. Relative paths are resolved
+// against the file's directory. Secrets are written `env:VAR` and resolved at load into
+// SecretBytes (a missing or empty variable is kConfigInvalid naming VAR, never a value); route
+// secrets are Standard Webhooks secrets (`whsec_<base64>`) decoded to their HMAC key. Impossible
+// settings are refused at start-up, each with file:line:
+//   - admin.token shorter than limits::kMinAdminTokenLength characters;
+//   - a store URL carrying a password (the URL is not echoed);
+//   - idempotency.retention < sum(platform_retry.schedule) + 2 × clock_skew (both numbers printed);
+//   - plugins.handler_timeout ≥ idempotency.lease;
+//   - webhooks.routes: previous without previous_until or the reverse.
+// Every refusal is kConfigInvalid. A HostConfig is immutable once loaded (held as
+// shared_ptr<const HostConfig>); thread-safe to read.
+#ifndef CLAWGUARD_HOST_HOST_CONFIG_H_
+#define CLAWGUARD_HOST_HOST_CONFIG_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "clawguard/error.h"
+#include "clawguard/secret_bytes.h"
+
+namespace clawguard::host {
+
+inline constexpr std::string_view kHostSchema = "clawguard/host/v1";
+
+using Millis = std::chrono::milliseconds;
+
+struct TlsFiles {
+  std::string cert;  // absolute paths
+  std::string key;
+};
+
+struct ListenConfig {
+  std::string address;  // "127.0.0.1:8080" (port 0 allowed: tests)
+  std::optional<TlsFiles> tls;
+  uint64_t max_body = 0;
+  uint64_t max_headers = 0;
+  int workers = 0;
+};
+
+struct AdminConfig {
+  std::string address;
+  SecretBytes token;  // ≥ limits::kMinAdminTokenLength characters
+  std::optional<TlsFiles> tls;
+};
+
+struct PluginsConfig {
+  std::string dir, trust, allowlist;  // absolute paths
+  Millis handler_timeout{0};
+};
+
+// RouteSecrets are one plugin/route's webhook keys (decoded HMAC keys).
+struct RouteSecrets {
+  SecretBytes current;
+  std::optional<int64_t> current_since;  // Unix seconds (rotation audit)
+  std::optional<SecretBytes> previous;
+  std::optional<int64_t> previous_until;  // Unix seconds; set iff previous is
+};
+
+struct RateLimit {
+  uint64_t count = 0;  // "200/s": 200 per 1000 ms
+  Millis per{0};
+  uint64_t burst = 0;
+};
+
+struct WebhooksConfig {
+  Millis tolerance{0};
+  Millis clock_skew{0};
+  std::vector<Millis> retry_schedule;
+  std::map<std::string, RouteSecrets> routes;  // "plugin/route" → secrets
+  RateLimit rate_limit;
+};
+
+struct IdempotencyConfig {
+  Millis retention{0}, lease{0}, tombstones{0}, intent_expiry{0};
+};
+
+struct ErpRetry {
+  Millis base{0}, max{0};
+  int attempts = 0;
+  int jitter_percent = 0;
+  Millis floor_429{0};
+};
+
+struct ErpConfig {
+  std::string base_url;  // https://…
+  Millis timeout{0};
+  std::string ca;  // absolute path
+  SecretBytes auth;
+  ErpRetry retry;
+};
+
+struct BreakerSpec {
+  int failures = 0;
+  Millis window{0}, cooldown{0};
+  int half_open_probes = 0;  // erp only (0 for key)
+};
+
+struct LogConfig {
+  std::string audit;  // absolute path
+  std::vector<std::string> redact;
+};
+
+// EnvLookup returns the value of an environment variable, or nullopt if unset.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+struct HostConfig {
+  std::string source;  // the file it came from
+  ListenConfig listen;
+  AdminConfig admin;
+  std::string store;  // "sqlite:/abs/path" or "postgresql://user@host:port/db"
+  PluginsConfig plugins;
+  WebhooksConfig webhooks;
+  IdempotencyConfig idempotency;
+  ErpConfig erp;
+  BreakerSpec breaker_key, breaker_erp;
+  LogConfig log;
+
+  // Load reads |path| (at most limits::kMaxPolicyFile) with the process environment.
+  static Result<std::shared_ptr<const HostConfig>> Load(const std::string& path);
+  // Parse reads |text| as if it were the file |path| (relative paths against its directory),
+  // resolving env:VAR through |env|.
+  static Result<std::shared_ptr<const HostConfig>> Parse(std::string_view text, const std::string& path,
+                                                         const EnvLookup& env);
+
+  // RetrySpan is sum(webhooks.retry_schedule).
+  Millis RetrySpan() const;
+};
+
+// FormatDuration renders |d| in the largest unit that divides it exactly ("7d", "1023m", "250ms").
+std::string FormatDuration(Millis d);
+
+}  // namespace clawguard::host
+
+#endif  // CLAWGUARD_HOST_HOST_CONFIG_H_

@@ -1,0 +1,79 @@
+// store/outbox.h — the ERP call outbox (interface; engines in store/sqlite and
+// store/postgresql). ARCHITECTURE.md "Host request pipeline" step 5.
+//
+// One row per (event key, call index i), written before the call is sent. Append is fenced by
+// the idempotency record of the event key: the row's fencing token must equal the record's
+// (a stale worker whose lease was taken over is refused). A re-run plugin's call i meets its
+// existing row: same method, path and body → kExisting (answered from the row); otherwise
+// kMismatch (the event is dead-lettered by the caller).
+#ifndef CLAWGUARD_STORE_OUTBOX_H_
+#define CLAWGUARD_STORE_OUTBOX_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "clawguard/error.h"
+
+namespace clawguard {
+
+enum class OutboxState { kPending, kSent, kAnswered, kDead };
+inline std::string_view OutboxStateName(OutboxState s) {
+  switch (s) {
+    case OutboxState::kPending: return "pending";
+    case OutboxState::kSent: return "sent";
+    case OutboxState::kAnswered: return "answered";
+    case OutboxState::kDead: return "dead";
+  }
+  return "pending";
+}
+
+struct OutboxRow {
+  std::string event_key;       // 64 lowercase hex
+  int64_t fencing_token = 0;   // the claim's token when written (updated when a takeover re-meets it)
+  int64_t call_index = 0;      // i, from 0 within one delivery
+  std::string method;
+  std::string path;
+  std::string body;
+  std::string body_sha256;     // lowercase hex of body
+  OutboxState state = OutboxState::kPending;
+  int reply_status = 0;        // answered: the ERP's status
+  std::string reply_body;
+  int64_t attempts = 0;
+  int64_t next_attempt_ms = 0;
+  std::string idempotency_key;  // ErpCallKey(event_key, plugin, i)
+};
+
+struct OutboxAppend {
+  enum class Kind { kAppended, kExisting, kMismatch, kFenced };
+  Kind kind = Kind::kAppended;
+  OutboxRow row;  // kAppended: the row written; kExisting/kMismatch: the row already there
+};
+
+// Outbox is thread-safe in every engine; each call is its own transaction. Store failures are
+// kStoreUnavailable; a Mark* on a missing row is kNotFound.
+class Outbox {
+ public:
+  virtual ~Outbox() = default;
+
+  // Append writes |row| (state pending, attempts 0) unless fenced or already there (see above).
+  virtual Result<OutboxAppend> Append(const OutboxRow& row) = 0;
+  virtual Result<std::optional<OutboxRow>> Get(const std::string& event_key, int64_t call_index) = 0;
+  // MarkSent records one send attempt: attempts + 1, state sent, next attempt at |next_attempt_ms|
+  // (when to retry if no answer arrives).
+  virtual Status MarkSent(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) = 0;
+  // MarkAnswered stores the ERP's answer (state answered).
+  virtual Status MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
+                              const std::string& reply_body) = 0;
+  // MarkDead moves the row to dead (dead-lettered; never sent again).
+  virtual Status MarkDead(const std::string& event_key, int64_t call_index) = 0;
+  // DuePending returns up to |limit| rows pending or sent whose next attempt is ≤ |now_ms|,
+  // oldest first.
+  virtual Result<std::vector<OutboxRow>> DuePending(int64_t now_ms, int64_t limit) = 0;
+};
+
+}  // namespace clawguard
+
+#endif  // CLAWGUARD_STORE_OUTBOX_H_

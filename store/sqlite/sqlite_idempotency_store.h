@@ -1,0 +1,53 @@
+// sqlite_idempotency_store.h — the SQLite engine of IdempotencyStore.
+//
+// Tables idem_records, idem_generation (and the outbox's outbox_rows), versioned in
+// idem_schema_version — names of their own so they can share a database file with the ledger.
+// Each state change is one BEGIN IMMEDIATE transaction on a WAL database with synchronous=FULL
+// (durable before the answer). Several instances (processes) may open the same file: BEGIN
+// IMMEDIATE serialises their conditional writes. Thread-safe (one connection behind a mutex).
+#ifndef CLAWGUARD_STORE_SQLITE_SQLITE_IDEMPOTENCY_STORE_H_
+#define CLAWGUARD_STORE_SQLITE_SQLITE_IDEMPOTENCY_STORE_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "clawguard/clock.h"
+#include "clawguard/store/idempotency_store.h"
+#include "sqlite/sqlite_db.h"
+
+namespace clawguard::sqlite {
+
+// MigrateIdempotencySchema creates or upgrades the idem_* and outbox_* tables (idempotent).
+// kStoreUnavailable if the file holds a newer schema than this build knows.
+Status MigrateIdempotencySchema(SqliteDb& db);
+
+class SqliteIdempotencyStore final : public IdempotencyStore {
+ public:
+  // Open opens (creating) |path| and migrates it. |clock| must outlive the store.
+  static Result<std::unique_ptr<SqliteIdempotencyStore>> Open(const std::string& path, const Clock& clock);
+
+  Result<ClaimOutcome> Claim(const std::string& key, const std::string& fingerprint, const ClaimMeta& meta,
+                             int64_t lease_ms) override;
+  Result<FencedWrite> Renew(const std::string& key, int64_t token, int64_t lease_ms) override;
+  Result<FencedWrite> Complete(const std::string& key, int64_t token, int status, const std::string& content_type,
+                               const std::string& body) override;
+  Result<FencedWrite> Release(const std::string& key, int64_t token) override;
+  Result<std::optional<IdempotencyRecord>> Get(const std::string& key) override;
+  Result<bool> Reset(const std::string& key) override;
+  Result<int64_t> Generation() override;
+  Result<int64_t> BumpGeneration() override;
+
+ private:
+  SqliteIdempotencyStore(std::unique_ptr<SqliteDb> db, const Clock& clock) : db_(std::move(db)), clock_(clock) {}
+  Result<std::optional<IdempotencyRecord>> Load(const std::string& key);
+  Result<int64_t> Bump();
+
+  std::mutex mu_;
+  const std::unique_ptr<SqliteDb> db_;
+  const Clock& clock_;
+};
+
+}  // namespace clawguard::sqlite
+
+#endif  // CLAWGUARD_STORE_SQLITE_SQLITE_IDEMPOTENCY_STORE_H_

@@ -1,0 +1,165 @@
+// sqlite_outbox.cpp — outbox rows fenced by the idempotency record's token.
+#include "sqlite/sqlite_outbox.h"
+
+#include "sqlite/sqlite_idempotency_store.h"
+
+namespace clawguard::sqlite {
+namespace {
+
+constexpr std::string_view kColumns =
+    "event_key, fencing_token, call_index, method, path, body, body_sha256, state, reply_status, reply_body, "
+    "attempts, next_attempt_ms, idempotency_key";
+
+OutboxState StateFrom(const std::string& s) {
+  if (s == "sent") return OutboxState::kSent;
+  if (s == "answered") return OutboxState::kAnswered;
+  if (s == "dead") return OutboxState::kDead;
+  return OutboxState::kPending;
+}
+
+OutboxRow ReadRow(const Stmt& s) {
+  OutboxRow r;
+  r.event_key = s.Text(0);
+  r.fencing_token = s.Int(1);
+  r.call_index = s.Int(2);
+  r.method = s.Text(3);
+  r.path = s.Text(4);
+  r.body = s.Text(5);
+  r.body_sha256 = s.Text(6);
+  r.state = StateFrom(s.Text(7));
+  r.reply_status = static_cast<int>(s.Int(8));
+  r.reply_body = s.Text(9);
+  r.attempts = s.Int(10);
+  r.next_attempt_ms = s.Int(11);
+  r.idempotency_key = s.Text(12);
+  return r;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SqliteOutbox>> SqliteOutbox::Open(const std::string& path, const Clock& clock) {
+  CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
+  CLAWGUARD_RETURN_IF_ERROR(MigrateIdempotencySchema(*db));
+  return std::unique_ptr<SqliteOutbox>(new SqliteOutbox(std::move(db), clock));
+}
+
+Result<std::optional<OutboxRow>> SqliteOutbox::Load(const std::string& event_key, int64_t call_index) {
+  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT " + std::string(kColumns) +
+                                                  " FROM outbox_rows WHERE event_key = ?1 AND call_index = ?2"));
+  s.Bind(1, event_key).Bind(2, call_index);
+  CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return std::optional<OutboxRow>();
+  return std::optional<OutboxRow>(ReadRow(s));
+}
+
+Result<OutboxAppend> SqliteOutbox::Append(const OutboxRow& row) {
+  std::lock_guard lock(mu_);
+  CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
+  OutboxAppend out;
+  {
+    // The fence: the idempotency record must exist, be in progress and hold exactly this token.
+    CLAWGUARD_ASSIGN_OR_RETURN(
+        Stmt f, db_->Prepare("SELECT fencing_token, state FROM idem_records WHERE key = ?1"));
+    f.Bind(1, row.event_key);
+    CLAWGUARD_ASSIGN_OR_RETURN(bool found, f.Step());
+    if (!found || f.Int(0) != row.fencing_token || f.Text(1) != "in_progress") {
+      out.kind = OutboxAppend::Kind::kFenced;
+      return out;
+    }
+  }
+  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<OutboxRow> existing, Load(row.event_key, row.call_index));
+  if (existing) {
+    const bool same = existing->method == row.method && existing->path == row.path &&
+                      existing->body_sha256 == row.body_sha256 && existing->body == row.body;
+    out.kind = same ? OutboxAppend::Kind::kExisting : OutboxAppend::Kind::kMismatch;
+    if (same && existing->fencing_token != row.fencing_token) {
+      // The row now belongs to the worker that took the lease over.
+      CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db_->Prepare("UPDATE outbox_rows SET fencing_token = ?3 "
+                                                      "WHERE event_key = ?1 AND call_index = ?2"));
+      u.Bind(1, row.event_key).Bind(2, row.call_index).Bind(3, row.fencing_token);
+      CLAWGUARD_RETURN_IF_ERROR(u.Run());
+      existing->fencing_token = row.fencing_token;
+    }
+    out.row = std::move(*existing);
+    CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
+    return out;
+  }
+  const int64_t now = clock_.NowMillis();
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      Stmt i, db_->Prepare("INSERT INTO outbox_rows (event_key, fencing_token, call_index, method, path, body, "
+                           "body_sha256, state, attempts, next_attempt_ms, idempotency_key) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, ?8, ?9)"));
+  i.Bind(1, row.event_key).Bind(2, row.fencing_token).Bind(3, row.call_index).Bind(4, row.method).Bind(5, row.path);
+  i.BindBlob(6, row.body).Bind(7, row.body_sha256).Bind(8, now).Bind(9, row.idempotency_key);
+  CLAWGUARD_RETURN_IF_ERROR(i.Run());
+  CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
+  out.kind = OutboxAppend::Kind::kAppended;
+  out.row = row;
+  out.row.state = OutboxState::kPending;
+  out.row.attempts = 0;
+  out.row.next_attempt_ms = now;
+  out.row.reply_status = 0;
+  out.row.reply_body.clear();
+  return out;
+}
+
+Result<std::optional<OutboxRow>> SqliteOutbox::Get(const std::string& event_key, int64_t call_index) {
+  std::lock_guard lock(mu_);
+  return Load(event_key, call_index);
+}
+
+template <typename BindFn>
+Status SqliteOutbox::Update(const std::string& event_key, int64_t call_index, std::string_view sql, BindFn bind) {
+  std::lock_guard lock(mu_);
+  CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
+  {
+    CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db_->Prepare(sql));
+    u.Bind(1, event_key).Bind(2, call_index);
+    bind(u);
+    CLAWGUARD_RETURN_IF_ERROR(u.Run());
+  }
+  if (sqlite3_changes(db_->raw()) != 1) {
+    return Status(Reason::kNotFound, "no outbox row " + event_key + "/" + std::to_string(call_index) +
+                                         " in a state that allows this change");
+  }
+  return tx.Commit();
+}
+
+Status SqliteOutbox::MarkSent(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) {
+  return Update(event_key, call_index,
+                "UPDATE outbox_rows SET state = 'sent', attempts = attempts + 1, next_attempt_ms = ?3 "
+                "WHERE event_key = ?1 AND call_index = ?2 AND state IN ('pending', 'sent')",
+                [&](Stmt& s) { s.Bind(3, next_attempt_ms); });
+}
+
+Status SqliteOutbox::MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
+                                  const std::string& reply_body) {
+  return Update(event_key, call_index,
+                "UPDATE outbox_rows SET state = 'answered', reply_status = ?3, reply_body = ?4 "
+                "WHERE event_key = ?1 AND call_index = ?2 AND state IN ('pending', 'sent')",
+                [&](Stmt& s) { s.Bind(3, int64_t{reply_status}).BindBlob(4, reply_body); });
+}
+
+Status SqliteOutbox::MarkDead(const std::string& event_key, int64_t call_index) {
+  return Update(event_key, call_index,
+                "UPDATE outbox_rows SET state = 'dead' WHERE event_key = ?1 AND call_index = ?2",
+                [](Stmt&) {});
+}
+
+Result<std::vector<OutboxRow>> SqliteOutbox::DuePending(int64_t now_ms, int64_t limit) {
+  std::lock_guard lock(mu_);
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      Stmt s, db_->Prepare("SELECT " + std::string(kColumns) +
+                           " FROM outbox_rows WHERE state IN ('pending', 'sent') AND next_attempt_ms <= ?1 "
+                           "ORDER BY next_attempt_ms, event_key, call_index LIMIT ?2"));
+  s.Bind(1, now_ms).Bind(2, limit);
+  std::vector<OutboxRow> out;
+  while (true) {
+    CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out.push_back(ReadRow(s));
+  }
+  return out;
+}
+
+}  // namespace clawguard::sqlite

@@ -1,0 +1,47 @@
+// sqlite_outbox.h — the SQLite engine of Outbox (table outbox_rows, fenced by idem_records).
+//
+// Opens its own connection to the same database file as SqliteIdempotencyStore (the fence reads
+// idem_records inside the same BEGIN IMMEDIATE transaction as the insert). Thread-safe.
+#ifndef CLAWGUARD_STORE_SQLITE_SQLITE_OUTBOX_H_
+#define CLAWGUARD_STORE_SQLITE_SQLITE_OUTBOX_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "clawguard/clock.h"
+#include "clawguard/store/outbox.h"
+#include "sqlite/sqlite_db.h"
+
+namespace clawguard::sqlite {
+
+class SqliteOutbox final : public Outbox {
+ public:
+  // Open opens (creating) |path| and migrates it (MigrateIdempotencySchema). |clock| must outlive
+  // the outbox.
+  static Result<std::unique_ptr<SqliteOutbox>> Open(const std::string& path, const Clock& clock);
+
+  Result<OutboxAppend> Append(const OutboxRow& row) override;
+  Result<std::optional<OutboxRow>> Get(const std::string& event_key, int64_t call_index) override;
+  Status MarkSent(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) override;
+  Status MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
+                      const std::string& reply_body) override;
+  Status MarkDead(const std::string& event_key, int64_t call_index) override;
+  Result<std::vector<OutboxRow>> DuePending(int64_t now_ms, int64_t limit) override;
+
+ private:
+  SqliteOutbox(std::unique_ptr<SqliteDb> db, const Clock& clock) : db_(std::move(db)), clock_(clock) {}
+  Result<std::optional<OutboxRow>> Load(const std::string& event_key, int64_t call_index);
+  // Update runs |sql| (?1 event_key, ?2 call_index, then |bind| adds the rest) in a transaction;
+  // kNotFound when no row changed.
+  template <typename BindFn>
+  Status Update(const std::string& event_key, int64_t call_index, std::string_view sql, BindFn bind);
+
+  std::mutex mu_;
+  const std::unique_ptr<SqliteDb> db_;
+  const Clock& clock_;
+};
+
+}  // namespace clawguard::sqlite
+
+#endif  // CLAWGUARD_STORE_SQLITE_SQLITE_OUTBOX_H_

@@ -1,0 +1,292 @@
+// idempotency_store_test.cpp — conformance suite of IdempotencyStore and Outbox, typed over the
+// engines (a factory per engine; the PostgreSQL engine joins by adding its factory to
+// StoreEngines). Fixed time through FixedClock; no sleeps.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "clawguard/clock.h"
+#include "clawguard/sha256.h"
+#include "clawguard/store/idempotency_store.h"
+#include "clawguard/store/outbox.h"
+#include "sqlite/sqlite_idempotency_store.h"
+#include "sqlite/sqlite_outbox.h"
+#include "support/temp_dir.h"
+
+namespace clawguard {
+namespace {
+
+constexpr int64_t kT0 = 1'796'000'000'000;  // 2026-12-01, fixed
+constexpr int64_t kLease = 30'000;
+
+// SqliteFactory opens engines on one database file in a temp dir.
+class SqliteFactory {
+ public:
+  std::unique_ptr<IdempotencyStore> OpenStore(const Clock& clock) {
+    auto s = sqlite::SqliteIdempotencyStore::Open(dir_.Sub("state.db"), clock);
+    EXPECT_TRUE(s.ok()) << s.error().ToString();
+    return s.ok() ? std::unique_ptr<IdempotencyStore>(std::move(s).value()) : nullptr;
+  }
+  std::unique_ptr<Outbox> OpenOutbox(const Clock& clock) {
+    auto o = sqlite::SqliteOutbox::Open(dir_.Sub("state.db"), clock);
+    EXPECT_TRUE(o.ok()) << o.error().ToString();
+    return o.ok() ? std::unique_ptr<Outbox>(std::move(o).value()) : nullptr;
+  }
+
+ private:
+  testing::TempDir dir_;
+};
+
+template <typename Factory>
+class StoreConformanceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = factory_.OpenStore(clock_);
+    outbox_ = factory_.OpenOutbox(clock_);
+    ASSERT_NE(store_, nullptr);
+    ASSERT_NE(outbox_, nullptr);
+  }
+
+  static ClaimMeta Meta(const std::string& id = "msg_1") {
+    return ClaimMeta{"acme-orders", "order.created", 2, id, "client-key-1"};
+  }
+  ClaimOutcome MustClaim(const std::string& key, const std::string& fp, const std::string& id = "msg_1") {
+    auto c = store_->Claim(key, fp, Meta(id), kLease);
+    EXPECT_TRUE(c.ok()) << c.error().ToString();
+    return c.ok() ? *c : ClaimOutcome{};
+  }
+  OutboxRow Row(const std::string& key, int64_t token, int64_t i, const std::string& body) {
+    OutboxRow r;
+    r.event_key = key;
+    r.fencing_token = token;
+    r.call_index = i;
+    r.method = "POST";
+    r.path = "/orders/1001/fulfil";
+    r.body = body;
+    r.body_sha256 = Sha256Hex(body);
+    r.idempotency_key = "erp-key-" + std::to_string(i);
+    return r;
+  }
+
+  Factory factory_;
+  FixedClock clock_{kT0};
+  std::unique_ptr<IdempotencyStore> store_;
+  std::unique_ptr<Outbox> outbox_;
+};
+
+using StoreEngines = ::testing::Types<SqliteFactory>;
+TYPED_TEST_SUITE(StoreConformanceTest, StoreEngines);
+
+const std::string kKey = std::string(64, 'a');
+const std::string kFp = std::string(64, 'f');
+
+TYPED_TEST(StoreConformanceTest, ClaimsANewKeyWithTokenOne) {
+  const ClaimOutcome c = this->MustClaim(kKey, kFp);
+  EXPECT_EQ(c.kind, ClaimOutcome::Kind::kClaimed);
+  EXPECT_EQ(c.fencing_token, 1);
+  EXPECT_FALSE(c.taken_over);
+  auto rec = this->store_->Get(kKey);
+  ASSERT_TRUE(rec.ok() && rec->has_value());
+  const IdempotencyRecord& r = **rec;
+  EXPECT_EQ(r.state, IdemState::kInProgress);
+  EXPECT_EQ(r.lease_until_ms, kT0 + kLease);
+  EXPECT_EQ(r.fencing_token, 1);
+  EXPECT_EQ(r.fingerprint, kFp);
+  EXPECT_EQ(r.plugin, "acme-orders");
+  EXPECT_EQ(r.route, "order.created");
+  EXPECT_EQ(r.level, 2);
+  EXPECT_EQ(r.webhook_id, "msg_1");
+  EXPECT_EQ(r.x_idempotency_key, "client-key-1");
+  EXPECT_EQ(r.created_ms, kT0);
+}
+
+TYPED_TEST(StoreConformanceTest, ReplaysTheCompletedAnswer) {
+  const ClaimOutcome c = this->MustClaim(kKey, kFp);
+  auto done = this->store_->Complete(kKey, c.fencing_token, 201, "application/json", std::string("{\"ok\":1}\0x", 10));
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(*done, FencedWrite::kApplied);
+  this->clock_.Advance(3'600'000);
+  const ClaimOutcome again = this->MustClaim(kKey, kFp, "msg_2");
+  ASSERT_EQ(again.kind, ClaimOutcome::Kind::kCompleted);
+  EXPECT_EQ(again.record.status, 201);
+  EXPECT_EQ(again.record.content_type, "application/json");
+  EXPECT_EQ(again.record.body, std::string("{\"ok\":1}\0x", 10));
+}
+
+TYPED_TEST(StoreConformanceTest, OtherFingerprintIsMismatchAndTheRecordIsUntouched) {
+  const ClaimOutcome c = this->MustClaim(kKey, kFp);
+  ASSERT_TRUE(this->store_->Complete(kKey, c.fencing_token, 200, "text/plain", "done").ok());
+  auto before = this->store_->Get(kKey);
+  this->clock_.Advance(1000);
+  const ClaimOutcome m = this->MustClaim(kKey, std::string(64, 'e'), "msg_9");
+  EXPECT_EQ(m.kind, ClaimOutcome::Kind::kFingerprintMismatch);
+  auto after = this->store_->Get(kKey);
+  ASSERT_TRUE(before.ok() && after.ok() && before->has_value() && after->has_value());
+  EXPECT_EQ((*after)->updated_ms, (*before)->updated_ms);
+  EXPECT_EQ((*after)->webhook_id, "msg_1");
+  EXPECT_EQ((*after)->fingerprint, kFp);
+  EXPECT_EQ((*after)->body, "done");
+  // Checked first: also on a live in-progress record.
+  const std::string key2(64, 'b');
+  (void)this->MustClaim(key2, kFp);
+  EXPECT_EQ(this->MustClaim(key2, std::string(64, 'e')).kind, ClaimOutcome::Kind::kFingerprintMismatch);
+}
+
+TYPED_TEST(StoreConformanceTest, LiveLeaseIsInProgressWithRetryAfter) {
+  (void)this->MustClaim(kKey, kFp);
+  this->clock_.Advance(10'000);
+  const ClaimOutcome c = this->MustClaim(kKey, kFp);
+  EXPECT_EQ(c.kind, ClaimOutcome::Kind::kInProgress);
+  EXPECT_EQ(c.retry_after_ms, 20'000);
+}
+
+TYPED_TEST(StoreConformanceTest, ExpiredLeaseIsTakenOverWithTheNextToken) {
+  (void)this->MustClaim(kKey, kFp);
+  this->clock_.Advance(kLease);  // lease_until == now: expired
+  const ClaimOutcome c = this->MustClaim(kKey, kFp, "msg_retry");
+  EXPECT_EQ(c.kind, ClaimOutcome::Kind::kClaimed);
+  EXPECT_EQ(c.fencing_token, 2);
+  EXPECT_TRUE(c.taken_over);
+  EXPECT_EQ(c.record.lease_until_ms, kT0 + 2 * kLease);
+  EXPECT_EQ(c.record.webhook_id, "msg_retry");
+}
+
+TYPED_TEST(StoreConformanceTest, StaleWorkerIsFencedAfterTakeover) {
+  const ClaimOutcome first = this->MustClaim(kKey, kFp);
+  auto a1 = this->outbox_->Append(this->Row(kKey, first.fencing_token, 0, "{\"qty\":1}"));
+  ASSERT_TRUE(a1.ok());
+  EXPECT_EQ(a1->kind, OutboxAppend::Kind::kAppended);
+  this->clock_.Advance(kLease + 1);
+  const ClaimOutcome second = this->MustClaim(kKey, kFp);
+  ASSERT_EQ(second.fencing_token, 2);
+
+  EXPECT_EQ(*this->store_->Renew(kKey, first.fencing_token, kLease), FencedWrite::kFenced);
+  EXPECT_EQ(*this->store_->Complete(kKey, first.fencing_token, 200, "", "stale"), FencedWrite::kFenced);
+  EXPECT_EQ(*this->store_->Release(kKey, first.fencing_token), FencedWrite::kFenced);
+  auto stale = this->outbox_->Append(this->Row(kKey, first.fencing_token, 1, "{}"));
+  ASSERT_TRUE(stale.ok());
+  EXPECT_EQ(stale->kind, OutboxAppend::Kind::kFenced);
+  EXPECT_FALSE(this->outbox_->Get(kKey, 1)->has_value());
+
+  // The new worker meets call 0's row, and may write call 1.
+  auto again = this->outbox_->Append(this->Row(kKey, second.fencing_token, 0, "{\"qty\":1}"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->kind, OutboxAppend::Kind::kExisting);
+  EXPECT_EQ(again->row.fencing_token, 2);
+  EXPECT_EQ(this->outbox_->Append(this->Row(kKey, second.fencing_token, 1, "{}"))->kind,
+            OutboxAppend::Kind::kAppended);
+  EXPECT_EQ(*this->store_->Renew(kKey, second.fencing_token, kLease), FencedWrite::kApplied);
+  EXPECT_EQ(*this->store_->Complete(kKey, second.fencing_token, 200, "", "fresh"), FencedWrite::kApplied);
+  EXPECT_EQ((*this->store_->Get(kKey))->body, "fresh");
+  // Completed: even the current token cannot complete twice or append.
+  EXPECT_EQ(*this->store_->Complete(kKey, second.fencing_token, 500, "", "x"), FencedWrite::kFenced);
+  EXPECT_EQ(this->outbox_->Append(this->Row(kKey, second.fencing_token, 2, "{}"))->kind, OutboxAppend::Kind::kFenced);
+}
+
+TYPED_TEST(StoreConformanceTest, ReleaseLeavesTheKeyRetryable) {
+  const ClaimOutcome c = this->MustClaim(kKey, kFp);
+  EXPECT_EQ(*this->store_->Release(kKey, c.fencing_token), FencedWrite::kApplied);
+  const ClaimOutcome retry = this->MustClaim(kKey, kFp);
+  EXPECT_EQ(retry.kind, ClaimOutcome::Kind::kClaimed);
+  EXPECT_EQ(retry.fencing_token, 2);
+}
+
+TYPED_TEST(StoreConformanceTest, ConcurrentClaimsFromEightThreadsHaveOneWinner) {
+  constexpr int kThreads = 8;
+  for (bool separate_connections : {false, true}) {
+    const std::string key = separate_connections ? std::string(64, 'c') : std::string(64, 'd');
+    std::vector<std::unique_ptr<IdempotencyStore>> stores;
+    for (int i = 0; i < kThreads && separate_connections; ++i) stores.push_back(this->factory_.OpenStore(this->clock_));
+    std::atomic<int> claimed{0}, in_progress{0}, errors{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+      IdempotencyStore* s = separate_connections ? stores[static_cast<size_t>(i)].get() : this->store_.get();
+      threads.emplace_back([&, s] {
+        while (!go.load()) std::this_thread::yield();
+        auto c = s->Claim(key, kFp, this->Meta(), kLease);
+        if (!c.ok()) ++errors;
+        else if (c->kind == ClaimOutcome::Kind::kClaimed) ++claimed;
+        else if (c->kind == ClaimOutcome::Kind::kInProgress) ++in_progress;
+      });
+    }
+    go = true;
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(errors.load(), 0) << separate_connections;
+    EXPECT_EQ(claimed.load(), 1) << separate_connections;
+    EXPECT_EQ(in_progress.load(), kThreads - 1) << separate_connections;
+  }
+}
+
+TYPED_TEST(StoreConformanceTest, CompletedAnswersSurviveReopen) {
+  const ClaimOutcome c = this->MustClaim(kKey, kFp);
+  ASSERT_EQ(*this->store_->Complete(kKey, c.fencing_token, 200, "application/json", "{\"id\":7}"),
+            FencedWrite::kApplied);
+  this->store_.reset();
+  this->outbox_.reset();
+  this->store_ = this->factory_.OpenStore(this->clock_);
+  ASSERT_NE(this->store_, nullptr);
+  const ClaimOutcome replay = this->MustClaim(kKey, kFp);
+  ASSERT_EQ(replay.kind, ClaimOutcome::Kind::kCompleted);
+  EXPECT_EQ(replay.record.body, "{\"id\":7}");
+}
+
+TYPED_TEST(StoreConformanceTest, ResetKeepsTokensMonotonicAndBumpsGeneration) {
+  EXPECT_EQ(*this->store_->Generation(), 0);
+  const ClaimOutcome c = this->MustClaim(kKey, kFp);
+  ASSERT_EQ(*this->store_->Complete(kKey, c.fencing_token, 200, "", "x"), FencedWrite::kApplied);
+  EXPECT_TRUE(*this->store_->Reset(kKey));
+  EXPECT_EQ(*this->store_->Generation(), 1);
+  EXPECT_FALSE(*this->store_->Reset(std::string(64, '0')));
+  // After a reset any fingerprint may claim, with the next token.
+  const ClaimOutcome after = this->MustClaim(kKey, std::string(64, 'e'));
+  EXPECT_EQ(after.kind, ClaimOutcome::Kind::kClaimed);
+  EXPECT_EQ(after.fencing_token, 2);
+  EXPECT_EQ(*this->store_->BumpGeneration(), 2);
+}
+
+TYPED_TEST(StoreConformanceTest, OutboxRowsMatchMismatchAndMoveThroughStates) {
+  const ClaimOutcome c = this->MustClaim(kKey, kFp);
+  ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, 0, "{\"a\":1}"))->kind,
+            OutboxAppend::Kind::kAppended);
+  this->clock_.Advance(5);
+  ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, 1, "{\"b\":2}"))->kind,
+            OutboxAppend::Kind::kAppended);
+  auto mismatch = this->outbox_->Append(this->Row(kKey, c.fencing_token, 0, "{\"a\":2}"));
+  ASSERT_TRUE(mismatch.ok());
+  EXPECT_EQ(mismatch->kind, OutboxAppend::Kind::kMismatch);
+  EXPECT_EQ(mismatch->row.body, "{\"a\":1}");
+  // An outbox row of a key that was never claimed is fenced.
+  EXPECT_EQ(this->outbox_->Append(this->Row(std::string(64, '9'), 1, 0, "{}"))->kind, OutboxAppend::Kind::kFenced);
+
+  auto due = this->outbox_->DuePending(kT0 + 10, 10);
+  ASSERT_TRUE(due.ok());
+  ASSERT_EQ(due->size(), 2u);
+  EXPECT_EQ((*due)[0].call_index, 0);
+  EXPECT_EQ((*due)[1].call_index, 1);
+
+  ASSERT_TRUE(this->outbox_->MarkSent(kKey, 0, kT0 + 60'000).ok());
+  auto sent = this->outbox_->Get(kKey, 0);
+  ASSERT_TRUE(sent.ok() && sent->has_value());
+  EXPECT_EQ((*sent)->state, OutboxState::kSent);
+  EXPECT_EQ((*sent)->attempts, 1);
+  EXPECT_EQ((*sent)->idempotency_key, "erp-key-0");
+  EXPECT_EQ(this->outbox_->DuePending(kT0 + 10, 10)->size(), 1u);  // call 0 waits until its next attempt
+  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, 201, "{\"fulfilled\":true}").ok());
+  auto answered = this->outbox_->Get(kKey, 0);
+  EXPECT_EQ((*answered)->state, OutboxState::kAnswered);
+  EXPECT_EQ((*answered)->reply_status, 201);
+  EXPECT_EQ((*answered)->reply_body, "{\"fulfilled\":true}");
+  ASSERT_TRUE(this->outbox_->MarkDead(kKey, 1).ok());
+  EXPECT_EQ((*this->outbox_->Get(kKey, 1))->state, OutboxState::kDead);
+  EXPECT_TRUE(this->outbox_->DuePending(kT0 + 120'000, 10)->empty());
+  const Status missing = this->outbox_->MarkAnswered(kKey, 7, 200, "");
+  EXPECT_EQ(missing.reason(), Reason::kNotFound);
+  EXPECT_EQ(this->outbox_->MarkSent(kKey, 0, kT0).reason(), Reason::kNotFound);  // answered: no more sends
+}
+
+}  // namespace
+}  // namespace clawguard
