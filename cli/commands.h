@@ -20,6 +20,7 @@ void RegisterSign(CLI::App& app, CommandContext& ctx);        // cmd_sign.cpp
 void RegisterInspect(CLI::App& app, CommandContext& ctx);     // cmd_inspect.cpp
 void RegisterVerify(CLI::App& app, CommandContext& ctx);      // cmd_verify.cpp
 void RegisterLedger(CLI::App& app, CommandContext& ctx);      // cmd_ledger.cpp
+void RegisterHost(CLI::App& app, CommandContext& ctx);        // cmd_host.cpp
 
 // ReportError prints "clawguard <command>: <reason>: <message>" to stderr (or, with |json|, the
 // error object {"error": reason, "detail": message} to stdout) and returns the exit code.

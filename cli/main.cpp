@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   RegisterInspect(app, ctx);
   RegisterVerify(app, ctx);
   RegisterLedger(app, ctx);
+  RegisterHost(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
