@@ -1,0 +1,396 @@
+// erp_client.cpp — ErpClient on Boost.Beast (see erp_client.h). Each pooled connection owns a
+// private io_context; an async operation is started and that io_context is run until it
+// completes, so the tcp_stream deadline bounds every step. Beast stays in this file (pimpl).
+#include "host/erp_client.h"
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <charconv>
+#include <mutex>
+#include <vector>
+// GCC 12 reports -Wnull-dereference inside Asio's scheduler after inlining (a false positive in
+// a system header); it is silenced for the Boost headers only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#pragma GCC diagnostic pop
+
+#include "clawguard/limits.h"
+#include "clawguard/ossl.h"
+
+namespace clawguard::host {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+constexpr std::string_view kFailurePrefix = "erp_";
+
+struct Target {
+  bool tls = false;
+  std::string host;  // without brackets
+  uint16_t port = 0;
+  std::string prefix;  // "" or "/prefix" (no trailing slash)
+  std::string host_header;
+};
+
+Result<Target> ParseBaseUrl(std::string_view url) {
+  const auto bad = [&](std::string_view why) {
+    return Status(Reason::kConfigInvalid, "erp.base_url \"" + std::string(url) + "\": " + std::string(why));
+  };
+  Target t;
+  std::string_view rest;
+  if (url.starts_with("https://")) {
+    t.tls = true;
+    rest = url.substr(8);
+  } else if (url.starts_with("http://")) {
+    rest = url.substr(7);
+  } else {
+    return bad("must start with http:// or https://");
+  }
+  if (rest.find_first_of("?#@ \r\n\t") != std::string_view::npos) return bad("no query, fragment or userinfo");
+  const size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string_view prefix = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+  while (!prefix.empty() && prefix.back() == '/') prefix.remove_suffix(1);
+  std::string_view port;
+  if (!authority.empty() && authority.front() == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return bad("unclosed [");
+    t.host = std::string(authority.substr(1, close - 1));
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty() && after.front() != ':') return bad("junk after ]");
+    if (!after.empty()) port = after.substr(1);
+  } else {
+    const size_t colon = authority.find(':');
+    t.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) port = authority.substr(colon + 1);
+  }
+  if (t.host.empty()) return bad("no host");
+  unsigned value = t.tls ? 443 : 80;
+  if (!port.empty()) {
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535) return bad("bad port");
+  }
+  t.port = static_cast<uint16_t>(value);
+  t.prefix = std::string(prefix);
+  const bool v6 = t.host.find(':') != std::string::npos;
+  t.host_header = (v6 ? "[" + t.host + "]" : t.host) + ":" + std::to_string(t.port);
+  return t;
+}
+
+Status Failure(ErpFailure kind, std::string_view method, std::string_view path, std::string_view what) {
+  return Status(Reason::kInternal, std::string(kFailurePrefix) + std::string(ErpFailureName(kind)) + ": " +
+                                       std::string(method) + " " + std::string(path) + ": " + std::string(what));
+}
+
+bool HasControl(std::string_view s) {
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
+// Connection is one TCP (or TLS) connection with its own io_context. Used by one thread at a time.
+class Connection {
+ public:
+  Connection(const Target& target, ssl::context* tls) : target_(target) {
+    if (tls) {
+      tls_.emplace(ioc_, *tls);
+    } else {
+      plain_.emplace(ioc_);
+    }
+  }
+
+  beast::tcp_stream& Lowest() { return tls_ ? beast::get_lowest_layer(*tls_) : *plain_; }
+  bool connected() const { return connected_; }
+
+  // Connect resolves, connects and (for https) handshakes with hostname verification.
+  Status Connect(SteadyTime deadline, std::string_view method, std::string_view path) {
+    beast::error_code ec;
+    tcp::resolver resolver(ioc_);
+    // WARNING: name resolution is synchronous (getaddrinfo) and not bounded by the deadline.
+    auto endpoints = resolver.resolve(target_.host, std::to_string(target_.port), ec);
+    if (ec) return Failure(ErpFailure::kConnect, method, path, "cannot resolve " + target_.host + ": " + ec.message());
+    Lowest().expires_at(deadline);
+    ec = Run([&](auto done) { Lowest().async_connect(endpoints, [done](beast::error_code e, const tcp::endpoint&) { done(e); }); });
+    if (ec == beast::error::timeout) return Failure(ErpFailure::kTimeout, method, path, "connect timed out");
+    if (ec) return Failure(ErpFailure::kConnect, method, path, "cannot connect to " + target_.host_header + ": " + ec.message());
+    beast::error_code opt_ec;
+    Lowest().socket().set_option(tcp::no_delay(true), opt_ec);
+    if (tls_) {
+      SSL* ssl_handle = tls_->native_handle();
+      beast::error_code addr_ec;
+      asio::ip::make_address(target_.host, addr_ec);
+      if (addr_ec) {
+        // SNI only for names (RFC 6066 §3); SSL_set1_host copies the name (set1).
+        // The subject CN is never used as a name (RFC 9525 §6.3), only subjectAltName.
+        SSL_set_hostflags(ssl_handle, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
+        if (SSL_set_tlsext_host_name(ssl_handle, target_.host.c_str()) != 1 ||
+            SSL_set1_host(ssl_handle, target_.host.c_str()) != 1) {
+          return Failure(ErpFailure::kTls, method, path, "cannot set the TLS host name: " + ossl::GetSslErrors());
+        }
+      } else if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_handle), target_.host.c_str()) != 1) {
+        return Failure(ErpFailure::kTls, method, path, "cannot set the TLS peer address: " + ossl::GetSslErrors());
+      }
+      tls_->set_verify_mode(ssl::verify_peer);
+      Lowest().expires_at(deadline);
+      ec = Run([&](auto done) { tls_->async_handshake(ssl::stream_base::client, done); });
+      if (ec == beast::error::timeout) return Failure(ErpFailure::kTimeout, method, path, "TLS handshake timed out");
+      if (ec) {
+        std::string why = ec.message();
+        const long verify = SSL_get_verify_result(ssl_handle);
+        if (verify != X509_V_OK) why += " (certificate: " + std::string(X509_verify_cert_error_string(verify)) + ")";
+        ossl::GetSslErrors();  // drained; the reason is in |why|
+        return Failure(ErpFailure::kTls, method, path, "TLS handshake with " + target_.host_header + " failed: " + why);
+      }
+    }
+    connected_ = true;
+    return Status::Ok();
+  }
+
+  // Exchange writes |req| and reads the answer. |*got_some| tells whether any answer byte came.
+  Result<ErpReply> Exchange(http::request<http::string_body>& req, SteadyTime deadline, std::string_view method,
+                            std::string_view path, bool* got_some) {
+    *got_some = false;
+    Lowest().expires_at(deadline);
+    beast::error_code ec = Run([&](auto done) {
+      if (tls_) {
+        http::async_write(*tls_, req, [done](beast::error_code e, size_t) { done(e); });
+      } else {
+        http::async_write(*plain_, req, [done](beast::error_code e, size_t) { done(e); });
+      }
+    });
+    if (ec == beast::error::timeout) return Failure(ErpFailure::kTimeout, method, path, "sending timed out");
+    if (ec) return Failure(ErpFailure::kProtocol, method, path, "connection lost while sending: " + ec.message());
+
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(limits::kMaxErpResponseBody);
+    parser.header_limit(static_cast<uint32_t>(limits::kMaxErpResponseHeaders));
+    if (req.method() == http::verb::head) parser.skip(true);
+    // The header is read on its own first: Beast 1.74's eager parse does not report body_limit
+    // when body bytes arrive in the same read as a Content-Length header over the limit.
+    Lowest().expires_at(deadline);
+    ec = Run([&](auto done) {
+      if (tls_) {
+        http::async_read_header(*tls_, buffer_, parser, [done](beast::error_code e, size_t) { done(e); });
+      } else {
+        http::async_read_header(*plain_, buffer_, parser, [done](beast::error_code e, size_t) { done(e); });
+      }
+    });
+    const uint64_t limit = limits::kMaxErpResponseBody;
+    if (!ec && parser.content_length() && *parser.content_length() > limit) ec = http::error::body_limit;
+    if (!ec && !parser.is_done()) {
+      ec = Run([&](auto done) {
+        if (tls_) {
+          http::async_read(*tls_, buffer_, parser, [done](beast::error_code e, size_t) { done(e); });
+        } else {
+          http::async_read(*plain_, buffer_, parser, [done](beast::error_code e, size_t) { done(e); });
+        }
+      });
+    }
+    if (!ec && parser.get().body().size() > limit) ec = http::error::body_limit;
+    *got_some = parser.got_some();
+    if (ec == beast::error::timeout) return Failure(ErpFailure::kTimeout, method, path, "no answer before the deadline");
+    if (ec == http::error::body_limit || ec == http::error::header_limit) {
+      return Failure(ErpFailure::kProtocol, method, path, "answer over the size limit");
+    }
+    if (ec) return Failure(ErpFailure::kProtocol, method, path, "no complete answer: " + ec.message());
+    auto& msg = parser.get();
+    ErpReply reply;
+    reply.status = static_cast<int>(msg.result_int());
+    for (const auto& field : msg) reply.headers.Add(std::string(field.name_string()), std::string(field.value()));
+    reply.body = std::move(msg.body());
+    reusable_ = msg.keep_alive();
+    return reply;
+  }
+
+  bool reusable() const { return reusable_; }
+
+ private:
+  // Run starts one async operation and runs the private io_context until it completes.
+  template <class Start>
+  beast::error_code Run(Start start) {
+    beast::error_code result;
+    bool finished = false;
+    start([&result, &finished](beast::error_code ec) {
+      result = ec;
+      finished = true;
+    });
+    ioc_.restart();
+    while (!finished && ioc_.run_one() > 0) {
+    }
+    // Let cancelled timer waits finish so the next Run starts clean.
+    ioc_.restart();
+    ioc_.poll();
+    return finished ? result : beast::error_code(asio::error::operation_aborted);
+  }
+
+  const Target& target_;
+  asio::io_context ioc_{1};
+  std::optional<beast::tcp_stream> plain_;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
+  beast::flat_buffer buffer_;
+  bool connected_ = false;
+  bool reusable_ = false;
+};
+
+}  // namespace
+
+std::string_view ErpFailureName(ErpFailure failure) {
+  switch (failure) {
+    case ErpFailure::kTimeout: return "timeout";
+    case ErpFailure::kConnect: return "connect";
+    case ErpFailure::kTls: return "tls";
+    case ErpFailure::kProtocol: return "protocol";
+  }
+  return "protocol";
+}
+
+std::optional<ErpFailure> ErpFailureOf(const Status& status) {
+  if (status.ok() || status.reason() != Reason::kInternal) return std::nullopt;
+  for (ErpFailure f : {ErpFailure::kTimeout, ErpFailure::kConnect, ErpFailure::kTls, ErpFailure::kProtocol}) {
+    const std::string prefix = std::string(kFailurePrefix) + std::string(ErpFailureName(f)) + ": ";
+    if (status.message().starts_with(prefix)) return f;
+  }
+  return std::nullopt;
+}
+
+struct ErpClient::Impl {
+  Target target;
+  std::chrono::milliseconds timeout{0};
+  SecretBytes auth;
+  std::optional<ssl::context> tls;  // declared before the pool: connections point into it
+  std::mutex mu;
+  std::vector<std::unique_ptr<Connection>> idle;  // guarded by mu
+
+  // Acquire takes an idle connection (unless |fresh|) or makes a new, unconnected one.
+  std::unique_ptr<Connection> Acquire(bool fresh, bool* reused) {
+    if (!fresh) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!idle.empty()) {
+        auto c = std::move(idle.back());
+        idle.pop_back();
+        *reused = true;
+        return c;
+      }
+    }
+    *reused = false;
+    return std::make_unique<Connection>(target, tls ? &*tls : nullptr);
+  }
+
+  void Release(std::unique_ptr<Connection> c) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (idle.size() < limits::kMaxErpIdleConnections) idle.push_back(std::move(c));
+  }
+};
+
+ErpClient::ErpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ErpClient::~ErpClient() = default;
+
+Result<std::unique_ptr<ErpClient>> ErpClient::Create(ErpClientOptions options) {
+  try {
+    CLAWGUARD_ASSIGN_OR_RETURN(Target target, ParseBaseUrl(options.base_url));
+    if (options.timeout <= std::chrono::milliseconds::zero()) {
+      return Status(Reason::kConfigInvalid, "erp.timeout must be positive");
+    }
+    if (HasControl(InsecureSecretAccess::View(options.auth))) {
+      return Status(Reason::kConfigInvalid, "erp.auth holds a control character");  // value not echoed
+    }
+    auto impl = std::make_unique<Impl>();
+    if (target.tls) {
+      if (options.ca_file.empty()) return Status(Reason::kConfigInvalid, "erp.ca is required for https");
+      ssl::context ctx(ssl::context::tls_client);
+      beast::error_code ec;
+      ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                          ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::no_compression,
+                      ec);
+      if (ec || SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION) != 1) {
+        return Status(Reason::kInternal, "TLS client setup failed: " + ossl::GetSslErrors());
+      }
+      // Only the configured CA: the system store is never consulted.
+      ctx.load_verify_file(options.ca_file, ec);
+      if (ec) {
+        std::string why = ossl::GetSslErrors();
+        return Status(Reason::kConfigInvalid,
+                      "erp.ca " + options.ca_file + " unusable: " + (why.empty() ? ec.message() : why));
+      }
+      ctx.set_verify_mode(ssl::verify_peer);
+      impl->tls.emplace(std::move(ctx));
+    }
+    impl->target = std::move(target);
+    impl->timeout = options.timeout;
+    impl->auth = std::move(options.auth);
+    return std::unique_ptr<ErpClient>(new ErpClient(std::move(impl)));
+  } catch (const std::exception& e) {
+    return Status(Reason::kInternal, std::string("ERP client setup failed: ") + e.what());
+  }
+}
+
+Result<ErpReply> ErpClient::Send(std::string_view method, std::string_view path, const HttpHeaders& headers,
+                                 std::string_view body) {
+  try {
+    if (method.empty() || HasControl(method) || method.find(' ') != std::string_view::npos) {
+      return Failure(ErpFailure::kProtocol, "?", path, "bad method");
+    }
+    if (!path.starts_with("/") || HasControl(path) || path.find_first_of(" #") != std::string_view::npos) {
+      return Failure(ErpFailure::kProtocol, method, "?", "path must start with / and hold no space, # or control");
+    }
+    const auto deadline = std::chrono::steady_clock::now() + impl_->timeout;
+    http::request<http::string_body> req;
+    req.method_string(beast::string_view(method.data(), method.size()));
+    req.target(impl_->target.prefix + std::string(path));
+    req.version(11);
+    req.set(http::field::host, impl_->target.host_header);
+    for (const auto& [name, value] : headers) {
+      if (AsciiCaseEqual(name, "host") || AsciiCaseEqual(name, "content-length") ||
+          AsciiCaseEqual(name, "transfer-encoding") || AsciiCaseEqual(name, "connection") ||
+          AsciiCaseEqual(name, "authorization")) {
+        continue;
+      }
+      if (name.empty() || HasControl(name) || HasControl(value) || name.find_first_of(" :") != std::string::npos) {
+        return Failure(ErpFailure::kProtocol, method, path, "a header name or value is malformed");
+      }
+      req.insert(name, value);
+    }
+    if (!impl_->auth.empty()) {
+      const std::string_view auth = InsecureSecretAccess::View(impl_->auth);
+      req.set(http::field::authorization, beast::string_view(auth.data(), auth.size()));
+    }
+    req.body() = std::string(body);
+    req.keep_alive(true);
+    req.prepare_payload();
+
+    const bool repeatable = headers.Has("Idempotency-Key") || method == "GET" || method == "HEAD" ||
+                            method == "PUT" || method == "DELETE" || method == "OPTIONS";
+    for (int attempt = 0;; ++attempt) {
+      bool reused = false;
+      auto conn = impl_->Acquire(/*fresh=*/attempt > 0, &reused);
+      if (!conn->connected()) CLAWGUARD_RETURN_IF_ERROR(conn->Connect(deadline, method, path));
+      bool got_some = false;
+      Result<ErpReply> reply = conn->Exchange(req, deadline, method, path, &got_some);
+      if (reply.ok()) {
+        if (conn->reusable()) impl_->Release(std::move(conn));
+        return reply;
+      }
+      // A kept-alive connection the ERP had closed: send once more on a fresh connection, but
+      // only a call that may be repeated (idempotent method or an Idempotency-Key).
+      const bool stale = reused && !got_some && ErpFailureOf(reply.error()) == ErpFailure::kProtocol;
+      if (!stale || !repeatable || attempt > 0) return reply;
+    }
+  } catch (const std::exception& e) {
+    return Failure(ErpFailure::kProtocol, method, path, std::string("unexpected failure: ") + e.what());
+  }
+}
+
+}  // namespace clawguard::host

@@ -1,0 +1,560 @@
+// http_server.cpp — Boost.Beast sessions behind HttpServer (see http_server.h). Beast and Asio
+// stay in this file (pimpl) to keep other translation units light. Over 400 lines on purpose:
+// the listener, the session template and their small helpers share one Beast-heavy translation
+// unit, which is compiled once instead of once per split file.
+#include "host/http_server.h"
+
+#include <openssl/ssl.h>
+
+#include <array>
+#include <atomic>
+// GCC 12 reports -Wnull-dereference inside Asio's scheduler after inlining (a false positive in
+// a system header); it is silenced for the Boost headers only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#pragma GCC diagnostic pop
+#include <charconv>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "clawguard/ossl.h"
+
+namespace clawguard::host {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+
+// After an answer that closes the connection, unread request bytes are drained for at most this
+// long (and kMaxLingerDrainBytes) so the peer reads the answer instead of a reset (nginx
+// lingering_close).
+constexpr std::chrono::milliseconds kLingerTimeout{1000};
+// Pause before accepting again after an accept error (e.g. EMFILE), so the loop does not spin.
+constexpr std::chrono::milliseconds kAcceptRetryDelay{50};
+constexpr size_t kIdleReadChunk = 4096;
+
+struct Endpoint {
+  std::string host;
+  uint16_t port = 0;
+};
+
+// ParseHostPort splits "host:port" or "[v6]:port".
+Result<Endpoint> ParseHostPort(std::string_view text) {
+  const auto bad = [&] {
+    return Status(Reason::kConfigInvalid,
+                  "listen address \"" + std::string(text) + "\" must be host:port or [v6]:port");
+  };
+  std::string_view host;
+  std::string_view port;
+  if (!text.empty() && text.front() == '[') {
+    size_t close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') return bad();
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) return bad();
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) return bad();
+  }
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (host.empty() || port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535) {
+    return bad();
+  }
+  return Endpoint{std::string(host), static_cast<uint16_t>(value)};
+}
+
+std::string SslErrorsOr(const std::string& fallback) {
+  std::string errors = ossl::GetSslErrors();
+  return errors.empty() ? fallback : errors;
+}
+
+std::string JsonEscape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// ProblemAnswer renders an RFC 9457 problem: type https://clawguard.dev/problems/<reason>, or
+// about:blank when no reason code fits. |detail| never holds a secret.
+HttpResponse ProblemAnswer(int status, std::optional<Reason> reason, std::string_view detail) {
+  HttpResponse r;
+  r.status = status;
+  r.headers.Set("Content-Type", "application/problem+json");
+  const std::string type =
+      reason ? "https://clawguard.dev/problems/" + std::string(ReasonName(*reason)) : std::string("about:blank");
+  const auto title = http::obsolete_reason(http::int_to_status(static_cast<unsigned>(status)));
+  r.body = "{\"type\":\"" + type + "\",\"title\":\"" + JsonEscape(std::string_view(title.data(), title.size())) +
+           "\",\"status\":" + std::to_string(status) + ",\"detail\":\"" + JsonEscape(detail) + "\"}";
+  return r;
+}
+
+bool IsTokenChar(char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+// ValidResponse refuses what would break the framing: a status outside 100..599, a header name
+// that is not an RFC 9110 token, a value with CR, LF or NUL (response splitting).
+bool ValidResponse(const HttpResponse& r) {
+  if (r.status < 100 || r.status > 599) return false;
+  for (const auto& [name, value] : r.headers) {
+    if (name.empty()) return false;
+    for (char c : name) {
+      if (!IsTokenChar(c)) return false;
+    }
+    if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) return false;
+  }
+  return true;
+}
+
+class SessionBase : public std::enable_shared_from_this<SessionBase> {
+ public:
+  virtual ~SessionBase() = default;
+  // RequestStop closes the connection if it is between requests; an answer in progress is
+  // finished first (with Connection: close). Any thread.
+  virtual void RequestStop() = 0;
+};
+
+// ServerState is what every session of one server shares. It outlives the io_context.
+struct ServerState {
+  ServerOptions options;
+  Handler handler;
+  std::optional<ssl::context> tls;
+  asio::thread_pool* handler_pool = nullptr;
+  std::atomic<bool> stopping{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unordered_map<uint64_t, std::weak_ptr<SessionBase>> sessions;  // guarded by mu
+  uint64_t next_id = 0;                                              // guarded by mu
+};
+
+HttpResponse RunHandler(const Handler& handler, const HttpRequest& request) {
+  try {
+    return handler(request);
+  } catch (...) {
+    // The exception text may carry request data; it is not echoed to the peer.
+    return ProblemAnswer(500, Reason::kInternal, "the request handler failed");
+  }
+}
+
+template <class Stream>
+class Session final : public SessionBase {
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+ public:
+  Session(ServerState& state, tcp::socket&& socket)
+    requires(!kTls)
+      : state_(state), stream_(std::move(socket)) {}
+  Session(ServerState& state, tcp::socket&& socket)
+    requires(kTls)
+      : state_(state), stream_(std::move(socket), *state.tls) {}
+
+  ~Session() override {
+    std::lock_guard<std::mutex> lock(state_.mu);
+    state_.sessions.erase(id_);
+    state_.cv.notify_all();
+  }
+
+  // Run registers the session and starts it on its strand.
+  void Run() {
+    {
+      std::lock_guard<std::mutex> lock(state_.mu);
+      id_ = state_.next_id++;
+      state_.sessions.emplace(id_, weak_from_this());
+    }
+    asio::dispatch(stream_.get_executor(), [self = Self()] { self->OnRun(); });
+  }
+
+  void RequestStop() override {
+    asio::post(stream_.get_executor(), [self = Self()] {
+      if (!self->busy_) self->Abort();
+    });
+  }
+
+ private:
+  std::shared_ptr<Session> Self() { return std::static_pointer_cast<Session>(shared_from_this()); }
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
+  void OnRun() {
+    if (state_.stopping) return Abort();
+    if constexpr (kTls) {
+      Lowest().expires_after(state_.options.read_timeout);
+      stream_.async_handshake(ssl::stream_base::server, [self = Self()](beast::error_code ec) {
+        if (ec) return self->Abort();
+        self->DoRead(/*first=*/true);
+      });
+    } else {
+      DoRead(/*first=*/true);
+    }
+  }
+
+  void DoRead(bool first) {
+    if (state_.stopping) return DoClose();
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(state_.options.max_headers));
+    parser_->body_limit(state_.options.max_body);
+    if (!first && buffer_.size() == 0) {
+      // Keep-alive: wait for the next request's first bytes under the idle timeout.
+      Lowest().expires_after(state_.options.idle_timeout);
+      stream_.async_read_some(buffer_.prepare(kIdleReadChunk),
+                              [self = Self()](beast::error_code ec, size_t n) {
+                                self->buffer_.commit(n);
+                                if (ec) return self->Abort();
+                                self->ReadRequest();
+                              });
+      return;
+    }
+    ReadRequest();
+  }
+
+  void ReadRequest() {
+    // One deadline for the whole request (start line, headers, body): a slow client is cut off.
+    Lowest().expires_after(state_.options.read_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = Self()](beast::error_code ec, size_t) { self->OnRead(ec); });
+  }
+
+  void OnRead(beast::error_code ec) {
+    if (ec == http::error::end_of_stream) return DoClose();
+    if (ec == http::error::body_limit || ec == http::error::header_limit) {
+      force_close_ = true;
+      busy_ = true;
+      return Write(ProblemAnswer(413, Reason::kRequestTooLarge, "request headers or body over the limit"));
+    }
+    if (ec && ec.category() == beast::http::make_error_code(http::error::end_of_stream).category()) {
+      force_close_ = true;
+      busy_ = true;
+      return Write(ProblemAnswer(400, std::nullopt, "malformed HTTP request"));
+    }
+    if (ec) return Abort();  // timeout, reset, aborted by Stop: no answer
+    // Defence in depth: Beast 1.74's eager parse can miss body_limit when body bytes share a
+    // read with the header (seen for responses; requests checked here as well).
+    if (parser_->get().body().size() > state_.options.max_body) {
+      force_close_ = true;
+      busy_ = true;
+      return Write(ProblemAnswer(413, Reason::kRequestTooLarge, "request headers or body over the limit"));
+    }
+
+    busy_ = true;
+    auto& msg = parser_->get();
+    keep_alive_ = msg.keep_alive();
+    version_ = msg.version();
+    HttpRequest request;
+    request.method = std::string(msg.method_string());
+    request.target = std::string(msg.target());
+    for (const auto& field : msg) {
+      request.headers.Add(std::string(field.name_string()), std::string(field.value()));
+    }
+    request.body = std::move(msg.body());
+    asio::post(*state_.handler_pool, [self = Self(), request = std::move(request)] {
+      HttpResponse response = RunHandler(self->state_.handler, request);
+      asio::post(self->stream_.get_executor(),
+                 [self, response = std::move(response)]() mutable { self->Write(std::move(response)); });
+    });
+  }
+
+  void Write(HttpResponse response) {
+    if (response.status == kAbortConnection) return Abort();
+    bool close = force_close_ || !keep_alive_ || state_.stopping;
+    if (!ValidResponse(response)) {
+      response = ProblemAnswer(500, Reason::kInternal, "the request handler produced an invalid answer");
+    }
+    try {
+      Render(std::move(response), &close);
+    } catch (const std::exception&) {  // e.g. a header field over Beast's size limit
+      close = true;
+      Render(ProblemAnswer(500, Reason::kInternal, "the request handler produced an invalid answer"), &close);
+    }
+    close_after_write_ = close;
+    Lowest().expires_after(state_.options.write_timeout);
+    http::async_write(stream_, res_, [self = Self()](beast::error_code ec, size_t) {
+      self->busy_ = false;
+      if (ec) return self->Abort();
+      if (self->close_after_write_) return self->DoClose();
+      self->DoRead(/*first=*/false);
+    });
+  }
+
+  // Render turns |response| into res_; a handler's `Connection: close` sets |*close|.
+  void Render(HttpResponse response, bool* close) {
+    res_ = {};
+    res_.version(version_);
+    res_.result(static_cast<unsigned>(response.status));
+    for (const auto& [name, value] : response.headers) {
+      if (AsciiCaseEqual(name, "connection")) {
+        if (AsciiCaseEqual(value, "close")) *close = true;
+        continue;
+      }
+      // Framing is the server's: it sets Content-Length itself.
+      if (AsciiCaseEqual(name, "content-length") || AsciiCaseEqual(name, "transfer-encoding")) continue;
+      res_.insert(name, value);
+    }
+    res_.body() = std::move(response.body);
+    res_.keep_alive(!*close);
+    res_.prepare_payload();
+  }
+
+  // DoClose ends the connection politely: TLS close_notify, or a TCP half-close followed by a
+  // bounded drain of what the peer is still sending.
+  void DoClose() {
+    Lowest().expires_after(kLingerTimeout);
+    if constexpr (kTls) {
+      stream_.async_shutdown([self = Self()](beast::error_code) { self->Abort(); });
+    } else {
+      beast::error_code ec;
+      Lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
+      if (ec) return Abort();
+      Drain();
+    }
+  }
+
+  void Drain() {
+    stream_.async_read_some(asio::buffer(drain_), [self = Self()](beast::error_code ec, size_t n) {
+      self->drained_ += n;
+      if (ec || self->drained_ > limits::kMaxLingerDrainBytes) return self->Abort();
+      self->Drain();
+    });
+  }
+
+  void Abort() { Lowest().close(); }
+
+  ServerState& state_;
+  Stream stream_;
+  uint64_t id_ = 0;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> res_;
+  std::array<char, 4096> drain_{};
+  uint64_t drained_ = 0;
+  unsigned version_ = 11;
+  bool keep_alive_ = false;
+  bool force_close_ = false;
+  bool close_after_write_ = false;
+  bool busy_ = false;  // a request was read and its answer is not yet written
+};
+
+Result<ssl::context> MakeServerTls(const ServerTls& files) {
+  ssl::context ctx(ssl::context::tls_server);
+  beast::error_code ec;
+  ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                      ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::no_compression |
+                      ssl::context::single_dh_use,
+                  ec);
+  if (ec) return Status(Reason::kInternal, "TLS options: " + ec.message());
+  SSL_CTX* raw = ctx.native_handle();
+  if (SSL_CTX_set_min_proto_version(raw, TLS1_2_VERSION) != 1) {
+    return Status(Reason::kInternal, "TLS minimum version: " + SslErrorsOr("refused"));
+  }
+  SSL_CTX_set_options(raw, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  ctx.use_certificate_chain_file(files.cert_pem_path, ec);
+  if (ec) {
+    return Status(Reason::kConfigInvalid,
+                  "TLS certificate chain " + files.cert_pem_path + " unusable: " + SslErrorsOr(ec.message()));
+  }
+  ctx.use_private_key_file(files.key_pem_path, ssl::context::pem, ec);
+  if (ec) {
+    return Status(Reason::kConfigInvalid,
+                  "TLS private key " + files.key_pem_path + " unusable: " + SslErrorsOr(ec.message()));
+  }
+  if (SSL_CTX_check_private_key(raw) != 1) {
+    return Status(Reason::kConfigInvalid, "TLS private key " + files.key_pem_path +
+                                              " does not match the certificate " + files.cert_pem_path);
+  }
+  return ctx;
+}
+
+Status ValidateOptions(const ServerOptions& o) {
+  if (o.workers < 1 || static_cast<uint64_t>(o.workers) > limits::kMaxServerWorkers) {
+    return Status(Reason::kConfigInvalid, "workers must be 1.." + std::to_string(limits::kMaxServerWorkers) +
+                                              ", got " + std::to_string(o.workers));
+  }
+  if (o.max_headers < 64 || o.max_headers > UINT32_MAX) {
+    return Status(Reason::kConfigInvalid, "max_headers must be 64..4GiB, got " + std::to_string(o.max_headers));
+  }
+  using std::chrono::milliseconds;
+  for (auto [name, value] : {std::pair{"read_timeout", o.read_timeout}, {"write_timeout", o.write_timeout},
+                             {"idle_timeout", o.idle_timeout}}) {
+    if (value <= milliseconds::zero()) {
+      return Status(Reason::kConfigInvalid, std::string(name) + " must be positive");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  explicit Impl(int workers) : ioc(workers), handler_pool(static_cast<size_t>(workers)) {}
+
+  void DoAccept() {
+    acceptor->async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted || !acceptor->is_open() || state.stopping) return;
+      if (ec) {
+        retry_timer.expires_after(kAcceptRetryDelay);
+        retry_timer.async_wait([this](beast::error_code wait_ec) {
+          if (!wait_ec && !state.stopping) DoAccept();
+        });
+        return;
+      }
+      beast::error_code opt_ec;
+      socket.set_option(tcp::no_delay(true), opt_ec);  // best effort: small answers go out at once
+      if (state.tls) {
+        std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(state, std::move(socket))->Run();
+      } else {
+        std::make_shared<Session<beast::tcp_stream>>(state, std::move(socket))->Run();
+      }
+      DoAccept();
+    });
+  }
+
+  // Members are destroyed bottom-up: the pools and threads first, then the io_context (whose
+  // pending handlers may hold sessions), then the state the sessions point to.
+  ServerState state;
+  asio::io_context ioc;
+  std::optional<tcp::acceptor> acceptor;
+  asio::steady_timer retry_timer{ioc};
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  asio::thread_pool handler_pool;
+  std::vector<std::thread> io_threads;
+  uint16_t port = 0;
+  bool started = false;
+  bool stopped = false;
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Create(ServerOptions options, Handler handler) {
+  try {
+    CLAWGUARD_RETURN_IF_ERROR(ValidateOptions(options));
+    if (!handler) return Status(Reason::kConfigInvalid, "no request handler");
+    CLAWGUARD_ASSIGN_OR_RETURN(Endpoint where, ParseHostPort(options.address));
+    beast::error_code ec;
+    auto address = asio::ip::make_address(where.host, ec);
+    if (ec) {
+      return Status(Reason::kConfigInvalid, "listen address " + options.address + ": host must be an IP address");
+    }
+    auto impl = std::make_unique<Impl>(options.workers);
+    if (options.tls) {
+      CLAWGUARD_ASSIGN_OR_RETURN(ssl::context ctx, MakeServerTls(*options.tls));
+      impl->state.tls.emplace(std::move(ctx));
+    }
+    impl->state.options = std::move(options);
+    impl->state.handler = std::move(handler);
+    impl->state.handler_pool = &impl->handler_pool;
+
+    tcp::endpoint endpoint(address, where.port);
+    auto& acceptor = impl->acceptor.emplace(asio::make_strand(impl->ioc));
+    const std::string what = "listen " + impl->state.options.address + ": ";
+    if (acceptor.open(endpoint.protocol(), ec); ec) return Status(Reason::kInternal, what + ec.message());
+    if (acceptor.set_option(asio::socket_base::reuse_address(true), ec); ec) {
+      return Status(Reason::kInternal, what + ec.message());
+    }
+    if (acceptor.bind(endpoint, ec); ec) return Status(Reason::kInternal, what + ec.message());
+    if (acceptor.listen(asio::socket_base::max_listen_connections, ec); ec) {
+      return Status(Reason::kInternal, what + ec.message());
+    }
+    impl->port = acceptor.local_endpoint(ec).port();
+    if (ec) return Status(Reason::kInternal, what + ec.message());
+    return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+  } catch (const std::exception& e) {
+    return Status(Reason::kInternal, std::string("HTTP server setup failed: ") + e.what());
+  }
+}
+
+Status HttpServer::Start() {
+  if (impl_->started || impl_->stopped) return Status(Reason::kInternal, "HTTP server already started or stopped");
+  impl_->started = true;
+  try {
+    impl_->work.emplace(impl_->ioc.get_executor());
+    asio::dispatch(impl_->acceptor->get_executor(), [impl = impl_.get()] { impl->DoAccept(); });
+    for (int i = 0; i < impl_->state.options.workers; ++i) {
+      impl_->io_threads.emplace_back([impl = impl_.get()] {
+        // Session code catches what it can; anything else ends only the handler that threw,
+        // and this thread goes on serving (the Asio pattern for exceptions from run()).
+        for (;;) {
+          try {
+            impl->ioc.run();
+            return;
+          } catch (const std::exception&) {
+          }
+        }
+      });
+    }
+  } catch (const std::exception& e) {
+    Stop();
+    return Status(Reason::kInternal, std::string("HTTP server threads: ") + e.what());
+  }
+  return Status::Ok();
+}
+
+uint16_t HttpServer::port() const { return impl_->port; }
+
+void HttpServer::Stop() {
+  if (!impl_ || impl_->stopped) return;
+  impl_->stopped = true;
+  std::vector<std::shared_ptr<SessionBase>> live;
+  {
+    std::lock_guard<std::mutex> lock(impl_->state.mu);
+    impl_->state.stopping = true;
+    for (auto& [id, weak] : impl_->state.sessions) {
+      if (auto s = weak.lock()) live.push_back(std::move(s));
+    }
+  }
+  auto close_acceptor = [impl = impl_.get()] {
+    beast::error_code ec;
+    impl->acceptor->close(ec);
+    impl->retry_timer.cancel();
+  };
+  if (impl_->started && !impl_->io_threads.empty()) {
+    asio::post(impl_->acceptor->get_executor(), close_acceptor);
+  } else {
+    close_acceptor();
+  }
+  for (auto& s : live) s->RequestStop();
+  live.clear();
+  if (!impl_->io_threads.empty()) {
+    std::unique_lock<std::mutex> lock(impl_->state.mu);
+    impl_->state.cv.wait(lock, [&] { return impl_->state.sessions.empty(); });
+  }
+  impl_->work.reset();
+  impl_->ioc.stop();
+  for (auto& t : impl_->io_threads) t.join();
+  impl_->io_threads.clear();
+  impl_->handler_pool.join();
+}
+
+}  // namespace clawguard::host

@@ -1,0 +1,92 @@
+// http_server.h — HttpServer: the host's HTTP/1.1 listener (the first stages of the request path:
+// listener → session). It owns sockets, TLS, keep-alive, size limits and timeouts, and hands each
+// complete request to a Handler (HttpRequest → HttpResponse) that never sees a socket.
+//
+// Threads: `workers` I/O threads run the io_context (accept, TLS, read, write; one strand per
+// connection), and a separate pool of `workers` handler threads runs the Handler, so a Handler may
+// block (store round trips, plugin dispatch) without stalling other connections' I/O. The
+// response is written back on the connection's strand.
+//
+// Limits (checked by the HTTP parser, before the Handler runs): a header block over max_headers
+// or a body over max_body is answered 413 application/problem+json (`request_too_large`) and the
+// connection is closed; a malformed request gets 400 and the connection is closed. Timeouts:
+// read_timeout bounds reading one whole request (a slow client is disconnected, no answer),
+// write_timeout bounds writing one response, idle_timeout bounds the wait for the next request on
+// a keep-alive connection.
+#ifndef CLAWGUARD_HOST_HTTP_SERVER_H_
+#define CLAWGUARD_HOST_HTTP_SERVER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "clawguard/error.h"
+#include "clawguard/limits.h"
+#include "host/http_types.h"
+
+namespace clawguard::host {
+
+// Handler answers one request. It runs on a handler thread and may block. It must be
+// thread-safe (several requests run at once). An exception escaping it becomes a 500.
+using Handler = std::function<HttpResponse(const HttpRequest&)>;
+
+// kAbortConnection: a Handler that returns this status makes the server close the connection
+// without answering (for tests that simulate a lost answer, and for dropping abusive peers).
+inline constexpr int kAbortConnection = 0;
+
+// ServerTls names the PEM files of the listener's certificate chain and private key.
+struct ServerTls {
+  std::string cert_pem_path;  // leaf first, then intermediates
+  std::string key_pem_path;
+};
+
+// ServerOptions configure one listener (host.yaml `listen:` / `admin:`).
+struct ServerOptions {
+  std::string address = "127.0.0.1:0";  // host:port or [v6]:port; port 0 picks a free port
+  uint64_t max_body = limits::kDefaultMaxRequestBody;
+  uint64_t max_headers = limits::kDefaultMaxRequestHeaders;
+  int workers = 4;  // I/O threads, and as many handler threads
+  std::chrono::milliseconds read_timeout{10'000};
+  std::chrono::milliseconds write_timeout{10'000};
+  std::chrono::milliseconds idle_timeout{60'000};
+  std::optional<ServerTls> tls;  // TLS 1.2+ without compression when set
+};
+
+// HttpServer is one listening socket plus its threads. Create binds (so port() is known at once),
+// Start begins accepting, Stop is graceful. Public methods never throw. Start and Stop are to be
+// called from one owning thread; port() is thread-safe.
+class HttpServer {
+ public:
+  // Create validates |options|, loads the TLS files and binds the address. Reasons:
+  // kConfigInvalid (bad address, limits, workers, timeouts, unreadable or mismatched TLS files),
+  // kInternal (the address cannot be bound).
+  static Result<std::unique_ptr<HttpServer>> Create(ServerOptions options, Handler handler);
+
+  ~HttpServer();  // Stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Start begins accepting connections on the I/O threads. kInternal if already started or
+  // stopped, or if the threads cannot be started.
+  Status Start();
+
+  // port returns the bound port (the real one when the address asked for port 0).
+  uint16_t port() const;
+
+  // Stop stops accepting, closes idle connections, lets requests already read finish and their
+  // answers be written (with `Connection: close`), then joins every thread. Idempotent.
+  // WARNING: it waits for running Handlers; a Handler that never returns blocks Stop.
+  void Stop();
+
+ private:
+  struct Impl;
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace clawguard::host
+
+#endif  // CLAWGUARD_HOST_HTTP_SERVER_H_

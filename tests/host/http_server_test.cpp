@@ -1,0 +1,352 @@
+// http_server_test.cpp — HttpServer on real loopback sockets (port 0): keep-alive, size limits,
+// timeouts, concurrency, graceful stop and TLS. No test asserts a wall-clock duration.
+#include "host/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "host/erp_client.h"
+#include "support/raw_client.h"
+#include "support/temp_dir.h"
+#include "support/test_pki.h"
+
+namespace clawguard::host {
+namespace {
+
+namespace ht = clawguard::host::testing;
+
+HttpResponse Echo(const HttpRequest& r) {
+  HttpResponse res;
+  res.headers.Set("Content-Type", "text/plain");
+  res.body = r.method + " " + r.target + " " + r.body;
+  return res;
+}
+
+std::unique_ptr<HttpServer> Started(ServerOptions options, Handler handler) {
+  auto server = HttpServer::Create(std::move(options), std::move(handler));
+  if (!server.ok()) {
+    ADD_FAILURE() << server.error().ToString();
+    return nullptr;
+  }
+  Status started = (*server)->Start();
+  EXPECT_TRUE(started.ok()) << started.ToString();
+  return std::move(server).value();
+}
+
+TEST(HttpServerTest, BindsPortZeroAndReportsTheRealPort) {
+  auto server = Started({}, Echo);
+  ASSERT_NE(server, nullptr);
+  EXPECT_NE(server->port(), 0);
+}
+
+TEST(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  auto server = Started({}, Echo);
+  ASSERT_NE(server, nullptr);
+  auto conn = ht::RawConnection::Connect(server->port());
+  ASSERT_NE(conn, nullptr);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(conn->Send(ht::SimpleRequest("POST", "/r" + std::to_string(i), "body" + std::to_string(i))));
+    ht::RawResponse r = conn->ReadResponse();
+    ASSERT_TRUE(r.ok) << i;
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "POST /r" + std::to_string(i) + " body" + std::to_string(i));
+  }
+  // Two pipelined requests in one write are answered in order on the same connection.
+  ASSERT_TRUE(conn->Send(ht::SimpleRequest("GET", "/a", "") + ht::SimpleRequest("GET", "/b", "")));
+  EXPECT_EQ(conn->ReadResponse().body, "GET /a ");
+  EXPECT_EQ(conn->ReadResponse().body, "GET /b ");
+}
+
+TEST(HttpServerTest, HandlerSeesHeadersAndItsHeadersAreSent) {
+  auto server = Started({}, [](const HttpRequest& r) {
+    HttpResponse res;
+    res.status = 202;
+    res.headers.Set("X-Seen", std::string(r.headers.Get("x-webhook-id").value_or("none")));
+    res.headers.Set("Retry-After", "7");
+    return res;
+  });
+  ASSERT_NE(server, nullptr);
+  auto conn = ht::RawConnection::Connect(server->port());
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(conn->Send(ht::SimpleRequest("POST", "/", "{}", "X-Webhook-Id: msg_1\r\n")));
+  ht::RawResponse r = conn->ReadResponse();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 202);
+  EXPECT_EQ(r.headers.Get("X-Seen"), "msg_1");
+  EXPECT_EQ(r.headers.Get("Retry-After"), "7");
+}
+
+TEST(HttpServerTest, BodyOverTheLimitGets413ProblemAndTheConnectionCloses) {
+  ServerOptions options;
+  options.max_body = 1024;
+  std::atomic<int> calls{0};
+  auto server = Started(options, [&](const HttpRequest& r) {
+    ++calls;
+    return Echo(r);
+  });
+  ASSERT_NE(server, nullptr);
+  auto conn = ht::RawConnection::Connect(server->port());
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(conn->Send(ht::SimpleRequest("POST", "/", std::string(64 * 1024, 'x'))));
+  ht::RawResponse r = conn->ReadResponse();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(r.headers.Get("Content-Type"), "application/problem+json");
+  EXPECT_NE(r.body.find("https://clawguard.dev/problems/request_too_large"), std::string::npos) << r.body;
+  EXPECT_EQ(r.headers.Get("Connection"), "close");
+  EXPECT_TRUE(conn->WaitForClose());
+  EXPECT_EQ(calls.load(), 0);
+}
+
+TEST(HttpServerTest, ChunkedBodyOverTheLimitGets413) {
+  ServerOptions options;
+  options.max_body = 1024;
+  auto server = Started(options, Echo);
+  ASSERT_NE(server, nullptr);
+  auto conn = ht::RawConnection::Connect(server->port());
+  ASSERT_NE(conn, nullptr);
+  std::string chunk(2000, 'y');
+  ASSERT_TRUE(conn->Send("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n7d0\r\n" + chunk +
+                         "\r\n0\r\n\r\n"));
+  ht::RawResponse r = conn->ReadResponse();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_TRUE(conn->WaitForClose());
+}
+
+TEST(HttpServerTest, HeadersOverTheLimitGet413AndTheConnectionCloses) {
+  ServerOptions options;
+  options.max_headers = 1024;
+  auto server = Started(options, Echo);
+  ASSERT_NE(server, nullptr);
+  auto conn = ht::RawConnection::Connect(server->port());
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(conn->Send(ht::SimpleRequest("GET", "/", "", "X-Big: " + std::string(4000, 'h') + "\r\n")));
+  ht::RawResponse r = conn->ReadResponse();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_NE(r.body.find("request_too_large"), std::string::npos);
+  EXPECT_TRUE(conn->WaitForClose());
+}
+
+TEST(HttpServerTest, SlowClientIsDisconnectedAfterTheReadTimeout) {
+  ServerOptions options;
+  options.read_timeout = std::chrono::milliseconds(200);
+  std::atomic<int> calls{0};
+  auto server = Started(options, [&](const HttpRequest& r) {
+    ++calls;
+    return Echo(r);
+  });
+  ASSERT_NE(server, nullptr);
+  auto conn = ht::RawConnection::Connect(server->port());
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(conn->Send("POST /webhooks/a/b HTTP/1.1\r\nHost: h\r\nContent-Le"));  // half, then nothing
+  EXPECT_TRUE(conn->WaitForClose());
+  EXPECT_EQ(calls.load(), 0);
+}
+
+TEST(HttpServerTest, IdleKeepAliveConnectionIsClosedAfterTheIdleTimeout) {
+  ServerOptions options;
+  options.idle_timeout = std::chrono::milliseconds(200);
+  auto server = Started(options, Echo);
+  ASSERT_NE(server, nullptr);
+  auto conn = ht::RawConnection::Connect(server->port());
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(conn->Send(ht::SimpleRequest("GET", "/", "")));
+  ASSERT_TRUE(conn->ReadResponse().ok);
+  EXPECT_TRUE(conn->WaitForClose());
+}
+
+TEST(HttpServerTest, MalformedRequestGets400) {
+  auto server = Started({}, Echo);
+  ASSERT_NE(server, nullptr);
+  auto conn = ht::RawConnection::Connect(server->port());
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(conn->Send("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: banana\r\n\r\n"));
+  ht::RawResponse r = conn->ReadResponse();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_TRUE(conn->WaitForClose());
+}
+
+TEST(HttpServerTest, HandlerExceptionBecomes500WithoutItsText) {
+  auto server = Started({}, [](const HttpRequest&) -> HttpResponse { throw std::runtime_error("secret-ish detail"); });
+  ASSERT_NE(server, nullptr);
+  auto conn = ht::RawConnection::Connect(server->port());
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(conn->Send(ht::SimpleRequest("GET", "/", "")));
+  ht::RawResponse r = conn->ReadResponse();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 500);
+  EXPECT_EQ(r.body.find("secret-ish"), std::string::npos);
+}
+
+TEST(HttpServerTest, HeaderWithLineBreakFromHandlerBecomes500) {
+  auto server = Started({}, [](const HttpRequest&) {
+    HttpResponse res;
+    res.headers.Set("X-Injected", "a\r\nSet-Cookie: x=1");
+    return res;
+  });
+  ASSERT_NE(server, nullptr);
+  auto conn = ht::RawConnection::Connect(server->port());
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(conn->Send(ht::SimpleRequest("GET", "/", "")));
+  ht::RawResponse r = conn->ReadResponse();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 500);
+  EXPECT_FALSE(r.headers.Has("Set-Cookie"));
+}
+
+TEST(HttpServerTest, HeaderTooLargeToRenderBecomes500AndTheServerKeepsServing) {
+  auto server = Started({}, [](const HttpRequest& r) {
+    HttpResponse res;
+    if (r.target == "/huge") res.headers.Set("X-Huge", std::string(70'000, 'v'));  // over Beast's field limit
+    return res;
+  });
+  ASSERT_NE(server, nullptr);
+  auto conn = ht::RawConnection::Connect(server->port());
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(conn->Send(ht::SimpleRequest("GET", "/huge", "")));
+  ht::RawResponse r = conn->ReadResponse();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 500);
+  auto next = ht::RawConnection::Connect(server->port());
+  ASSERT_NE(next, nullptr);
+  ASSERT_TRUE(next->Send(ht::SimpleRequest("GET", "/fine", "")));
+  EXPECT_EQ(next->ReadResponse().status, 200);
+}
+
+TEST(HttpServerTest, AbortStatusClosesWithoutAnAnswer) {
+  auto server = Started({}, [](const HttpRequest&) { return HttpResponse{kAbortConnection, {}, {}}; });
+  ASSERT_NE(server, nullptr);
+  auto conn = ht::RawConnection::Connect(server->port());
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(conn->Send(ht::SimpleRequest("GET", "/", "")));
+  EXPECT_FALSE(conn->ReadResponse().ok);
+}
+
+TEST(HttpServerTest, EightClientsTimesTwoHundredRequestsAreAllAnswered) {
+  ServerOptions options;
+  options.workers = 4;
+  auto server = Started(options, Echo);
+  ASSERT_NE(server, nullptr);
+  constexpr int kClients = 8;
+  constexpr int kRequests = 200;
+  std::atomic<int> answered{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      auto conn = ht::RawConnection::Connect(server->port());
+      if (!conn) return;
+      for (int i = 0; i < kRequests; ++i) {
+        const std::string body = std::to_string(c) + ":" + std::to_string(i);
+        if (!conn->Send(ht::SimpleRequest("POST", "/c", body))) return;
+        ht::RawResponse r = conn->ReadResponse();
+        if (!r.ok || r.status != 200 || r.body != "POST /c " + body) return;
+        ++answered;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(answered.load(), kClients * kRequests);
+}
+
+TEST(HttpServerTest, StopFinishesTheRequestInFlightAndRefusesNewConnections) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false;
+  bool release = false;
+  auto server = Started({}, [&](const HttpRequest& r) {
+    std::unique_lock<std::mutex> lock(mu);
+    entered = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    return Echo(r);
+  });
+  ASSERT_NE(server, nullptr);
+  const uint16_t port = server->port();
+  auto conn = ht::RawConnection::Connect(port);
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(conn->Send(ht::SimpleRequest("POST", "/slow", "x")));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return entered; });
+  }
+  std::thread stopper([&] { server->Stop(); });
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  ht::RawResponse r = conn->ReadResponse();
+  stopper.join();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "POST /slow x");
+  // Whether the answer was written before or after Stop began, the connection then ends.
+  EXPECT_TRUE(conn->WaitForClose());
+  EXPECT_EQ(ht::RawConnection::Connect(port), nullptr);
+}
+
+TEST(HttpServerTest, CreateRefusesBadOptions) {
+  ServerOptions no_workers;
+  no_workers.workers = 0;
+  EXPECT_EQ(HttpServer::Create(no_workers, Echo).error().reason(), Reason::kConfigInvalid);
+  ServerOptions bad_address;
+  bad_address.address = "localhost";
+  EXPECT_EQ(HttpServer::Create(bad_address, Echo).error().reason(), Reason::kConfigInvalid);
+  ServerOptions bad_timeout;
+  bad_timeout.read_timeout = std::chrono::milliseconds(0);
+  EXPECT_EQ(HttpServer::Create(bad_timeout, Echo).error().reason(), Reason::kConfigInvalid);
+  ServerOptions missing_tls;
+  missing_tls.tls = ServerTls{"/nonexistent/cert.pem", "/nonexistent/key.pem"};
+  EXPECT_EQ(HttpServer::Create(missing_tls, Echo).error().reason(), Reason::kConfigInvalid);
+  EXPECT_EQ(HttpServer::Create({}, Handler()).error().reason(), Reason::kConfigInvalid);
+}
+
+TEST(HttpServerTest, CreateReportsAnAddressInUse) {
+  auto first = Started({}, Echo);
+  ASSERT_NE(first, nullptr);
+  ServerOptions same;
+  same.address = "127.0.0.1:" + std::to_string(first->port());
+  auto second = HttpServer::Create(same, Echo);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().reason(), Reason::kInternal);
+}
+
+TEST(HttpServerTest, TlsRoundTripWithAThrowawayCertificate) {
+  clawguard::testing::TempDir dir;
+  ht::TestPki pki;
+  std::string error;
+  ASSERT_TRUE(ht::MakeTestPki(dir.path().string(), "tls", &pki, &error)) << error;
+  ServerOptions options;
+  options.tls = ServerTls{pki.leaf_cert, pki.leaf_key};
+  auto server = Started(options, Echo);
+  ASSERT_NE(server, nullptr);
+
+  ErpClientOptions client_options;
+  client_options.base_url = "https://localhost:" + std::to_string(server->port());
+  client_options.ca_file = pki.ca_cert;
+  auto client = ErpClient::Create(std::move(client_options));
+  ASSERT_TRUE(client.ok()) << client.error().ToString();
+  for (int i = 0; i < 3; ++i) {  // several calls: the TLS connection is kept alive and reused
+    auto reply = (*client)->Send("POST", "/tls", {}, "hello");
+    ASSERT_TRUE(reply.ok()) << reply.error().ToString();
+    EXPECT_EQ(reply->status, 200);
+    EXPECT_EQ(reply->body, "POST /tls hello");
+  }
+
+  // A plain-text client on the TLS port gets no HTTP answer.
+  auto conn = ht::RawConnection::Connect(server->port());
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(conn->Send(ht::SimpleRequest("GET", "/", "")));
+  EXPECT_FALSE(conn->ReadResponse().ok);
+}
+
+}  // namespace
+}  // namespace clawguard::host
