@@ -29,29 +29,36 @@ Result<std::string> ReadFileBounded(const std::string& path, uint64_t max_size, 
     return Status(too_large, "'" + path + "' is " + std::to_string(st.st_size) + " bytes; the limit is " +
                                  std::to_string(max_size));
   }
+  // Read exactly the size fstat reported, then probe one byte: a file that grew since fstat is
+  // read on in chunks (still bounded), without ever allocating more than needed up front.
   std::string out;
   out.resize(static_cast<size_t>(st.st_size));
   size_t got = 0;
-  while (true) {
-    if (got == out.size()) {
-      // The file may have grown since fstat: read one more byte to find out.
-      if (out.size() >= max_size) {
-        char probe;
-        ssize_t n = ::read(fd.get(), &probe, 1);
-        if (n > 0) return Status(too_large, "'" + path + "' grew beyond the limit of " + std::to_string(max_size));
-        break;
-      }
-      out.resize(std::min<uint64_t>(max_size, out.size() + 65536 + out.size() / 2));
+  auto read_some = [&](char* dst, size_t len) -> ssize_t {
+    while (true) {
+      const ssize_t n = ::read(fd.get(), dst, len);
+      if (n < 0 && errno == EINTR) continue;
+      return n;
     }
-    ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status(Reason::kFileUnreadable, "cannot read '" + path + "': " + std::strerror(errno));
-    }
-    if (n == 0) break;
+  };
+  while (got < out.size()) {
+    const ssize_t n = read_some(out.data() + got, out.size() - got);
+    if (n < 0) return Status(Reason::kFileUnreadable, "cannot read '" + path + "': " + std::strerror(errno));
+    if (n == 0) break;  // shrank since fstat
     got += static_cast<size_t>(n);
   }
   out.resize(got);
+  const bool shrank = got < static_cast<size_t>(st.st_size);
+  while (!shrank) {
+    char chunk[65536];
+    const ssize_t n = read_some(chunk, sizeof(chunk));
+    if (n < 0) return Status(Reason::kFileUnreadable, "cannot read '" + path + "': " + std::strerror(errno));
+    if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_size) {
+      return Status(too_large, "'" + path + "' grew beyond the limit of " + std::to_string(max_size) + " bytes");
+    }
+    out.append(chunk, static_cast<size_t>(n));
+  }
   return out;
 }
 

@@ -30,6 +30,11 @@ struct WebhookRouteSpec {
   int level = 2;                                       // 1, 2 or 3
   std::optional<std::string> business_key;             // RFC 6901 JSON Pointer
   std::optional<std::chrono::milliseconds> retention;  // may only raise the host's
+  // retention_text is the retention as written ("7d"): ManifestToJson and RenderManifestYaml
+  // give it back unchanged, so the predicate matches the file. Set whenever retention is.
+  std::optional<std::string> retention_text;
+
+  friend bool operator==(const WebhookRouteSpec&, const WebhookRouteSpec&) = default;
 };
 
 struct Manifest {
@@ -42,6 +47,8 @@ struct Manifest {
   std::map<std::string, std::optional<std::string>> files;
   std::vector<std::string> erp_capabilities;  // "POST /orders/{id}/fulfil", in file order
   std::vector<WebhookRouteSpec> webhooks;     // in file order
+
+  friend bool operator==(const Manifest&, const Manifest&) = default;
 };
 
 // ParseManifest parses and validates manifest text. |source| names it in messages.
@@ -59,6 +66,14 @@ std::string RenderManifestYaml(const Manifest& m);
 bool IsCanonicalPath(std::string_view path);
 // IsValidPluginName: [a-z0-9][a-z0-9-]{0,63}.
 bool IsValidPluginName(std::string_view name);
+// IsValidErpCapability: "METHOD /path" with METHOD one of GET, POST, PUT, PATCH, DELETE and each
+// path segment a literal [A-Za-z0-9_~.-]+ (not "." or "..") or a "{name}" with [a-z_][a-z0-9_]*.
+// On failure, |why| (if given) says what is wrong.
+bool IsValidErpCapability(std::string_view capability, std::string* why = nullptr);
+// IsValidJsonPointer: RFC 6901 — "" or "/"-prefixed reference tokens; "~" only as "~0" or "~1".
+bool IsValidJsonPointer(std::string_view pointer);
+// PackageFileName returns "NAME-VERSION.claw", the package file name pack writes.
+std::string PackageFileName(const Manifest& m);
 
 }  // namespace clawguard
 

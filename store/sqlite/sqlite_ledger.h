@@ -1,0 +1,56 @@
+// sqlite_ledger.h — the Ledger on SQLite (the embedded default engine).
+//
+// SqliteLedger::Open creates or migrates the schema (versioned in its own ledger_schema_version
+// table, so it can share a database file with the other SQLite stores) and returns a ledger whose every call is one transaction;
+// Record runs in BEGIN IMMEDIATE so concurrent writers — threads or processes on the same file —
+// serialize, and exactly one of two conflicting digests for a name+version wins. Times come from
+// the injected Clock. kStoreUnavailable when the file cannot be opened or written. Thread-safe
+// (one connection behind a mutex). The Clock must outlive the ledger.
+#ifndef CLAWGUARD_STORE_SQLITE_SQLITE_LEDGER_H_
+#define CLAWGUARD_STORE_SQLITE_SQLITE_LEDGER_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "clawguard/clock.h"
+#include "clawguard/store/ledger.h"
+
+namespace clawguard {
+
+namespace sqlite {
+class SqliteDb;
+}
+
+class SqliteLedger final : public Ledger {
+ public:
+  // kLedgerSchemaVersion is the schema this build writes; a newer one on disk is refused.
+  static constexpr int64_t kLedgerSchemaVersion = 1;
+
+  static Result<std::unique_ptr<SqliteLedger>> Open(const std::string& path,
+                                                    const Clock& clock = SystemClock::Instance());
+  ~SqliteLedger() override;
+  SqliteLedger(const SqliteLedger&) = delete;
+  SqliteLedger& operator=(const SqliteLedger&) = delete;
+
+  Result<std::vector<LedgerRow>> RowsFor(const std::string& name) override;
+  Result<LedgerAppend> Record(LedgerKind kind, const std::string& name, const std::string& version,
+                              const std::string& sha256) override;
+  Result<std::vector<LedgerRow>> ReadAll() override;
+  Result<LedgerCheckpoint> Head() override;
+  Result<std::optional<int64_t>> HighestAllowlistVersion() override;
+  Status NoteAllowlistVersion(int64_t version) override;
+
+ private:
+  SqliteLedger(std::unique_ptr<sqlite::SqliteDb> db, const Clock& clock);
+  Result<LedgerCheckpoint> HeadLocked();
+  Result<std::vector<LedgerRow>> SelectRows(const std::string* name);
+
+  std::mutex mu_;
+  const std::unique_ptr<sqlite::SqliteDb> db_;  // guarded by mu_
+  const Clock& clock_;
+};
+
+}  // namespace clawguard
+
+#endif  // CLAWGUARD_STORE_SQLITE_SQLITE_LEDGER_H_

@@ -1,0 +1,237 @@
+// sqlite_ledger_test.cpp — SqliteLedger: append/no-op/overwrite across kinds, heads, the
+// allowlist version, concurrency, persistence, and tampering of the file detected by
+// VerifyLedgerChain.
+#include "sqlite/sqlite_ledger.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "sqlite/sqlite_db.h"
+#include "support/temp_dir.h"
+
+namespace clawguard {
+namespace {
+
+using testing::TempDir;
+
+const std::string kA(64, 'a'), kB(64, 'b'), kC(64, 'c');
+constexpr int64_t kT0 = 1764633600000;  // 2025-12-02T00:00:00Z
+
+class SqliteLedgerTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<SqliteLedger> OpenLedger() {
+    auto l = SqliteLedger::Open(path_, clock_);
+    EXPECT_TRUE(l.ok()) << l.error().ToString();
+    return std::move(l).value();
+  }
+  // Exec runs SQL on the file through a second connection, as an attacker with write access would.
+  void Exec(const std::string& sql) {
+    auto db = sqlite::SqliteDb::Open(path_);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec(sql).ok()) << sql;
+  }
+  TempDir dir_;
+  std::string path_ = dir_.Sub("state.db");
+  FixedClock clock_{kT0};
+};
+
+TEST_F(SqliteLedgerTest, EmptyLedgerHasZeroHead) {
+  auto l = OpenLedger();
+  auto head = l->Head();
+  ASSERT_TRUE(head.ok());
+  EXPECT_EQ(head->count, 0);
+  EXPECT_EQ(head->head, std::string(64, '0'));
+  EXPECT_TRUE(l->ReadAll()->empty());
+  EXPECT_FALSE(l->HighestAllowlistVersion().value().has_value());
+}
+
+TEST_F(SqliteLedgerTest, AppendsNoOpsAndRefusesOverwritesAcrossKinds) {
+  auto l = OpenLedger();
+  auto r1 = l->Record(LedgerKind::kRelease, "acme-orders", "1.4.2", kA);
+  ASSERT_TRUE(r1.ok()) << r1.error().ToString();
+  EXPECT_TRUE(r1->appended);
+  EXPECT_EQ(r1->head.count, 1);
+
+  clock_.Advance(5000);
+  auto again = l->Record(LedgerKind::kRelease, "acme-orders", "1.4.2", kA);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->appended);
+  EXPECT_EQ(again->head.count, 1);
+  EXPECT_EQ(again->head.head, r1->head.head);
+
+  auto deploy = l->Record(LedgerKind::kDeploy, "acme-orders", "1.4.2", kA);  // same bytes, other kind
+  ASSERT_TRUE(deploy.ok());
+  EXPECT_TRUE(deploy->appended);
+  EXPECT_EQ(deploy->head.count, 2);
+
+  auto over = l->Record(LedgerKind::kDeploy, "acme-orders", "1.4.2", kB);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().reason(), Reason::kVersionOverwritten);
+  EXPECT_NE(over.error().message().find(kA.substr(0, 16)), std::string::npos) << over.error().message();
+  EXPECT_NE(over.error().message().find(kB.substr(0, 16)), std::string::npos) << over.error().message();
+  EXPECT_NE(over.error().message().find("release row"), std::string::npos) << over.error().message();
+
+  // A release of other bytes is refused because of the deploy row too (both kinds are checked).
+  ASSERT_TRUE(l->Record(LedgerKind::kDeploy, "acme-orders", "2.0.0", kC).ok());
+  auto release_over = l->Record(LedgerKind::kRelease, "acme-orders", "2.0.0", kB);
+  ASSERT_FALSE(release_over.ok());
+  EXPECT_EQ(release_over.error().reason(), Reason::kVersionOverwritten);
+  EXPECT_NE(release_over.error().message().find("deploy row"), std::string::npos);
+
+  auto rows = l->ReadAll();
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 3u);  // the refusals wrote nothing
+  EXPECT_EQ((*rows)[0].time, kT0 / 1000);
+  EXPECT_EQ((*rows)[1].time, kT0 / 1000 + 5);
+  EXPECT_EQ((*rows)[1].prev_hash, (*rows)[0].hash);
+  EXPECT_TRUE(VerifyLedgerChain(*rows, l->Head().value()).ok());
+}
+
+TEST_F(SqliteLedgerTest, RowsForOneNameAndHead) {
+  auto l = OpenLedger();
+  ASSERT_TRUE(l->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kA).ok());
+  ASSERT_TRUE(l->Record(LedgerKind::kRelease, "acme-stock", "1.0.0", kB).ok());
+  ASSERT_TRUE(l->Record(LedgerKind::kDeploy, "acme-orders", "1.0.0", kA).ok());
+  auto rows = l->RowsFor("acme-orders");
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].seq, 1);
+  EXPECT_EQ((*rows)[0].kind, LedgerKind::kRelease);
+  EXPECT_EQ((*rows)[1].seq, 3);
+  EXPECT_EQ((*rows)[1].kind, LedgerKind::kDeploy);
+  EXPECT_TRUE(l->RowsFor("nobody")->empty());
+  auto head = l->Head();
+  EXPECT_EQ(head->count, 3);
+  EXPECT_EQ(head->head, (*rows)[1].hash);
+}
+
+TEST_F(SqliteLedgerTest, AllowlistVersionIsNeverLowered) {
+  auto l = OpenLedger();
+  ASSERT_TRUE(l->NoteAllowlistVersion(12).ok());
+  EXPECT_EQ(l->HighestAllowlistVersion().value(), 12);
+  ASSERT_TRUE(l->NoteAllowlistVersion(7).ok());
+  EXPECT_EQ(l->HighestAllowlistVersion().value(), 12);
+  ASSERT_TRUE(l->NoteAllowlistVersion(13).ok());
+  EXPECT_EQ(l->HighestAllowlistVersion().value(), 13);
+}
+
+TEST_F(SqliteLedgerTest, ConcurrentRecordsOfOneVersionHaveExactlyOneWinner) {
+  auto shared = OpenLedger();
+  for (bool separate_connections : {false, true}) {
+    const std::string version = separate_connections ? "2.0.0" : "1.0.0";
+    std::atomic<int> won{0}, overwritten{0}, other{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([&, t] {
+        std::unique_ptr<SqliteLedger> own;
+        if (separate_connections) own = SqliteLedger::Open(path_, clock_).value();
+        Ledger& l = separate_connections ? *own : *shared;
+        auto r = l.Record(LedgerKind::kRelease, "acme-orders", version, std::string(64, static_cast<char>('0' + t)));
+        if (r.ok() && r->appended) {
+          ++won;
+        } else if (!r.ok() && r.error().reason() == Reason::kVersionOverwritten) {
+          ++overwritten;
+        } else {
+          ++other;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(won.load(), 1) << version;
+    EXPECT_EQ(overwritten.load(), 7) << version;
+    EXPECT_EQ(other.load(), 0) << version;
+  }
+  auto rows = shared->ReadAll();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_TRUE(VerifyLedgerChain(*rows, std::nullopt).ok());
+}
+
+TEST_F(SqliteLedgerTest, ReopeningPreservesState) {
+  LedgerCheckpoint head;
+  {
+    auto l = OpenLedger();
+    ASSERT_TRUE(l->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kA).ok());
+    ASSERT_TRUE(l->Record(LedgerKind::kDeploy, "acme-orders", "1.0.0", kA).ok());
+    ASSERT_TRUE(l->NoteAllowlistVersion(4).ok());
+    head = l->Head().value();
+  }
+  auto l = OpenLedger();
+  EXPECT_EQ(l->Head()->head, head.head);
+  EXPECT_EQ(l->Head()->count, 2);
+  EXPECT_EQ(l->HighestAllowlistVersion().value(), 4);
+  EXPECT_EQ(l->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kB).error().reason(), Reason::kVersionOverwritten);
+  EXPECT_TRUE(VerifyLedgerChain(l->ReadAll().value(), head).ok());
+}
+
+TEST_F(SqliteLedgerTest, RefusesANewerSchema) {
+  { auto l = OpenLedger(); }
+  Exec("INSERT INTO ledger_schema_version (version) VALUES (99)");
+  auto l = SqliteLedger::Open(path_, clock_);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.error().reason(), Reason::kStoreUnavailable);
+  EXPECT_NE(l.error().message().find("99"), std::string::npos);
+}
+
+class SqliteLedgerTamperTest : public SqliteLedgerTest {
+ protected:
+  void SetUp() override {
+    auto l = OpenLedger();
+    for (int i = 1; i <= 4; ++i) {
+      ASSERT_TRUE(l->Record(LedgerKind::kRelease, "acme-orders", "1." + std::to_string(i) + ".0", kA).ok());
+    }
+    anchor_ = l->Head().value();
+  }
+  Status VerifyFile(const std::optional<LedgerCheckpoint>& anchor) {
+    auto l = OpenLedger();
+    auto rows = l->ReadAll();
+    if (!rows.ok()) return rows.error();
+    return VerifyLedgerChain(*rows, anchor);
+  }
+  LedgerCheckpoint anchor_;
+};
+
+TEST_F(SqliteLedgerTamperTest, IntactFileVerifies) { EXPECT_TRUE(VerifyFile(anchor_).ok()); }
+
+TEST_F(SqliteLedgerTamperTest, DetectsAnEditedRow) {
+  Exec("UPDATE ledger SET sha256 = '" + kB + "' WHERE seq = 2");
+  const Status st = VerifyFile(std::nullopt);
+  EXPECT_EQ(st.reason(), Reason::kLedgerTampered);
+  EXPECT_NE(st.message().find("seq 2"), std::string::npos) << st.message();
+}
+
+TEST_F(SqliteLedgerTamperTest, DetectsADeletedTailWithAnAnchor) {
+  Exec("DELETE FROM ledger WHERE seq >= 3");
+  EXPECT_TRUE(VerifyFile(std::nullopt).ok());  // a cut-off tail is a valid shorter chain
+  const Status st = VerifyFile(anchor_);
+  EXPECT_EQ(st.reason(), Reason::kLedgerTampered);
+  EXPECT_NE(st.message().find("seq 3"), std::string::npos) << st.message();
+}
+
+TEST_F(SqliteLedgerTamperTest, DetectsAConsistentlyRehashedLedgerWithAnAnchor) {
+  Exec("UPDATE ledger SET sha256 = '" + kB + "' WHERE seq = 2");
+  {
+    auto rows = OpenLedger()->ReadAll().value();
+    std::string prev(64, '0');
+    for (auto& r : rows) {
+      r.prev_hash = prev;
+      r.hash = LedgerRowHash(r);
+      prev = r.hash;
+      Exec("UPDATE ledger SET prev_hash = '" + r.prev_hash + "', hash = '" + r.hash +
+           "' WHERE seq = " + std::to_string(r.seq));
+    }
+  }
+  EXPECT_TRUE(VerifyFile(std::nullopt).ok());  // without an anchor nothing can tell
+  const Status st = VerifyFile(anchor_);
+  EXPECT_EQ(st.reason(), Reason::kLedgerTampered);
+  EXPECT_NE(st.message().find("seq 4"), std::string::npos) << st.message();
+}
+
+TEST_F(SqliteLedgerTamperTest, UnknownKindIsTampering) {
+  Exec("UPDATE ledger SET kind = 'rogue' WHERE seq = 1");
+  EXPECT_EQ(OpenLedger()->ReadAll().error().reason(), Reason::kLedgerTampered);
+}
+
+}  // namespace
+}  // namespace clawguard
