@@ -1,14 +1,84 @@
-// cmd_host.cpp — `clawguard host` (placeholder until the host assembly lands: exits 2).
+// cmd_host.cpp — `clawguard host --config host.yaml`: runs the host until SIGTERM or SIGINT.
+//
+// At start it prints one JSON line on stdout:
+//   {"event":"listening","main":"127.0.0.1:PORT","admin":"127.0.0.1:PORT"}
+// (the real ports, so a config may ask for port 0). A configuration, store or listener error
+// exits 2 with its message; refused plugins are reported and do not stop the host.
+#include <csignal>
+#include <filesystem>
 #include <iostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "host/host_app.h"
+#include "host/host_config.h"
+#include "sqlite/sqlite_idempotency_store.h"
+#include "sqlite/sqlite_ledger.h"
+#include "sqlite/sqlite_outbox.h"
 
 namespace clawguard::cli {
+namespace {
+
+constexpr std::string_view kSqlitePrefix = "sqlite:";
+
+// OpenSqliteStores opens the three engines on one SQLite file (host.yaml `store:`).
+Result<host::HostStores> OpenHostStores(const std::string& url, const Clock& clock) {
+  if (url.rfind("postgresql://", 0) == 0) {
+    return Status(Reason::kStoreUnavailable, "the postgresql store is not built into this host yet; use sqlite:PATH");
+  }
+  const std::string path = url.rfind(kSqlitePrefix, 0) == 0 ? url.substr(kSqlitePrefix.size()) : url;
+  std::error_code ec;  // a missing parent directory is created; a failure shows up at Open
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  host::HostStores stores;
+  CLAWGUARD_ASSIGN_OR_RETURN(stores.idempotency, sqlite::SqliteIdempotencyStore::Open(path, clock));
+  CLAWGUARD_ASSIGN_OR_RETURN(stores.outbox, sqlite::SqliteOutbox::Open(path, clock));
+  CLAWGUARD_ASSIGN_OR_RETURN(stores.ledger, SqliteLedger::Open(path, clock));
+  return stores;
+}
+
+// HostOf returns the host part of "host:port" or "[v6]:port".
+std::string HostOf(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(0, colon);
+}
+
+int RunHost(const std::string& config_path) {
+  // Block the stop signals before any thread starts, so every thread inherits the mask and
+  // sigwait below is the only receiver.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto config = host::HostConfig::Load(config_path);
+  if (!config.ok()) return ReportError("host", config.error());
+  auto app = host::HostApp::Create(*config, SystemClock::Instance(), &OpenHostStores);
+  if (!app.ok()) return ReportError("host", app.error());
+  if (Status s = (*app)->Start(); !s.ok()) return ReportError("host", s);
+
+  const nlohmann::json listening = {
+      {"event", "listening"},
+      {"main", HostOf((*config)->listen.address) + ":" + std::to_string((*app)->main_port())},
+      {"admin", HostOf((*config)->admin.address) + ":" + std::to_string((*app)->admin_port())}};
+  std::cout << listening.dump() << std::endl;
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::cerr << nlohmann::json({{"event", "stopping"}, {"signal", sig}}).dump() << std::endl;
+  (*app)->Stop();
+  return 0;
+}
+
+}  // namespace
 
 void RegisterHost(CLI::App& app, CommandContext& ctx) {
-  auto* cmd = app.add_subcommand("host", "not available in this build");
-  cmd->allow_extras();
-  cmd->callback([&ctx] { ctx.exit_code = ReportError("host", Status(Reason::kUsage, "not available in this build")); });
+  auto* cmd = app.add_subcommand("host", "run the plugin host (webhooks, ERP gateway, admin) until SIGTERM");
+  static std::string config_path;
+  cmd->add_option("--config", config_path, "host.yaml")->required();
+  cmd->callback([&ctx] { ctx.exit_code = RunHost(config_path); });
 }
 
 }  // namespace clawguard::cli

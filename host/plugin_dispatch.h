@@ -1,0 +1,90 @@
+// plugin_dispatch.h — PluginDispatcher: the real Dispatcher of webhook_pipeline.h. It runs one
+// claimed delivery through a plugin's handle_webhook (ARCHITECTURE.md "Plugin ABI" and step 5).
+//
+// Per delivery it builds a cg_call (opaque; defined in plugin_dispatch.cpp) holding host-owned
+// copies of the request (method, path, body, idempotency_key = the event key, headers) and an
+// ErpGateway, then runs handle_webhook on a fresh worker thread and waits at most
+// handler_timeout, renewing the lease (DispatchContext::renew_lease) every lease/3 meanwhile.
+// Results, as PluginOutcome:
+//   - handle_webhook returned 0 after exactly one respond() → kAnswered (its status, type, body);
+//   - non-zero return, zero or two+ respond() calls, a status outside 100..599, a dead-lettered
+//     event (outbox mismatch) or a lost lease → kFailed (500 plugin_failed, retryable, audited);
+//   - no return within handler_timeout → kTimedOut (503 plugin_timeout).
+// WARNING: a C function cannot be cancelled. A timed-out plugin's thread keeps running until it
+// returns; its cg_call is marked abandoned, so its later erp_call gets CG_FENCED (nothing is
+// written or sent) and its respond() is ignored. Its lease is not renewed any more. The thread
+// holds the ErpEnv's objects by reference: the host must outlive it (the host process does).
+// CG_PLUGIN_SERIAL → one mutex per plugin around handle_webhook (held by a hung plugin too).
+// erp_call is serialised per cg_call. The host API table (HostApi()) is static.
+// Immutable after Create; Dispatch is thread-safe.
+#ifndef CLAWGUARD_HOST_PLUGIN_DISPATCH_H_
+#define CLAWGUARD_HOST_PLUGIN_DISPATCH_H_
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "clawguard/error.h"
+#include "clawguard/plugin.h"
+#include "host/capability.h"
+#include "host/erp_gateway.h"
+#include "host/webhook_pipeline.h"
+
+namespace clawguard::host {
+
+// HostApi returns the static host table given to every plugin's init.
+const cg_host_api* HostApi();
+
+// DispatchTarget is one loaded plugin. |plugin| is borrowed and must outlive the dispatcher.
+struct DispatchTarget {
+  std::string name;
+  const cg_plugin* plugin = nullptr;
+  std::vector<std::string> erp_capabilities;  // the signed manifest's capabilities.erp
+};
+
+struct DispatchOptions {
+  std::chrono::milliseconds handler_timeout{10'000};
+  std::chrono::milliseconds lease{30'000};  // renewals every lease/3
+  ErpEnv erp;                               // shared by every delivery's gateway
+};
+
+// DispatchReport is a dispatch's outcome plus what its ERP calls did.
+struct DispatchReport {
+  PluginOutcome outcome;
+  GatewayOutcome erp;  // as of the plugin's return (empty after a timeout)
+};
+
+class PluginDispatcher : public std::enable_shared_from_this<PluginDispatcher> {
+ public:
+  // Create compiles each target's capabilities (kManifestInvalid), refuses duplicates, null
+  // plugins and non-positive timeouts (kConfigInvalid).
+  static Result<std::shared_ptr<PluginDispatcher>> Create(DispatchOptions options,
+                                                          std::vector<DispatchTarget> targets);
+
+  // Dispatch runs one delivery (see the file comment). An unknown plugin is kFailed.
+  DispatchReport DispatchDetailed(const DispatchContext& ctx) const;
+  PluginOutcome Dispatch(const DispatchContext& ctx) const { return DispatchDetailed(ctx).outcome; }
+
+  // AsDispatcher returns the std::function the pipeline holds (it keeps this object alive).
+  Dispatcher AsDispatcher() const;
+
+ private:
+  struct Entry {
+    const cg_plugin* plugin = nullptr;
+    CapabilitySet capabilities;
+    std::shared_ptr<std::mutex> serial;  // set for CG_PLUGIN_SERIAL
+  };
+  PluginDispatcher(DispatchOptions options, std::map<std::string, Entry> entries)
+      : options_(std::move(options)), entries_(std::move(entries)) {}
+  DispatchReport Run(const DispatchContext& ctx) const;
+
+  const DispatchOptions options_;
+  const std::map<std::string, Entry> entries_;
+};
+
+}  // namespace clawguard::host
+
+#endif  // CLAWGUARD_HOST_PLUGIN_DISPATCH_H_

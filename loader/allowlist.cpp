@@ -1,0 +1,165 @@
+// allowlist.cpp — see allowlist.h.
+#include "allowlist.h"
+
+#include <sodium.h>
+
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "clawguard/bundle.h"
+#include "clawguard/encoding.h"
+#include "clawguard/file_io.h"
+#include "clawguard/limits.h"
+#include "clawguard/secret_bytes.h"
+#include "clawguard/semver.h"
+#include "clawguard/strict_yaml.h"
+
+namespace clawguard {
+
+// Record is one fixed-size allowlist entry; the text fields are NUL-padded.
+struct Allowlist::Record {
+  char name[kAllowlistNameMax + 1];
+  char version[kAllowlistVersionMax + 1];
+  unsigned char digest[32];
+};
+
+namespace {
+
+bool SodiumReady() {
+  static const bool ok = sodium_init() >= 0;  // 0 first time, 1 when already initialised
+  return ok;
+}
+
+Status VerifyAllowlistSignature(const std::string& path, const std::string& bytes, X509* signer) {
+  const std::string sig_path = path + ".sig";
+  auto sig_bytes = ReadFileBounded(sig_path, limits::kMaxBundle);
+  if (!sig_bytes) {
+    return Status(Reason::kAllowlistInvalid, "the trust policy requires a signed allowlist but '" + sig_path +
+                                                 "' cannot be read: " + sig_bytes.error().message());
+  }
+  auto bundle = ParseBundle(*sig_bytes);
+  if (!bundle) return Status(Reason::kAllowlistInvalid, "'" + sig_path + "': " + bundle.error().message());
+  if (bundle->payload_type != kAllowlistPayloadType) {
+    return Status(Reason::kAllowlistInvalid, "'" + sig_path + "': payloadType is '" + bundle->payload_type +
+                                                 "', expected '" + std::string(kAllowlistPayloadType) + "'");
+  }
+  if (bundle->payload.size() != bytes.size() || !ConstantTimeEquals(bundle->payload, bytes)) {
+    return Status(Reason::kAllowlistInvalid, "'" + sig_path + "' signs other bytes than '" + path + "'");
+  }
+  // get0: the key is owned by the pinned certificate (owned by the trust policy).
+  EVP_PKEY* key = X509_get0_pubkey(signer);
+  if (key == nullptr) return Status(Reason::kAllowlistInvalid, "allowlist signer key unreadable: " + ossl::GetSslErrors());
+  const std::string keyid = KeyIdOf(key);
+  const std::string pae = Pae(bundle->payload_type, bundle->payload);
+  std::string last = "no signature by the pinned allowlist signer (keyid " + keyid + ")";
+  for (const auto& s : bundle->signatures) {
+    if (s.keyid != keyid) continue;
+    Status v = VerifySignature(key, pae, s.sig);
+    if (v.ok()) return Status::Ok();
+    last = v.message();
+  }
+  return Status(Reason::kAllowlistInvalid, "'" + sig_path + "': " + last);
+}
+
+struct Entry {
+  std::string name, version;
+  std::string digest;  // 32 raw bytes
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Allowlist>> Allowlist::Load(const std::string& path, const TrustPolicy& policy, Ledger* ledger,
+                                                   const Clock& clock) {
+  if (!SodiumReady()) return Status(Reason::kInternal, "sodium_init failed");
+  auto text = ReadFileBounded(path, limits::kMaxPolicyFile);
+  if (!text) return Status(Reason::kAllowlistInvalid, "allowlist: " + text.error().message());
+  if (policy.allowlist_signer() != nullptr) {
+    CLAWGUARD_RETURN_IF_ERROR(VerifyAllowlistSignature(path, *text, policy.allowlist_signer()));
+  }
+  const Reason R = Reason::kAllowlistInvalid;
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlDoc doc, ParseYamlStrict(*text, path, R));
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap top, YamlMap::Create(doc.root, path, "", R));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string schema, top.String("schema"));
+  if (schema != kAllowlistSchema) {
+    return top.Error(doc.root["schema"], "schema", "expected '" + std::string(kAllowlistSchema) + "'");
+  }
+  CLAWGUARD_ASSIGN_OR_RETURN(int64_t version, top.Int("version", 1, INT64_MAX));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string expires_text, top.String("expires"));
+  auto expires = ParseRfc3339Utc(expires_text);
+  if (!expires) return top.Error(doc.root["expires"], "expires", "expected YYYY-MM-DDTHH:MM:SSZ, found '" + expires_text + "'");
+  CLAWGUARD_ASSIGN_OR_RETURN(YAML::Node plugins, top.Node("plugins"));
+  if (!plugins.IsSequence()) return top.Error(plugins, "plugins", "expected a list of {name, version, sha256}");
+  if (plugins.size() > limits::kMaxAllowlistEntries) return top.Error(plugins, "plugins", "too many entries");
+  std::vector<Entry> entries;
+  std::set<std::pair<std::string, std::string>> seen;
+  for (size_t i = 0; i < plugins.size(); ++i) {
+    CLAWGUARD_ASSIGN_OR_RETURN(YamlMap m, YamlMap::Create(plugins[i], path, "plugins[" + std::to_string(i) + "]", R));
+    Entry e;
+    CLAWGUARD_ASSIGN_OR_RETURN(e.name, m.String("name"));
+    CLAWGUARD_ASSIGN_OR_RETURN(e.version, m.String("version"));
+    CLAWGUARD_ASSIGN_OR_RETURN(std::string hex, m.String("sha256"));
+    CLAWGUARD_RETURN_IF_ERROR(m.Finish());
+    if (e.name.empty() || e.name.size() > kAllowlistNameMax) return m.Error(plugins[i]["name"], "name", "expected 1-64 characters");
+    if (e.version.size() > kAllowlistVersionMax || !ParseSemVer(e.version)) {
+      return m.Error(plugins[i]["version"], "version", "expected a SemVer version without build metadata");
+    }
+    if (!IsLowerHex(hex, 64)) return m.Error(plugins[i]["sha256"], "sha256", "expected 64 lowercase hex characters");
+    e.digest = *HexDecode(hex);
+    if (!seen.insert({e.name, e.version}).second) {
+      return m.Error(plugins[i], "", "duplicate entry for " + e.name + " " + e.version);
+    }
+    entries.push_back(std::move(e));
+  }
+  CLAWGUARD_RETURN_IF_ERROR(top.Finish());
+
+  bool ledger_checked = false;
+  if (ledger != nullptr) {
+    auto highest = ledger->HighestAllowlistVersion();
+    if (!highest) return highest.error();
+    if (*highest && version < **highest) {
+      return Status(R, path + ": allowlist version " + std::to_string(version) + " is lower than version " +
+                           std::to_string(**highest) + " already seen (a rollback of the allowlist)");
+    }
+    ledger_checked = true;
+  }
+
+  const size_t n = entries.size();
+  auto* records = static_cast<Record*>(sodium_allocarray(n == 0 ? 1 : n, sizeof(Record)));
+  if (records == nullptr) return Status(Reason::kInternal, "sodium_allocarray failed for the allowlist");
+  std::memset(records, 0, (n == 0 ? 1 : n) * sizeof(Record));
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(records[i].name, entries[i].name.data(), entries[i].name.size());
+    std::memcpy(records[i].version, entries[i].version.data(), entries[i].version.size());
+    std::memcpy(records[i].digest, entries[i].digest.data(), 32);
+  }
+  if (sodium_mprotect_readonly(records) != 0) {
+    sodium_free(records);
+    return Status(Reason::kInternal, "sodium_mprotect_readonly failed for the allowlist");
+  }
+  const bool expired = *expires <= clock.NowSeconds();
+  return std::unique_ptr<Allowlist>(new Allowlist(records, n, version, *expires, expired, ledger_checked));
+}
+
+Allowlist::~Allowlist() { sodium_free(records_); }
+
+Status Allowlist::Lookup(const std::string& name, const std::string& version, const Sha256Digest& digest) const {
+  if (name.size() <= kAllowlistNameMax && version.size() <= kAllowlistVersionMax) {
+    Record key{};
+    std::memcpy(key.name, name.data(), name.size());
+    std::memcpy(key.version, version.data(), version.size());
+    for (size_t i = 0; i < count_; ++i) {
+      const Record& r = records_[i];
+      if (std::memcmp(r.name, key.name, sizeof(key.name)) != 0) continue;
+      if (std::memcmp(r.version, key.version, sizeof(key.version)) != 0) continue;
+      if (sodium_memcmp(r.digest, digest.data(), 32) == 0) return Status::Ok();
+      return Status(Reason::kNotAllowlisted, name + " " + version + " is allowlisted with another sha256 than " +
+                                                 DigestHex(digest));
+    }
+  }
+  return Status(Reason::kNotAllowlisted, name + " " + version + " (sha256 " + DigestHex(digest) +
+                                             ") is not in the allowlist");
+}
+
+}  // namespace clawguard

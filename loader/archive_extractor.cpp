@@ -1,0 +1,172 @@
+// archive_extractor.cpp — see archive_extractor.h.
+#include "archive_extractor.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "clawguard/limits.h"
+#include "clawguard/sha256.h"
+
+namespace clawguard {
+namespace {
+
+struct ArchiveDeleter {
+  void operator()(archive* a) const { archive_read_free(a); }
+};
+// ArchiveReader owns one libarchive read handle.
+using ArchiveReader = std::unique_ptr<archive, ArchiveDeleter>;
+
+Status Unsafe(const std::string& m) { return Status(Reason::kArchiveUnsafe, m); }
+Status BadManifest(const std::string& m) { return Status(Reason::kManifestInvalid, m); }
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// CheckPath refuses every path shape that could escape or alias (reason: archive_unsafe).
+Status CheckPath(const std::string& p) {
+  if (p.empty()) return Unsafe("an entry has an empty path");
+  if (p[0] == '/') return Unsafe("entry '" + p + "' has an absolute path");
+  if (p.find('\\') != std::string::npos) return Unsafe("entry '" + p + "' contains a backslash");
+  if (p == ".." || p.rfind("../", 0) == 0 || p.find("/../") != std::string::npos ||
+      (p.size() >= 3 && p.compare(p.size() - 3, 3, "/..") == 0)) {
+    return Unsafe("entry '" + p + "' contains a '..' segment");
+  }
+  if (!IsCanonicalPath(p)) return Unsafe("entry '" + p + "' is not a canonical path");
+  return Status::Ok();
+}
+
+Status CheckType(archive_entry* e, const std::string& p) {
+  if (archive_entry_hardlink(e) != nullptr) return Unsafe("entry '" + p + "' is a hardlink");
+  switch (archive_entry_filetype(e)) {
+    case AE_IFREG: break;
+    case AE_IFLNK: return Unsafe("entry '" + p + "' is a symlink");
+    case AE_IFCHR:
+    case AE_IFBLK: return Unsafe("entry '" + p + "' is a device node");
+    case AE_IFIFO: return Unsafe("entry '" + p + "' is a fifo");
+    case AE_IFDIR: return Unsafe("entry '" + p + "' is a directory (the package holds files only)");
+    default: return Unsafe("entry '" + p + "' is not a regular file");
+  }
+  if (archive_entry_sparse_count(e) > 0) return Unsafe("entry '" + p + "' is a sparse file");
+  return Status::Ok();
+}
+
+// Budget counts actual bytes read against max_unpacked and max_ratio.
+struct Budget {
+  uint64_t packed;
+  const TrustLimits& limits;
+  uint64_t total = 0;
+  Status Add(uint64_t n, uint64_t entry_total, const std::string& p) {
+    total += n;
+    if (entry_total > limits.max_unpacked) return Unsafe("entry '" + p + "' unpacks to more than max_unpacked");
+    if (total > limits.max_unpacked) {
+      return Unsafe("the package unpacks to more than max_unpacked (" + std::to_string(limits.max_unpacked) + " bytes)");
+    }
+    // total / packed > max_ratio, without overflow: compare total / max_ratio with packed.
+    if (total / limits.max_ratio > packed || (total / limits.max_ratio == packed && total % limits.max_ratio != 0)) {
+      return Unsafe("decompression ratio over max_ratio " + std::to_string(limits.max_ratio) + " (" +
+                    std::to_string(total) + " bytes from " + std::to_string(packed) + ")");
+    }
+    return Status::Ok();
+  }
+};
+
+Result<std::string> ReadEntry(archive* a, const std::string& p, Budget& budget) {
+  std::string out;
+  char buf[64 * 1024];
+  while (true) {
+    const la_ssize_t n = archive_read_data(a, buf, sizeof(buf));
+    if (n == 0) break;
+    if (n < 0) return Unsafe("entry '" + p + "' cannot be read: " + std::string(archive_error_string(a) ? archive_error_string(a) : "?"));
+    CLAWGUARD_RETURN_IF_ERROR(budget.Add(static_cast<uint64_t>(n), out.size() + static_cast<uint64_t>(n), p));
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+Status CheckManifestAgainstPredicate(const std::string& bytes, const Statement& st, Manifest& out) {
+  if (Sha256Hex(bytes) != st.manifest_sha256) {
+    return BadManifest("manifest.yaml sha256 " + Sha256Hex(bytes) + " is not the signed manifestSha256 " + st.manifest_sha256);
+  }
+  CLAWGUARD_ASSIGN_OR_RETURN(out, ParseManifest(bytes, "manifest.yaml"));
+  if (ManifestToJson(out) != st.manifest) return BadManifest("manifest.yaml differs from the signed predicate's manifest");
+  if (out.name != st.name || out.version != st.version || out.publisher != st.publisher || out.abi != st.abi) {
+    return BadManifest("manifest.yaml name/version/publisher/abi differ from the signed predicate's (" + out.name + " " +
+                       out.version + " " + out.publisher + " abi " + std::to_string(out.abi) + ")");
+  }
+  for (const auto& [path, digest] : out.files) {
+    if (!digest) return BadManifest("manifest.yaml lists '" + path + "' without a sha256 (pack fills it in)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ExtractedPackage> ExtractPackage(std::string_view package, const Statement& statement,
+                                        const TrustLimits& limits) {
+  ArchiveReader a(archive_read_new());
+  if (!a) return Status(Reason::kInternal, "archive_read_new failed");
+  if (archive_read_support_filter_zstd(a.get()) != ARCHIVE_OK || archive_read_support_format_tar(a.get()) != ARCHIVE_OK) {
+    return Status(Reason::kInternal, "libarchive lacks zstd or tar support");
+  }
+  if (archive_read_open_memory(a.get(), package.data(), package.size()) != ARCHIVE_OK) {
+    return Unsafe(std::string("not a zstd-compressed tar archive: ") + (archive_error_string(a.get()) ? archive_error_string(a.get()) : "?"));
+  }
+  ExtractedPackage out;
+  Budget budget{package.size(), limits};
+  std::set<std::string> names, lower_names;
+  std::map<std::string, std::string> digests;  // path → "sha256:<hex>" of what was read
+  bool first = true;
+  uint64_t entries = 0;
+  while (true) {
+    archive_entry* e = nullptr;  // owned by |a|, valid until the next header
+    const int rc = archive_read_next_header(a.get(), &e);
+    if (rc == ARCHIVE_EOF) break;
+    if (rc != ARCHIVE_OK) {
+      return Unsafe(std::string("malformed archive: ") + (archive_error_string(a.get()) ? archive_error_string(a.get()) : "?"));
+    }
+    if (archive_filter_code(a.get(), 0) != ARCHIVE_FILTER_ZSTD) return Unsafe("the package is not zstd-compressed");
+    if (++entries > limits.max_entries) {
+      return Unsafe("more than max_entries (" + std::to_string(limits.max_entries) + ") entries");
+    }
+    const char* raw = archive_entry_pathname(e);
+    if (raw == nullptr) return Unsafe("an entry has no readable path");
+    const std::string p = raw;
+    if (first && p != kManifestFileName) {
+      return BadManifest("the first entry is '" + p + "'; manifest.yaml must be the first entry");
+    }
+    CLAWGUARD_RETURN_IF_ERROR(CheckPath(p));
+    CLAWGUARD_RETURN_IF_ERROR(CheckType(e, p));
+    if (!names.insert(p).second) return Unsafe("entry '" + p + "' appears twice");
+    if (!lower_names.insert(Lower(p)).second) return Unsafe("entry '" + p + "' collides with another by case");
+    if (!first && out.manifest.files.count(p) == 0) return Unsafe("entry '" + p + "' is not listed in the manifest");
+    CLAWGUARD_ASSIGN_OR_RETURN(std::string data, ReadEntry(a.get(), p, budget));
+    if (first) {
+      if (data.size() > limits::kMaxManifest) return BadManifest("manifest.yaml is over " + std::to_string(limits::kMaxManifest) + " bytes");
+      CLAWGUARD_RETURN_IF_ERROR(CheckManifestAgainstPredicate(data, statement, out.manifest));
+      out.manifest_bytes = std::move(data);
+      first = false;
+      continue;
+    }
+    const std::string digest = "sha256:" + Sha256Hex(data);
+    if (out.manifest.files.at(p) != digest) {
+      return Status(Reason::kFileDigestMismatch, "'" + p + "' has " + digest + "; the manifest says " + *out.manifest.files.at(p));
+    }
+    if (p == out.manifest.entry) out.entry_bytes = std::move(data);
+    digests[p] = digest;
+  }
+  if (first) return BadManifest("the archive is empty; manifest.yaml must be the first entry");
+  for (const auto& [path, digest] : out.manifest.files) {
+    if (digests.count(path) == 0) return BadManifest("manifest.yaml lists '" + path + "' but the archive does not hold it");
+  }
+  out.unpacked_bytes = budget.total;
+  return out;
+}
+
+}  // namespace clawguard

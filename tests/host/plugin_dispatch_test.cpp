@@ -1,0 +1,229 @@
+// plugin_dispatch_test.cpp — PluginDispatcher with small C plugins compiled at test time
+// (tests/host/plugins/*.c) and opened directly with dlopen (the Loader is tested on its own; the
+// dispatcher takes a const cg_plugin*). The ERP is the real test ERP over loopback.
+#include "host/plugin_dispatch.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "plugins/erp_harness.h"
+
+namespace clawguard::host {
+namespace {
+
+using testing::ErpHarness;
+namespace fs = std::filesystem;
+
+constexpr const char* kPlugin = "acme-orders";
+constexpr const char* kRoute = "order.created";
+const std::vector<std::string> kCaps = {"POST /orders/{id}/fulfil", "POST /inventory/adjust"};
+
+// TestPlugins compiles every test plugin once per test binary and keeps it loaded (never
+// dlclosed: a timed-out plugin's thread may still run).
+class TestPlugins {
+ public:
+  static TestPlugins& Get() {
+    static TestPlugins instance;
+    return instance;
+  }
+  const cg_plugin* Open(const std::string& name) {
+    std::lock_guard lock(mu_);
+    if (auto it = loaded_.find(name); it != loaded_.end()) return it->second;
+    const fs::path src_dir = fs::path(CLAWGUARD_SOURCE_DIR) / "tests" / "host" / "plugins";
+    const fs::path include = fs::path(CLAWGUARD_SOURCE_DIR) / "include";
+    const std::string so = dir_.Sub(name + ".so");
+    auto r = clawguard::testing::RunCommand({"cc", "-shared", "-fPIC", "-o", so, (src_dir / (name + ".c")).string(),
+                                             "-I" + include.string(), "-I" + src_dir.string()});
+    if (r.exit_code != 0) {
+      ADD_FAILURE() << "cc failed for " << name << ": " << r.err;
+      return nullptr;
+    }
+    void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      ADD_FAILURE() << dlerror();
+      return nullptr;
+    }
+    handles_[name] = handle;
+    auto entry = reinterpret_cast<const cg_plugin* (*)()>(dlsym(handle, "clawguard_plugin_v1"));
+    if (entry == nullptr) return nullptr;
+    const cg_plugin* p = entry();
+    if (p == nullptr || p->init(HostApi()) != 0) return nullptr;
+    loaded_[name] = p;
+    return p;
+  }
+  template <typename T>
+  T* Symbol(const std::string& plugin, const char* symbol) {
+    std::lock_guard lock(mu_);
+    return static_cast<T*>(dlsym(handles_.at(plugin), symbol));
+  }
+
+ private:
+  std::mutex mu_;
+  clawguard::testing::TempDir dir_;
+  std::map<std::string, const cg_plugin*> loaded_;
+  std::map<std::string, void*> handles_;
+};
+
+class PluginDispatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(h_.Init()); }
+
+  std::shared_ptr<PluginDispatcher> Dispatcher(const std::string& plugin_file, std::vector<std::string> caps = kCaps,
+                                               std::chrono::milliseconds timeout = std::chrono::milliseconds(5000),
+                                               std::chrono::milliseconds lease = std::chrono::milliseconds(30'000)) {
+    const cg_plugin* p = TestPlugins::Get().Open(plugin_file);
+    CLAWGUARD_CHECK(p != nullptr);
+    DispatchOptions o;
+    o.handler_timeout = timeout;
+    o.lease = lease;
+    o.erp = h_.env;
+    auto d = PluginDispatcher::Create(std::move(o), {DispatchTarget{kPlugin, p, std::move(caps)}});
+    CLAWGUARD_CHECK(d.ok());
+    return std::move(d).value();
+  }
+  DispatchContext Context(int64_t token, int level = 2) {
+    DispatchContext ctx;
+    ctx.plugin = kPlugin;
+    ctx.route = kRoute;
+    ctx.level = level;
+    ctx.event_key = key_;
+    ctx.fencing_token = token;
+    ctx.webhook_id = "msg_1";
+    ctx.request = &request_;
+    ctx.renew_lease = [this] { return lease_held_.load(); };
+    return ctx;
+  }
+  // WaitForHangResult waits (bounded) until the hung plugin was released and made its late call.
+  int WaitForHangResult() {
+    volatile int* result = TestPlugins::Get().Symbol<volatile int>("hang", "hang_erp_result");
+    for (int i = 0; i < 2000 && __atomic_load_n(result, __ATOMIC_SEQ_CST) == 1; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return __atomic_load_n(result, __ATOMIC_SEQ_CST);
+  }
+  void ResetHang(int release) {
+    TestPlugins::Get().Open("hang");
+    __atomic_store_n(TestPlugins::Get().Symbol<volatile int>("hang", "hang_erp_result"), 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(TestPlugins::Get().Symbol<volatile int>("hang", "hang_release"), release, __ATOMIC_SEQ_CST);
+  }
+
+  ErpHarness h_;
+  const std::string key_ = Sha256Hex("delivery-1");
+  HttpRequest request_{"POST", "/webhooks/acme-orders/order.created", {{"webhook-id", "msg_1"}}, R"({"order_id":42})"};
+  std::atomic<bool> lease_held_{true};
+};
+
+TEST_F(PluginDispatchTest, WellBehavedPluginAnswersWithItsErpResults) {
+  auto d = Dispatcher("good");
+  const DispatchReport r = d->DispatchDetailed(Context(h_.Claim(key_)));
+  ASSERT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
+  EXPECT_EQ(r.outcome.status, 200);
+  EXPECT_EQ(r.outcome.content_type, "application/json");
+  EXPECT_EQ(r.outcome.body, R"({"fulfil":200,"adjust":200,"key":")" + key_ + R"(","route":"order.created"})");
+  EXPECT_EQ(r.erp.calls, 2);
+  EXPECT_EQ(h_.erp().effects_total(), 2u);
+  EXPECT_EQ(h_.AuditCount("\"plugin_log\""), 1u);
+}
+
+TEST_F(PluginDispatchTest, Level3CallsAreHeldAndNothingIsSent) {
+  auto d = Dispatcher("good");
+  const DispatchReport r = d->DispatchDetailed(Context(h_.Claim(key_, 3), /*level=*/3));
+  ASSERT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
+  EXPECT_EQ(r.outcome.body, R"({"fulfil":-1,"adjust":-1,"key":")" + key_ + R"(","route":"order.created"})");
+  EXPECT_EQ(r.erp.held, 2);
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
+}
+
+TEST_F(PluginDispatchTest, NoRespondIsPluginFailed) {
+  const DispatchReport r = Dispatcher("no_respond")->DispatchDetailed(Context(h_.Claim(key_)));
+  EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kFailed);
+  EXPECT_EQ(r.outcome.detail, "respond() was called 0 times; exactly once is required");
+  EXPECT_EQ(h_.AuditCount("\"plugin_failed\""), 1u);
+}
+
+TEST_F(PluginDispatchTest, TwoRespondsArePluginFailed) {
+  const DispatchReport r = Dispatcher("respond_twice")->DispatchDetailed(Context(h_.Claim(key_)));
+  EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kFailed);
+  EXPECT_EQ(r.outcome.detail, "respond() was called 2 times; exactly once is required");
+}
+
+TEST_F(PluginDispatchTest, NonZeroReturnIsPluginFailedEvenAfterRespond) {
+  const DispatchReport r = Dispatcher("fail")->DispatchDetailed(Context(h_.Claim(key_)));
+  EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kFailed);
+  EXPECT_EQ(r.outcome.detail, "handle_webhook returned 7");
+}
+
+TEST_F(PluginDispatchTest, HungPluginTimesOutAndItsLateCallsAreFenced) {
+  ResetHang(/*release=*/0);
+  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(100));
+  const DispatchReport r = d->DispatchDetailed(Context(h_.Claim(key_)));
+  EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kTimedOut);
+  EXPECT_EQ(h_.AuditCount("\"plugin_timeout\""), 1u);
+  ResetHang(/*release=*/1);
+  EXPECT_EQ(WaitForHangResult(), CG_FENCED);
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
+}
+
+TEST_F(PluginDispatchTest, LostLeaseStopsTheDispatch) {
+  ResetHang(/*release=*/0);
+  lease_held_ = false;  // the first renewal finds the lease taken over
+  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(60'000), std::chrono::milliseconds(30));
+  const DispatchReport r = d->DispatchDetailed(Context(h_.Claim(key_)));
+  EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kFailed);
+  EXPECT_EQ(r.outcome.detail, "the lease was taken over while the plugin ran");
+  ResetHang(/*release=*/1);
+  EXPECT_EQ(WaitForHangResult(), CG_FENCED);
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
+}
+
+TEST_F(PluginDispatchTest, MaliciousUndeclaredAdjustIsRefusedAndNeverSent) {
+  auto d = Dispatcher("malicious", {"POST /orders/{id}/fulfil"});
+  const DispatchReport r = d->DispatchDetailed(Context(h_.Claim(key_)));
+  ASSERT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
+  EXPECT_EQ(r.outcome.body, R"({"results":[-2,-2,-2,-2]})");
+  EXPECT_EQ(r.erp.denied, 4);
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
+  EXPECT_EQ(h_.AuditCount("\"erp_call_denied\""), 4u);
+}
+
+TEST_F(PluginDispatchTest, PluginChangingCallOrderOnRetryIsDeadLettered) {
+  auto d = Dispatcher("reorder");
+  const int64_t t1 = h_.Claim(key_);
+  const DispatchReport first = d->DispatchDetailed(Context(t1));
+  ASSERT_EQ(first.outcome.kind, PluginOutcome::Kind::kAnswered) << first.outcome.detail;
+  EXPECT_EQ(h_.erp().requests_total(), 2u);
+
+  const DispatchReport retry = d->DispatchDetailed(Context(h_.Retry(key_, t1)));
+  EXPECT_EQ(retry.outcome.kind, PluginOutcome::Kind::kFailed);
+  EXPECT_EQ(retry.outcome.detail, "event dead-lettered: mismatch");
+  EXPECT_TRUE(retry.erp.dead_lettered);
+  EXPECT_EQ(retry.erp.dead_letter_reason, "mismatch");
+  EXPECT_EQ(h_.erp().requests_total(), 2u);
+}
+
+TEST_F(PluginDispatchTest, UnknownPluginIsFailed) {
+  auto d = Dispatcher("good");
+  DispatchContext ctx = Context(h_.Claim(key_));
+  ctx.plugin = "other";
+  EXPECT_EQ(d->Dispatch(ctx).kind, PluginOutcome::Kind::kFailed);
+}
+
+TEST_F(PluginDispatchTest, CreateRefusesBadTargets) {
+  DispatchOptions o;
+  o.erp = h_.env;
+  EXPECT_EQ(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, nullptr, kCaps}}).error().reason(),
+            Reason::kConfigInvalid);
+  const cg_plugin* p = TestPlugins::Get().Open("good");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, p, {"POST orders"}}}).error().reason(),
+            Reason::kManifestInvalid);
+  o.handler_timeout = std::chrono::milliseconds(0);
+  EXPECT_EQ(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, p, kCaps}}).error().reason(), Reason::kConfigInvalid);
+}
+
+}  // namespace
+}  // namespace clawguard::host
