@@ -235,7 +235,7 @@ row() {  # row LABEL KEY
   echo "| $1 | $(ms "$a") ms | $(ratio "$a" "${T[floor-incompressible]}")× | $(ms "$b") ms | $(ratio "$b" "${T[floor-typical]}")× |"
 }
 row '`clawguard verify` (no ledger)' cg
-row 'floor: `openssl dgst -sha256` + signature verify over PAE + `zstd -dc | openssl dgst -sha256`' floor
+row 'floor: `openssl dgst -sha256` + signature verify over PAE + `zstd -dc \| openssl dgst -sha256`' floor
 row '`minisign -V` (Ed25519)' mini
 row '`gpg --verify` (detached, default key)' gpg
 echo

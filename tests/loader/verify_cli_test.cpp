@@ -53,5 +53,49 @@ TEST_F(VerifyCliTest, BadPolicyExitsTwo) {
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
 }
 
+// The CLI against a real SQLite ledger: --record writes the deploy row; a later package with the
+// same version and other bytes is version_overwritten; an older version is version_rollback.
+TEST_F(VerifyCliTest, SqliteLedgerRecordsThenRefusesOverwriteAndRollback) {
+  const std::string store = "sqlite:" + dir_.Sub("state.db");
+  const std::string trust = WriteTrust(TrustOpts{});
+  auto verify = [&](const std::string& pkg, bool record) {
+    std::vector<std::string> args{"verify", pkg, "--trust", trust, "--allowlist", dir_.Sub("allowlist.yaml"),
+                                  "--ledger", store, "--json"};
+    if (record) args.push_back("--record");
+    return RunClawguard(args);
+  };
+
+  const std::string good = SignedForNow();
+  auto first = verify(good, /*record=*/false);
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  EXPECT_EQ(nlohmann::json::parse(first.out)["ledger"], "checked");
+  auto recorded = verify(good, /*record=*/true);
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.out << recorded.err;
+  EXPECT_EQ(nlohmann::json::parse(recorded.out)["ledger"], "recorded");
+  auto again = verify(good, /*record=*/true);  // recording an identical row again is a no-op
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+
+  PackageOpts other;
+  other.plugin = "beta";  // same name and version, other bytes
+  const std::string overwritten = MakePackage(other);
+  Sign(overwritten);
+  Allow({overwritten}, 3, "2099-12-31T00:00:00Z");
+  auto r1 = verify(overwritten, /*record=*/true);
+  ASSERT_EQ(r1.exit_code, 1) << r1.out << r1.err;
+  EXPECT_EQ(nlohmann::json::parse(r1.out)["reason"], "version_overwritten");
+
+  PackageOpts older;
+  older.version = "1.4.1";
+  const std::string rolled_back = MakePackage(older);
+  Sign(rolled_back);
+  Allow({rolled_back}, 3, "2099-12-31T00:00:00Z");
+  auto r2 = verify(rolled_back, /*record=*/true);
+  ASSERT_EQ(r2.exit_code, 1) << r2.out << r2.err;
+  EXPECT_EQ(nlohmann::json::parse(r2.out)["reason"], "version_rollback");
+
+  auto ledger = RunClawguard({"ledger", "verify", "--store", store});
+  EXPECT_EQ(ledger.exit_code, 0) << ledger.out << ledger.err;
+}
+
 }  // namespace
 }  // namespace clawguard::testing
