@@ -164,12 +164,16 @@ Status ReadPublishers(YamlMap& top, std::map<std::string, std::vector<std::strin
   CLAWGUARD_ASSIGN_OR_RETURN(YAML::Node n, top.Node("publishers"));
   if (!n.IsMap()) return top.Error(n, "publishers", "expected a mapping of subject O → list of name globs");
   for (auto it = n.begin(); it != n.end(); ++it) {
-    const std::string o = it->first.Scalar();
-    if (o.empty()) return top.Error(it->first, "publishers", "a publisher (subject O) must not be empty");
-    if (!it->second.IsSequence() || it->second.size() == 0) {
-      return top.Error(it->second, "publishers." + o, "expected a non-empty list of name globs such as [\"acme-*\"]");
+    // WARNING: copy the nodes out of the iterator: `it->second` is a member of a temporary proxy,
+    // and a range-for over it dangles (ASan: stack-use-after-scope).
+    const YAML::Node key = it->first;
+    const YAML::Node globs = it->second;
+    const std::string o = key.Scalar();
+    if (o.empty()) return top.Error(key, "publishers", "a publisher (subject O) must not be empty");
+    if (!globs.IsSequence() || globs.size() == 0) {
+      return top.Error(globs, "publishers." + o, "expected a non-empty list of name globs such as [\"acme-*\"]");
     }
-    for (const auto& g : it->second) {
+    for (const auto& g : globs) {
       if (!g.IsScalar() || g.Scalar().empty()) return top.Error(g, "publishers." + o, "expected a glob string");
       out[o].push_back(g.Scalar());
     }

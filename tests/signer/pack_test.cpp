@@ -50,7 +50,7 @@ webhooks:
 // MakeSources writes the manifest (with |manifest|) and the three listed files plus an unlisted one.
 void MakeSources(const std::string& dir, const std::string& manifest = kManifest) {
   WriteFile(dir + "/manifest.yaml", manifest);
-  WriteFile(dir + "/lib/libdemo.so", std::string("\x7f" "ELF fake library bytes", 26));
+  WriteFile(dir + "/lib/libdemo.so", std::string("\x7f" "ELF fake library bytes"));
   WriteFile(dir + "/share/b.txt", "bee\n");
   WriteFile(dir + "/a/z.txt", std::string(100000, 'z'));
   WriteFile(dir + "/secret.key", "not listed: must never be packed\n");
