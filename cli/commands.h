@@ -21,6 +21,11 @@ void RegisterInspect(CLI::App& app, CommandContext& ctx);     // cmd_inspect.cpp
 void RegisterVerify(CLI::App& app, CommandContext& ctx);      // cmd_verify.cpp
 void RegisterLedger(CLI::App& app, CommandContext& ctx);      // cmd_ledger.cpp
 void RegisterHost(CLI::App& app, CommandContext& ctx);        // cmd_host.cpp
+void RegisterIdem(CLI::App& app, CommandContext& ctx);        // cmd_idem.cpp
+void RegisterDlq(CLI::App& app, CommandContext& ctx);         // cmd_dlq.cpp
+void RegisterCapability(CLI::App& app, CommandContext& ctx);  // cmd_capability.cpp
+void RegisterStore(CLI::App& app, CommandContext& ctx);       // cmd_store.cpp
+void RegisterAudit(CLI::App& app, CommandContext& ctx);       // cmd_audit.cpp
 
 // ReportError prints "clawguard <command>: <reason>: <message>" to stderr (or, with |json|, the
 // error object {"error": reason, "detail": message} to stdout) and returns the exit code.

@@ -32,6 +32,11 @@ int main(int argc, char** argv) {
   RegisterVerify(app, ctx);
   RegisterLedger(app, ctx);
   RegisterHost(app, ctx);
+  RegisterIdem(app, ctx);
+  RegisterDlq(app, ctx);
+  RegisterCapability(app, ctx);
+  RegisterStore(app, ctx);
+  RegisterAudit(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -140,6 +140,10 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
   row.body = std::string(body);
   row.body_sha256 = Sha256Hex(body);
   row.idempotency_key = ErpCallKey(delivery_.event_key, delivery_.plugin, static_cast<uint32_t>(index));
+  // A level-3 row is an intent, held until confirmed. Any other row is sent by this gateway at
+  // once: it is first due after the first backoff, so the retry worker does not send it too.
+  row.state = delivery_.level == 3 ? OutboxState::kHeld : OutboxState::kPending;
+  row.next_attempt_ms = delivery_.level == 3 ? kHeldIntentMs : env_.clock->NowMillis() + env_.retry.BackoffMs(1);
   Result<OutboxAppend> appended = env_.outbox->Append(row);
   if (!appended.ok()) {
     Audit("erp_call_unavailable", method, path, index, appended.error().message());
@@ -167,6 +171,9 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
         case OutboxState::kPending:
         case OutboxState::kSent:
           return CG_DEFERRED;
+        case OutboxState::kHeld:
+          ++outcome_.held;
+          return CG_HELD;
         case OutboxState::kDead:
           return CG_UNAVAILABLE;
       }
@@ -177,7 +184,6 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
 
   // 4. Level 3: an intent, parked until confirmed.
   if (delivery_.level == 3) {
-    if (!env_.outbox->MarkSent(delivery_.event_key, index, kHeldIntentMs).ok()) return CG_UNAVAILABLE;
     ++outcome_.held;
     return CG_HELD;
   }
@@ -216,16 +222,7 @@ Result<RetryWorker::DrainStats> RetryWorker::DrainPending(int64_t now_ms, int64_
 }
 
 Result<int64_t> RetryWorker::Confirm(const std::string& event_key) {
-  int64_t flipped = 0;
-  const int64_t now = env_.clock->NowMillis();
-  for (int64_t i = 0;; ++i) {
-    CLAWGUARD_ASSIGN_OR_RETURN(std::optional<OutboxRow> row, env_.outbox->Get(event_key, i));
-    if (!row) break;
-    if (row->state != OutboxState::kSent || row->next_attempt_ms != kHeldIntentMs) continue;
-    CLAWGUARD_RETURN_IF_ERROR(env_.outbox->MarkSent(event_key, i, now));
-    ++flipped;
-  }
-  return flipped;
+  return env_.outbox->ConfirmHeld(event_key, env_.clock->NowMillis());
 }
 
 }  // namespace clawguard::host

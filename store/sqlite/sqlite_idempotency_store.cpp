@@ -6,7 +6,7 @@
 namespace clawguard::sqlite {
 namespace {
 
-constexpr int64_t kSchemaVersion = 1;
+constexpr int64_t kSchemaVersion = 2;
 
 constexpr std::string_view kSchemaV1 = R"sql(
 CREATE TABLE IF NOT EXISTS idem_records (
@@ -47,6 +47,33 @@ CREATE TABLE IF NOT EXISTS outbox_rows (
   idempotency_key TEXT NOT NULL,
   PRIMARY KEY (event_key, call_index)
 );
+CREATE INDEX IF NOT EXISTS outbox_rows_due ON outbox_rows (state, next_attempt_ms);
+)sql";
+
+// v2: outbox rows may be 'held' (level-3 intents; v1 parked them as 'sent' with a never-due
+// next attempt, which are carried over as held). SQLite cannot change a CHECK: copy the table.
+constexpr std::string_view kSchemaV2 = R"sql(
+CREATE TABLE outbox_rows_v2 (
+  event_key TEXT NOT NULL,
+  call_index INTEGER NOT NULL,
+  fencing_token INTEGER NOT NULL,
+  method TEXT NOT NULL,
+  path TEXT NOT NULL,
+  body BLOB NOT NULL,
+  body_sha256 TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'answered', 'dead', 'held')),
+  reply_status INTEGER NOT NULL DEFAULT 0,
+  reply_body BLOB NOT NULL DEFAULT x'',
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_ms INTEGER NOT NULL DEFAULT 0,
+  idempotency_key TEXT NOT NULL,
+  PRIMARY KEY (event_key, call_index)
+);
+INSERT INTO outbox_rows_v2 SELECT event_key, call_index, fencing_token, method, path, body, body_sha256,
+  CASE WHEN state = 'sent' AND next_attempt_ms = 9223372036854775807 THEN 'held' ELSE state END,
+  reply_status, reply_body, attempts, next_attempt_ms, idempotency_key FROM outbox_rows;
+DROP TABLE outbox_rows;
+ALTER TABLE outbox_rows_v2 RENAME TO outbox_rows;
 CREATE INDEX IF NOT EXISTS outbox_rows_due ON outbox_rows (state, next_attempt_ms);
 )sql";
 
@@ -93,6 +120,10 @@ Status MigrateIdempotencySchema(SqliteDb& db) {
   if (version < 1) {
     CLAWGUARD_RETURN_IF_ERROR(db.Exec(kSchemaV1));
     CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO idem_schema_version (version) VALUES (1)"));
+  }
+  if (version < 2) {
+    CLAWGUARD_RETURN_IF_ERROR(db.Exec(kSchemaV2));
+    CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO idem_schema_version (version) VALUES (2)"));
   }
   return tx.Commit();
 }

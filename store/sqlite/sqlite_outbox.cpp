@@ -14,6 +14,7 @@ OutboxState StateFrom(const std::string& s) {
   if (s == "sent") return OutboxState::kSent;
   if (s == "answered") return OutboxState::kAnswered;
   if (s == "dead") return OutboxState::kDead;
+  if (s == "held") return OutboxState::kHeld;
   return OutboxState::kPending;
 }
 
@@ -53,6 +54,10 @@ Result<std::optional<OutboxRow>> SqliteOutbox::Load(const std::string& event_key
 }
 
 Result<OutboxAppend> SqliteOutbox::Append(const OutboxRow& row) {
+  if (row.state != OutboxState::kPending && row.state != OutboxState::kHeld) {
+    return Status(Reason::kInternal, "outbox: a new row must be pending or held, not " +
+                                         std::string(OutboxStateName(row.state)));
+  }
   std::lock_guard lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   OutboxAppend out;
@@ -84,20 +89,18 @@ Result<OutboxAppend> SqliteOutbox::Append(const OutboxRow& row) {
     CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
     return out;
   }
-  const int64_t now = clock_.NowMillis();
   CLAWGUARD_ASSIGN_OR_RETURN(
       Stmt i, db_->Prepare("INSERT INTO outbox_rows (event_key, fencing_token, call_index, method, path, body, "
                            "body_sha256, state, attempts, next_attempt_ms, idempotency_key) "
-                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, ?8, ?9)"));
+                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, 0, ?8, ?9)"));
   i.Bind(1, row.event_key).Bind(2, row.fencing_token).Bind(3, row.call_index).Bind(4, row.method).Bind(5, row.path);
-  i.BindBlob(6, row.body).Bind(7, row.body_sha256).Bind(8, now).Bind(9, row.idempotency_key);
+  i.BindBlob(6, row.body).Bind(7, row.body_sha256).Bind(8, row.next_attempt_ms).Bind(9, row.idempotency_key);
+  i.Bind(10, std::string(OutboxStateName(row.state)));
   CLAWGUARD_RETURN_IF_ERROR(i.Run());
   CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
   out.kind = OutboxAppend::Kind::kAppended;
   out.row = row;
-  out.row.state = OutboxState::kPending;
   out.row.attempts = 0;
-  out.row.next_attempt_ms = now;
   out.row.reply_status = 0;
   out.row.reply_body.clear();
   return out;
@@ -144,6 +147,34 @@ Status SqliteOutbox::MarkDead(const std::string& event_key, int64_t call_index) 
   return Update(event_key, call_index,
                 "UPDATE outbox_rows SET state = 'dead' WHERE event_key = ?1 AND call_index = ?2",
                 [](Stmt&) {});
+}
+
+Result<int64_t> SqliteOutbox::ConfirmHeld(const std::string& event_key, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
+  {
+    CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db_->Prepare("UPDATE outbox_rows SET state = 'pending', next_attempt_ms = ?2 "
+                                                    "WHERE event_key = ?1 AND state = 'held'"));
+    u.Bind(1, event_key).Bind(2, now_ms);
+    CLAWGUARD_RETURN_IF_ERROR(u.Run());
+  }
+  const int64_t changed = sqlite3_changes(db_->raw());
+  CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
+  return changed;
+}
+
+Result<std::vector<OutboxRow>> SqliteOutbox::ListEvent(const std::string& event_key) {
+  std::lock_guard lock(mu_);
+  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT " + std::string(kColumns) +
+                                                  " FROM outbox_rows WHERE event_key = ?1 ORDER BY call_index"));
+  s.Bind(1, event_key);
+  std::vector<OutboxRow> out;
+  while (true) {
+    CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out.push_back(ReadRow(s));
+  }
+  return out;
 }
 
 Result<std::vector<OutboxRow>> SqliteOutbox::DuePending(int64_t now_ms, int64_t limit) {

@@ -19,13 +19,16 @@
 
 namespace clawguard {
 
-enum class OutboxState { kPending, kSent, kAnswered, kDead };
+// kHeld is a level-3 intent: written, never due, sent only after an operator confirms it
+// (ConfirmHeld turns it pending).
+enum class OutboxState { kPending, kSent, kAnswered, kDead, kHeld };
 inline std::string_view OutboxStateName(OutboxState s) {
   switch (s) {
     case OutboxState::kPending: return "pending";
     case OutboxState::kSent: return "sent";
     case OutboxState::kAnswered: return "answered";
     case OutboxState::kDead: return "dead";
+    case OutboxState::kHeld: return "held";
   }
   return "pending";
 }
@@ -58,7 +61,10 @@ class Outbox {
  public:
   virtual ~Outbox() = default;
 
-  // Append writes |row| (state pending, attempts 0) unless fenced or already there (see above).
+  // Append writes |row| unless fenced or already there (see above). The new row has attempts 0,
+  // no reply, and |row.state| (kPending, or kHeld for a level-3 intent; anything else is
+  // kInternal) and |row.next_attempt_ms| as given: the gateway that is about to send the row
+  // itself passes now + the first backoff, so the retry worker does not send it at the same time.
   virtual Result<OutboxAppend> Append(const OutboxRow& row) = 0;
   virtual Result<std::optional<OutboxRow>> Get(const std::string& event_key, int64_t call_index) = 0;
   // MarkSent records one send attempt: attempts + 1, state sent, next attempt at |next_attempt_ms|
@@ -69,7 +75,12 @@ class Outbox {
                               const std::string& reply_body) = 0;
   // MarkDead moves the row to dead (dead-lettered; never sent again).
   virtual Status MarkDead(const std::string& event_key, int64_t call_index) = 0;
-  // DuePending returns up to |limit| rows pending or sent whose next attempt is ≤ |now_ms|,
+  // ConfirmHeld turns every held row of |event_key| pending and due at |now_ms| (an operator
+  // confirmed the intents: `clawguard idem confirm`); returns how many rows changed (0 if none).
+  virtual Result<int64_t> ConfirmHeld(const std::string& event_key, int64_t now_ms) = 0;
+  // ListEvent returns every row of |event_key|, by call index (operators: `idem show`).
+  virtual Result<std::vector<OutboxRow>> ListEvent(const std::string& event_key) = 0;
+  // DuePending returns up to |limit| rows pending or sent (never held, answered or dead) whose next attempt is ≤ |now_ms|,
   // oldest first.
   virtual Result<std::vector<OutboxRow>> DuePending(int64_t now_ms, int64_t limit) = 0;
 };
