@@ -17,24 +17,38 @@
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_ledger.h"
 #include "sqlite/sqlite_outbox.h"
+#include "store_url.h"
+#ifdef CLAWGUARD_HAVE_POSTGRESQL
+#include "postgresql/pg_idempotency_store.h"
+#include "postgresql/pg_ledger.h"
+#include "postgresql/pg_outbox.h"
+#endif
 
 namespace clawguard::cli {
 namespace {
 
-constexpr std::string_view kSqlitePrefix = "sqlite:";
-
-// OpenSqliteStores opens the three engines on one SQLite file (host.yaml `store:`).
+// OpenHostStores opens the three engines of host.yaml `store:` — on one SQLite file, or on one
+// PostgreSQL database through one shared connection pool. With PostgreSQL the production
+// SystemClock is replaced by the database's clock (so every host agrees on leases); any other
+// (test) clock is injected as given.
 Result<host::HostStores> OpenHostStores(const std::string& url, const Clock& clock) {
-  if (url.rfind("postgresql://", 0) == 0) {
-    return Status(Reason::kStoreUnavailable, "the postgresql store is not built into this host yet; use sqlite:PATH");
-  }
-  const std::string path = url.rfind(kSqlitePrefix, 0) == 0 ? url.substr(kSqlitePrefix.size()) : url;
-  std::error_code ec;  // a missing parent directory is created; a failure shows up at Open
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  CLAWGUARD_ASSIGN_OR_RETURN(StoreUrl parsed, ParseStoreUrl(url));
   host::HostStores stores;
-  CLAWGUARD_ASSIGN_OR_RETURN(stores.idempotency, sqlite::SqliteIdempotencyStore::Open(path, clock));
-  CLAWGUARD_ASSIGN_OR_RETURN(stores.outbox, sqlite::SqliteOutbox::Open(path, clock));
-  CLAWGUARD_ASSIGN_OR_RETURN(stores.ledger, SqliteLedger::Open(path, clock));
+  if (parsed.engine == StoreUrl::Engine::kPostgres) {
+    const Clock* injected = &clock == &SystemClock::Instance() ? nullptr : &clock;
+    CLAWGUARD_ASSIGN_OR_RETURN(std::shared_ptr<pg::PgPool> pool, OpenPgPool(parsed, injected));
+#ifdef CLAWGUARD_HAVE_POSTGRESQL
+    CLAWGUARD_ASSIGN_OR_RETURN(stores.idempotency, pg::PgIdempotencyStore::Open(pool));
+    CLAWGUARD_ASSIGN_OR_RETURN(stores.outbox, pg::PgOutbox::Open(pool));
+    CLAWGUARD_ASSIGN_OR_RETURN(stores.ledger, pg::PgLedger::Open(pool));
+#endif
+    return stores;
+  }
+  std::error_code ec;  // a missing parent directory is created; a failure shows up at Open
+  std::filesystem::create_directories(std::filesystem::path(parsed.path).parent_path(), ec);
+  CLAWGUARD_ASSIGN_OR_RETURN(stores.idempotency, sqlite::SqliteIdempotencyStore::Open(parsed.path, clock));
+  CLAWGUARD_ASSIGN_OR_RETURN(stores.outbox, sqlite::SqliteOutbox::Open(parsed.path, clock));
+  CLAWGUARD_ASSIGN_OR_RETURN(stores.ledger, SqliteLedger::Open(parsed.path, clock));
   return stores;
 }
 

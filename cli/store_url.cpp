@@ -4,6 +4,10 @@
 #include <sys/stat.h>
 
 #include "sqlite/sqlite_ledger.h"
+#ifdef CLAWGUARD_HAVE_POSTGRESQL
+#include "postgresql/pg_conn.h"
+#include "postgresql/pg_ledger.h"
+#endif
 
 namespace clawguard::cli {
 namespace {
@@ -72,37 +76,67 @@ std::string RedactStoreUrl(std::string_view url) {
   return out;
 }
 
-Result<std::unique_ptr<Ledger>> OpenLedger(const std::string& url, StoreOpen mode) {
+Result<StoreUrl> ParseStoreUrl(const std::string& url) {
   if (url.empty()) return Status(Reason::kUsage, "expected a store URL (sqlite:PATH or postgresql://user@host:port/db), found \"\"");
   UrlParts p;
+  StoreUrl out;
   if (SplitUrl(url, p)) {
-    const std::string shown = RedactStoreUrl(url);
+    out.shown = RedactStoreUrl(url);
     bool query_password = false;
     (void)RedactQuery(p.rest, &query_password);
     if (p.userinfo.find(':') != std::string::npos || query_password) {
-      return Status(Reason::kUsage, "store URL " + shown +
+      return Status(Reason::kUsage, "store URL " + out.shown +
                                         " carries a password: give it through PGPASSWORD or ~/.pgpass, never in the URL");
     }
     if (IsPostgres(p.scheme)) {
-      return Status(Reason::kStoreUnavailable, "cannot open " + shown + ": PostgreSQL engine not built in this version");
+      out.engine = StoreUrl::Engine::kPostgres;
+      out.url = url;
+      return out;
     }
-    return Status(Reason::kUsage, "store URL " + shown +
+    return Status(Reason::kUsage, "store URL " + out.shown +
                                       ": expected sqlite:PATH, a file path or postgresql://user@host:port/db");
   }
-  std::string path = url;
+  out.path = url;
   if (url.rfind("sqlite:", 0) == 0) {
-    path = url.substr(7);
+    out.path = url.substr(7);
   } else if (url.rfind("postgresql:", 0) == 0 || url.rfind("postgres:", 0) == 0) {
     return Status(Reason::kUsage, "store URL " + RedactStoreUrl(url) + ": expected postgresql://user@host:port/db");
   }
-  if (path.empty()) return Status(Reason::kUsage, "store URL \"" + url + "\": expected a file path after sqlite:");
+  if (out.path.empty()) return Status(Reason::kUsage, "store URL \"" + url + "\": expected a file path after sqlite:");
+  out.shown = url;
+  return out;
+}
+
+Result<std::shared_ptr<pg::PgPool>> OpenPgPool(const StoreUrl& url, const Clock* clock) {
+#ifdef CLAWGUARD_HAVE_POSTGRESQL
+  pg::PgOptions options;
+  options.clock = clock;
+  return pg::PgPool::Create(url.url, options);
+#else
+  (void)clock;
+  return Status(Reason::kStoreUnavailable, "cannot open " + url.shown + ": this build has no PostgreSQL engine");
+#endif
+}
+
+Result<std::unique_ptr<Ledger>> OpenLedger(const std::string& url, StoreOpen mode, const Clock& clock) {
+  CLAWGUARD_ASSIGN_OR_RETURN(StoreUrl parsed, ParseStoreUrl(url));
+  if (parsed.engine == StoreUrl::Engine::kPostgres) {
+#ifdef CLAWGUARD_HAVE_POSTGRESQL
+    const Clock* injected = &clock == &SystemClock::Instance() ? nullptr : &clock;
+    CLAWGUARD_ASSIGN_OR_RETURN(std::shared_ptr<pg::PgPool> pool, OpenPgPool(parsed, injected));
+    CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<pg::PgLedger> ledger, pg::PgLedger::Open(std::move(pool)));
+    return std::unique_ptr<Ledger>(std::move(ledger));
+#else
+    return OpenPgPool(parsed, nullptr).error();
+#endif
+  }
   if (mode == StoreOpen::kMustExist) {
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      return Status(Reason::kStoreUnavailable, "no ledger at '" + path + "': expected an existing SQLite file");
+    if (::stat(parsed.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return Status(Reason::kStoreUnavailable, "no ledger at '" + parsed.path + "': expected an existing SQLite file");
     }
   }
-  CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<SqliteLedger> ledger, SqliteLedger::Open(path));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<SqliteLedger> ledger, SqliteLedger::Open(parsed.path, clock));
   return std::unique_ptr<Ledger>(std::move(ledger));
 }
 

@@ -8,8 +8,13 @@
 #include <string>
 #include <string_view>
 
+#include "clawguard/clock.h"
 #include "clawguard/error.h"
 #include "clawguard/store/ledger.h"
+
+namespace clawguard::pg {
+class PgPool;
+}
 
 namespace clawguard::cli {
 
@@ -17,10 +22,30 @@ namespace clawguard::cli {
 // such as `ledger show|verify`, which should not invent an empty ledger).
 enum class StoreOpen { kCreate, kMustExist };
 
-// OpenLedger opens the ledger at |url|. kUsage for a malformed URL, an unknown scheme or one
-// carrying a password (the message shows it redacted); kStoreUnavailable when the store cannot
-// be opened (and, in this version, for postgresql:// — that engine is not built in yet).
-Result<std::unique_ptr<Ledger>> OpenLedger(const std::string& url, StoreOpen mode = StoreOpen::kCreate);
+// StoreUrl is a checked store URL.
+struct StoreUrl {
+  enum class Engine { kSqlite, kPostgres };
+  Engine engine = Engine::kSqlite;
+  std::string path;   // kSqlite: the database file
+  std::string url;    // kPostgres: the URL as given (it holds no password)
+  std::string shown;  // for messages (redacted)
+};
+
+// ParseStoreUrl checks |url|: kUsage for a malformed URL, an unknown scheme or one carrying a
+// password (the message shows it redacted).
+Result<StoreUrl> ParseStoreUrl(const std::string& url);
+
+// OpenPgPool opens a connection pool on a kPostgres |url| (it does not connect yet). |clock| null
+// means the database clock (production); a test clock must outlive the pool. kStoreUnavailable
+// when this build has no PostgreSQL engine.
+Result<std::shared_ptr<pg::PgPool>> OpenPgPool(const StoreUrl& url, const Clock* clock);
+
+// OpenLedger opens the ledger at |url| (SQLite or PostgreSQL; times from |clock|, for
+// PostgreSQL the database clock when |clock| is the SystemClock). kUsage as ParseStoreUrl;
+// kStoreUnavailable when the store cannot be opened. kMustExist refuses a missing SQLite file
+// (a PostgreSQL database must exist anyway; its schema is created or migrated at open).
+Result<std::unique_ptr<Ledger>> OpenLedger(const std::string& url, StoreOpen mode = StoreOpen::kCreate,
+                                           const Clock& clock = SystemClock::Instance());
 
 // RedactStoreUrl renders |url| for messages: the password of the user info (and a libpq
 // `password=` query parameter) become "***"; scheme, user, host, port and path are kept.

@@ -10,7 +10,13 @@ find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS filesystem)
 find_package(SQLite3 REQUIRED)
+# libpq for ClawGuard::store_postgresql (target PostgreSQL::PostgreSQL; its "server headers not
+# found" note is harmless: only the client library is used). Optional: without it the engine,
+# tests/pg and tests/multihost are left out and postgresql:// URLs answer store_unavailable.
 find_package(PostgreSQL QUIET)
+if(NOT PostgreSQL_FOUND)
+  message(STATUS "libpq not found: building without the PostgreSQL store engine (apt-get install libpq-dev)")
+endif()
 if(CLAWGUARD_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

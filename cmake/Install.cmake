@@ -2,11 +2,18 @@
 # without pulling SQLite or libpq.
 include(CMakePackageConfigHelpers)
 set(CLAWGUARD_EXPORTED_TARGETS clawguard_core clawguard_store_api)
-foreach(t clawguard_loader)
+foreach(t clawguard_loader clawguard_store_postgresql)
   if(TARGET ${t})
     list(APPEND CLAWGUARD_EXPORTED_TARGETS ${t})
   endif()
 endforeach()
+# ClawGuard::store_postgresql's headers (its INSTALL_INTERFACE include dir is
+# include/clawguard/store, so they are included as "postgresql/pg_*.h"). A consumer that links it
+# needs libpq (PostgreSQL::PostgreSQL) found first; ClawGuard::loader alone never pulls it.
+if(TARGET clawguard_store_postgresql)
+  file(GLOB CLAWGUARD_PG_HEADERS ${PROJECT_SOURCE_DIR}/store/postgresql/*.h)
+  install(FILES ${CLAWGUARD_PG_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/clawguard/store/postgresql)
+endif()
 install(TARGETS ${CLAWGUARD_EXPORTED_TARGETS} clawguard_warnings clawguard_sanitizers
         EXPORT ClawGuardTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -8,6 +8,14 @@ if(CLAWGUARD_WERROR)
 endif()
 
 # clawguard_target_defaults(TARGET) — warnings + sanitizers (when on) for a non-plugin target.
+# With CLAWGUARD_FUZZ (the `fuzz` preset, clang) every non-plugin target is also compiled with
+# libFuzzer's coverage instrumentation and ASan+UBSan, so that the fuzzers see and check the
+# library code they drive, not only their own translation unit. The options are PRIVATE: they are
+# never exported to an installed consumer.
 function(clawguard_target_defaults target)
   target_link_libraries(${target} PRIVATE $<BUILD_INTERFACE:clawguard_warnings> $<BUILD_INTERFACE:clawguard_sanitizers>)
+  if(CLAWGUARD_FUZZ)
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
 endfunction()

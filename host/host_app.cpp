@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "clawguard/semver.h"
 #include "host/admin_auth.h"
@@ -38,17 +39,66 @@ struct Candidate {
 
 }  // namespace
 
+// AuditSink appends JSON lines to log.audit (or stderr). Thread-safe; closed when the last owner
+// (the HostApp or a plugin thread's ErpEnv copy) lets go.
+class HostApp::AuditSink {
+ public:
+  explicit AuditSink(std::FILE* file) : file_(file) {}
+  ~AuditSink() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+  AuditSink(const AuditSink&) = delete;
+  AuditSink& operator=(const AuditSink&) = delete;
+  void Write(const std::string& line) {
+    std::lock_guard lock(mu_);
+    std::FILE* f = file_ != nullptr ? file_ : stderr;
+    std::fputs(line.c_str(), f);
+    std::fputc('\n', f);
+    std::fflush(f);
+  }
+
+ private:
+  std::mutex mu_;
+  std::FILE* const file_;
+};
+
+namespace {
+// Abandoned holds what a still-running plugin thread may touch, once its HostApp is gone.
+struct Abandoned {
+  HostStores stores;
+  std::unique_ptr<ErpSender> sender;
+  std::unique_ptr<Loader> loader;
+  std::vector<LoadedPlugin> plugins;
+  std::shared_ptr<PluginDispatcher> dispatcher;
+};
+// Graveyard is never freed (and stays reachable, so leak checkers do not report it).
+void Bury(std::unique_ptr<Abandoned> a) {
+  static std::mutex* mu = new std::mutex;
+  static auto* graveyard = new std::vector<std::unique_ptr<Abandoned>>;
+  std::lock_guard lock(*mu);
+  graveyard->push_back(std::move(a));
+}
+}  // namespace
+
 HostApp::~HostApp() {
   Stop();
-  if (audit_file_ != nullptr) std::fclose(audit_file_);
+  if (dispatcher_ != nullptr && dispatcher_->running_threads() > 0) {
+    Audit(Dump({{"event", "plugin_threads_abandoned"},
+                {"threads", dispatcher_->running_threads()},
+                {"detail", "plugin threads still run after shutdown: their plugins, stores and ERP sender are "
+                           "leaked on purpose"}}));
+    auto a = std::make_unique<Abandoned>();
+    a->stores = std::move(stores_);
+    a->sender = std::move(sender_);
+    a->loader = std::move(loader_);
+    a->plugins = std::move(plugins_);
+    a->dispatcher = dispatcher_;
+    Bury(std::move(a));
+  }
 }
 
 void HostApp::Audit(const std::string& line) {
-  std::lock_guard lock(audit_mu_);
-  std::FILE* f = audit_file_ != nullptr ? audit_file_ : stderr;
-  std::fputs(line.c_str(), f);
-  std::fputc('\n', f);
-  std::fflush(f);
+  if (audit_) audit_->Write(line);
 }
 
 Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfig> config, const Clock& clock,
@@ -58,14 +108,16 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   app->config_ = config;
   app->clock_ = &clock;
   const HostConfig& c = *config;
+  std::FILE* audit_file = nullptr;
   if (!c.log.audit.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(c.log.audit).parent_path(), ec);
-    app->audit_file_ = std::fopen(c.log.audit.c_str(), "a");
-    if (app->audit_file_ == nullptr) {
+    audit_file = std::fopen(c.log.audit.c_str(), "a");
+    if (audit_file == nullptr) {
       return Status(Reason::kConfigInvalid, c.source + ": log.audit: cannot open " + c.log.audit + " for appending");
     }
   }
+  app->audit_ = std::make_shared<AuditSink>(audit_file);
 
   CLAWGUARD_ASSIGN_OR_RETURN(app->stores_, open_store(c.store, clock));
   if (!app->stores_.idempotency || !app->stores_.outbox || !app->stores_.ledger) {
@@ -86,7 +138,8 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   env.clock = &clock;
   env.retry = ErpRetryPolicy{c.erp.retry.base, c.erp.retry.max, c.erp.retry.attempts};
   HostApp* raw = app.get();
-  env.audit = [raw](const std::string& line) { raw->Audit(line); };
+  // The sink, not the app: an abandoned plugin thread may log after the app is gone.
+  env.audit = [sink = app->audit_](const std::string& line) { sink->Write(line); };
   CLAWGUARD_ASSIGN_OR_RETURN(app->retry_, RetryWorker::Create(env));
 
   LoaderOptions lo;
@@ -219,12 +272,24 @@ void HostApp::Stop() {
   if (main_) main_->Stop();
   if (admin_) admin_->Stop();
   if (retry_thread_.joinable()) retry_thread_.join();
+  if (dispatcher_ != nullptr && config_ != nullptr) {
+    // A plugin that timed out may still run; give it (and an ERP call it is in) time to return.
+    (void)dispatcher_->WaitIdle(config_->plugins.handler_timeout + config_->erp.timeout);
+  }
 }
 
 void HostApp::RetryLoop() {
+  // The operations generation is polled every kRetryPoll (≤ 1 s, ARCHITECTURE.md "Operator
+  // commands"). This host keeps no record cache, so there is nothing to drop; a change is audited
+  // and the outbox is drained at once (an `idem confirm` made intents due).
+  std::optional<int64_t> generation;
   std::unique_lock lock(stop_mu_);
   while (!stopping_) {
     lock.unlock();
+    if (auto g = stores_.idempotency->Generation(); g.ok()) {
+      if (generation && *g != *generation) Audit(Dump({{"event", "operations_generation"}, {"generation", *g}}));
+      generation = *g;
+    }
     auto drained = retry_->DrainPending(clock_->NowMillis(), kDrainBatch);
     if (!drained.ok()) Audit(Dump({{"event", "retry_worker_error"}, {"detail", drained.error().message()}}));
     lock.lock();

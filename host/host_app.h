@@ -13,7 +13,13 @@
 //   - routes: host.yaml webhooks.routes × the loaded manifests' webhooks;
 //   - the main listener (POST /webhooks/{plugin}/{route}, GET /healthz, GET /readyz) and the
 //     admin listener behind its bearer token (GET /readyz: the detailed JSON of ReadyJson()).
-// Start starts both listeners and the RetryWorker thread; Stop is graceful and idempotent.
+// Start starts both listeners and the RetryWorker thread; Stop is graceful and idempotent: after
+// the listeners and the worker stopped it waits up to handler_timeout + erp.timeout for plugin
+// threads that are still running (a timed-out plugin cannot be cancelled).
+// WARNING: if one is still running when the HostApp is destroyed, the objects it may touch — the
+// plugins' code, the stores, the ERP sender, the loader and the dispatcher — are leaked on
+// purpose (kept reachable, never freed) and this is audited ("plugin_threads_abandoned"): a leak
+// at shutdown instead of a use-after-free. The audit sink is shared with those threads.
 // Thread-safe after Create; Start/Stop from the owning thread.
 #ifndef CLAWGUARD_HOST_HOST_APP_H_
 #define CLAWGUARD_HOST_HOST_APP_H_
@@ -89,10 +95,11 @@ class HostApp {
   void RetryLoop();
   void Audit(const std::string& line);
 
+  class AuditSink;  // log.audit (or stderr); shared with plugin threads through ErpEnv::audit
+
   std::shared_ptr<const HostConfig> config_;
   const Clock* clock_ = nullptr;
-  std::mutex audit_mu_;
-  std::FILE* audit_file_ = nullptr;  // log.audit, append; null → stderr
+  std::shared_ptr<AuditSink> audit_;
   HostStores stores_;
   std::unique_ptr<ErpSender> sender_;
   std::unique_ptr<Loader> loader_;

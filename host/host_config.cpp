@@ -11,136 +11,17 @@
 #include "clawguard/file_io.h"
 #include "clawguard/limits.h"
 #include "clawguard/strict_yaml.h"
+#include "host/host_config_reader.h"
 #include "host/webhook_auth.h"
 
 namespace clawguard::host {
 namespace {
 
-bool IsEnvName(std::string_view s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  for (char c : s) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  }
-  return true;
-}
-
-bool IsValidPluginName(std::string_view s) {
-  if (s.empty() || s.size() > 64) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c == '-' && i > 0);
-    if (!ok) return false;
-  }
-  return true;
-}
-
-bool IsValidRouteName(std::string_view s) {
-  if (s.empty() || s.size() > 128) return false;
-  for (char c : s) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return false;
-  }
-  return true;
-}
-
-// IsHostPort accepts "HOST:PORT" with a non-empty host and a decimal port 0..65535 ("[::1]:0" too).
-bool IsHostPort(std::string_view s) {
-  const size_t colon = s.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == s.size() || colon + 6 < s.size()) return false;
-  unsigned port = 0;
-  auto [p, ec] = std::from_chars(s.data() + colon + 1, s.data() + s.size(), port);
-  return ec == std::errc() && p == s.data() + s.size() && port <= 65535;
-}
-
-// Reader holds what every section needs: the source name, its directory and the environment.
-class Reader {
- public:
-  Reader(std::string source, const EnvLookup& env)
-      : source_(std::move(source)), dir_(std::filesystem::path(source_).parent_path()), env_(env) {}
-
-  Result<YamlMap> Map(const YAML::Node& node, const std::string& path) { return YamlMap::Create(node, source_, path); }
-
-  Result<YamlMap> Sub(YamlMap& parent, const std::string& key) {
-    CLAWGUARD_ASSIGN_OR_RETURN(YAML::Node n, parent.Node(key));
-    return Map(n, parent.path().empty() ? key : parent.path() + "." + key);
-  }
-
-  std::string Resolve(const std::string& p) const {
-    const std::filesystem::path path(p);
-    if (path.is_absolute()) return path.lexically_normal().string();
-    std::error_code ec;
-    std::filesystem::path base = std::filesystem::absolute(dir_.empty() ? std::filesystem::path(".") : dir_, ec);
-    if (ec) base = dir_;
-    return (base / path).lexically_normal().string();
-  }
-
-  Result<std::string> PathOf(YamlMap& m, const std::string& key) {
-    CLAWGUARD_ASSIGN_OR_RETURN(std::string p, m.String(key));
-    if (p.empty()) return m.Error(m.node()[key], key, "expected a file path, found an empty string");
-    return Resolve(p);
-  }
-
-  // Secret reads `env:VAR`; the message names VAR, never its value.
-  Result<std::string> EnvSecret(YamlMap& m, const std::string& key) {
-    CLAWGUARD_ASSIGN_OR_RETURN(std::string ref, m.String(key));
-    const YAML::Node n = m.node()[key];
-    if (ref.rfind("env:", 0) != 0 || !IsEnvName(std::string_view(ref).substr(4))) {
-      return m.Error(n, key, "secrets are given as env:VAR (a literal secret in the file is refused)");
-    }
-    const std::string var = ref.substr(4);
-    std::optional<std::string> v = env_(var);
-    if (!v || v->empty()) return m.Error(n, key, "environment variable " + var + " is not set or empty");
-    return std::move(*v);
-  }
-
-  Result<SecretBytes> WebhookSecret(YamlMap& m, const std::string& key) {
-    CLAWGUARD_ASSIGN_OR_RETURN(std::string raw, EnvSecret(m, key));
-    auto k = DecodeWebhookSecret(raw);
-    std::fill(raw.begin(), raw.end(), '\0');
-    if (!k.ok()) return m.Error(m.node()[key], key, "environment variable " + m.node()[key].Scalar().substr(4) + ": " + k.error().message());
-    return std::move(k).value();
-  }
-
-  Result<std::optional<TlsFiles>> Tls(YamlMap& m) {
-    auto n = m.OptionalNode("tls");
-    if (!n) return std::optional<TlsFiles>();
-    CLAWGUARD_ASSIGN_OR_RETURN(YamlMap t, Map(*n, m.path() + ".tls"));
-    TlsFiles f;
-    CLAWGUARD_ASSIGN_OR_RETURN(f.cert, PathOf(t, "cert"));
-    CLAWGUARD_ASSIGN_OR_RETURN(f.key, PathOf(t, "key"));
-    CLAWGUARD_RETURN_IF_ERROR(t.Finish());
-    return std::optional<TlsFiles>(std::move(f));
-  }
-
-  Result<std::optional<int64_t>> Time(YamlMap& m, const std::string& key) {
-    CLAWGUARD_ASSIGN_OR_RETURN(std::optional<std::string> s, m.OptionalString(key));
-    if (!s) return std::optional<int64_t>();
-    auto t = ParseRfc3339Utc(*s);
-    if (!t) return m.Error(m.node()[key], key, "expected a UTC time such as 2026-12-09T00:00:00Z, found '" + *s + "'");
-    return std::optional<int64_t>(*t);
-  }
-
-  Result<std::vector<Millis>> Durations(YamlMap& m, const std::string& key) {
-    CLAWGUARD_ASSIGN_OR_RETURN(YAML::Node n, m.Node(key));
-    if (!n.IsSequence() || n.size() == 0 || n.size() > limits::kMaxRetrySchedule) {
-      return m.Error(n, key, "expected a list of 1 to " + std::to_string(limits::kMaxRetrySchedule) +
-                                 " durations such as [1m, 2m, 4m]");
-    }
-    std::vector<Millis> out;
-    for (const YAML::Node& e : n) {
-      auto d = e.IsScalar() ? ParseDurationText(e.Scalar()) : std::nullopt;
-      if (!d) return m.Error(e, key, "expected a duration such as 30s, 5m or 2h");
-      out.push_back(*d);
-    }
-    return out;
-  }
-
-  const std::string& source() const { return source_; }
-
- private:
-  std::string source_;
-  std::filesystem::path dir_;
-  const EnvLookup& env_;
-};
+using config_internal::ConfigReader;
+using config_internal::IsHostPort;
+using config_internal::IsValidPluginName;
+using config_internal::IsValidRouteName;
+using Reader = ConfigReader;
 
 Result<ListenConfig> ReadListen(Reader& r, YamlMap& top) {
   CLAWGUARD_ASSIGN_OR_RETURN(YamlMap m, r.Sub(top, "listen"));

@@ -1,7 +1,8 @@
 // http_server.cpp — Boost.Beast sessions behind HttpServer (see http_server.h). Beast and Asio
 // stay in this file (pimpl) to keep other translation units light. Over 400 lines on purpose:
 // the listener, the session template and their small helpers share one Beast-heavy translation
-// unit, which is compiled once instead of once per split file.
+// unit, which is compiled once instead of once per split file. The checks that need no Beast
+// (listen address, options, response framing) are in http_server_checks.cpp.
 #include "host/http_server.h"
 
 #include <openssl/ssl.h>
@@ -25,7 +26,6 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #pragma GCC diagnostic pop
-#include <charconv>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -35,6 +35,8 @@
 #include <vector>
 
 #include "clawguard/ossl.h"
+#include "host/http_server_checks.h"
+#include "host/problem.h"
 
 namespace clawguard::host {
 namespace {
@@ -44,6 +46,9 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
+using http_internal::Endpoint;
+using http_internal::ParseHostPort;
+using http_internal::ValidResponse;
 
 // After an answer that closes the connection, unread request bytes are drained for at most this
 // long (and kMaxLingerDrainBytes) so the peer reads the answer instead of a reset (nginx
@@ -53,90 +58,9 @@ constexpr std::chrono::milliseconds kLingerTimeout{1000};
 constexpr std::chrono::milliseconds kAcceptRetryDelay{50};
 constexpr size_t kIdleReadChunk = 4096;
 
-struct Endpoint {
-  std::string host;
-  uint16_t port = 0;
-};
-
-// ParseHostPort splits "host:port" or "[v6]:port".
-Result<Endpoint> ParseHostPort(std::string_view text) {
-  const auto bad = [&] {
-    return Status(Reason::kConfigInvalid,
-                  "listen address \"" + std::string(text) + "\" must be host:port or [v6]:port");
-  };
-  std::string_view host;
-  std::string_view port;
-  if (!text.empty() && text.front() == '[') {
-    size_t close = text.find(']');
-    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') return bad();
-    host = text.substr(1, close - 1);
-    port = text.substr(close + 2);
-  } else {
-    size_t colon = text.rfind(':');
-    if (colon == std::string_view::npos) return bad();
-    host = text.substr(0, colon);
-    port = text.substr(colon + 1);
-    if (host.find(':') != std::string_view::npos) return bad();
-  }
-  unsigned value = 0;
-  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (host.empty() || port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535) {
-    return bad();
-  }
-  return Endpoint{std::string(host), static_cast<uint16_t>(value)};
-}
-
 std::string SslErrorsOr(const std::string& fallback) {
   std::string errors = ossl::GetSslErrors();
   return errors.empty() ? fallback : errors;
-}
-
-std::string JsonEscape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-// ProblemAnswer renders an RFC 9457 problem: type https://clawguard.dev/problems/<reason>, or
-// about:blank when no reason code fits. |detail| never holds a secret.
-HttpResponse ProblemAnswer(int status, std::optional<Reason> reason, std::string_view detail) {
-  HttpResponse r;
-  r.status = status;
-  r.headers.Set("Content-Type", "application/problem+json");
-  const std::string type =
-      reason ? "https://clawguard.dev/problems/" + std::string(ReasonName(*reason)) : std::string("about:blank");
-  const auto title = http::obsolete_reason(http::int_to_status(static_cast<unsigned>(status)));
-  r.body = "{\"type\":\"" + type + "\",\"title\":\"" + JsonEscape(std::string_view(title.data(), title.size())) +
-           "\",\"status\":" + std::to_string(status) + ",\"detail\":\"" + JsonEscape(detail) + "\"}";
-  return r;
-}
-
-bool IsTokenChar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-// ValidResponse refuses what would break the framing: a status outside 100..599, a header name
-// that is not an RFC 9110 token, a value with CR, LF or NUL (response splitting).
-bool ValidResponse(const HttpResponse& r) {
-  if (r.status < 100 || r.status > 599) return false;
-  for (const auto& [name, value] : r.headers) {
-    if (name.empty()) return false;
-    for (char c : name) {
-      if (!IsTokenChar(c)) return false;
-    }
-    if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) return false;
-  }
-  return true;
 }
 
 class SessionBase : public std::enable_shared_from_this<SessionBase> {
@@ -165,7 +89,7 @@ HttpResponse RunHandler(const Handler& handler, const HttpRequest& request) {
     return handler(request);
   } catch (...) {
     // The exception text may carry request data; it is not echoed to the peer.
-    return ProblemAnswer(500, Reason::kInternal, "the request handler failed");
+    return ProblemResponse(Reason::kInternal, "the request handler failed");
   }
 }
 
@@ -251,12 +175,12 @@ class Session final : public SessionBase {
     if (ec == http::error::body_limit || ec == http::error::header_limit) {
       force_close_ = true;
       busy_ = true;
-      return Write(ProblemAnswer(413, Reason::kRequestTooLarge, "request headers or body over the limit"));
+      return Write(ProblemResponse(Reason::kRequestTooLarge, "request headers or body over the limit"));
     }
     if (ec && ec.category() == beast::http::make_error_code(http::error::end_of_stream).category()) {
       force_close_ = true;
       busy_ = true;
-      return Write(ProblemAnswer(400, std::nullopt, "malformed HTTP request"));
+      return Write(BlankProblemResponse(400, "malformed HTTP request"));
     }
     if (ec) return Abort();  // timeout, reset, aborted by Stop: no answer
     // Defence in depth: Beast 1.74's eager parse can miss body_limit when body bytes share a
@@ -264,7 +188,7 @@ class Session final : public SessionBase {
     if (parser_->get().body().size() > state_.options.max_body) {
       force_close_ = true;
       busy_ = true;
-      return Write(ProblemAnswer(413, Reason::kRequestTooLarge, "request headers or body over the limit"));
+      return Write(ProblemResponse(Reason::kRequestTooLarge, "request headers or body over the limit"));
     }
 
     busy_ = true;
@@ -289,13 +213,13 @@ class Session final : public SessionBase {
     if (response.status == kAbortConnection) return Abort();
     bool close = force_close_ || !keep_alive_ || state_.stopping;
     if (!ValidResponse(response)) {
-      response = ProblemAnswer(500, Reason::kInternal, "the request handler produced an invalid answer");
+      response = ProblemResponse(Reason::kInternal, "the request handler produced an invalid answer");
     }
     try {
       Render(std::move(response), &close);
     } catch (const std::exception&) {  // e.g. a header field over Beast's size limit
       close = true;
-      Render(ProblemAnswer(500, Reason::kInternal, "the request handler produced an invalid answer"), &close);
+      Render(ProblemResponse(Reason::kInternal, "the request handler produced an invalid answer"), &close);
     }
     close_after_write_ = close;
     Lowest().expires_after(state_.options.write_timeout);
@@ -395,24 +319,6 @@ Result<ssl::context> MakeServerTls(const ServerTls& files) {
   return ctx;
 }
 
-Status ValidateOptions(const ServerOptions& o) {
-  if (o.workers < 1 || static_cast<uint64_t>(o.workers) > limits::kMaxServerWorkers) {
-    return Status(Reason::kConfigInvalid, "workers must be 1.." + std::to_string(limits::kMaxServerWorkers) +
-                                              ", got " + std::to_string(o.workers));
-  }
-  if (o.max_headers < 64 || o.max_headers > UINT32_MAX) {
-    return Status(Reason::kConfigInvalid, "max_headers must be 64..4GiB, got " + std::to_string(o.max_headers));
-  }
-  using std::chrono::milliseconds;
-  for (auto [name, value] : {std::pair{"read_timeout", o.read_timeout}, {"write_timeout", o.write_timeout},
-                             {"idle_timeout", o.idle_timeout}}) {
-    if (value <= milliseconds::zero()) {
-      return Status(Reason::kConfigInvalid, std::string(name) + " must be positive");
-    }
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 struct HttpServer::Impl {
@@ -459,7 +365,7 @@ HttpServer::~HttpServer() { Stop(); }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Create(ServerOptions options, Handler handler) {
   try {
-    CLAWGUARD_RETURN_IF_ERROR(ValidateOptions(options));
+    CLAWGUARD_RETURN_IF_ERROR(http_internal::ValidateServerOptions(options));
     if (!handler) return Status(Reason::kConfigInvalid, "no request handler");
     CLAWGUARD_ASSIGN_OR_RETURN(Endpoint where, ParseHostPort(options.address));
     beast::error_code ec;

@@ -82,12 +82,15 @@ const cg_host_api kHostApi = {CLAWGUARD_PLUGIN_ABI, &ErpCallFn, &RespondFn, &Log
 // Audited returns |report| after writing its failure (if any) to the audit sink.
 DispatchReport Audited(const AuditFn& audit, const DispatchContext& ctx, DispatchReport report) {
   if (audit && report.outcome.kind != PluginOutcome::Kind::kAnswered) {
-    const bool timeout = report.outcome.kind == PluginOutcome::Kind::kTimedOut;
-    nlohmann::json j = {{"event", timeout ? "plugin_timeout" : "plugin_failed"},
+    const char* event = "plugin_failed";
+    if (report.outcome.kind == PluginOutcome::Kind::kTimedOut) event = "plugin_timeout";
+    if (report.outcome.kind == PluginOutcome::Kind::kDeadLettered) event = "event_dead_lettered";
+    nlohmann::json j = {{"event", event},
                         {"plugin", ctx.plugin},
                         {"route", ctx.route},
                         {"event_key", ctx.event_key},
                         {"detail", report.outcome.detail}};
+    if (!report.outcome.dead_letter_class.empty()) j["dlq_class"] = report.outcome.dead_letter_class;
     audit(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   return report;
@@ -153,6 +156,16 @@ Dispatcher PluginDispatcher::AsDispatcher() const {
   return [self](const DispatchContext& ctx) { return self->Dispatch(ctx); };
 }
 
+int64_t PluginDispatcher::running_threads() const {
+  std::lock_guard lock(threads_->mu);
+  return threads_->running;
+}
+
+bool PluginDispatcher::WaitIdle(std::chrono::milliseconds bound) const {
+  std::unique_lock lock(threads_->mu);
+  return threads_->idle.wait_for(lock, bound, [this] { return threads_->running == 0; });
+}
+
 DispatchReport PluginDispatcher::DispatchDetailed(const DispatchContext& ctx) const {
   return Audited(options_.erp.audit, ctx, Run(ctx));
 }
@@ -171,8 +184,17 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
 
   // The thread keeps the dispatcher (its options and capabilities) and the call alive.
   std::shared_ptr<const PluginDispatcher> self = shared_from_this();
+  std::shared_ptr<ThreadCount> threads = threads_;
+  {
+    std::lock_guard count(threads->mu);
+    ++threads->running;
+  }
+  const auto finished = [threads]() {
+    std::lock_guard count(threads->mu);
+    if (--threads->running == 0) threads->idle.notify_all();
+  };
   try {
-    std::thread([self, call, &entry]() {
+    std::thread([self, call, &entry, finished]() {
       int rc = -1;
       {
         std::unique_lock<std::mutex> serial;
@@ -188,13 +210,17 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
         std::lock_guard erp_lock(call->erp_mu);
         erp = call->gateway->outcome();
       }
-      std::lock_guard lock(call->mu);
-      call->finished = true;
-      call->rc = rc;
-      call->erp = std::move(erp);
-      call->done_cv.notify_all();
+      {
+        std::lock_guard lock(call->mu);
+        call->finished = true;
+        call->rc = rc;
+        call->erp = std::move(erp);
+        call->done_cv.notify_all();
+      }
+      finished();  // the last touch of anything but |call| and |self| (shared, freed here)
     }).detach();
   } catch (const std::exception&) {
+    finished();
     return {PluginOutcome::Failed("could not start the plugin's thread"), {}};
   }
 
@@ -222,7 +248,8 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
   DispatchReport report;
   report.erp = call->erp;
   if (call->erp.dead_lettered) {
-    report.outcome = PluginOutcome::Failed("event dead-lettered: " + call->erp.dead_letter_reason);
+    report.outcome = PluginOutcome::DeadLettered(call->erp.dead_letter_reason,
+                                                 "event dead-lettered: " + call->erp.dead_letter_reason);
   } else if (call->rc != 0) {
     report.outcome = PluginOutcome::Failed("handle_webhook returned " + std::to_string(call->rc));
   } else if (call->responds != 1) {

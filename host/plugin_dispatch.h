@@ -7,13 +7,18 @@
 // handler_timeout, renewing the lease (DispatchContext::renew_lease) every lease/3 meanwhile.
 // Results, as PluginOutcome:
 //   - handle_webhook returned 0 after exactly one respond() → kAnswered (its status, type, body);
-//   - non-zero return, zero or two+ respond() calls, a status outside 100..599, a dead-lettered
-//     event (outbox mismatch) or a lost lease → kFailed (500 plugin_failed, retryable, audited);
+//   - an ERP call refused CG_MISMATCH (the plugin changed its calls on a re-run: the event is
+//     dead-lettered, class "mismatch") → kDeadLettered, whatever the plugin returned or answered;
+//   - non-zero return, zero or two+ respond() calls, a status outside 100..599 or a lost lease
+//     → kFailed (500 plugin_failed, retryable, audited);
 //   - no return within handler_timeout → kTimedOut (503 plugin_timeout).
 // WARNING: a C function cannot be cancelled. A timed-out plugin's thread keeps running until it
 // returns; its cg_call is marked abandoned, so its later erp_call gets CG_FENCED (nothing is
 // written or sent) and its respond() is ignored. Its lease is not renewed any more. The thread
-// holds the ErpEnv's objects by reference: the host must outlive it (the host process does).
+// keeps the dispatcher and its cg_call alive (shared ownership) and calls the ErpEnv's audit
+// function (make it own what it writes to), but it may still be inside an ERP call (outbox,
+// sender) and it runs the plugin's code: whoever owns those must not free them while
+// running_threads() > 0 — HostApp waits for WaitIdle up to a bound, then leaks them on purpose.
 // CG_PLUGIN_SERIAL → one mutex per plugin around handle_webhook (held by a hung plugin too).
 // erp_call is serialised per cg_call. The host API table (HostApi()) is static.
 // Immutable after Create; Dispatch is thread-safe.
@@ -21,6 +26,8 @@
 #define CLAWGUARD_HOST_PLUGIN_DISPATCH_H_
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -71,11 +78,22 @@ class PluginDispatcher : public std::enable_shared_from_this<PluginDispatcher> {
   // AsDispatcher returns the std::function the pipeline holds (it keeps this object alive).
   Dispatcher AsDispatcher() const;
 
+  // running_threads is how many plugin threads (answered or abandoned) have not finished yet.
+  int64_t running_threads() const;
+  // WaitIdle waits up to |bound| until running_threads() is 0; true if it is.
+  bool WaitIdle(std::chrono::milliseconds bound) const;
+
  private:
   struct Entry {
     const cg_plugin* plugin = nullptr;
     CapabilitySet capabilities;
     std::shared_ptr<std::mutex> serial;  // set for CG_PLUGIN_SERIAL
+  };
+  // ThreadCount counts live plugin threads; shared with them (they may outlive a dispatch).
+  struct ThreadCount {
+    std::mutex mu;
+    std::condition_variable idle;
+    int64_t running = 0;
   };
   PluginDispatcher(DispatchOptions options, std::map<std::string, Entry> entries)
       : options_(std::move(options)), entries_(std::move(entries)) {}
@@ -83,6 +101,7 @@ class PluginDispatcher : public std::enable_shared_from_this<PluginDispatcher> {
 
   const DispatchOptions options_;
   const std::map<std::string, Entry> entries_;
+  const std::shared_ptr<ThreadCount> threads_ = std::make_shared<ThreadCount>();
 };
 
 }  // namespace clawguard::host

@@ -69,6 +69,31 @@ HttpResponse ProblemResponse(Reason reason, std::string_view detail, std::option
   return r;
 }
 
+HttpResponse BlankProblemResponse(int status, std::string_view detail) {
+  std::string_view title = "Error";
+  switch (status) {
+    case 400: title = "Bad Request"; break;
+    case 404: title = "Not Found"; break;
+    case 405: title = "Method Not Allowed"; break;
+    case 408: title = "Request Timeout"; break;
+    case 413: title = "Content Too Large"; break;
+    case 431: title = "Request Header Fields Too Large"; break;
+    case 500: title = "Internal Server Error"; break;
+    case 503: title = "Service Unavailable"; break;
+    default: break;
+  }
+  nlohmann::ordered_json j;
+  j["type"] = "about:blank";
+  j["title"] = std::string(title);
+  j["status"] = status;
+  j["detail"] = std::string(detail);
+  HttpResponse r;
+  r.status = status;
+  r.headers.Set("Content-Type", std::string(kProblemContentType));
+  r.body = j.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+  return r;
+}
+
 HttpResponse ProblemFromStatus(const Status& status, std::optional<int64_t> retry_after_s) {
   return ProblemResponse(status.reason(), status.message(), retry_after_s);
 }

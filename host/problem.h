@@ -38,6 +38,10 @@ HttpResponse ProblemResponse(Reason reason, std::string_view detail,
 // ProblemFromStatus is ProblemResponse(status.reason(), status.message()).
 HttpResponse ProblemFromStatus(const Status& status, std::optional<int64_t> retry_after_s = std::nullopt);
 
+// BlankProblemResponse is a problem with no reason code of ours (RFC 9457 §4.2.1): type
+// "about:blank" and the status phrase as title (e.g. 400 for a request HTTP cannot parse).
+HttpResponse BlankProblemResponse(int status, std::string_view detail);
+
 }  // namespace clawguard::host
 
 #endif  // CLAWGUARD_HOST_PROBLEM_H_

@@ -48,8 +48,15 @@ std::string_view WebhookOutcomeName(WebhookOutcome o) {
     case WebhookOutcome::kPluginFailed: return "plugin_failed";
     case WebhookOutcome::kPluginTimeout: return "plugin_timeout";
     case WebhookOutcome::kFenced: return "fenced";
+    case WebhookOutcome::kDeadLettered: return "dead_lettered";
   }
   return "unknown";
+}
+
+std::string DeadLetteredBody(std::string_view dlq_class) {
+  // dlq_class is one of the fixed DLQ class names (no quoting needed).
+  return R"({"status":"dead_lettered","class":")" + std::string(dlq_class) +
+         R"(","detail":"the event was dead-lettered for operator review; it will not be processed again"})";
 }
 
 Result<WebhookVerifier> MakeVerifier(const RouteSecrets& secrets, std::chrono::milliseconds tolerance,
@@ -184,14 +191,21 @@ WebhookPipeline::Handled WebhookPipeline::Dispatch(const PipelineRoute& route, c
       // Not released: the hung plugin may still run; its lease expires and is never renewed.
       return Refuse(WebhookOutcome::kPluginTimeout, Reason::kPluginTimeout, "the plugin timed out; retry later",
                     CeilSeconds(options_.lease.count()));
+    case PluginOutcome::Kind::kDeadLettered:
     case PluginOutcome::Kind::kAnswered:
       break;
   }
 
+  const bool dead = out.kind == PluginOutcome::Kind::kDeadLettered;
   int status = out.status;
   std::string content_type = out.content_type;
   std::string body = out.body;
-  if (route.level == 3) {
+  if (dead) {
+    // Never the plugin's answer: it may have been built from a reply it should not have had.
+    status = 202;
+    content_type = "application/json";
+    body = DeadLetteredBody(out.dead_letter_class);
+  } else if (route.level == 3) {
     status = 202;
     content_type = "application/json";
     body = std::string(kHeldBody);
@@ -210,7 +224,7 @@ WebhookPipeline::Handled WebhookPipeline::Dispatch(const PipelineRoute& route, c
     return Refuse(WebhookOutcome::kFenced, Reason::kInProgress,
                   "another worker took this event over; retry to get its answer", /*retry_after_s=*/1);
   }
-  return Handled{Answer(status, content_type, body), WebhookOutcome::kProcessed};
+  return Handled{Answer(status, content_type, body), dead ? WebhookOutcome::kDeadLettered : WebhookOutcome::kProcessed};
 }
 
 }  // namespace clawguard::host

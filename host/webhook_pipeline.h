@@ -10,7 +10,9 @@
 //      `Idempotent-Replayed: true` / 409 + Retry-After / claimed → the injected Dispatcher runs;
 //   5. the outcome is stored per the table: 2xx and 4xx except 408, 409, 425, 429 are stored;
 //      level 3 answers 202 and stores it; other answers and plugin failures release the key
-//      (retryable); a timed-out plugin's lease is left to expire (not renewed, not released).
+//      (retryable); a timed-out plugin's lease is left to expire (not renewed, not released);
+//      a dead-lettered event (outbox mismatch) stores and answers 202 with kDeadLetteredBody —
+//      never the plugin's own answer — so the platform stops retrying and operators take over.
 // Immutable after Create; Handle is thread-safe if the store and the dispatcher are.
 #ifndef CLAWGUARD_HOST_WEBHOOK_PIPELINE_H_
 #define CLAWGUARD_HOST_WEBHOOK_PIPELINE_H_
@@ -38,25 +40,38 @@ inline constexpr std::string_view kWebhookPathPrefix = "/webhooks/";
 inline constexpr std::string_view kReplayedHeader = "Idempotent-Replayed";
 inline constexpr std::string_view kXIdempotencyKeyHeader = "X-Idempotency-Key";
 
+// DeadLetteredBody is the stored 202 answer of a dead-lettered event of class |dlq_class|.
+std::string DeadLetteredBody(std::string_view dlq_class);
+
 // PluginOutcome is what a dispatch produced.
 struct PluginOutcome {
   enum class Kind {
     kAnswered,  // exactly one respond(): status, content type and body
     kFailed,    // non-zero return, no or two respond(): 500, retryable
     kTimedOut,  // exceeded handler_timeout: 503, lease left to expire
+    // The event was dead-lettered while the plugin ran (an outbox mismatch: the plugin changed
+    // its calls on a re-run). Whatever the plugin answered is dropped; the pipeline stores and
+    // answers 202 with a dead_lettered body so the platform's retries stop (see Decisions).
+    kDeadLettered,
   };
   Kind kind = Kind::kFailed;
   int status = 0;
   std::string content_type;
   std::string body;
-  std::string detail;  // why it failed (audited; never a secret)
+  std::string detail;            // why it failed (audited; never a secret)
+  std::string dead_letter_class;  // kDeadLettered: the DLQ class ("mismatch")
 
   static PluginOutcome Answered(int status, std::string content_type, std::string body) {
-    return PluginOutcome{Kind::kAnswered, status, std::move(content_type), std::move(body), {}};
+    return PluginOutcome{Kind::kAnswered, status, std::move(content_type), std::move(body), {}, {}};
   }
-  static PluginOutcome Failed(std::string detail) { return PluginOutcome{Kind::kFailed, 0, {}, {}, std::move(detail)}; }
+  static PluginOutcome Failed(std::string detail) {
+    return PluginOutcome{Kind::kFailed, 0, {}, {}, std::move(detail), {}};
+  }
   static PluginOutcome TimedOut(std::string detail) {
-    return PluginOutcome{Kind::kTimedOut, 0, {}, {}, std::move(detail)};
+    return PluginOutcome{Kind::kTimedOut, 0, {}, {}, std::move(detail), {}};
+  }
+  static PluginOutcome DeadLettered(std::string dlq_class, std::string detail) {
+    return PluginOutcome{Kind::kDeadLettered, 0, {}, {}, std::move(detail), std::move(dlq_class)};
   }
 };
 
@@ -78,7 +93,7 @@ using Dispatcher = std::function<PluginOutcome(const DispatchContext&)>;
 // WebhookOutcome labels what Handle did (metrics: webhook_requests_total{outcome}).
 enum class WebhookOutcome {
   kTooLarge, kNotFound, kAuthFailed, kKeyMissing, kFingerprintMismatch, kReplayed, kInProgress,
-  kStoreUnavailable, kProcessed, kNotStored, kPluginFailed, kPluginTimeout, kFenced,
+  kStoreUnavailable, kProcessed, kNotStored, kPluginFailed, kPluginTimeout, kFenced, kDeadLettered,
 };
 std::string_view WebhookOutcomeName(WebhookOutcome o);
 

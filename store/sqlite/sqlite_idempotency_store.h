@@ -2,9 +2,11 @@
 //
 // Tables idem_records, idem_generation (and the outbox's outbox_rows), versioned in
 // idem_schema_version — names of their own so they can share a database file with the ledger.
-// Each state change is one BEGIN IMMEDIATE transaction on a WAL database with synchronous=FULL
-// (durable before the answer). Several instances (processes) may open the same file: BEGIN
-// IMMEDIATE serialises their conditional writes. Thread-safe (one connection behind a mutex).
+// Each state change is an op of the file's SqliteWriter (group commit: several callers' changes
+// in one BEGIN IMMEDIATE transaction, each op in its own savepoint) on a WAL database with
+// synchronous=FULL — durable before the call returns. Several instances (processes) may open the
+// same file: BEGIN IMMEDIATE serialises their conditional writes. Reads use the store's own
+// connection behind a mutex. Thread-safe.
 #ifndef CLAWGUARD_STORE_SQLITE_SQLITE_IDEMPOTENCY_STORE_H_
 #define CLAWGUARD_STORE_SQLITE_SQLITE_IDEMPOTENCY_STORE_H_
 
@@ -15,6 +17,7 @@
 #include "clawguard/clock.h"
 #include "clawguard/store/idempotency_store.h"
 #include "sqlite/sqlite_db.h"
+#include "sqlite/sqlite_writer.h"
 
 namespace clawguard::sqlite {
 
@@ -39,12 +42,12 @@ class SqliteIdempotencyStore final : public IdempotencyStore {
   Result<int64_t> BumpGeneration() override;
 
  private:
-  SqliteIdempotencyStore(std::unique_ptr<SqliteDb> db, const Clock& clock) : db_(std::move(db)), clock_(clock) {}
-  Result<std::optional<IdempotencyRecord>> Load(const std::string& key);
-  Result<int64_t> Bump();
+  SqliteIdempotencyStore(std::unique_ptr<SqliteDb> db, std::shared_ptr<SqliteWriter> writer, const Clock& clock)
+      : db_(std::move(db)), writer_(std::move(writer)), clock_(clock) {}
 
-  std::mutex mu_;
+  std::mutex mu_;  // guards reads on db_
   const std::unique_ptr<SqliteDb> db_;
+  const std::shared_ptr<SqliteWriter> writer_;
   const Clock& clock_;
 };
 

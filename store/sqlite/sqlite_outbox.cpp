@@ -41,91 +41,101 @@ OutboxRow ReadRow(const Stmt& s) {
 Result<std::unique_ptr<SqliteOutbox>> SqliteOutbox::Open(const std::string& path, const Clock& clock) {
   CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
   CLAWGUARD_RETURN_IF_ERROR(MigrateIdempotencySchema(*db));
-  return std::unique_ptr<SqliteOutbox>(new SqliteOutbox(std::move(db), clock));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::shared_ptr<SqliteWriter> writer, SqliteWriter::ForPath(path));
+  return std::unique_ptr<SqliteOutbox>(new SqliteOutbox(std::move(db), std::move(writer), clock));
 }
 
-Result<std::optional<OutboxRow>> SqliteOutbox::Load(const std::string& event_key, int64_t call_index) {
-  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT " + std::string(kColumns) +
-                                                  " FROM outbox_rows WHERE event_key = ?1 AND call_index = ?2"));
+namespace {
+
+Result<std::optional<OutboxRow>> LoadRow(SqliteDb& db, const std::string& event_key, int64_t call_index) {
+  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT " + std::string(kColumns) +
+                                                " FROM outbox_rows WHERE event_key = ?1 AND call_index = ?2"));
   s.Bind(1, event_key).Bind(2, call_index);
   CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return std::optional<OutboxRow>();
   return std::optional<OutboxRow>(ReadRow(s));
 }
 
-Result<OutboxAppend> SqliteOutbox::Append(const OutboxRow& row) {
-  if (row.state != OutboxState::kPending && row.state != OutboxState::kHeld) {
-    return Status(Reason::kInternal, "outbox: a new row must be pending or held, not " +
-                                         std::string(OutboxStateName(row.state)));
-  }
-  std::lock_guard lock(mu_);
-  CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
-  OutboxAppend out;
+// AppendIn is Append inside the writer's transaction.
+Status AppendIn(SqliteDb& db, const OutboxRow& row, OutboxAppend& out) {
   {
     // The fence: the idempotency record must exist, be in progress and hold exactly this token.
-    CLAWGUARD_ASSIGN_OR_RETURN(
-        Stmt f, db_->Prepare("SELECT fencing_token, state FROM idem_records WHERE key = ?1"));
+    CLAWGUARD_ASSIGN_OR_RETURN(Stmt f, db.Prepare("SELECT fencing_token, state FROM idem_records WHERE key = ?1"));
     f.Bind(1, row.event_key);
     CLAWGUARD_ASSIGN_OR_RETURN(bool found, f.Step());
     if (!found || f.Int(0) != row.fencing_token || f.Text(1) != "in_progress") {
       out.kind = OutboxAppend::Kind::kFenced;
-      return out;
+      return Status::Ok();
     }
   }
-  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<OutboxRow> existing, Load(row.event_key, row.call_index));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<OutboxRow> existing, LoadRow(db, row.event_key, row.call_index));
   if (existing) {
     const bool same = existing->method == row.method && existing->path == row.path &&
                       existing->body_sha256 == row.body_sha256 && existing->body == row.body;
     out.kind = same ? OutboxAppend::Kind::kExisting : OutboxAppend::Kind::kMismatch;
     if (same && existing->fencing_token != row.fencing_token) {
       // The row now belongs to the worker that took the lease over.
-      CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db_->Prepare("UPDATE outbox_rows SET fencing_token = ?3 "
-                                                      "WHERE event_key = ?1 AND call_index = ?2"));
+      CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare("UPDATE outbox_rows SET fencing_token = ?3 "
+                                                    "WHERE event_key = ?1 AND call_index = ?2"));
       u.Bind(1, row.event_key).Bind(2, row.call_index).Bind(3, row.fencing_token);
       CLAWGUARD_RETURN_IF_ERROR(u.Run());
       existing->fencing_token = row.fencing_token;
     }
     out.row = std::move(*existing);
-    CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
-    return out;
+    return Status::Ok();
   }
   CLAWGUARD_ASSIGN_OR_RETURN(
-      Stmt i, db_->Prepare("INSERT INTO outbox_rows (event_key, fencing_token, call_index, method, path, body, "
-                           "body_sha256, state, attempts, next_attempt_ms, idempotency_key) "
-                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, 0, ?8, ?9)"));
+      Stmt i, db.Prepare("INSERT INTO outbox_rows (event_key, fencing_token, call_index, method, path, body, "
+                         "body_sha256, state, attempts, next_attempt_ms, idempotency_key) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, 0, ?8, ?9)"));
   i.Bind(1, row.event_key).Bind(2, row.fencing_token).Bind(3, row.call_index).Bind(4, row.method).Bind(5, row.path);
   i.BindBlob(6, row.body).Bind(7, row.body_sha256).Bind(8, row.next_attempt_ms).Bind(9, row.idempotency_key);
   i.Bind(10, std::string(OutboxStateName(row.state)));
   CLAWGUARD_RETURN_IF_ERROR(i.Run());
-  CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
   out.kind = OutboxAppend::Kind::kAppended;
   out.row = row;
   out.row.attempts = 0;
   out.row.reply_status = 0;
   out.row.reply_body.clear();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<OutboxAppend> SqliteOutbox::Append(const OutboxRow& row) {
+  if (row.state != OutboxState::kPending && row.state != OutboxState::kHeld) {
+    return Status(Reason::kInternal, "outbox: a new row must be pending or held, not " +
+                                         std::string(OutboxStateName(row.state)));
+  }
+  OutboxAppend out;
+  const Status written = writer_->Write([&](SqliteDb& db) {
+    out = OutboxAppend{};
+    return AppendIn(db, row, out);
+  });
+  if (!written.ok()) return written;
   return out;
 }
 
 Result<std::optional<OutboxRow>> SqliteOutbox::Get(const std::string& event_key, int64_t call_index) {
   std::lock_guard lock(mu_);
-  return Load(event_key, call_index);
+  return LoadRow(*db_, event_key, call_index);
 }
 
 template <typename BindFn>
 Status SqliteOutbox::Update(const std::string& event_key, int64_t call_index, std::string_view sql, BindFn bind) {
-  std::lock_guard lock(mu_);
-  CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
-  {
-    CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db_->Prepare(sql));
-    u.Bind(1, event_key).Bind(2, call_index);
-    bind(u);
-    CLAWGUARD_RETURN_IF_ERROR(u.Run());
-  }
-  if (sqlite3_changes(db_->raw()) != 1) {
-    return Status(Reason::kNotFound, "no outbox row " + event_key + "/" + std::to_string(call_index) +
-                                         " in a state that allows this change");
-  }
-  return tx.Commit();
+  return writer_->Write([&](SqliteDb& db) -> Status {
+    {
+      CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare(sql));
+      u.Bind(1, event_key).Bind(2, call_index);
+      bind(u);
+      CLAWGUARD_RETURN_IF_ERROR(u.Run());
+    }
+    if (sqlite3_changes(db.raw()) != 1) {
+      return Status(Reason::kNotFound, "no outbox row " + event_key + "/" + std::to_string(call_index) +
+                                           " in a state that allows this change");
+    }
+    return Status::Ok();
+  });
 }
 
 Status SqliteOutbox::MarkSent(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) {
@@ -150,16 +160,16 @@ Status SqliteOutbox::MarkDead(const std::string& event_key, int64_t call_index) 
 }
 
 Result<int64_t> SqliteOutbox::ConfirmHeld(const std::string& event_key, int64_t now_ms) {
-  std::lock_guard lock(mu_);
-  CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
-  {
-    CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db_->Prepare("UPDATE outbox_rows SET state = 'pending', next_attempt_ms = ?2 "
-                                                    "WHERE event_key = ?1 AND state = 'held'"));
+  int64_t changed = 0;
+  const Status written = writer_->Write([&](SqliteDb& db) -> Status {
+    CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare("UPDATE outbox_rows SET state = 'pending', next_attempt_ms = ?2 "
+                                                  "WHERE event_key = ?1 AND state = 'held'"));
     u.Bind(1, event_key).Bind(2, now_ms);
     CLAWGUARD_RETURN_IF_ERROR(u.Run());
-  }
-  const int64_t changed = sqlite3_changes(db_->raw());
-  CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
+    changed = sqlite3_changes(db.raw());
+    return Status::Ok();
+  });
+  if (!written.ok()) return written;
   return changed;
 }
 

@@ -1,7 +1,8 @@
 // sqlite_outbox.h — the SQLite engine of Outbox (table outbox_rows, fenced by idem_records).
 //
-// Opens its own connection to the same database file as SqliteIdempotencyStore (the fence reads
-// idem_records inside the same BEGIN IMMEDIATE transaction as the insert). Thread-safe.
+// Writes are ops of the file's SqliteWriter, shared with SqliteIdempotencyStore (group commit;
+// the fence reads idem_records inside the same transaction as the insert); reads use the
+// outbox's own connection behind a mutex. Thread-safe.
 #ifndef CLAWGUARD_STORE_SQLITE_SQLITE_OUTBOX_H_
 #define CLAWGUARD_STORE_SQLITE_SQLITE_OUTBOX_H_
 
@@ -12,6 +13,7 @@
 #include "clawguard/clock.h"
 #include "clawguard/store/outbox.h"
 #include "sqlite/sqlite_db.h"
+#include "sqlite/sqlite_writer.h"
 
 namespace clawguard::sqlite {
 
@@ -32,15 +34,16 @@ class SqliteOutbox final : public Outbox {
   Result<std::vector<OutboxRow>> DuePending(int64_t now_ms, int64_t limit) override;
 
  private:
-  SqliteOutbox(std::unique_ptr<SqliteDb> db, const Clock& clock) : db_(std::move(db)), clock_(clock) {}
-  Result<std::optional<OutboxRow>> Load(const std::string& event_key, int64_t call_index);
+  SqliteOutbox(std::unique_ptr<SqliteDb> db, std::shared_ptr<SqliteWriter> writer, const Clock& clock)
+      : db_(std::move(db)), writer_(std::move(writer)), clock_(clock) {}
   // Update runs |sql| (?1 event_key, ?2 call_index, then |bind| adds the rest) in a transaction;
   // kNotFound when no row changed.
   template <typename BindFn>
   Status Update(const std::string& event_key, int64_t call_index, std::string_view sql, BindFn bind);
 
-  std::mutex mu_;
+  std::mutex mu_;  // guards reads on db_
   const std::unique_ptr<SqliteDb> db_;
+  const std::shared_ptr<SqliteWriter> writer_;
   const Clock& clock_;
 };
 

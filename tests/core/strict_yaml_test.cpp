@@ -128,5 +128,13 @@ TEST(YamlMapCreateTest, RefusesNonMapping) {
   EXPECT_THAT(YamlMap::Create(doc->root, "t.yaml", "").error().message(), HasSubstr("must be a mapping"));
 }
 
+// yaml-cpp 0.7 yields empty documents forever for this input (found by strict_yaml_fuzz; the
+// input is also in tests/fuzz/corpus/strict_yaml/): the parser must stop and refuse it.
+TEST(StrictYamlRegressionTest, EndlessDocumentStreamIsRefused) {
+  auto parsed = ParseYamlStrict(",:: ", "x.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.error().reason(), Reason::kConfigInvalid);
+}
+
 }  // namespace
 }  // namespace clawguard

@@ -1,6 +1,9 @@
 // idempotency_store_test.cpp — conformance suite of IdempotencyStore and Outbox, typed over the
-// engines (a factory per engine; the PostgreSQL engine joins by adding its factory to
-// StoreEngines). Fixed time through FixedClock; no sleeps.
+// engines (a factory per engine). Fixed time through FixedClock; no sleeps.
+//
+// This one file is compiled twice: into host_tests (SQLite only) and into pg_tests with
+// CLAWGUARD_TEST_PG (tests/pg/CMakeLists.txt), where SQLite and PostgreSQL run the same typed
+// cases, the latter on a fresh database of the fixture cluster per test.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -15,6 +18,11 @@
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_outbox.h"
 #include "support/temp_dir.h"
+#ifdef CLAWGUARD_TEST_PG
+#include "pg/support/pg_test_db.h"
+#include "postgresql/pg_idempotency_store.h"
+#include "postgresql/pg_outbox.h"
+#endif
 
 namespace clawguard {
 namespace {
@@ -39,6 +47,34 @@ class SqliteFactory {
  private:
   testing::TempDir dir_;
 };
+
+#ifdef CLAWGUARD_TEST_PG
+// PgFactory opens engines on one fresh database; every Open* gets its own connection pool, with
+// the test's clock injected (the production setting is the database clock).
+class PgFactory {
+ public:
+  std::unique_ptr<IdempotencyStore> OpenStore(const Clock& clock) {
+    auto s = pg::PgIdempotencyStore::Open(Pool(clock));
+    EXPECT_TRUE(s.ok()) << s.error().ToString();
+    return s.ok() ? std::unique_ptr<IdempotencyStore>(std::move(s).value()) : nullptr;
+  }
+  std::unique_ptr<Outbox> OpenOutbox(const Clock& clock) {
+    auto o = pg::PgOutbox::Open(Pool(clock));
+    EXPECT_TRUE(o.ok()) << o.error().ToString();
+    return o.ok() ? std::unique_ptr<Outbox>(std::move(o).value()) : nullptr;
+  }
+
+ private:
+  std::shared_ptr<pg::PgPool> Pool(const Clock& clock) {
+    pg::PgOptions options;
+    options.clock = &clock;
+    auto pool = pg::PgPool::Create(db_.url(), options);
+    EXPECT_TRUE(pool.ok()) << pool.error().ToString();
+    return pool.ok() ? *pool : nullptr;
+  }
+  testing::PgTestDb db_;
+};
+#endif
 
 template <typename Factory>
 class StoreConformanceTest : public ::testing::Test {
@@ -77,7 +113,11 @@ class StoreConformanceTest : public ::testing::Test {
   std::unique_ptr<Outbox> outbox_;
 };
 
+#ifdef CLAWGUARD_TEST_PG
+using StoreEngines = ::testing::Types<SqliteFactory, PgFactory>;
+#else
 using StoreEngines = ::testing::Types<SqliteFactory>;
+#endif
 TYPED_TEST_SUITE(StoreConformanceTest, StoreEngines);
 
 const std::string kKey = std::string(64, 'a');
@@ -286,6 +326,77 @@ TYPED_TEST(StoreConformanceTest, OutboxRowsMatchMismatchAndMoveThroughStates) {
   const Status missing = this->outbox_->MarkAnswered(kKey, 7, 200, "");
   EXPECT_EQ(missing.reason(), Reason::kNotFound);
   EXPECT_EQ(this->outbox_->MarkSent(kKey, 0, kT0).reason(), Reason::kNotFound);  // answered: no more sends
+}
+
+TYPED_TEST(StoreConformanceTest, HeldRowsWaitForConfirmation) {
+  const ClaimOutcome c = this->MustClaim(kKey, kFp);
+  OutboxRow held = this->Row(kKey, c.fencing_token, 0, "{\"qty\":3}");
+  held.state = OutboxState::kHeld;
+  held.next_attempt_ms = kT0;
+  ASSERT_EQ(this->outbox_->Append(held)->kind, OutboxAppend::Kind::kAppended);
+  OutboxRow later = this->Row(kKey, c.fencing_token, 1, "{}");
+  later.next_attempt_ms = kT0 + 5'000;  // the gateway about to send it passes now + backoff
+  ASSERT_EQ(this->outbox_->Append(later)->kind, OutboxAppend::Kind::kAppended);
+  OutboxRow bad = this->Row(kKey, c.fencing_token, 2, "{}");
+  bad.state = OutboxState::kSent;
+  EXPECT_EQ(this->outbox_->Append(bad).error().reason(), Reason::kInternal);
+
+  EXPECT_TRUE(this->outbox_->DuePending(kT0 + 1'000, 10)->empty());  // held never due; call 1 not yet
+  auto listed = this->outbox_->ListEvent(kKey);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].state, OutboxState::kHeld);
+  EXPECT_EQ((*listed)[1].state, OutboxState::kPending);
+  EXPECT_EQ((*listed)[1].next_attempt_ms, kT0 + 5'000);
+  EXPECT_TRUE(this->outbox_->ListEvent(std::string(64, '7'))->empty());
+
+  EXPECT_EQ(*this->outbox_->ConfirmHeld(kKey, kT0 + 2'000), 1);
+  EXPECT_EQ(*this->outbox_->ConfirmHeld(kKey, kT0 + 2'000), 0);
+  auto due = this->outbox_->DuePending(kT0 + 2'000, 10);
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].call_index, 0);
+  EXPECT_EQ((*due)[0].state, OutboxState::kPending);
+  EXPECT_EQ((*due)[0].next_attempt_ms, kT0 + 2'000);
+}
+
+TYPED_TEST(StoreConformanceTest, ArbitraryBytesRoundTrip) {
+  // Header values and bodies are bytes, not text: NUL and bytes that are not UTF-8 survive.
+  const std::string odd("id\xff\xfe\0end", 8);
+  ClaimMeta meta = this->Meta(odd);
+  meta.x_idempotency_key = std::string("\x80\x81", 2);
+  auto c = this->store_->Claim(kKey, kFp, meta, kLease);
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  const std::string body("\0\x01\xc3(\xff", 5);
+  ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c->fencing_token, 0, body))->kind, OutboxAppend::Kind::kAppended);
+  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, 200, body).ok());
+  ASSERT_EQ(*this->store_->Complete(kKey, c->fencing_token, 200, std::string("t\xff", 2), body),
+            FencedWrite::kApplied);
+  auto rec = this->store_->Get(kKey);
+  ASSERT_TRUE(rec.ok() && rec->has_value());
+  EXPECT_EQ((*rec)->webhook_id, odd);
+  EXPECT_EQ((*rec)->x_idempotency_key, std::string("\x80\x81", 2));
+  EXPECT_EQ((*rec)->content_type, std::string("t\xff", 2));
+  EXPECT_EQ((*rec)->body, body);
+  auto row = this->outbox_->Get(kKey, 0);
+  EXPECT_EQ((*row)->body, body);
+  EXPECT_EQ((*row)->reply_body, body);
+}
+
+TYPED_TEST(StoreConformanceTest, TokensOnlyGoUpAcrossTakeoversAndResets) {
+  int64_t last = 0;
+  for (int round = 0; round < 4; ++round) {
+    const ClaimOutcome c = this->MustClaim(kKey, kFp);
+    ASSERT_EQ(c.kind, ClaimOutcome::Kind::kClaimed);
+    EXPECT_EQ(c.fencing_token, last + 1);
+    last = c.fencing_token;
+    if (round % 2 == 0) {
+      ASSERT_EQ(*this->store_->Complete(kKey, c.fencing_token, 200, "", "x"), FencedWrite::kApplied);
+      ASSERT_TRUE(*this->store_->Reset(kKey));
+    } else {
+      this->clock_.Advance(kLease);
+    }
+  }
+  EXPECT_EQ((*this->store_->Get(kKey))->fencing_token, 4);
 }
 
 }  // namespace

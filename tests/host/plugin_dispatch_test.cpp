@@ -10,6 +10,8 @@
 #include <map>
 #include <thread>
 
+#include "host/idempotency_key.h"
+#include "host/webhook_auth.h"
 #include "plugins/erp_harness.h"
 
 namespace clawguard::host {
@@ -168,6 +170,31 @@ TEST_F(PluginDispatchTest, HungPluginTimesOutAndItsLateCallsAreFenced) {
   EXPECT_EQ(h_.erp().requests_total(), 0u);
 }
 
+// The host's shutdown relies on this: an abandoned plugin thread is counted until it returns,
+// WaitIdle is bounded, and the thread keeps the dispatcher alive on its own.
+TEST_F(PluginDispatchTest, AbandonedThreadIsCountedUntilItReturnsAndOwnsTheDispatcher) {
+  ResetHang(/*release=*/0);
+  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(100));
+  EXPECT_EQ(d->DispatchDetailed(Context(h_.Claim(key_))).outcome.kind, PluginOutcome::Kind::kTimedOut);
+  EXPECT_EQ(d->running_threads(), 1);
+  EXPECT_FALSE(d->WaitIdle(std::chrono::milliseconds(50)));
+  std::weak_ptr<PluginDispatcher> weak = d;
+  d.reset();
+  EXPECT_FALSE(weak.expired());  // the plugin thread holds it
+  ResetHang(/*release=*/1);
+  EXPECT_EQ(WaitForHangResult(), CG_FENCED);
+  for (int i = 0; i < 2000 && !weak.expired(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(weak.expired());
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
+}
+
+TEST_F(PluginDispatchTest, WaitIdleIsTrueWhenEveryThreadReturned) {
+  auto d = Dispatcher("good");
+  EXPECT_EQ(d->Dispatch(Context(h_.Claim(key_))).kind, PluginOutcome::Kind::kAnswered);
+  EXPECT_TRUE(d->WaitIdle(std::chrono::milliseconds(10'000)));
+  EXPECT_EQ(d->running_threads(), 0);
+}
+
 TEST_F(PluginDispatchTest, LostLeaseStopsTheDispatch) {
   ResetHang(/*release=*/0);
   lease_held_ = false;  // the first renewal finds the lease taken over
@@ -198,11 +225,69 @@ TEST_F(PluginDispatchTest, PluginChangingCallOrderOnRetryIsDeadLettered) {
   EXPECT_EQ(h_.erp().requests_total(), 2u);
 
   const DispatchReport retry = d->DispatchDetailed(Context(h_.Retry(key_, t1)));
-  EXPECT_EQ(retry.outcome.kind, PluginOutcome::Kind::kFailed);
+  EXPECT_EQ(retry.outcome.kind, PluginOutcome::Kind::kDeadLettered);
+  EXPECT_EQ(retry.outcome.dead_letter_class, "mismatch");
   EXPECT_EQ(retry.outcome.detail, "event dead-lettered: mismatch");
   EXPECT_TRUE(retry.erp.dead_lettered);
   EXPECT_EQ(retry.erp.dead_letter_reason, "mismatch");
   EXPECT_EQ(h_.erp().requests_total(), 2u);
+}
+
+// Through the whole gate: a first run fails after writing call 0 (the ERP is down), the platform
+// retries, the re-run changes its call order → CG_MISMATCH (never the other call's reply), the
+// event is dead-lettered and answered 202 (stored), so every later delivery is a replay and the
+// plugin never runs again.
+TEST_F(PluginDispatchTest, DeadLetteredEventIsAnswered202OnceAndReplayedWithoutRerun) {
+  auto d = Dispatcher("reorder");
+  constexpr char kSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  auto verifier = WebhookVerifier::Create(DecodeWebhookSecret(kSecret).value(), std::nullopt, std::nullopt,
+                                          std::chrono::milliseconds(300'000), h_.clock);
+  ASSERT_TRUE(verifier.ok());
+  std::vector<PipelineRoute> routes;
+  routes.push_back(PipelineRoute{kPlugin, kRoute, 2, std::nullopt, std::move(verifier).value()});
+  auto pipeline = WebhookPipeline::Create(PipelineOptions{4096, 4096, std::chrono::milliseconds(30'000)},
+                                          std::move(routes), h_.idem(), d->AsDispatcher());
+  ASSERT_TRUE(pipeline.ok()) << pipeline.error().ToString();
+  const auto deliver = [&] {
+    const std::string body = R"({"order_id":7})";
+    const int64_t ts = h_.clock.NowSeconds();
+    HttpRequest r{"POST", "/webhooks/acme-orders/order.created", {}, body};
+    r.headers.Add("webhook-id", "msg_reorder");
+    r.headers.Add("webhook-timestamp", std::to_string(ts));
+    r.headers.Add("webhook-signature", WebhookSignature(DecodeWebhookSecret(kSecret).value(), "msg_reorder", ts, body));
+    return (*pipeline)->HandleDetailed(r);
+  };
+
+  h_.sender().down = true;
+  const auto failed = deliver();
+  EXPECT_EQ(failed.outcome, WebhookOutcome::kPluginFailed);
+  EXPECT_EQ(failed.response.status, 500);
+  h_.sender().down = false;
+
+  const auto dead = deliver();
+  EXPECT_EQ(dead.outcome, WebhookOutcome::kDeadLettered);
+  EXPECT_EQ(dead.response.status, 202);
+  EXPECT_EQ(dead.response.body, DeadLetteredBody("mismatch"));
+  EXPECT_EQ(h_.AuditCount("\"erp_call_mismatch\""), 1u);
+  EXPECT_EQ(h_.AuditCount("\"event_dead_lettered\""), 1u);
+
+  for (int i = 0; i < 3; ++i) {
+    h_.clock.Advance(60'000);
+    const auto replay = deliver();
+    EXPECT_EQ(replay.outcome, WebhookOutcome::kReplayed);
+    EXPECT_EQ(replay.response.status, 202);
+    EXPECT_EQ(replay.response.body, dead.response.body);
+  }
+  EXPECT_EQ(h_.AuditCount("\"erp_call_mismatch\""), 1u);  // the plugin never ran again
+  // The recorded call 0 is dead: the retry worker never sends it, nothing reached the ERP.
+  auto rows = h_.outbox().ListEvent(DeriveEventKey(2, kPlugin, kRoute, "msg_reorder", "", R"({"order_id":7})").key);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].state, OutboxState::kDead);
+  auto worker = RetryWorker::Create(h_.env);
+  ASSERT_TRUE(worker.ok());
+  ASSERT_TRUE((*worker)->DrainPending(h_.clock.NowMillis() + 3'600'000).ok());
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
 }
 
 TEST_F(PluginDispatchTest, UnknownPluginIsFailed) {

@@ -294,6 +294,23 @@ TEST_F(WebhookPipelineTest, Level3Answers202AndStoresIt) {
   EXPECT_EQ(calls_, 1);
 }
 
+TEST_F(WebhookPipelineTest, DeadLetteredEventStores202AndNeverThePluginsAnswer) {
+  next_outcome_ = PluginOutcome::DeadLettered("mismatch", "event dead-lettered: mismatch");
+  next_outcome_->status = 200;  // whatever the plugin answered is dropped
+  next_outcome_->body = "from another call's reply";
+  const auto h = pipeline_->HandleDetailed(Request("order.created", "msg_1", OrderBody("A")));
+  EXPECT_EQ(h.outcome, WebhookOutcome::kDeadLettered);
+  EXPECT_EQ(h.response.status, 202);
+  EXPECT_EQ(h.response.body, DeadLetteredBody("mismatch"));
+  EXPECT_EQ(nlohmann::json::parse(h.response.body)["class"], "mismatch");
+  clock_.Advance(120'000);
+  const auto replay = pipeline_->HandleDetailed(Request("order.created", "msg_1", OrderBody("A")));
+  EXPECT_EQ(replay.outcome, WebhookOutcome::kReplayed);
+  EXPECT_EQ(replay.response.status, 202);
+  EXPECT_EQ(replay.response.body, h.response.body);
+  EXPECT_EQ(calls_, 1);
+}
+
 TEST_F(WebhookPipelineTest, RenewLeaseWorksUntilFenced) {
   bool renewed = false;
   // The dispatcher renews its lease, then a takeover (its lease expired) fences it.

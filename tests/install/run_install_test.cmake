@@ -1,4 +1,6 @@
 # run_install_test.cmake — driven by the install_consumer test (see CMakeLists.txt).
+# Inputs: BUILD_DIR, CONSUMER_DIR, WORK_DIR, CMAKE_COMMAND_PATH, CONSUMER_CXX, CONSUMER_C and
+# CONSUMER_FLAGS (the producer's sanitizer flags, empty when it was not sanitized).
 cmake_minimum_required(VERSION 3.25)
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
@@ -12,7 +14,10 @@ function(run)
 endfunction()
 
 run(${CMAKE_COMMAND_PATH} --install ${BUILD_DIR} --prefix ${prefix})
-run(${CMAKE_COMMAND_PATH} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+# Same compiler as the producer; its sanitizer flags too when it was sanitized (CONSUMER_FLAGS).
+run(${CMAKE_COMMAND_PATH} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
+    -DCMAKE_CXX_COMPILER=${CONSUMER_CXX} -DCMAKE_C_COMPILER=${CONSUMER_C}
+    "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
 run(${CMAKE_COMMAND_PATH} --build ${WORK_DIR}/build)
 
 set(exe ${WORK_DIR}/build/consumer)

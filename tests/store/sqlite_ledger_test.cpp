@@ -1,6 +1,9 @@
-// sqlite_ledger_test.cpp — SqliteLedger: append/no-op/overwrite across kinds, heads, the
-// allowlist version, concurrency, persistence, and tampering of the file detected by
-// VerifyLedgerChain.
+// sqlite_ledger_test.cpp — the Ledger conformance suite, typed over the engines: append/no-op/
+// overwrite across kinds, heads, the allowlist version, concurrency, persistence, a newer schema,
+// and tampering of the stored rows detected by VerifyLedgerChain.
+//
+// Compiled into store_tests (SQLite) and, with CLAWGUARD_TEST_PG, into pg_tests where SQLite and
+// PostgreSQL run the same typed cases (a fresh database of the fixture cluster per test).
 #include "sqlite/sqlite_ledger.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +13,10 @@
 
 #include "sqlite/sqlite_db.h"
 #include "support/temp_dir.h"
+#ifdef CLAWGUARD_TEST_PG
+#include "pg/support/pg_test_db.h"
+#include "postgresql/pg_ledger.h"
+#endif
 
 namespace clawguard {
 namespace {
@@ -19,12 +26,12 @@ using testing::TempDir;
 const std::string kA(64, 'a'), kB(64, 'b'), kC(64, 'c');
 constexpr int64_t kT0 = 1764633600000;  // 2025-12-02T00:00:00Z
 
-class SqliteLedgerTest : public ::testing::Test {
- protected:
-  std::unique_ptr<SqliteLedger> OpenLedger() {
-    auto l = SqliteLedger::Open(path_, clock_);
-    EXPECT_TRUE(l.ok()) << l.error().ToString();
-    return std::move(l).value();
+// SqliteLedgerFactory: one database file in a temp dir.
+class SqliteLedgerFactory {
+ public:
+  Result<std::unique_ptr<Ledger>> Open(const Clock& clock) {
+    CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<SqliteLedger> l, SqliteLedger::Open(path_, clock));
+    return std::unique_ptr<Ledger>(std::move(l));
   }
   // Exec runs SQL on the file through a second connection, as an attacker with write access would.
   void Exec(const std::string& sql) {
@@ -32,13 +39,56 @@ class SqliteLedgerTest : public ::testing::Test {
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE((*db)->Exec(sql).ok()) << sql;
   }
+  std::string NewerSchemaSql() const { return "INSERT INTO ledger_schema_version (version) VALUES (99)"; }
+
+ private:
   TempDir dir_;
   std::string path_ = dir_.Sub("state.db");
+};
+
+#ifdef CLAWGUARD_TEST_PG
+// PgLedgerFactory: one fresh database; each Open has its own pool and the test's clock.
+class PgLedgerFactory {
+ public:
+  Result<std::unique_ptr<Ledger>> Open(const Clock& clock) {
+    pg::PgOptions options;
+    options.clock = &clock;
+    CLAWGUARD_ASSIGN_OR_RETURN(std::shared_ptr<pg::PgPool> pool, pg::PgPool::Create(db_.url(), options));
+    CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<pg::PgLedger> l, pg::PgLedger::Open(std::move(pool)));
+    return std::unique_ptr<Ledger>(std::move(l));
+  }
+  void Exec(const std::string& sql) { db_.Exec(sql); }
+  std::string NewerSchemaSql() const {
+    return "INSERT INTO clawguard_schema_version (version, applied_ms) VALUES (99, 0)";
+  }
+
+ private:
+  testing::PgTestDb db_;
+};
+#endif
+
+template <typename Factory>
+class SqliteLedgerTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Ledger> OpenLedger() {
+    auto l = factory_.Open(clock_);
+    EXPECT_TRUE(l.ok()) << l.error().ToString();
+    return l.ok() ? std::move(l).value() : nullptr;
+  }
+  void Exec(const std::string& sql) { factory_.Exec(sql); }
+  Factory factory_;
   FixedClock clock_{kT0};
 };
 
-TEST_F(SqliteLedgerTest, EmptyLedgerHasZeroHead) {
-  auto l = OpenLedger();
+#ifdef CLAWGUARD_TEST_PG
+using LedgerEngines = ::testing::Types<SqliteLedgerFactory, PgLedgerFactory>;
+#else
+using LedgerEngines = ::testing::Types<SqliteLedgerFactory>;
+#endif
+TYPED_TEST_SUITE(SqliteLedgerTest, LedgerEngines);
+
+TYPED_TEST(SqliteLedgerTest, EmptyLedgerHasZeroHead) {
+  auto l = this->OpenLedger();
   auto head = l->Head();
   ASSERT_TRUE(head.ok());
   EXPECT_EQ(head->count, 0);
@@ -47,14 +97,14 @@ TEST_F(SqliteLedgerTest, EmptyLedgerHasZeroHead) {
   EXPECT_FALSE(l->HighestAllowlistVersion().value().has_value());
 }
 
-TEST_F(SqliteLedgerTest, AppendsNoOpsAndRefusesOverwritesAcrossKinds) {
-  auto l = OpenLedger();
+TYPED_TEST(SqliteLedgerTest, AppendsNoOpsAndRefusesOverwritesAcrossKinds) {
+  auto l = this->OpenLedger();
   auto r1 = l->Record(LedgerKind::kRelease, "acme-orders", "1.4.2", kA);
   ASSERT_TRUE(r1.ok()) << r1.error().ToString();
   EXPECT_TRUE(r1->appended);
   EXPECT_EQ(r1->head.count, 1);
 
-  clock_.Advance(5000);
+  this->clock_.Advance(5000);
   auto again = l->Record(LedgerKind::kRelease, "acme-orders", "1.4.2", kA);
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(again->appended);
@@ -89,8 +139,8 @@ TEST_F(SqliteLedgerTest, AppendsNoOpsAndRefusesOverwritesAcrossKinds) {
   EXPECT_TRUE(VerifyLedgerChain(*rows, l->Head().value()).ok());
 }
 
-TEST_F(SqliteLedgerTest, RowsForOneNameAndHead) {
-  auto l = OpenLedger();
+TYPED_TEST(SqliteLedgerTest, RowsForOneNameAndHead) {
+  auto l = this->OpenLedger();
   ASSERT_TRUE(l->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kA).ok());
   ASSERT_TRUE(l->Record(LedgerKind::kRelease, "acme-stock", "1.0.0", kB).ok());
   ASSERT_TRUE(l->Record(LedgerKind::kDeploy, "acme-orders", "1.0.0", kA).ok());
@@ -107,8 +157,8 @@ TEST_F(SqliteLedgerTest, RowsForOneNameAndHead) {
   EXPECT_EQ(head->head, (*rows)[1].hash);
 }
 
-TEST_F(SqliteLedgerTest, AllowlistVersionIsNeverLowered) {
-  auto l = OpenLedger();
+TYPED_TEST(SqliteLedgerTest, AllowlistVersionIsNeverLowered) {
+  auto l = this->OpenLedger();
   ASSERT_TRUE(l->NoteAllowlistVersion(12).ok());
   EXPECT_EQ(l->HighestAllowlistVersion().value(), 12);
   ASSERT_TRUE(l->NoteAllowlistVersion(7).ok());
@@ -117,16 +167,16 @@ TEST_F(SqliteLedgerTest, AllowlistVersionIsNeverLowered) {
   EXPECT_EQ(l->HighestAllowlistVersion().value(), 13);
 }
 
-TEST_F(SqliteLedgerTest, ConcurrentRecordsOfOneVersionHaveExactlyOneWinner) {
-  auto shared = OpenLedger();
+TYPED_TEST(SqliteLedgerTest, ConcurrentRecordsOfOneVersionHaveExactlyOneWinner) {
+  auto shared = this->OpenLedger();
   for (bool separate_connections : {false, true}) {
     const std::string version = separate_connections ? "2.0.0" : "1.0.0";
     std::atomic<int> won{0}, overwritten{0}, other{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < 8; ++t) {
       threads.emplace_back([&, t] {
-        std::unique_ptr<SqliteLedger> own;
-        if (separate_connections) own = SqliteLedger::Open(path_, clock_).value();
+        std::unique_ptr<Ledger> own;
+        if (separate_connections) own = this->factory_.Open(this->clock_).value();
         Ledger& l = separate_connections ? *own : *shared;
         auto r = l.Record(LedgerKind::kRelease, "acme-orders", version, std::string(64, static_cast<char>('0' + t)));
         if (r.ok() && r->appended) {
@@ -148,16 +198,16 @@ TEST_F(SqliteLedgerTest, ConcurrentRecordsOfOneVersionHaveExactlyOneWinner) {
   EXPECT_TRUE(VerifyLedgerChain(*rows, std::nullopt).ok());
 }
 
-TEST_F(SqliteLedgerTest, ReopeningPreservesState) {
+TYPED_TEST(SqliteLedgerTest, ReopeningPreservesState) {
   LedgerCheckpoint head;
   {
-    auto l = OpenLedger();
+    auto l = this->OpenLedger();
     ASSERT_TRUE(l->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kA).ok());
     ASSERT_TRUE(l->Record(LedgerKind::kDeploy, "acme-orders", "1.0.0", kA).ok());
     ASSERT_TRUE(l->NoteAllowlistVersion(4).ok());
     head = l->Head().value();
   }
-  auto l = OpenLedger();
+  auto l = this->OpenLedger();
   EXPECT_EQ(l->Head()->head, head.head);
   EXPECT_EQ(l->Head()->count, 2);
   EXPECT_EQ(l->HighestAllowlistVersion().value(), 4);
@@ -165,72 +215,75 @@ TEST_F(SqliteLedgerTest, ReopeningPreservesState) {
   EXPECT_TRUE(VerifyLedgerChain(l->ReadAll().value(), head).ok());
 }
 
-TEST_F(SqliteLedgerTest, RefusesANewerSchema) {
-  { auto l = OpenLedger(); }
-  Exec("INSERT INTO ledger_schema_version (version) VALUES (99)");
-  auto l = SqliteLedger::Open(path_, clock_);
+TYPED_TEST(SqliteLedgerTest, RefusesANewerSchema) {
+  { auto l = this->OpenLedger(); }
+  this->Exec(this->factory_.NewerSchemaSql());
+  auto l = this->factory_.Open(this->clock_);
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.error().reason(), Reason::kStoreUnavailable);
   EXPECT_NE(l.error().message().find("99"), std::string::npos);
 }
 
-class SqliteLedgerTamperTest : public SqliteLedgerTest {
+template <typename Factory>
+class SqliteLedgerTamperTest : public SqliteLedgerTest<Factory> {
  protected:
   void SetUp() override {
-    auto l = OpenLedger();
+    auto l = this->OpenLedger();
     for (int i = 1; i <= 4; ++i) {
       ASSERT_TRUE(l->Record(LedgerKind::kRelease, "acme-orders", "1." + std::to_string(i) + ".0", kA).ok());
     }
     anchor_ = l->Head().value();
   }
+  // VerifyFile re-reads the stored rows through a fresh ledger and walks the chain.
   Status VerifyFile(const std::optional<LedgerCheckpoint>& anchor) {
-    auto l = OpenLedger();
+    auto l = this->OpenLedger();
     auto rows = l->ReadAll();
     if (!rows.ok()) return rows.error();
     return VerifyLedgerChain(*rows, anchor);
   }
   LedgerCheckpoint anchor_;
 };
+TYPED_TEST_SUITE(SqliteLedgerTamperTest, LedgerEngines);
 
-TEST_F(SqliteLedgerTamperTest, IntactFileVerifies) { EXPECT_TRUE(VerifyFile(anchor_).ok()); }
+TYPED_TEST(SqliteLedgerTamperTest, IntactFileVerifies) { EXPECT_TRUE(this->VerifyFile(this->anchor_).ok()); }
 
-TEST_F(SqliteLedgerTamperTest, DetectsAnEditedRow) {
-  Exec("UPDATE ledger SET sha256 = '" + kB + "' WHERE seq = 2");
-  const Status st = VerifyFile(std::nullopt);
+TYPED_TEST(SqliteLedgerTamperTest, DetectsAnEditedRow) {
+  this->Exec("UPDATE ledger SET sha256 = '" + kB + "' WHERE seq = 2");
+  const Status st = this->VerifyFile(std::nullopt);
   EXPECT_EQ(st.reason(), Reason::kLedgerTampered);
   EXPECT_NE(st.message().find("seq 2"), std::string::npos) << st.message();
 }
 
-TEST_F(SqliteLedgerTamperTest, DetectsADeletedTailWithAnAnchor) {
-  Exec("DELETE FROM ledger WHERE seq >= 3");
-  EXPECT_TRUE(VerifyFile(std::nullopt).ok());  // a cut-off tail is a valid shorter chain
-  const Status st = VerifyFile(anchor_);
+TYPED_TEST(SqliteLedgerTamperTest, DetectsADeletedTailWithAnAnchor) {
+  this->Exec("DELETE FROM ledger WHERE seq >= 3");
+  EXPECT_TRUE(this->VerifyFile(std::nullopt).ok());  // a cut-off tail is a valid shorter chain
+  const Status st = this->VerifyFile(this->anchor_);
   EXPECT_EQ(st.reason(), Reason::kLedgerTampered);
   EXPECT_NE(st.message().find("seq 3"), std::string::npos) << st.message();
 }
 
-TEST_F(SqliteLedgerTamperTest, DetectsAConsistentlyRehashedLedgerWithAnAnchor) {
-  Exec("UPDATE ledger SET sha256 = '" + kB + "' WHERE seq = 2");
+TYPED_TEST(SqliteLedgerTamperTest, DetectsAConsistentlyRehashedLedgerWithAnAnchor) {
+  this->Exec("UPDATE ledger SET sha256 = '" + kB + "' WHERE seq = 2");
   {
-    auto rows = OpenLedger()->ReadAll().value();
+    auto rows = this->OpenLedger()->ReadAll().value();
     std::string prev(64, '0');
     for (auto& r : rows) {
       r.prev_hash = prev;
       r.hash = LedgerRowHash(r);
       prev = r.hash;
-      Exec("UPDATE ledger SET prev_hash = '" + r.prev_hash + "', hash = '" + r.hash +
-           "' WHERE seq = " + std::to_string(r.seq));
+      this->Exec("UPDATE ledger SET prev_hash = '" + r.prev_hash + "', hash = '" + r.hash +
+                 "' WHERE seq = " + std::to_string(r.seq));
     }
   }
-  EXPECT_TRUE(VerifyFile(std::nullopt).ok());  // without an anchor nothing can tell
-  const Status st = VerifyFile(anchor_);
+  EXPECT_TRUE(this->VerifyFile(std::nullopt).ok());  // without an anchor nothing can tell
+  const Status st = this->VerifyFile(this->anchor_);
   EXPECT_EQ(st.reason(), Reason::kLedgerTampered);
   EXPECT_NE(st.message().find("seq 4"), std::string::npos) << st.message();
 }
 
-TEST_F(SqliteLedgerTamperTest, UnknownKindIsTampering) {
-  Exec("UPDATE ledger SET kind = 'rogue' WHERE seq = 1");
-  EXPECT_EQ(OpenLedger()->ReadAll().error().reason(), Reason::kLedgerTampered);
+TYPED_TEST(SqliteLedgerTamperTest, UnknownKindIsTampering) {
+  this->Exec("UPDATE ledger SET kind = 'rogue' WHERE seq = 1");
+  EXPECT_EQ(this->OpenLedger()->ReadAll().error().reason(), Reason::kLedgerTampered);
 }
 
 }  // namespace

@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# bench/host_bench.sh — the host benchmark (called by ci/bench). Prints a markdown table.
+#
+#   bench/host_bench.sh [--build DIR] [--duration 10] [--threads 2] [--connections 32]
+#                       [--workers 4] [--first-max 12000] [--no-strace]
+#
+# The host (`clawguard host`, SQLite store, the signed acme-orders plugin) with nginx as the ERP
+# (answers 200 '{}' to every POST, so the host is what is measured), and wrk on the same machine:
+#   (b) first-time deliveries: distinct pre-signed requests (`clawguard-webhook gen`), each sent
+#       once (bench/webhook_requests.lua "once"); each one is claimed, runs the plugin, makes two
+#       ERP calls (fulfil, adjust) through the outbox, and is stored durably before its answer;
+#   (a) replays of completed keys: the deliveries (b) completed, cycled ("cycle");
+#   (c) nginx serving a static 200 to the same request bytes (the reference).
+# Also the disk's floor: fdatasync'd 4 KiB appends per second from one thread (durable first-time
+# deliveries cannot beat it by more than the group commit allows). Then, unless --no-strace (or
+# strace is missing), the host's fsync/fdatasync calls per first-time delivery during a short
+# extra run (strace -c -f; strace slows the host, so that run only counts calls).
+# Targets: (a) ≥ 0.5 × (c) req/s; (b) ≥ 5,000/s with p99 < 20 ms.
+# Needs nginx, wrk (ci/setup-deps --with-bench), SoftHSM2, openssl, python3; strace if present.
+# --first-max is the most first-time deliveries per second the generated file can feed for
+# --duration seconds (a run that exhausts it is reported invalid).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+build="${CLAWGUARD_BENCH_BUILD:-$repo/build/bench}" duration=10 threads=2 connections=32 workers=4 first_max=12000 use_strace=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build="$2"; shift 2 ;;
+    --duration) duration="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --connections) connections="$2"; shift 2 ;;
+    --workers) workers="$2"; shift 2 ;;
+    --first-max) first_max="$2"; shift 2 ;;
+    --no-strace) use_strace=0; shift ;;
+    *) echo "bench/host_bench.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+case "$build" in /*) ;; *) build="$PWD/$build" ;; esac
+cg="${CLAWGUARD_BIN:-$build/cli/clawguard}"
+hook="$build/tools/clawguard-webhook"
+stage="$build/examples/acme-orders/stage"
+module="${CLAWGUARD_PKCS11_MODULE:-/usr/lib/softhsm/libsofthsm2.so}"
+for f in "$cg" "$hook"; do [ -x "$f" ] || { echo "bench/host_bench.sh: missing $f (build clawguard and clawguard-webhook)" >&2; exit 2; }; done
+[ -f "$stage/manifest.yaml" ] || { echo "bench/host_bench.sh: missing $stage (build acme_orders_stage)" >&2; exit 2; }
+for t in nginx wrk python3 openssl softhsm2-util; do
+  command -v "$t" >/dev/null || { echo "bench/host_bench.sh: needs $t (ci/setup-deps --with-bench)" >&2; exit 2; }
+done
+[ "$use_strace" = 1 ] && ! command -v strace >/dev/null && use_strace=0
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/cg-host-bench.XXXXXX")"
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$work"
+json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# --- a throwaway token, key, PKI; pack and sign the example plugin ----------------------------
+pin="bench-pin-$$"
+mkdir -p tokens
+printf 'directories.tokendir = %s/tokens\nobjectstore.backend = file\nlog.level = ERROR\n' "$work" >softhsm2.conf
+export SOFTHSM2_CONF="$work/softhsm2.conf"
+softhsm2-util --init-token --free --label bench --pin "$pin" --so-pin "so-$pin" >/dev/null
+export BENCH_PIN="$pin"
+uri="$("$cg" keys generate --module "$module" --token bench --label bench-key --pin-source env:BENCH_PIN --json |
+       sed -n 's/.*"uri":"\([^"]*\)".*/\1/p')"
+export BENCH_PIN="$pin"
+"$repo/ci/make-test-pki" --out pki >/dev/null
+"$cg" keys csr --module "$module" --key "$uri" --pin-source env:BENCH_PIN --subject "/O=acme/CN=acme release" --out rel.csr 2>/dev/null
+"$repo/ci/make-test-pki" --out pki --csr rel.csr --leaf release >/dev/null
+"$cg" pack --manifest "$stage/manifest.yaml" --out plugins >/dev/null
+pkg=plugins/acme-orders-1.4.2.claw
+export BENCH_PIN="$pin"
+"$cg" sign --module "$module" --key "$uri" --pin-source env:BENCH_PIN --chain pki/release-chain.pem --no-ledger "$pkg" >/dev/null
+root_pin=$(openssl x509 -in pki/root.pem -outform DER | sha256sum | cut -d' ' -f1)
+cat >trust.yaml <<YAML
+schema: clawguard/trust/v1
+mode: enforce
+roots:
+  - file: pki/root.pem
+    sha256: $root_pin
+require_eku: codeSigning
+publishers:
+  acme: ["acme-*"]
+threshold: 1
+revoked: { certificates: [], keys: [], crls: [] }
+allowlist_signer: null
+rollback: refuse
+limits: { max_package: 16MiB, max_unpacked: 64MiB, max_entries: 8, max_ratio: 100 }
+elf: { allowed_needed: [libc.so.6] }
+YAML
+printf 'schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2099-12-31T00:00:00Z\nplugins:\n  - { name: acme-orders, version: 1.4.2, sha256: %s }\n' \
+  "$(sha256sum "$pkg" | cut -d' ' -f1)" >allowlist.yaml
+
+# --- nginx: the ERP for the host, and the reference (c) ---------------------------------------
+nginx_port=$(free_port)
+mkdir -p nginx-tmp
+cat >nginx.conf <<NGINX
+daemon off;
+worker_processes auto;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx-tmp/body;
+  proxy_temp_path $work/nginx-tmp/proxy;
+  fastcgi_temp_path $work/nginx-tmp/fastcgi;
+  uwsgi_temp_path $work/nginx-tmp/uwsgi;
+  scgi_temp_path $work/nginx-tmp/scgi;
+  keepalive_requests 10000000;
+  server {
+    listen 127.0.0.1:$nginx_port;
+    location / { default_type application/json; return 200 '{}'; }
+  }
+}
+NGINX
+nginx -p "$work" -c "$work/nginx.conf" &
+pids+=($!)
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$nginx_port/" && break; sleep 0.05; done
+
+# --- the host ----------------------------------------------------------------------------------
+export BENCH_ADMIN_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export BENCH_WHSEC="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
+export BENCH_ERP_AUTH="Bearer bench-erp-token"
+cat >host.yaml <<YAML
+schema: clawguard/host/v1
+listen: { address: 127.0.0.1:0, tls: null, max_body: 1MiB, max_headers: 16KiB, workers: $workers }
+admin: { address: 127.0.0.1:0, token: env:BENCH_ADMIN_TOKEN, tls: null }
+store: sqlite:state/state.db
+plugins: { dir: plugins, trust: trust.yaml, allowlist: allowlist.yaml, handler_timeout: 5s }
+webhooks:
+  tolerance: 300s
+  clock_skew: 5m
+  platform_retry: { schedule: [1m, 2m, 4m, 8m, 16m] }
+  routes:
+    acme-orders/order.created: { current: env:BENCH_WHSEC }
+  rate_limit: { per_plugin: 1000000/s, burst: 1000000 }
+idempotency: { retention: 24h, lease: 30s, tombstones: 30d, intent_expiry: 24h }
+erp:
+  base_url: http://127.0.0.1:$nginx_port
+  timeout: 5s
+  ca: pki/root.pem
+  auth: env:BENCH_ERP_AUTH
+  retry: { base: 1s, max: 1m, attempts: 3, jitter: 20%, floor_429: 60s }
+breaker:
+  key: { failures: 3, window: 5s, cooldown: 30s }
+  erp: { failures: 1000, window: 30s, cooldown: 60s, half_open_probes: 1 }
+log: { audit: audit.jsonl, redact: [token] }
+YAML
+"$cg" host --config host.yaml >host.out 2>host.err &
+host_pid=$!
+pids+=("$host_pid")
+for _ in $(seq 300); do [ -s host.out ] && break; kill -0 "$host_pid" 2>/dev/null || break; sleep 0.1; done
+[ -s host.out ] || { echo "bench/host_bench.sh: the host did not start:" >&2; cat host.err >&2; exit 2; }
+main=$(head -1 host.out | json 'd["main"]')
+path=/webhooks/acme-orders/order.created
+
+# --- requests ----------------------------------------------------------------------------------
+gen() { "$hook" gen "$1" --secret-env BENCH_WHSEC --template "$here/host_event_template.json" --id-prefix "$2" --out "$3" >/dev/null; }
+gen 3000 msg_warm_ warm.tsv
+gen $((first_max * duration)) msg_first_ first.tsv
+lua="$here/webhook_requests.lua"
+# run_wrk DURATION URL FILE MODE [LIMIT]: one wrk run; prints the script's JSON line.
+run_wrk() {
+  wrk -t "$threads" -c "$connections" -d "${1}s" -s "$lua" "$2" -- "$3" "$threads" "$4" "${5:-0}" | grep '^{'
+}
+
+run_wrk 3 "http://$main$path" warm.tsv once >/dev/null                 # warm-up (first-time)
+run_wrk 3 "http://127.0.0.1:$nginx_port$path" first.tsv cycle >/dev/null  # warm-up nginx
+first=$(run_wrk "$duration" "http://$main$path" first.tsv once)
+min_used=$(echo "$first" | json 'min(int(u) for u in d["used"])')
+limit=$(( min_used - connections ))
+[ "$limit" -gt 0 ] || { echo "bench/host_bench.sh: too few first-time deliveries completed for the replay run: $first" >&2; exit 1; }
+replay=$(run_wrk "$duration" "http://$main$path" first.tsv cycle "$limit")
+nginx_run=$(run_wrk "$duration" "http://127.0.0.1:$nginx_port$path" first.tsv cycle "$limit")
+
+# Spot check: a replay is answered from the store with the first answer.
+export BENCH_WHSEC
+one=$(head -1 first.tsv)
+IFS=$'\t' read -r one_id _ _ one_body <<<"$one"
+printf '%s' "$one_body" >one.json
+spot=$("$hook" send --url "http://$main$path" --secret-env BENCH_WHSEC --id "$one_id" --body one.json)
+
+# --- fsyncs per first-time delivery ------------------------------------------------------------
+fsync_line=""
+if [ "$use_strace" = 1 ]; then
+  gen 20000 msg_strace_ strace.tsv
+  strace -c -f -e trace=fsync,fdatasync -o strace.txt -p "$host_pid" 2>/dev/null &
+  strace_pid=$!
+  sleep 1
+  traced=$(run_wrk 5 "http://$main$path" strace.tsv once)
+  kill -INT "$strace_pid"; wait "$strace_pid" 2>/dev/null || true
+  calls=$(awk '$NF=="fsync" || $NF=="fdatasync" {s += $4} END {print s+0}' strace.txt)
+  delivered=$(echo "$traced" | json 'd["requests"] - d["non2xx"]')
+  if [ "$delivered" -gt 0 ]; then
+    fsync_line="fsync + fdatasync calls of the host per first-time delivery (strace -c -f, a separate 5 s run of $delivered deliveries): $(echo "$calls $delivered" | awk '{printf "%.2f", $1/$2}') ($calls calls)."
+  fi
+fi
+
+# --- the disk's floor: fdatasync'd 4 KiB appends per second, one thread, in the work directory ---
+disk_rate=$(python3 - "$work" <<'PY'
+import os, sys, time
+path = os.path.join(sys.argv[1], "fsync-probe")
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+n, start = 0, time.monotonic()
+while time.monotonic() - start < 2.0:
+    os.write(fd, b"x" * 4096)
+    os.fdatasync(fd)
+    n += 1
+print(f"{n / (time.monotonic() - start):.0f}")
+os.close(fd)
+os.unlink(path)
+PY
+)
+
+# --- the table ---------------------------------------------------------------------------------
+python3 - "$first" "$replay" "$nginx_run" "$spot" "$threads" "$connections" "$duration" "$workers" "$fsync_line" "$disk_rate" <<'PY'
+import json, os, sys, datetime
+first, replay, nginx, spot = (json.loads(a) for a in sys.argv[1:5])
+threads, conns, duration, workers, fsync_line, disk_rate = sys.argv[5:11]
+load = open("/proc/loadavg").read().split()[:3]
+def row(name, r, ref):
+    return f"| {name} | {r['rps']:.0f} | {r['p50_ms']:.2f} ms | {r['p99_ms']:.2f} ms | {r['rps'] / ref['rps']:.2f}× |"
+print(f"### Host (acme-orders on SQLite, ERP = nginx; wrk -t{threads} -c{conns} -d{duration}s; host workers {workers}; "
+      f"{os.cpu_count()} cores shared by wrk, host and nginx; {datetime.date.today().isoformat()}; load average {', '.join(load)})")
+print()
+print("| what | req/s | p50 | p99 | vs nginx |")
+print("| --- | ---: | ---: | ---: | ---: |")
+print(row("(a) replays of completed keys (stored answer, `Idempotent-Replayed: true`)", replay, nginx))
+print(row("(b) first-time deliveries (claim, plugin, 2 ERP calls via the outbox, durable before the answer)", first, nginx))
+print(row("(c) nginx, static 200 to the same requests", nginx, nginx))
+print()
+bad = []
+for name, r in (("replay", replay), ("first-time", first), ("nginx", nginx)):
+    if r["non2xx"] or r["socket_errors"]:
+        bad.append(f"{name}: {r['non2xx']} non-2xx, {r['socket_errors']} socket errors")
+if first["exhausted"]:
+    bad.append("first-time: the generated requests ran out (raise --first-max)")
+if not spot.get("replayed") or spot.get("status") != 200:
+    bad.append(f"spot check of a replay: {spot}")
+print("Validity: " + ("every answer 2xx, no socket errors; a replay spot-checked (200, Idempotent-Replayed)." if not bad else "INVALID — " + "; ".join(bad)))
+met = lambda ok: "met" if ok else "MISSED"
+ratio = replay["rps"] / nginx["rps"]
+print(f"Targets: replay ≥ 0.5 × nginx: {met(ratio >= 0.5)} ({ratio:.2f}×); "
+      f"first-time ≥ 5,000/s: {met(first['rps'] >= 5000)} ({first['rps'] / 5000:.2f}× of target); "
+      f"first-time p99 < 20 ms: {met(first['p99_ms'] < 20)} ({first['p99_ms']:.1f} ms).")
+if fsync_line:
+    print(fsync_line)
+print(f"The disk's floor in the same run: {disk_rate} fdatasync'd 4 KiB appends/s from one thread "
+      f"(first-time deliveries ran at {first['rps'] / max(1, int(disk_rate)):.2f} deliveries per such fsync).")
+PY

@@ -1,0 +1,353 @@
+// json_log.cpp — structured JSON log lines with redaction (see json_log.h).
+#include "host/json_log.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include "clawguard/encoding.h"
+
+namespace clawguard::host {
+namespace {
+
+char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), Lower);
+  return out;
+}
+bool IsAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+bool IsB64(char c) { return IsAlnum(c) || c == '+' || c == '/' || c == '=' || c == '-' || c == '_'; }
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+// IsValueEnd ends a credential-looking token: whitespace, quotes, separators of lists and queries.
+bool IsValueEnd(char c) { return IsSpace(c) || c == '"' || c == '\'' || c == ',' || c == ';' || c == '&' || c == '>'; }
+
+// Words of a field name that mark it secret, and substrings that do wherever they appear.
+constexpr std::string_view kSecretWords[] = {"pin", "auth", "pwd", "pass", "secret", "secrets", "password",
+                                             "passwd", "token", "authorization", "cookie", "credential",
+                                             "credentials", "signature", "apikey"};
+constexpr std::string_view kSecretSubstrings[] = {"secret", "password", "passwd", "token", "credential",
+                                                  "authoriz", "apikey", "api_key", "api-key", "private_key",
+                                                  "privatekey", "cookie", "signature", "hmac_key", "signing_key",
+                                                  "key_material", "pin-value", "pin_value"};
+// Names that contain a secret word but name public values.
+constexpr std::string_view kPublicNames[] = {"fencing_token"};
+
+// Value-shape prefixes whose following token is replaced (matched case-insensitively).
+struct ShapeRule {
+  std::string_view prefix;
+  bool needs_boundary;  // the prefix must not follow an alphanumeric character
+  bool base64_only;     // the token is base64 characters (else: up to IsValueEnd)
+};
+constexpr ShapeRule kShapeRules[] = {
+    {"whsec_", false, true},     {"bearer ", true, false},   {"basic ", true, false},
+    {"v1,", true, true},         {"v1a,", true, true},       {"password=", false, false},
+    {"passwd=", false, false},   {"pwd=", true, false},      {"pin-value=", false, false},
+    {"secret=", false, false},   {"token=", false, false},   {"sslpassword=", false, false},
+};
+
+// UrlUserInfoEnd: for "scheme://user:pw@host…" starting at |i| (just after "://"), the index of
+// the '@' that ends a user info holding a password, or npos.
+std::size_t UrlPasswordAt(std::string_view s, std::size_t i, std::size_t* colon) {
+  std::size_t end = i;
+  while (end < s.size() && !IsSpace(s[end]) && s[end] != '/' && s[end] != '?' && s[end] != '#' && s[end] != '"') ++end;
+  const std::size_t at = s.substr(i, end - i).rfind('@');
+  if (at == std::string_view::npos) return std::string_view::npos;
+  const std::size_t c = s.substr(i, at).find(':');
+  if (c == std::string_view::npos) return std::string_view::npos;
+  *colon = i + c;
+  return i + at;
+}
+
+// JwtLength returns the length of a JWT-shaped token at |i| ("eyJ" base64url '.' base64url '.'
+// base64url), or 0.
+std::size_t JwtLength(std::string_view s, std::size_t i) {
+  if (s.substr(i, 3) != "eyJ" || (i > 0 && IsAlnum(s[i - 1]))) return 0;
+  std::size_t j = i;
+  int dots = 0;
+  while (j < s.size() && (IsAlnum(s[j]) || s[j] == '-' || s[j] == '_' || s[j] == '.')) {
+    dots += s[j] == '.' ? 1 : 0;
+    ++j;
+  }
+  return dots >= 2 ? j - i : 0;
+}
+
+std::string RedactShapes(std::string_view s) {
+  const std::string lower = ToLower(s);
+  std::string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    bool matched = false;
+    for (const ShapeRule& rule : kShapeRules) {
+      if (lower.compare(i, rule.prefix.size(), rule.prefix) != 0) continue;
+      if (rule.needs_boundary && i > 0 && IsAlnum(s[i - 1])) continue;
+      std::size_t j = i + rule.prefix.size();
+      while (j < s.size() && IsSpace(s[j]) && !rule.base64_only) ++j;
+      const std::size_t token = j;
+      while (j < s.size() && (rule.base64_only ? IsB64(s[j]) : !IsValueEnd(s[j]))) ++j;
+      if (j == token) continue;
+      out.append(s.substr(i, rule.prefix.size()));
+      out.append(kRedacted);
+      i = j;
+      matched = true;
+      break;
+    }
+    if (matched) continue;
+    if (lower.compare(i, 3, "://") == 0) {
+      std::size_t colon = 0;
+      const std::size_t at = UrlPasswordAt(s, i + 3, &colon);
+      if (at != std::string_view::npos) {
+        out.append(s.substr(i, colon + 1 - i));
+        out.append("***");
+        i = at;  // keep '@host…'
+        continue;
+      }
+    }
+    if (const std::size_t jwt = JwtLength(s, i); jwt != 0) {
+      out.append(kRedacted);
+      i += jwt;
+      continue;
+    }
+    out.push_back(s[i++]);
+  }
+  return out;
+}
+
+// AppendJsonString appends |s| as a JSON string: valid UTF-8 is kept, control characters are
+// \u-escaped, and each invalid byte becomes U+FFFD.
+void AppendJsonString(std::string& out, std::string_view s) {
+  out.push_back('"');
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c == '"') out += "\\\"";
+      else if (c == '\\') out += "\\\\";
+      else if (c == '\n') out += "\\n";
+      else if (c == '\r') out += "\\r";
+      else if (c == '\t') out += "\\t";
+      else if (c < 0x20 || c == 0x7f) {
+        char buf[8];
+        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+        out += buf;
+      } else {
+        out.push_back(static_cast<char>(c));
+      }
+      ++i;
+      continue;
+    }
+    std::size_t len = (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3 : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
+    bool ok = len != 0 && i + len <= s.size();
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    if (ok && len == 3) {
+      const auto c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);  // overlong, surrogates
+    }
+    if (ok && len == 4) {
+      const auto c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
+    }
+    if (ok) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += "\\ufffd";
+      ++i;
+    }
+  }
+  out.push_back('"');
+}
+
+std::string TimeStamp(int64_t ms) {
+  std::string t = FormatRfc3339Utc(ms / 1000 - (ms % 1000 < 0 ? 1 : 0));
+  const int64_t frac = ((ms % 1000) + 1000) % 1000;
+  char buf[8];
+  std::snprintf(buf, sizeof(buf), ".%03d", static_cast<int>(frac));
+  t.insert(t.size() - 1, buf);  // before the 'Z'
+  return t;
+}
+
+}  // namespace
+
+std::string_view LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarn: return "warn";
+    case LogLevel::kError: return "error";
+  }
+  return "error";
+}
+
+LogSink StderrLogSink() {
+  return [](std::string_view line) {
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+  };
+}
+
+JsonLogger::JsonLogger(Options options, LogSink sink, const Clock& clock)
+    : min_level_(options.min_level), sink_(std::move(sink)), clock_(clock) {
+  for (const auto& r : options.redact) redact_.push_back(ToLower(r));
+  for (auto& s : options.known_secrets) {
+    secrets_.emplace_back(Base64Encode(InsecureSecretAccess::View(s)));
+    secrets_.push_back(std::move(s));
+  }
+  // Longest first, so a secret that contains another is scrubbed whole.
+  std::sort(secrets_.begin(), secrets_.end(), [](const SecretBytes& a, const SecretBytes& b) { return a.size() > b.size(); });
+}
+
+Result<std::unique_ptr<JsonLogger>> JsonLogger::Create(Options options, LogSink sink, const Clock& clock) {
+  if (!sink) return Status(Reason::kConfigInvalid, "log: a sink is required");
+  if (options.redact.size() > kMaxRedactEntries) {
+    return Status(Reason::kConfigInvalid, "log.redact: " + std::to_string(options.redact.size()) +
+                                              " entries, at most " + std::to_string(kMaxRedactEntries));
+  }
+  for (const auto& r : options.redact) {
+    if (r.empty()) return Status(Reason::kConfigInvalid, "log.redact: an entry is empty (it would match every field)");
+  }
+  for (const auto& s : options.known_secrets) {
+    if (s.size() < kMinKnownSecretBytes) {
+      return Status(Reason::kConfigInvalid, "log: a secret to scrub is shorter than " +
+                                                std::to_string(kMinKnownSecretBytes) + " bytes");
+    }
+  }
+  return std::unique_ptr<JsonLogger>(new JsonLogger(std::move(options), std::move(sink), clock));
+}
+
+bool JsonLogger::IsSecretName(std::string_view name) const {
+  const std::string lower = ToLower(name);
+  for (std::string_view p : kPublicNames) {
+    if (lower == p) return false;
+  }
+  for (std::string_view s : kSecretSubstrings) {
+    if (lower.find(s) != std::string::npos) return true;
+  }
+  for (const auto& r : redact_) {
+    if (lower.find(r) != std::string::npos) return true;
+  }
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= lower.size(); ++i) {
+    if (i == lower.size() || lower[i] == '-' || lower[i] == '_' || lower[i] == '.' || lower[i] == ' ') {
+      const std::string_view word = std::string_view(lower).substr(start, i - start);
+      for (std::string_view w : kSecretWords) {
+        if (word == w) return true;
+      }
+      start = i + 1;
+    }
+  }
+  return false;
+}
+
+std::string JsonLogger::RedactText(std::string_view text) const {
+  std::string s(text);
+  for (const auto& secret : secrets_) {
+    const std::string_view raw = InsecureSecretAccess::View(secret);
+    for (std::size_t at = s.find(raw); at != std::string::npos; at = s.find(raw, at + kRedacted.size())) {
+      s.replace(at, raw.size(), kRedacted);
+    }
+  }
+  return RedactShapes(s);
+}
+
+void JsonLogger::AppendText(std::string& out, std::string_view text) const {
+  std::string clean = RedactText(text);
+  if (clean.size() > kMaxLogValueBytes) {
+    clean.resize(kMaxLogValueBytes);
+    clean += "...[truncated]";
+  }
+  AppendJsonString(out, clean);
+}
+
+void JsonLogger::AppendValue(std::string& out, std::string_view name, const LogValue& v) const {
+  if (v.kind_ == LogValue::Kind::kSecret || (IsSecretName(name) && v.kind_ != LogValue::Kind::kNull)) {
+    AppendJsonString(out, kRedacted);
+    return;
+  }
+  switch (v.kind_) {
+    case LogValue::Kind::kText: AppendText(out, v.text_); return;
+    case LogValue::Kind::kInt: out += std::to_string(v.int_); return;
+    case LogValue::Kind::kUint: out += std::to_string(v.uint_); return;
+    case LogValue::Kind::kBool: out += v.int_ != 0 ? "true" : "false"; return;
+    case LogValue::Kind::kNull: out += "null"; return;
+    case LogValue::Kind::kDouble: {
+      if (!std::isfinite(v.double_)) {
+        out += "null";
+        return;
+      }
+      char buf[64];
+      auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v.double_);
+      out += ec == std::errc() ? std::string(buf, end) : "null";
+      return;
+    }
+    case LogValue::Kind::kHeaders: {
+      out.push_back('{');
+      std::size_t n = 0;
+      for (const auto& [hname, hvalue] : *v.headers_) {
+        if (n++ == kMaxLogFields) break;
+        if (n > 1) out.push_back(',');
+        AppendText(out, hname);
+        out.push_back(':');
+        AppendValue(out, hname, LogValue(hvalue));
+      }
+      out.push_back('}');
+      return;
+    }
+    case LogValue::Kind::kStatus:
+      out += "{\"reason\":";
+      AppendJsonString(out, ReasonName(v.status_->reason()));
+      out += ",\"message\":";
+      AppendText(out, v.status_->message());
+      out.push_back('}');
+      return;
+    case LogValue::Kind::kSecret: break;  // handled above
+  }
+  AppendJsonString(out, kRedacted);
+}
+
+std::string JsonLogger::RenderFields(LogLevel level, std::string_view event, const LogField* begin,
+                                     const LogField* end) const {
+  std::string out = "{\"time\":";
+  AppendJsonString(out, TimeStamp(clock_.NowMillis()));
+  out += ",\"level\":";
+  AppendJsonString(out, LogLevelName(level));
+  out += ",\"event\":";
+  AppendText(out, event);
+  out += ",\"fields\":{";
+  std::size_t n = 0;
+  for (const LogField* f = begin; f != end; ++f) {
+    if (n++ == kMaxLogFields) break;
+    if (n > 1) out.push_back(',');
+    AppendText(out, f->name);
+    out.push_back(':');
+    AppendValue(out, f->name, f->value);
+  }
+  out += "}}\n";
+  return out;
+}
+
+std::string JsonLogger::Render(LogLevel level, std::string_view event, std::initializer_list<LogField> fields) const {
+  return RenderFields(level, event, fields.begin(), fields.end());
+}
+
+void JsonLogger::Write(const std::string& line) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  sink_(line);
+}
+
+void JsonLogger::Log(LogLevel level, std::string_view event, std::initializer_list<LogField> fields) const {
+  if (level < min_level_) return;
+  Write(Render(level, event, fields));
+}
+
+void JsonLogger::LogStatus(LogLevel level, std::string_view event, const Status& status,
+                           std::initializer_list<LogField> fields) const {
+  if (level < min_level_) return;
+  std::vector<LogField> all(fields);
+  all.push_back({"error", LogValue(status)});
+  Write(RenderFields(level, event, all.data(), all.data() + all.size()));
+}
+
+}  // namespace clawguard::host

@@ -1,0 +1,114 @@
+// pg_schema.cpp — the migrations (never edit a released one; append a new version instead).
+#include "postgresql/pg_schema.h"
+
+#include <iterator>
+#include <string>
+
+#include "postgresql/pg_conn.h"
+
+namespace clawguard::pg {
+namespace {
+
+// A constant key for pg_advisory_xact_lock ("cg" schema migrations).
+constexpr char kLockSql[] = "SELECT pg_advisory_xact_lock(7166630000000001)";
+
+// kMigrations[i] brings the schema from version i to i + 1. Free-form bytes that come from
+// outside (bodies, header values, content types) are bytea: a webhook or ERP may send bytes
+// that are not UTF-8, which a text column refuses. Keys are compared bytewise (COLLATE "C").
+constexpr const char* kMigrations[] = {
+    R"sql(
+CREATE OR REPLACE FUNCTION cg_now_ms() RETURNS bigint LANGUAGE sql VOLATILE
+  AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
+CREATE TABLE idem_records (
+  key               text COLLATE "C" PRIMARY KEY,
+  plugin            text    NOT NULL,
+  route             text    NOT NULL,
+  level             integer NOT NULL,
+  fingerprint       text    NOT NULL,
+  state             text    NOT NULL CHECK (state IN ('in_progress', 'completed')),
+  lease_until_ms    bigint  NOT NULL,
+  fencing_token     bigint  NOT NULL,
+  status            integer NOT NULL DEFAULT 0,
+  content_type      bytea   NOT NULL DEFAULT ''::bytea,
+  body              bytea   NOT NULL DEFAULT ''::bytea,
+  created_ms        bigint  NOT NULL,
+  updated_ms        bigint  NOT NULL,
+  webhook_id        bytea   NOT NULL DEFAULT ''::bytea,
+  x_idempotency_key bytea   NOT NULL DEFAULT ''::bytea
+);
+CREATE TABLE idem_generation (
+  id         integer PRIMARY KEY CHECK (id = 1),
+  generation bigint  NOT NULL
+);
+INSERT INTO idem_generation (id, generation) VALUES (1, 0);
+CREATE TABLE outbox_rows (
+  event_key       text COLLATE "C" NOT NULL,
+  call_index      bigint  NOT NULL,
+  fencing_token   bigint  NOT NULL,
+  method          text    NOT NULL,
+  path            text    NOT NULL,
+  body            bytea   NOT NULL,
+  body_sha256     text    NOT NULL,
+  state           text    NOT NULL CHECK (state IN ('pending', 'sent', 'answered', 'dead', 'held')),
+  reply_status    integer NOT NULL DEFAULT 0,
+  reply_body      bytea   NOT NULL DEFAULT ''::bytea,
+  attempts        bigint  NOT NULL DEFAULT 0,
+  next_attempt_ms bigint  NOT NULL DEFAULT 0,
+  idempotency_key text    NOT NULL,
+  PRIMARY KEY (event_key, call_index)
+);
+CREATE INDEX outbox_rows_due ON outbox_rows (next_attempt_ms) WHERE state IN ('pending', 'sent');
+CREATE TABLE ledger (
+  seq       bigint PRIMARY KEY,
+  kind      text   NOT NULL,
+  name      text   NOT NULL,
+  version   text   NOT NULL,
+  sha256    text   NOT NULL,
+  time      bigint NOT NULL,
+  prev_hash text   NOT NULL,
+  hash      text   NOT NULL,
+  UNIQUE (kind, name, version)
+);
+CREATE INDEX ledger_by_name ON ledger (name, version);
+CREATE TABLE ledger_meta (key text PRIMARY KEY, value bigint NOT NULL);
+INSERT INTO ledger_meta (key, value) VALUES ('chain_lock', 0);
+)sql",
+};
+static_assert(std::size(kMigrations) == kPgSchemaVersion);
+
+}  // namespace
+
+Result<MigrationReport> MigrateSchema(PgPool& pool) {
+  CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease lease, pool.Acquire());
+  CLAWGUARD_ASSIGN_OR_RETURN(PgTx tx, PgTx::Begin(lease));
+  CLAWGUARD_ASSIGN_OR_RETURN(PgResult locked, lease.Exec("schema lock", kLockSql));
+  (void)locked;
+  CLAWGUARD_RETURN_IF_ERROR(lease.ExecScript(
+      "schema version table", "CREATE TABLE IF NOT EXISTS clawguard_schema_version (version bigint PRIMARY KEY, "
+                              "applied_ms bigint NOT NULL)"));
+  CLAWGUARD_ASSIGN_OR_RETURN(PgResult cur,
+                             lease.Exec("schema version", "SELECT COALESCE(MAX(version), 0) FROM clawguard_schema_version"));
+  MigrationReport report;
+  report.from = cur.Int(0, 0);
+  if (report.from > kPgSchemaVersion) {
+    return pool.Unavailable("schema check", "the database holds schema version " + std::to_string(report.from) +
+                                                ", newer than this build's " + std::to_string(kPgSchemaVersion) +
+                                                ": upgrade clawguard");
+  }
+  for (int64_t v = report.from; v < kPgSchemaVersion; ++v) {
+    CLAWGUARD_RETURN_IF_ERROR(lease.ExecScript("migration to schema version " + std::to_string(v + 1),
+                                               kMigrations[v]));
+    CLAWGUARD_ASSIGN_OR_RETURN(
+        PgResult ins, lease.Exec("schema version row",
+                                 "INSERT INTO clawguard_schema_version (version, applied_ms) "
+                                 "VALUES ($1::bigint, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
+                                 PgParams().Int(v + 1)));
+    (void)ins;
+    report.applied.push_back(v + 1);
+  }
+  CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
+  report.to = kPgSchemaVersion;
+  return report;
+}
+
+}  // namespace clawguard::pg

@@ -1,0 +1,204 @@
+// host_fixture.cpp — the `clawguard host` child process and the signed example plugin set-up.
+#include "support/host_fixture.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "clawguard/clock.h"
+#include "clawguard/encoding.h"
+#include "clawguard/secret_bytes.h"
+#include "clawguard/sha256.h"
+#include "host/webhook_auth.h"
+#include "support/softhsm.h"
+
+extern char** environ;
+
+namespace clawguard::host::testing {
+namespace {
+
+using clawguard::testing::ReadFile;
+using clawguard::testing::RunClawguard;
+using clawguard::testing::WriteFile;
+
+constexpr const char* kAdminToken = "e2e-admin-token-0123456789abcdefghijkl";
+
+}  // namespace
+
+bool HostProcess::Start(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env) {
+  if (pid_ > 0) return false;
+  first_line_.clear();
+  int fds[2];
+  if (pipe(fds) != 0) return false;
+  std::vector<std::string> envs;
+  for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
+  for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : envs) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string bin = CLAWGUARD_CLI_PATH, cmd = "host", flag = "--config", cfg = config;
+  char* argv[] = {bin.data(), cmd.data(), flag.data(), cfg.data(), nullptr};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  const int rc = posix_spawn(&pid_, bin.c_str(), &fa, nullptr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc != 0) {
+    pid_ = -1;
+    close(fds[0]);
+    return false;
+  }
+  char c;
+  while (read(fds[0], &c, 1) == 1 && c != '\n') first_line_.push_back(c);
+  out_fd_ = fds[0];
+  return !first_line_.empty();
+}
+
+int HostProcess::Signal(int sig) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, sig);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  if (out_fd_ >= 0) close(out_fd_);
+  out_fd_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void HostFixture::Prepare(const HostFixtureOptions& options) {
+  namespace fs = std::filesystem;
+  const fs::path stage = fs::path(CLAWGUARD_BINARY_DIR) / "examples/acme-orders/stage";
+  ASSERT_TRUE(fs::exists(stage / "manifest.yaml")) << "build the acme_orders_stage target first";
+  // A copy of the staged plugin, its route level set as asked (the manifest is signed after).
+  const fs::path root = dir_.path() / "stage";
+  fs::copy(stage, root, fs::copy_options::recursive);
+  std::string manifest = ReadFile((root / "manifest.yaml").string());
+  const size_t at = manifest.find("level: 2");
+  ASSERT_NE(at, std::string::npos) << "the example manifest has no 'level: 2'";
+  manifest.replace(at, 8, "level: " + std::to_string(options.level));
+  WriteFile((root / "manifest.yaml").string(), manifest);
+
+  // Release: an HSM key, a leaf from the test PKI, pack and sign.
+  clawguard::testing::SoftHsmToken hsm;
+  const auto key = hsm.GenerateKey("acme-release");
+  const auto pki = clawguard::testing::MakeTestPki(dir_.Sub("pki"));
+  const std::string chain = clawguard::testing::IssueLeaf(hsm, key, pki, "acme", "/O=acme/CN=acme release");
+  auto packed = RunClawguard({"pack", "--manifest", (root / "manifest.yaml").string(), "--out", dir_.Sub("plugins")});
+  ASSERT_EQ(packed.exit_code, 0) << packed.err;
+  const std::string pkg = dir_.Sub("plugins/acme-orders-1.4.2.claw");
+  auto signed_ = RunClawguard({"sign", "--module", hsm.module_path(), "--key", key.uri, "--pin-source",
+                               hsm.PinSource(), "--chain", chain, "--no-ledger", pkg},
+                              hsm.Env());
+  ASSERT_EQ(signed_.exit_code, 0) << signed_.err;
+
+  WriteFile(dir_.Sub("trust.yaml"),
+            "schema: clawguard/trust/v1\nmode: enforce\nroots:\n  - file: " + pki.root_pem + "\n    sha256: " +
+                pki.root_sha256 +
+                "\nrequire_eku: codeSigning\npublishers:\n  acme: [\"acme-*\"]\nthreshold: 1\n"
+                "revoked: { certificates: [], keys: [], crls: [] }\nallowlist_signer: null\nrollback: refuse\n"
+                "limits: { max_package: 16MiB, max_unpacked: 64MiB, max_entries: 8, max_ratio: 100 }\n"
+                "elf: { allowed_needed: [libc.so.6] }\n");
+  WriteFile(dir_.Sub("allowlist.yaml"), "schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2099-12-31T00:00:00Z\n"
+                                        "plugins:\n  - { name: acme-orders, version: 1.4.2, sha256: " +
+                                            Sha256Hex(ReadFile(pkg)) + " }\n");
+  auto erp = TestErpServer::Create();
+  ASSERT_TRUE(erp.ok()) << erp.error().ToString();
+  erp_ = std::move(erp).value();
+  WriteFile(dir_.Sub("host.yaml"),
+            "schema: clawguard/host/v1\n"
+            "listen: { address: 127.0.0.1:0, tls: null, max_body: 1MiB, max_headers: 16KiB, workers: " +
+                std::to_string(options.workers) +
+                " }\n"
+                "admin: { address: 127.0.0.1:0, token: env:E2E_ADMIN, tls: null }\n"
+                "store: sqlite:state/state.db\n"
+                "plugins: { dir: plugins, trust: trust.yaml, allowlist: allowlist.yaml, handler_timeout: " +
+                options.handler_timeout +
+                " }\n"
+                "webhooks:\n  tolerance: 300s\n  clock_skew: 5m\n  platform_retry: { schedule: [1m] }\n"
+                "  routes:\n    acme-orders/order.created: { current: env:E2E_SECRET }\n"
+                "  rate_limit: { per_plugin: 200/s, burst: 400 }\n"
+                "idempotency: { retention: 1h, lease: " +
+                options.lease +
+                ", tombstones: 30d, intent_expiry: 24h }\n"
+                "erp:\n  base_url: " +
+                erp_->base_url() + "\n  timeout: " + options.erp_timeout + "\n  ca: " + pki.root_pem +
+                "\n  auth: env:E2E_ERP\n  retry: " + options.erp_retry +
+                "\n"
+                "breaker:\n  key: { failures: 3, window: 5s, cooldown: 30s }\n"
+                "  erp: { failures: 10, window: 30s, cooldown: 60s, half_open_probes: 1 }\n"
+                "log: { audit: audit.jsonl, redact: [token] }\n");
+  env_ = {{"E2E_ADMIN", kAdminToken},
+          {"E2E_SECRET", "whsec_" + Base64Encode(kHookKey)},
+          {"E2E_ERP", "Bearer e2e-erp-token"}};
+}
+
+bool HostFixture::StartHost() {
+  if (!host_->Start(dir_.Sub("host.yaml"), env_)) {
+    ADD_FAILURE() << "the host did not start; audit log:\n" << ReadFile(audit_log());
+    return false;
+  }
+  const auto listening = nlohmann::json::parse(host_->first_line(), nullptr, /*allow_exceptions=*/false);
+  if (!listening.is_object() || !listening.contains("main")) {
+    ADD_FAILURE() << "unexpected first line: " << host_->first_line();
+    return false;
+  }
+  const std::string main = listening["main"].get<std::string>();
+  main_port_ = static_cast<uint16_t>(std::stoi(main.substr(main.rfind(':') + 1)));
+  return true;
+}
+
+std::string HostFixture::OrderBody(const std::string& order_id) {
+  return R"({"type":"order.created","order_id":")" + order_id +
+         R"(","lines":[{"sku":"SKU-1","qty":1},{"sku":"SKU-2","qty":2}]})";
+}
+
+std::string HostFixture::SignedRequest(const std::string& webhook_id, const std::string& body) {
+  const SecretBytes hook_key{kHookKey};
+  const int64_t ts = SystemClock::Instance().NowSeconds();
+  return SimpleRequest("POST", kRoutePath, body,
+                       "Content-Type: application/json\r\nwebhook-id: " + webhook_id +
+                           "\r\nwebhook-timestamp: " + std::to_string(ts) +
+                           "\r\nwebhook-signature: " + WebhookSignature(hook_key, webhook_id, ts, body) + "\r\n");
+}
+
+Reply HostFixture::DeliverOn(RawConnection& conn, const std::string& webhook_id, const std::string& body) {
+  Reply out;
+  if (!conn.Send(SignedRequest(webhook_id, body))) return out;
+  RawResponse r = conn.ReadResponse();
+  out.ok = r.ok;
+  out.status = r.status;
+  out.body = std::move(r.body);
+  out.replayed = r.headers.Get("Idempotent-Replayed").value_or("") == "true";
+  return out;
+}
+
+Reply HostFixture::Deliver(const std::string& webhook_id, const std::string& body) const {
+  auto conn = RawConnection::Connect(main_port_);
+  if (conn == nullptr) return Reply{};
+  return DeliverOn(*conn, webhook_id, body);
+}
+
+Reply HostFixture::DeliverUntilStored(const std::string& webhook_id, const std::string& body, int max_attempts,
+                                      int pause_ms) const {
+  Reply r;
+  for (int i = 0; i < max_attempts; ++i) {
+    r = Deliver(webhook_id, body);
+    const bool stored = r.ok && ((r.status >= 200 && r.status < 300) || (r.status >= 400 && r.status < 500 &&
+                                                                          r.status != 409));
+    if (stored) return r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));  // the platform's pacing, not a timing assert
+  }
+  return r;
+}
+
+}  // namespace clawguard::host::testing

@@ -1,0 +1,110 @@
+// host_fixture.h — HostProcess and HostFixture: a real `clawguard host` child process serving the
+// signed example plugin (examples/acme-orders) against the test ERP, for the end-to-end tests
+// (retry storm, crash and restart, load, `idem confirm`).
+//
+// HostFixture::Prepare makes a SoftHSM2 token and key, the test PKI, packs and signs the staged
+// example plugin (its route level optionally rewritten, e.g. to 3), writes trust.yaml,
+// allowlist.yaml and host.yaml (SQLite store in the temp dir) and starts the test ERP.
+// StartHost / KillHost / StopHost run the host process; it may be restarted on the same store.
+// Not thread-safe except Deliver* / the keep-alive connections, which tests use from threads.
+#ifndef CLAWGUARD_TESTS_HOST_SUPPORT_HOST_FIXTURE_H_
+#define CLAWGUARD_TESTS_HOST_SUPPORT_HOST_FIXTURE_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "support/raw_client.h"
+#include "support/temp_dir.h"
+#include "support/test_erp_server.h"
+
+namespace clawguard::host::testing {
+
+// HostProcess runs `clawguard host --config F` with extra environment, reads its first stdout
+// line (the listening addresses).
+class HostProcess {
+ public:
+  HostProcess() = default;
+  HostProcess(const HostProcess&) = delete;
+  HostProcess& operator=(const HostProcess&) = delete;
+  ~HostProcess() { (void)Stop(); }
+
+  bool Start(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env);
+  // Stop sends SIGTERM and waits; returns the exit code (128 + signal if killed), -1 if not running.
+  int Stop() { return Signal(15); }
+  // Kill sends SIGKILL and waits (a crash: nothing is flushed or stopped gracefully).
+  int Kill() { return Signal(9); }
+  const std::string& first_line() const { return first_line_; }
+  bool running() const { return pid_ > 0; }
+
+ private:
+  int Signal(int sig);
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  std::string first_line_;
+};
+
+struct HostFixtureOptions {
+  int level = 2;                      // the example route's idempotency level in the signed manifest
+  std::string lease = "30s";          // idempotency.lease
+  std::string handler_timeout = "5s";  // plugins.handler_timeout (< lease)
+  std::string erp_timeout = "5s";     // erp.timeout
+  std::string erp_retry = "{ base: 1s, max: 1m, attempts: 3, jitter: 20%, floor_429: 60s }";
+  int workers = 4;
+};
+
+// Reply is one HTTP answer as a test client saw it.
+struct Reply {
+  bool ok = false;  // false: no answer (connection failed or closed)
+  int status = 0;
+  std::string body;
+  bool replayed = false;  // Idempotent-Replayed: true
+};
+
+class HostFixture {
+ public:
+  static constexpr std::string_view kHookKey = "0123456789abcdef0123456789abcdef";  // the route's HMAC key
+  static constexpr const char* kRoutePath = "/webhooks/acme-orders/order.created";
+
+  // Prepare: see the file comment. Use as ASSERT_NO_FATAL_FAILURE(fixture.Prepare(options)).
+  void Prepare(const HostFixtureOptions& options = {});
+  // StartHost starts the host process on the prepared config (again after a kill); false on failure.
+  bool StartHost();
+  int StopHost() { return host_->Stop(); }
+  int KillHost() { return host_->Kill(); }
+
+  TestErpServer& erp() { return *erp_; }
+  uint16_t main_port() const { return main_port_; }
+  std::string db_path() const { return dir_.Sub("state/state.db"); }
+  std::string audit_log() const { return dir_.Sub("audit.jsonl"); }
+  const clawguard::testing::TempDir& dir() const { return dir_; }
+
+  // OrderBody is an order.created event for |order_id| (the business key /order_id).
+  static std::string OrderBody(const std::string& order_id);
+  // SignedRequest renders a delivery of |body| as |webhook_id|, freshly signed now.
+  static std::string SignedRequest(const std::string& webhook_id, const std::string& body);
+  // Deliver sends one delivery on a fresh connection.
+  Reply Deliver(const std::string& webhook_id, const std::string& body) const;
+  // DeliverOn sends one delivery on a kept-alive |conn|.
+  static Reply DeliverOn(RawConnection& conn, const std::string& webhook_id, const std::string& body);
+  // DeliverUntilStored retries (as a platform does, pausing |pause_ms| between attempts) until the
+  // answer is 2xx or 4xx other than 409, or |max_attempts| are spent; returns the last answer.
+  Reply DeliverUntilStored(const std::string& webhook_id, const std::string& body, int max_attempts = 300,
+                           int pause_ms = 200) const;
+
+ private:
+  clawguard::testing::TempDir dir_;
+  std::unique_ptr<TestErpServer> erp_;
+  std::unique_ptr<HostProcess> host_ = std::make_unique<HostProcess>();
+  std::vector<std::pair<std::string, std::string>> env_;
+  uint16_t main_port_ = 0;
+};
+
+}  // namespace clawguard::host::testing
+
+#endif  // CLAWGUARD_TESTS_HOST_SUPPORT_HOST_FIXTURE_H_
