@@ -19,6 +19,9 @@ namespace clawguard::cli {
 
 namespace {
 
+// Dump prints one JSON object; bytes that are not UTF-8 (from argv or the store) are replaced.
+std::string Dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
 struct CapabilityOptions {
   std::string store, audit_log, plugin, capability, reason;
   bool json = false;
@@ -49,8 +52,9 @@ int RunPauseResume(const CapabilityOptions& o, bool pause) {
                                          o.plugin + " " + o.capability, pause ? reason : "");
   if (!fin.ok()) return ReportError(cmd, fin, o.json);
   if (o.json) {
-    std::cout << nlohmann::json{{"plugin", o.plugin}, {"capability", o.capability},
-                                {"paused", pause}, {"changed", *changed}, {"actor", actor}}.dump() << "\n";
+    std::cout << Dump({{"plugin", o.plugin}, {"capability", o.capability}, {"paused", pause}, {"changed", *changed},
+                       {"actor", actor}})
+              << "\n";
   } else {
     std::cout << o.plugin << " '" << o.capability << "': "
               << (pause ? (*changed ? "paused" : "already paused") : (*changed ? "resumed" : "was not paused")) << "\n";
@@ -69,7 +73,7 @@ int RunList(const CapabilityOptions& o) {
       j["paused"].push_back({{"plugin", p.plugin}, {"capability", p.capability}, {"reason", p.reason},
                              {"actor", p.actor}, {"since", FormatRfc3339Utc(p.since_ms / 1000)}});
     }
-    std::cout << j.dump() << "\n";
+    std::cout << Dump(j) << "\n";
     return 0;
   }
   for (const auto& p : *pauses) {

@@ -27,6 +27,9 @@ namespace clawguard::cli {
 
 namespace {
 
+// Dump prints one JSON object; bytes that are not UTF-8 (from argv or the store) are replaced.
+std::string Dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
 struct DlqOptions {
   std::string store;
   std::string audit_log;
@@ -107,7 +110,7 @@ int RunList(const DlqOptions& o) {
       for (const DlqEntry* e : list) g["entries"].push_back(EntryJson(*e, now));
       j["groups"].push_back(std::move(g));
     }
-    std::cout << j.dump() << "\n";
+    std::cout << Dump(j) << "\n";
     return 0;
   }
   std::map<DlqClass, std::array<int64_t, 3>> table;
@@ -141,10 +144,12 @@ int RunShow(const DlqOptions& o) {
   }
   const nlohmann::json j = EntryJson(**e, SystemClock::Instance().NowMillis());
   if (o.json) {
-    std::cout << j.dump() << "\n";
+    std::cout << Dump(j) << "\n";
     return 0;
   }
-  for (const auto& [k, v] : j.items()) std::cout << k << ": " << (v.is_string() ? v.get<std::string>() : v.dump()) << '\n';
+  for (const auto& [k, v] : j.items()) {
+    std::cout << k << ": " << (v.is_string() ? v.get<std::string>() : Dump(v)) << '\n';
+  }
   return 0;
 }
 
@@ -160,7 +165,7 @@ int RunWrite(const DlqOptions& o, bool replay) {
   if (!fin.ok()) return ReportError(cmd, fin, o.json);
   const std::string state = replay ? "replay_requested" : "dropped";
   if (o.json) {
-    std::cout << nlohmann::json{{"id", o.id}, {"state", state}, {"actor", actor}}.dump() << "\n";
+    std::cout << Dump({{"id", o.id}, {"state", state}, {"actor", actor}}) << "\n";
   } else if (replay) {
     std::cout << "DLQ entry " << o.id << ": replay requested; a running host replays it with the original keys\n";
   } else {

@@ -14,11 +14,13 @@
 #include "commands.h"
 #include "host/host_app.h"
 #include "host/host_config.h"
+#include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_ledger.h"
 #include "sqlite/sqlite_outbox.h"
 #include "store_url.h"
 #ifdef CLAWGUARD_HAVE_POSTGRESQL
+#include "postgresql/pg_dlq.h"
 #include "postgresql/pg_idempotency_store.h"
 #include "postgresql/pg_ledger.h"
 #include "postgresql/pg_outbox.h"
@@ -27,10 +29,10 @@
 namespace clawguard::cli {
 namespace {
 
-// OpenHostStores opens the three engines of host.yaml `store:` — on one SQLite file, or on one
-// PostgreSQL database through one shared connection pool. With PostgreSQL the production
-// SystemClock is replaced by the database's clock (so every host agrees on leases); any other
-// (test) clock is injected as given.
+// OpenHostStores opens the engines of host.yaml `store:` (idempotency, outbox, ledger, DLQ) — on
+// one SQLite file, or on one PostgreSQL database through one shared connection pool. With
+// PostgreSQL the production SystemClock is replaced by the database's clock (so every host agrees
+// on leases); any other (test) clock is injected as given.
 Result<host::HostStores> OpenHostStores(const std::string& url, const Clock& clock) {
   CLAWGUARD_ASSIGN_OR_RETURN(StoreUrl parsed, ParseStoreUrl(url));
   host::HostStores stores;
@@ -41,6 +43,7 @@ Result<host::HostStores> OpenHostStores(const std::string& url, const Clock& clo
     CLAWGUARD_ASSIGN_OR_RETURN(stores.idempotency, pg::PgIdempotencyStore::Open(pool));
     CLAWGUARD_ASSIGN_OR_RETURN(stores.outbox, pg::PgOutbox::Open(pool));
     CLAWGUARD_ASSIGN_OR_RETURN(stores.ledger, pg::PgLedger::Open(pool));
+    CLAWGUARD_ASSIGN_OR_RETURN(stores.dlq, pg::PgDlq::Open(pool));
 #endif
     return stores;
   }
@@ -49,6 +52,7 @@ Result<host::HostStores> OpenHostStores(const std::string& url, const Clock& clo
   CLAWGUARD_ASSIGN_OR_RETURN(stores.idempotency, sqlite::SqliteIdempotencyStore::Open(parsed.path, clock));
   CLAWGUARD_ASSIGN_OR_RETURN(stores.outbox, sqlite::SqliteOutbox::Open(parsed.path, clock));
   CLAWGUARD_ASSIGN_OR_RETURN(stores.ledger, SqliteLedger::Open(parsed.path, clock));
+  CLAWGUARD_ASSIGN_OR_RETURN(stores.dlq, sqlite::SqliteDlq::Open(parsed.path, clock));
   return stores;
 }
 

@@ -11,6 +11,9 @@
 // Every reset and confirm is audited: one JSON line {"event":"operator_action", ...} appended to
 // --audit-log FILE (the host's log.audit; fsync'd) — or, without it, written to stderr. If the
 // audit log cannot be opened the action is refused before the store is touched (fail closed).
+// A reset or confirm that changed something is also recorded in the store's operator_actions
+// ("idem.reset", "idem.confirm"; `dlq`/`capability` record theirs there too).
+// The store is sqlite:PATH or postgresql://user@host:port/db, and must exist (ops_store.h).
 // Exit codes: 0 done, 1 no record for KEY (not_found), 2 usage or store errors.
 #include <fcntl.h>
 #include <unistd.h>
@@ -25,8 +28,7 @@
 #include "clawguard/store/idempotency_store.h"
 #include "clawguard/store/outbox.h"
 #include "commands.h"
-#include "sqlite/sqlite_idempotency_store.h"
-#include "sqlite/sqlite_outbox.h"
+#include "ops_store.h"
 #include "store_url.h"
 
 namespace clawguard::cli {
@@ -38,29 +40,6 @@ struct IdemOptions {
   std::string audit_log;
   bool json = false;
 };
-
-struct IdemStores {
-  std::unique_ptr<IdempotencyStore> idem;
-  std::unique_ptr<Outbox> outbox;
-};
-
-// OpenIdemStores opens an existing SQLite store (an operator command never creates one).
-// TODO(store_url owner): replace with a store_url.h opener once it builds the PostgreSQL engine.
-Result<IdemStores> OpenIdemStores(const std::string& url) {
-  if (url.find("://") != std::string::npos) {
-    return Status(Reason::kStoreUnavailable,
-                  "cannot open " + RedactStoreUrl(url) + ": only sqlite:PATH stores are built into `idem` in this version");
-  }
-  const std::string path = url.rfind("sqlite:", 0) == 0 ? url.substr(7) : url;
-  if (path.empty()) return Status(Reason::kUsage, "--store: expected sqlite:PATH or a file path, found \"" + url + "\"");
-  if (::access(path.c_str(), R_OK | W_OK) != 0) {
-    return Status(Reason::kStoreUnavailable, "no store at '" + path + "': expected an existing SQLite file");
-  }
-  IdemStores s;
-  CLAWGUARD_ASSIGN_OR_RETURN(s.idem, sqlite::SqliteIdempotencyStore::Open(path, SystemClock::Instance()));
-  CLAWGUARD_ASSIGN_OR_RETURN(s.outbox, sqlite::SqliteOutbox::Open(path, SystemClock::Instance()));
-  return s;
-}
 
 Status CheckKey(const std::string& key) {
   if (IsLowerHex(key, 64)) return Status::Ok();
@@ -101,6 +80,12 @@ class OperatorAudit {
   int fd_;
 };
 
+// RecordAction adds an accepted change to the store's operator_actions.
+Status RecordAction(OpsStore& store, const std::string& action, const std::string& key, const std::string& detail) {
+  const Status s = store.dlq->RecordOperatorAction(OperatorActor(), action, key, detail);
+  return s.ok() ? s : s.WithContext("the change was written, but not recorded in operator_actions");
+}
+
 nlohmann::json RecordJson(const IdempotencyRecord& r) {
   return {{"key", r.key},
           {"plugin", r.plugin},
@@ -137,7 +122,7 @@ std::string Dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohma
 
 int RunShow(const IdemOptions& o) {
   if (Status s = CheckKey(o.key); !s.ok()) return ReportError("idem show", s, o.json);
-  auto stores = OpenIdemStores(o.store);
+  auto stores = OpenOpsStore(o.store);
   if (!stores.ok()) return ReportError("idem show", stores.error(), o.json);
   auto record = stores->idem->Get(o.key);
   if (!record.ok()) return ReportError("idem show", record.error(), o.json);
@@ -170,7 +155,7 @@ int RunReset(const IdemOptions& o) {
   if (Status s = CheckKey(o.key); !s.ok()) return ReportError("idem reset", s, o.json);
   auto audit = OperatorAudit::Open(o.audit_log);
   if (!audit.ok()) return ReportError("idem reset", audit.error(), o.json);
-  auto stores = OpenIdemStores(o.store);
+  auto stores = OpenOpsStore(o.store);
   if (!stores.ok()) return ReportError("idem reset", stores.error(), o.json);
   auto reset = stores->idem->Reset(o.key);
   nlohmann::json line = {{"action", "idem_reset"}, {"key", o.key}, {"store", RedactStoreUrl(o.store)}};
@@ -185,6 +170,9 @@ int RunReset(const IdemOptions& o) {
   if (!*reset) {
     return ReportError("idem reset", Status(Reason::kNotFound, "no idempotency record for key " + o.key), o.json);
   }
+  if (Status rec = RecordAction(*stores, "idem.reset", o.key, ""); !rec.ok()) {
+    return ReportError("idem reset", rec, o.json);
+  }
   if (o.json) {
     std::cout << Dump({{"key", o.key}, {"result", "reset"}}) << "\n";
   } else {
@@ -197,7 +185,7 @@ int RunConfirm(const IdemOptions& o) {
   if (Status s = CheckKey(o.key); !s.ok()) return ReportError("idem confirm", s, o.json);
   auto audit = OperatorAudit::Open(o.audit_log);
   if (!audit.ok()) return ReportError("idem confirm", audit.error(), o.json);
-  auto stores = OpenIdemStores(o.store);
+  auto stores = OpenOpsStore(o.store);
   if (!stores.ok()) return ReportError("idem confirm", stores.error(), o.json);
   nlohmann::json line = {{"action", "idem_confirm"}, {"key", o.key}, {"store", RedactStoreUrl(o.store)}};
   auto record = stores->idem->Get(o.key);
@@ -220,6 +208,12 @@ int RunConfirm(const IdemOptions& o) {
   line["result"] = *confirmed > 0 ? "confirmed" : "nothing_held";
   line["intents"] = *confirmed;
   audit->Write(line);
+  if (*confirmed > 0) {
+    if (Status rec = RecordAction(*stores, "idem.confirm", o.key, std::to_string(*confirmed) + " intents");
+        !rec.ok()) {
+      return ReportError("idem confirm", rec, o.json);
+    }
+  }
   if (o.json) {
     std::cout << Dump({{"key", o.key}, {"confirmed", *confirmed}}) << "\n";
   } else if (*confirmed > 0) {
@@ -238,7 +232,8 @@ void RegisterIdem(CLI::App& app, CommandContext& ctx) {
   cmd->require_subcommand(1);
   const auto common = [opts](CLI::App* sub) {
     sub->add_option("KEY", opts->key, "the event key (64 lowercase hex)")->required();
-    sub->add_option("--store", opts->store, "sqlite:PATH or a path (the host's store)")->required();
+    sub->add_option("--store", opts->store, "the host's store: sqlite:PATH, a path, or postgresql://user@host:port/db")
+        ->required();
     sub->add_flag("--json", opts->json, "print one JSON object");
   };
   auto* show = cmd->add_subcommand("show", "print the record and its outbox rows");

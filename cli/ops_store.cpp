@@ -10,25 +10,36 @@
 #include "clawguard/clock.h"
 #include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
+#include "sqlite/sqlite_outbox.h"
 #include "store_url.h"
+#ifdef CLAWGUARD_HAVE_POSTGRESQL
+#include "postgresql/pg_dlq.h"
+#include "postgresql/pg_idempotency_store.h"
+#include "postgresql/pg_outbox.h"
+#endif
 
 namespace clawguard::cli {
 
-// OpenOpsStore opens the DLQ and idempotency engines of an existing store at |url|.
+// OpenOpsStore opens the engines of an existing store at |url| (see ops_store.h).
 Result<OpsStore> OpenOpsStore(const std::string& url) {
   CLAWGUARD_ASSIGN_OR_RETURN(StoreUrl u, ParseStoreUrl(url));
+  OpsStore s;
+  s.shown = u.shown;
   if (u.engine == StoreUrl::Engine::kPostgres) {
-    return Status(Reason::kStoreUnavailable, "cannot open " + u.shown + ": the PostgreSQL DLQ engine is not built in");
+    CLAWGUARD_ASSIGN_OR_RETURN(std::shared_ptr<pg::PgPool> pool, OpenExistingPgStore(u));
+#ifdef CLAWGUARD_HAVE_POSTGRESQL
+    CLAWGUARD_ASSIGN_OR_RETURN(s.dlq, pg::PgDlq::Open(pool));
+    CLAWGUARD_ASSIGN_OR_RETURN(s.idem, pg::PgIdempotencyStore::Open(pool));
+    CLAWGUARD_ASSIGN_OR_RETURN(s.outbox, pg::PgOutbox::Open(pool));
+#endif
+    return s;
   }
   if (::access(u.path.c_str(), F_OK) != 0) {
     return Status(Reason::kStoreUnavailable, "no store at '" + u.path + "': expected the SQLite file the host uses");
   }
-  OpsStore s;
-  s.shown = u.shown;
-  CLAWGUARD_ASSIGN_OR_RETURN(auto dlq, sqlite::SqliteDlq::Open(u.path, SystemClock::Instance()));
-  CLAWGUARD_ASSIGN_OR_RETURN(auto idem, sqlite::SqliteIdempotencyStore::Open(u.path, SystemClock::Instance()));
-  s.dlq = std::move(dlq);
-  s.idem = std::move(idem);
+  CLAWGUARD_ASSIGN_OR_RETURN(s.dlq, sqlite::SqliteDlq::Open(u.path, SystemClock::Instance()));
+  CLAWGUARD_ASSIGN_OR_RETURN(s.idem, sqlite::SqliteIdempotencyStore::Open(u.path, SystemClock::Instance()));
+  CLAWGUARD_ASSIGN_OR_RETURN(s.outbox, sqlite::SqliteOutbox::Open(u.path, SystemClock::Instance()));
   return s;
 }
 
@@ -56,7 +67,8 @@ Status FinishOperatorWrite(OpsStore& store, const std::string& audit_log, const 
                       {"detail", TruncateDlqText(detail)},
                       {"store", store.shown},
                       {"generation", *gen}};
-  const std::string line = j.dump() + "\n";
+  // Details may hold bytes that are not UTF-8 (an ERP's answer): replaced, never thrown on.
+  const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   const int fd = ::open(audit_log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
   if (fd < 0) return Status(Reason::kFileUnreadable, "cannot open audit log '" + audit_log + "' for appending");
   const ssize_t n = ::write(fd, line.data(), line.size());  // one write: lines never interleave

@@ -11,18 +11,23 @@
 #include "clawguard/error.h"
 #include "clawguard/store/dlq.h"
 #include "clawguard/store/idempotency_store.h"
+#include "clawguard/store/outbox.h"
 
 namespace clawguard::cli {
 
-// OpsStore is the store an operator command writes to.
+// OpsStore is the store an operator command writes to (engines of one SQLite file, or of one
+// PostgreSQL database through one connection pool).
 struct OpsStore {
   std::unique_ptr<Dlq> dlq;
-  std::unique_ptr<IdempotencyStore> idem;  // for the operations generation
+  std::unique_ptr<IdempotencyStore> idem;  // records; the operations generation
+  std::unique_ptr<Outbox> outbox;          // `idem show|confirm`
   std::string shown;                       // the URL, redacted
 };
 
-// OpenOpsStore opens the DLQ and idempotency engines of an EXISTING store at |url| (an operator
-// command never creates a store: kStoreUnavailable).
+// OpenOpsStore opens the DLQ, idempotency and outbox engines of an EXISTING store at |url|:
+// sqlite:PATH (the file must exist) or postgresql://user@host:port/db (the database must exist
+// and hold ClawGuard's schema; times from the database clock). An operator command never
+// creates a store: kStoreUnavailable; kUsage for a malformed URL or one with a password.
 Result<OpsStore> OpenOpsStore(const std::string& url);
 
 // OperatorActor names the person running the command: "cli:<login>" (or "cli:uid=<n>").

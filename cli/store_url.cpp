@@ -118,6 +118,22 @@ Result<std::shared_ptr<pg::PgPool>> OpenPgPool(const StoreUrl& url, const Clock*
 #endif
 }
 
+Result<std::shared_ptr<pg::PgPool>> OpenExistingPgStore(const StoreUrl& url) {
+  CLAWGUARD_ASSIGN_OR_RETURN(std::shared_ptr<pg::PgPool> pool, OpenPgPool(url, /*clock=*/nullptr));
+#ifdef CLAWGUARD_HAVE_POSTGRESQL
+  // Connecting already fails for a missing database ("database … does not exist").
+  CLAWGUARD_ASSIGN_OR_RETURN(pg::PgPool::Lease lease, pool->Acquire());
+  CLAWGUARD_ASSIGN_OR_RETURN(pg::PgResult r, lease.Exec("schema check", "SELECT to_regclass('clawguard_schema_version') "
+                                                                        "IS NOT NULL"));
+  if (r.rows() != 1 || r.Text(0, 0) != "t") {
+    return Status(Reason::kStoreUnavailable, "no ClawGuard store in " + url.shown +
+                                                 ": the database exists but holds no ClawGuard schema (expected the "
+                                                 "database a host uses; `clawguard store migrate` creates one)");
+  }
+#endif
+  return pool;
+}
+
 Result<std::unique_ptr<Ledger>> OpenLedger(const std::string& url, StoreOpen mode, const Clock& clock) {
   CLAWGUARD_ASSIGN_OR_RETURN(StoreUrl parsed, ParseStoreUrl(url));
   if (parsed.engine == StoreUrl::Engine::kPostgres) {

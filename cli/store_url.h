@@ -40,6 +40,14 @@ Result<StoreUrl> ParseStoreUrl(const std::string& url);
 // when this build has no PostgreSQL engine.
 Result<std::shared_ptr<pg::PgPool>> OpenPgPool(const StoreUrl& url, const Clock* clock);
 
+// OpenExistingPgStore opens a pool on the EXISTING ClawGuard database at kPostgres |url|, for
+// operator commands (`idem`, `dlq`, `capability`), which never create a store: the database must
+// exist (libpq never creates one) and already hold ClawGuard's schema (clawguard_schema_version,
+// written by a host or `store migrate`). Otherwise kStoreUnavailable saying which; an older schema
+// is migrated when the engines open, as for a host. Times come from the database clock. The
+// password comes only from PGPASSWORD or ~/.pgpass (libpq reads them; the URL holds none).
+Result<std::shared_ptr<pg::PgPool>> OpenExistingPgStore(const StoreUrl& url);
+
 // OpenLedger opens the ledger at |url| (SQLite or PostgreSQL; times from |clock|, for
 // PostgreSQL the database clock when |clock| is the SystemClock). kUsage as ParseStoreUrl;
 // kStoreUnavailable when the store cannot be opened. kMustExist refuses a missing SQLite file

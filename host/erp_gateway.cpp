@@ -1,99 +1,37 @@
-// erp_gateway.cpp — capability check, outbox-before-send, one send, retry worker.
+// erp_gateway.cpp — capability check, outbox-before-send, one send (SendOutboxRow), retry worker.
 #include "host/erp_gateway.h"
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-
 #include "clawguard/sha256.h"
+#include "host/host_metrics.h"
 #include "host/idempotency_key.h"
 
 namespace clawguard::host {
 namespace {
 
-constexpr std::string_view kIdempotencyKeyHeader = "Idempotency-Key";
-
-class ClientSender final : public ErpSender {
- public:
-  explicit ClientSender(std::unique_ptr<ErpClient> client) : client_(std::move(client)) {}
-  Result<ErpReply> Send(std::string_view method, std::string_view path, const HttpHeaders& headers,
-                        std::string_view body) override {
-    return client_->Send(method, path, headers, body);
-  }
-
- private:
-  const std::unique_ptr<ErpClient> client_;
-};
-
-// IsFinalAnswer: 2xx and 4xx are the ERP's decision, except 408, 425 and 429, which ask for a
-// retry (like 5xx).
-bool IsFinalAnswer(int status) {
-  if (status >= 200 && status <= 299) return true;
-  if (status >= 400 && status <= 499) return status != 408 && status != 425 && status != 429;
-  return false;
-}
-
-std::string JsonLine(const nlohmann::json& j) {
-  // Plugin-chosen paths may hold invalid UTF-8: replace rather than throw.
-  return j.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
-}
-
 void Emit(const ErpEnv& env, const nlohmann::json& j) {
-  if (env.audit) env.audit(JsonLine(j));
+  // Plugin-chosen paths may hold invalid UTF-8: replace rather than throw.
+  if (env.audit) env.audit(j.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace));
+}
+
+void Metric(const ErpEnv& env, std::string_view endpoint, ErpCallOutcome outcome) {
+  if (env.metrics != nullptr) env.metrics->RecordErpCall(endpoint, outcome);
+}
+
+Status CheckEnv(const ErpEnv& env, std::string_view who) {
+  if (env.outbox == nullptr || env.sender == nullptr || env.clock == nullptr) {
+    return Status(Reason::kInternal, std::string(who) + ": outbox, sender and clock are required");
+  }
+  return env.retry.Check();
 }
 
 }  // namespace
 
-int64_t ErpRetryPolicy::BackoffMs(int64_t attempt) const {
-  const int64_t cap = std::max<int64_t>(1, max.count());
-  int64_t d = std::max<int64_t>(1, base.count());
-  for (int64_t n = 1; n < attempt && d < cap; ++n) d *= 2;
-  return std::min(d, cap);
-}
-
-std::unique_ptr<ErpSender> MakeErpSender(std::unique_ptr<ErpClient> client) {
-  CLAWGUARD_CHECK(client != nullptr);
-  return std::make_unique<ClientSender>(std::move(client));
-}
-
-SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, ErpReply* reply) {
-  const int64_t attempt = row.attempts + 1;
-  const int64_t now = env.clock->NowMillis();
-  if (!env.outbox->MarkSent(row.event_key, row.call_index, now + env.retry.BackoffMs(attempt)).ok()) {
-    return SendResult::kRetryLater;  // not sent; still due
-  }
-  HttpHeaders headers;
-  headers.Set(kIdempotencyKeyHeader, row.idempotency_key);
-  if (!row.body.empty()) headers.Set("Content-Type", "application/json");
-  Result<ErpReply> r = env.sender->Send(row.method, row.path, headers, row.body);
-  if (r.ok() && IsFinalAnswer(r->status)) {
-    // If storing the answer fails the row stays sent: a resend carries the same key and the ERP
-    // replays its answer, so the effect still happens once.
-    (void)env.outbox->MarkAnswered(row.event_key, row.call_index, r->status, r->body);
-    if (reply != nullptr) *reply = std::move(r).value();
-    return SendResult::kAnswered;
-  }
-  const std::string why = r.ok() ? "status " + std::to_string(r->status) : r.error().message();
-  const bool spent = attempt >= env.retry.attempts;
-  Emit(env, {{"event", spent ? "erp_call_dead" : "erp_call_retry"},
-             {"event_key", row.event_key},
-             {"call_index", row.call_index},
-             {"method", row.method},
-             {"path", row.path},
-             {"attempt", attempt},
-             {"detail", why}});
-  if (spent) {
-    (void)env.outbox->MarkDead(row.event_key, row.call_index);
-    return SendResult::kDead;
-  }
-  return SendResult::kRetryLater;
-}
-
 Result<std::unique_ptr<ErpGateway>> ErpGateway::Create(const ErpEnv& env, const CapabilitySet& capabilities,
                                                        ErpDelivery delivery) {
-  if (env.outbox == nullptr || env.sender == nullptr || env.clock == nullptr) {
-    return Status(Reason::kInternal, "erp gateway: outbox, sender and clock are required");
-  }
+  const Status env_ok = CheckEnv(env, "erp gateway");
+  if (!env_ok.ok()) return Status(Reason::kInternal, env_ok.message());
   if (delivery.plugin.empty() || delivery.event_key.empty() || delivery.level < 1 || delivery.level > 3) {
     return Status(Reason::kInternal, "erp gateway: delivery needs a plugin, an event key and a level 1..3");
   }
@@ -123,11 +61,14 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
   if (latched_ != 0) return latched_;
 
   // 1. The exact method and path that would be sent; nothing else is ever sent.
-  if (!caps_.Match(method, path)) {
+  const std::optional<std::string_view> capability = caps_.Match(method, path);
+  if (!capability) {
     ++outcome_.denied;
+    Metric(env_, "", ErpCallOutcome::kDenied);  // no endpoint: counted under _unknown
     Audit("erp_call_denied", method, path, -1, "not in the manifest's capabilities");
     return CG_DENIED;
   }
+  const ErpCallTarget target{delivery_.plugin, std::string(*capability)};
 
   // 2.–3. Call index, key, and the outbox row before any send.
   const int64_t index = outcome_.calls++;
@@ -185,26 +126,25 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
   // 4. Level 3: an intent, parked until confirmed.
   if (delivery_.level == 3) {
     ++outcome_.held;
+    Metric(env_, target.endpoint, ErpCallOutcome::kHeld);
     return CG_HELD;
   }
 
-  // 5. One send; the worker retries whatever is not finally answered.
+  // 5. One send (or none: paused, breaker open); the worker retries whatever is not final.
   ErpReply answer;
-  switch (SendOutboxRow(env_, appended->row, &answer)) {
+  switch (SendOutboxRow(env_, appended->row, target, &answer)) {
     case SendResult::kAnswered:
       return Reply(answer.status, std::move(answer.body), reply);
     case SendResult::kRetryLater:
     case SendResult::kDead:
+    case SendResult::kNotSent:
       return CG_UNAVAILABLE;
   }
   return CG_UNAVAILABLE;
 }
 
 Result<std::unique_ptr<RetryWorker>> RetryWorker::Create(ErpEnv env) {
-  if (env.outbox == nullptr || env.sender == nullptr || env.clock == nullptr) {
-    return Status(Reason::kInternal, "retry worker: outbox, sender and clock are required");
-  }
-  if (env.retry.attempts < 1) return Status(Reason::kConfigInvalid, "erp.retry.attempts must be ≥ 1");
+  CLAWGUARD_RETURN_IF_ERROR(CheckEnv(env, "retry worker"));
   return std::unique_ptr<RetryWorker>(new RetryWorker(std::move(env)));
 }
 
@@ -212,10 +152,11 @@ Result<RetryWorker::DrainStats> RetryWorker::DrainPending(int64_t now_ms, int64_
   CLAWGUARD_ASSIGN_OR_RETURN(std::vector<OutboxRow> due, env_.outbox->DuePending(now_ms, limit));
   DrainStats stats;
   for (const OutboxRow& row : due) {
-    switch (SendOutboxRow(env_, row, nullptr)) {
+    switch (SendOutboxRow(env_, row, ResolveCallTarget(env_, row), nullptr)) {
       case SendResult::kAnswered: ++stats.answered; break;
       case SendResult::kRetryLater: ++stats.retry_later; break;
       case SendResult::kDead: ++stats.dead; break;
+      case SendResult::kNotSent: ++stats.not_sent; break;
     }
   }
   return stats;
@@ -223,6 +164,27 @@ Result<RetryWorker::DrainStats> RetryWorker::DrainPending(int64_t now_ms, int64_
 
 Result<int64_t> RetryWorker::Confirm(const std::string& event_key) {
   return env_.outbox->ConfirmHeld(event_key, env_.clock->NowMillis());
+}
+
+Result<bool> RetryWorker::ReplayCall(const DlqEntry& e) {
+  if (e.call_index < 0) {
+    return Status(Reason::kUsage, "dlq entry " + std::to_string(e.id) +
+                                      " is event-level (no call index): replay it as an event, not a call");
+  }
+  CLAWGUARD_ASSIGN_OR_RETURN(bool revived, env_.outbox->Revive(e.event_key, e.call_index, env_.clock->NowMillis()));
+  if (revived) {
+    Emit(env_, {{"event", "erp_call_revived"},
+                {"dlq_id", e.id},
+                {"dlq_class", DlqClassName(e.klass)},
+                {"event_key", e.event_key},
+                {"call_index", e.call_index}});
+    return true;
+  }
+  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<OutboxRow> row, env_.outbox->Get(e.event_key, e.call_index));
+  if (!row) {
+    return Status(Reason::kNotFound, "no outbox row " + e.event_key + "/" + std::to_string(e.call_index));
+  }
+  return row->state == OutboxState::kPending || row->state == OutboxState::kSent;
 }
 
 }  // namespace clawguard::host

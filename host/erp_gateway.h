@@ -1,9 +1,12 @@
 // erp_gateway.h — ErpGateway: a plugin's `erp_call` for one delivery, and RetryWorker: the
-// host's worker that resends pending outbox rows (ARCHITECTURE.md "Host request pipeline" step 5).
+// host's worker that resends pending outbox rows (ARCHITECTURE.md "Host request pipeline" steps
+// 5–6). What they share is ErpEnv (host/erp_env.h); the send itself, with the pause and breaker
+// checks before it and the dead-letter triage after it, is SendOutboxRow (host/erp_send.h).
 //
 // ErpGateway::Call, in order:
 //   1. capability check on the EXACT method and path that would be sent (CapabilitySet::Match):
-//      undeclared → CG_DENIED, audited, nothing written, nothing sent, call index not advanced;
+//      undeclared → CG_DENIED, audited, counted (erp_calls_total{outcome="denied"}), nothing
+//      written, nothing sent, call index not advanced; the matching capability is the endpoint;
 //   2. call index i (from 0 within the delivery); Idempotency-Key = ErpCallKey(event key, plugin, i);
 //   3. the outbox row is appended BEFORE anything is sent (fenced by the claim's token):
 //      kFenced → CG_FENCED; kMismatch → CG_MISMATCH, the row is marked dead and the outcome
@@ -11,71 +14,37 @@
 //      pending/sent: CG_DEFERRED; dead: CG_UNAVAILABLE;
 //   4. level 3: the row is an intent — parked (never due) and CG_HELD returned; nothing is sent
 //      until RetryWorker::Confirm;
-//   5. otherwise the row is marked sent (next attempt = now + backoff) and sent once through the
+//   5. otherwise SendOutboxRow: a paused capability or an open endpoint breaker sends nothing
+//      (row deferred) → CG_UNAVAILABLE; else the row is marked sent and sent once through the
 //      ErpSender with the Idempotency-Key (the sender adds the ERP credentials; the plugin never
-//      sees them). A final answer (2xx, 4xx but 408/425/429) is stored (MarkAnswered) and its
-//      status returned, *reply pointing into gateway-owned memory valid while the gateway lives;
-//      no answer, 5xx, 408, 425 or 429 → CG_UNAVAILABLE, the row stays for RetryWorker.
+//      sees them). A final answer (2xx, 4xx but 401/403/408/425/429) is stored (MarkAnswered) and
+//      its status returned, *reply pointing into gateway-owned memory valid while the gateway
+//      lives; no answer, 5xx, 401, 403, 408, 425 or 429 → CG_UNAVAILABLE, the row stays for
+//      RetryWorker (triage and DLQ entries: host/erp_send.h).
 // Once CG_FENCED or CG_MISMATCH was returned, every later call returns the same code.
 // An ErpGateway is used by one delivery; Call is NOT thread-safe (the dispatcher serialises calls
 // per cg_call). Store failures are CG_UNAVAILABLE.
 #ifndef CLAWGUARD_HOST_ERP_GATEWAY_H_
 #define CLAWGUARD_HOST_ERP_GATEWAY_H_
 
-#include <chrono>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 
-#include "clawguard/clock.h"
 #include "clawguard/error.h"
 #include "clawguard/plugin.h"
+#include "clawguard/store/dlq.h"
 #include "clawguard/store/outbox.h"
 #include "host/capability.h"
-#include "host/erp_client.h"
-#include "host/http_types.h"
+#include "host/erp_env.h"
+#include "host/erp_send.h"
 
 namespace clawguard::host {
 
 // kHeldIntentMs is the next_attempt_ms of a parked level-3 intent: never due until confirmed.
 inline constexpr int64_t kHeldIntentMs = INT64_MAX;
-
-// ErpSender sends one ERP call and returns its answer (any status) or a Status when no answer
-// came (timeout, connection, TLS). Implementations add the ERP credentials. Thread-safe.
-class ErpSender {
- public:
-  virtual ~ErpSender() = default;
-  virtual Result<ErpReply> Send(std::string_view method, std::string_view path, const HttpHeaders& headers,
-                                std::string_view body) = 0;
-};
-
-// MakeErpSender wraps the real ErpClient (which adds Authorization from erp.auth).
-std::unique_ptr<ErpSender> MakeErpSender(std::unique_ptr<ErpClient> client);
-
-// AuditFn receives one JSON object per line (never a secret). May be empty (then dropped).
-using AuditFn = std::function<void(const std::string& json_line)>;
-
-// ErpRetryPolicy is host.yaml erp.retry: backoff base·2^(n-1) capped at max; after |attempts|
-// sends without a final answer the row is dead. (Jitter is not applied yet.)
-struct ErpRetryPolicy {
-  std::chrono::milliseconds base{1000};
-  std::chrono::milliseconds max{600'000};
-  int attempts = 8;
-  // BackoffMs is the delay after send number |attempt| (1-based).
-  int64_t BackoffMs(int64_t attempt) const;
-};
-
-// ErpEnv is what every gateway of a host shares; all references must outlive the gateways.
-struct ErpEnv {
-  Outbox* outbox = nullptr;
-  ErpSender* sender = nullptr;
-  const Clock* clock = nullptr;
-  ErpRetryPolicy retry;
-  AuditFn audit;
-};
 
 // ErpDelivery names the claimed delivery a gateway works for.
 struct ErpDelivery {
@@ -97,7 +66,8 @@ struct GatewayOutcome {
 
 class ErpGateway {
  public:
-  // Create checks that |env| is complete and the delivery well-formed (kInternal otherwise).
+  // Create checks that |env| is complete (outbox, sender, clock; a valid retry policy) and the
+  // delivery well-formed (kInternal otherwise). |env| and |capabilities| must outlive the gateway.
   static Result<std::unique_ptr<ErpGateway>> Create(const ErpEnv& env, const CapabilitySet& capabilities,
                                                     ErpDelivery delivery);
 
@@ -121,24 +91,27 @@ class ErpGateway {
   std::deque<std::string> replies_;  // stable addresses for *reply
 };
 
-// SendResult is what one send of an outbox row led to.
-enum class SendResult { kAnswered, kRetryLater, kDead };
-
-// SendOutboxRow marks |row| sent (attempts + 1, next attempt after the backoff), sends it with its
-// Idempotency-Key and stores a final answer (|reply| gets it). After the policy's attempts
-// without a final answer the row is marked dead. Used by the gateway and RetryWorker.
-SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, ErpReply* reply);
-
-// RetryWorker resends due pending/sent rows with their same Idempotency-Key. Thread-safe.
+// RetryWorker resends due pending/sent rows with their same Idempotency-Key, through
+// SendOutboxRow (each row's plugin and endpoint found with ResolveCallTarget). Thread-safe.
 class RetryWorker {
  public:
+  // Create: kInternal without outbox, sender or clock; kConfigInvalid for a bad retry policy.
   static Result<std::unique_ptr<RetryWorker>> Create(ErpEnv env);
 
   struct DrainStats {
     int64_t answered = 0, retry_later = 0, dead = 0;
+    int64_t not_sent = 0;  // paused capability or open breaker: deferred, no attempt counted
   };
   // DrainPending sends up to |limit| rows due at |now_ms|. kStoreUnavailable if the outbox fails.
   Result<DrainStats> DrainPending(int64_t now_ms, int64_t limit = 100);
+
+  // ReplayCall is an operator's `dlq replay` of a call-level entry (|e|.call_index ≥ 0): the
+  // entry's outbox row is revived (dead or answered → pending, due now, attempts 0) and the next
+  // DrainPending sends it with its same Idempotency-Key. Returns true if the row was revived or is
+  // already pending/sent (the worker will send it), false for a held intent (it needs `idem
+  // confirm`). kUsage for an event-level entry; kNotFound when the row does not exist;
+  // kStoreUnavailable on a store failure.
+  Result<bool> ReplayCall(const DlqEntry& e);
 
   // Confirm flips the parked intents of |event_key| to due now (an operator confirmed them);
   // returns how many. kStoreUnavailable on a store failure.

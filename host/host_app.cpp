@@ -1,4 +1,5 @@
-// host_app.cpp — stores, loader, plugins, routes, listeners and the retry worker.
+// host_app.cpp — stores, loader, plugins, routes, failure handling, listeners and the background
+// loop (see host_app.h).
 #include "host/host_app.h"
 
 #include <nlohmann/json.hpp>
@@ -10,14 +11,13 @@
 #include <map>
 #include <optional>
 
-#include "clawguard/semver.h"
 #include "host/admin_auth.h"
+#include "host/ops_page.h"
 
 namespace clawguard::host {
 namespace {
 
-constexpr std::chrono::milliseconds kRetryPoll{200};
-constexpr int64_t kDrainBatch = 100;
+constexpr std::chrono::milliseconds kLoopPeriod{200};
 
 std::string Dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
@@ -30,12 +30,6 @@ HttpResponse JsonAnswer(int status, std::string body) {
 }
 
 std::string PathOf(const std::string& target) { return target.substr(0, target.find('?')); }
-
-struct Candidate {
-  std::string path;
-  Verdict verdict;
-  SemVer version;
-};
 
 }  // namespace
 
@@ -65,11 +59,17 @@ class HostApp::AuditSink {
 namespace {
 // Abandoned holds what a still-running plugin thread may touch, once its HostApp is gone.
 struct Abandoned {
-  HostStores stores;
+  HostStores stores;  // the DLQ among them
   std::unique_ptr<ErpSender> sender;
   std::unique_ptr<Loader> loader;
   std::vector<LoadedPlugin> plugins;
   std::shared_ptr<PluginDispatcher> dispatcher;
+  std::unique_ptr<HostMetrics> metrics;
+  std::unique_ptr<KeyBreaker> key_breaker;
+  std::unique_ptr<EndpointBreaker> endpoint_breaker;
+  std::unique_ptr<RateLimiter> limiter;
+  std::unique_ptr<CapabilityPauses> pauses;
+  std::unique_ptr<RetentionAdvisor> advisor;
 };
 // Graveyard is never freed (and stays reachable, so leak checkers do not report it).
 void Bury(std::unique_ptr<Abandoned> a) {
@@ -85,14 +85,25 @@ HostApp::~HostApp() {
   if (dispatcher_ != nullptr && dispatcher_->running_threads() > 0) {
     Audit(Dump({{"event", "plugin_threads_abandoned"},
                 {"threads", dispatcher_->running_threads()},
-                {"detail", "plugin threads still run after shutdown: their plugins, stores and ERP sender are "
-                           "leaked on purpose"}}));
+                {"detail", "plugin threads still run after shutdown: their plugins, stores, ERP sender, "
+                           "breakers, metrics and capability pauses are leaked on purpose"}}));
+    // The objects that use these (pipeline, observer, loop) go first; the plugin threads only
+    // reach what is kept here (through their ErpEnv copy and cg_call).
+    ops_loop_.reset();
+    observer_.reset();
+    pipeline_.reset();
     auto a = std::make_unique<Abandoned>();
     a->stores = std::move(stores_);
     a->sender = std::move(sender_);
     a->loader = std::move(loader_);
     a->plugins = std::move(plugins_);
     a->dispatcher = dispatcher_;
+    a->metrics = std::move(metrics_);
+    a->key_breaker = std::move(key_breaker_);
+    a->endpoint_breaker = std::move(endpoint_breaker_);
+    a->limiter = std::move(limiter_);
+    a->pauses = std::move(pauses_);
+    a->advisor = std::move(advisor_);
     Bury(std::move(a));
   }
 }
@@ -118,10 +129,22 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
     }
   }
   app->audit_ = std::make_shared<AuditSink>(audit_file);
+  // The sink, not the app: an abandoned plugin thread may log after the app is gone.
+  const AuditFn audit = [sink = app->audit_](const std::string& line) { sink->Write(line); };
 
   CLAWGUARD_ASSIGN_OR_RETURN(app->stores_, open_store(c.store, clock));
-  if (!app->stores_.idempotency || !app->stores_.outbox || !app->stores_.ledger) {
-    return Status(Reason::kStoreUnavailable, "host: the store factory returned an incomplete store");
+  if (!app->stores_.idempotency || !app->stores_.outbox || !app->stores_.ledger || !app->stores_.dlq) {
+    return Status(Reason::kStoreUnavailable,
+                  "host: the store factory returned an incomplete store (idempotency, outbox, ledger and DLQ are "
+                  "all required)");
+  }
+  // Replays of completed records are answered from memory (dropped on every new operations
+  // generation): the hot path of a retry storm never reaches the store.
+  {
+    CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<CachingIdempotencyStore> cached,
+                               CachingIdempotencyStore::Create(std::move(app->stores_.idempotency)));
+    app->cache_ = cached.get();
+    app->stores_.idempotency = std::move(cached);
   }
 
   ErpClientOptions erp_options;
@@ -131,16 +154,6 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   erp_options.auth = c.erp.auth.Clone();
   CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<ErpClient> client, ErpClient::Create(std::move(erp_options)));
   app->sender_ = MakeErpSender(std::move(client));
-
-  ErpEnv env;
-  env.outbox = app->stores_.outbox.get();
-  env.sender = app->sender_.get();
-  env.clock = &clock;
-  env.retry = ErpRetryPolicy{c.erp.retry.base, c.erp.retry.max, c.erp.retry.attempts};
-  HostApp* raw = app.get();
-  // The sink, not the app: an abandoned plugin thread may log after the app is gone.
-  env.audit = [sink = app->audit_](const std::string& line) { sink->Write(line); };
-  CLAWGUARD_ASSIGN_OR_RETURN(app->retry_, RetryWorker::Create(env));
 
   LoaderOptions lo;
   lo.trust_policy_path = c.plugins.trust;
@@ -152,12 +165,11 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   CLAWGUARD_ASSIGN_OR_RETURN(app->loader_, Loader::Create(std::move(lo)));
   CLAWGUARD_RETURN_IF_ERROR(app->LoadPlugins(c));
 
-  // Dispatch targets and routes: host.yaml routes × loaded manifests' webhooks.
-  std::vector<DispatchTarget> targets;
+  // Routes: host.yaml routes × loaded manifests' webhooks.
   std::vector<PipelineRoute> routes;
+  std::vector<std::pair<std::string, std::string>> route_names;
   for (const LoadedPlugin& p : app->plugins_) {
     const Manifest& m = p.manifest();
-    targets.push_back(DispatchTarget{m.name, p.plugin(), m.erp_capabilities});
     for (const WebhookRouteSpec& w : m.webhooks) {
       const auto secrets = c.webhooks.routes.find(m.name + "/" + w.route);
       if (secrets == c.webhooks.routes.end()) {
@@ -167,18 +179,89 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
       }
       CLAWGUARD_ASSIGN_OR_RETURN(WebhookVerifier verifier, MakeVerifier(secrets->second, c.webhooks.tolerance, clock));
       routes.push_back(PipelineRoute{m.name, w.route, w.level, w.business_key, std::move(verifier)});
+      route_names.emplace_back(m.name, w.route);
     }
   }
+  CLAWGUARD_RETURN_IF_ERROR(app->CreateGuards(c, route_names));
+
+  // Dispatch targets and the ERP environment every gateway and the retry worker share.
+  std::vector<DispatchTarget> targets;
+  auto caps = std::make_shared<std::vector<ErpPluginCaps>>();
+  for (const LoadedPlugin& p : app->plugins_) {
+    const Manifest& m = p.manifest();
+    targets.push_back(DispatchTarget{m.name, p.plugin(), m.erp_capabilities});
+    CLAWGUARD_ASSIGN_OR_RETURN(CapabilitySet set, CapabilitySet::Create(m.erp_capabilities));
+    caps->push_back(ErpPluginCaps{m.name, std::move(set)});
+  }
+  ErpEnv env;
+  env.outbox = app->stores_.outbox.get();
+  env.sender = app->sender_.get();
+  env.clock = &clock;
+  env.retry.base = c.erp.retry.base;
+  env.retry.max = c.erp.retry.max;
+  env.retry.attempts = c.erp.retry.attempts;
+  env.retry.jitter_percent = c.erp.retry.jitter_percent;
+  env.retry.floor_429 = c.erp.retry.floor_429;
+  env.audit = audit;
+  env.dlq = app->stores_.dlq.get();
+  env.endpoint_breaker = app->endpoint_breaker_.get();
+  env.metrics = app->metrics_.get();
+  env.pauses = app->pauses_.get();
+  env.plugins = std::move(caps);
+  CLAWGUARD_ASSIGN_OR_RETURN(app->retry_, RetryWorker::Create(env));
+
   DispatchOptions dopts;
   dopts.handler_timeout = c.plugins.handler_timeout;
   dopts.lease = c.idempotency.lease;
   dopts.erp = env;
   CLAWGUARD_ASSIGN_OR_RETURN(app->dispatcher_, PluginDispatcher::Create(std::move(dopts), std::move(targets)));
+  PipelineGuards guards;
+  guards.limiter = app->limiter_.get();
+  guards.key_breaker = app->key_breaker_.get();
+  guards.dlq = app->stores_.dlq.get();
+  guards.metrics = app->metrics_.get();
+  guards.advisor = app->advisor_.get();
+  guards.clock = &clock;
+  guards.audit = audit;
   CLAWGUARD_ASSIGN_OR_RETURN(
       app->pipeline_,
       WebhookPipeline::Create(PipelineOptions{c.listen.max_body, c.listen.max_headers, c.idempotency.lease},
-                              std::move(routes), *app->stores_.idempotency, app->dispatcher_->AsDispatcher()));
+                              std::move(routes), *app->stores_.idempotency, app->dispatcher_->AsDispatcher(),
+                              std::move(guards)));
 
+  CLAWGUARD_RETURN_IF_ERROR(app->CreateObserver());
+  OpsLoopDeps deps;
+  deps.idempotency = app->stores_.idempotency.get();
+  deps.dlq = app->stores_.dlq.get();
+  deps.retry = app->retry_.get();
+  deps.pipeline = app->pipeline_.get();
+  deps.pauses = app->pauses_.get();
+  deps.advisor = app->advisor_.get();
+  deps.observer = app->observer_.get();
+  deps.clock = &clock;
+  deps.audit = audit;
+  deps.owner = ReplayOwner();
+  deps.retention_ms = c.idempotency.retention.count();
+  ReconcilerOptions ro;
+  // Stuck = untouched for two leases (a live worker renews every lease/3).
+  ro.stuck_for = std::max<std::chrono::milliseconds>(2 * c.idempotency.lease, std::chrono::seconds(10));
+  ro.retention = c.idempotency.retention;
+  ro.tombstone_ttl = c.idempotency.tombstones;
+  const WebhookPipeline* pipeline = app->pipeline_.get();
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      app->reconciler_,
+      Reconciler::Create(*app->stores_.idempotency, *app->stores_.dlq, clock, ro, [pipeline](const IdempotencyRecord& r) {
+        return pipeline->Redeliver(r.plugin, r.route, r.key, DlqRequest{r.webhook_id, r.request_content_type, r.request_body})
+            .done;
+      }));
+  deps.reconciler = app->reconciler_.get();
+  deps.cache = app->cache_;
+  deps.metrics = app->metrics_.get();
+  CLAWGUARD_ASSIGN_OR_RETURN(app->ops_loop_, HostOpsLoop::Create(std::move(deps)));
+  HostObserver* observer = app->observer_.get();
+  app->ops_page_ = MakeOpsHandler([observer] { return observer->Snapshot(); });
+
+  HostApp* raw = app.get();
   ServerOptions main_options;
   main_options.address = c.listen.address;
   main_options.max_body = c.listen.max_body;
@@ -199,53 +282,53 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   return app;
 }
 
-Status HostApp::LoadPlugins(const HostConfig& c) {
-  std::vector<std::string> packages;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(c.plugins.dir, ec)) {
-    if (e.path().extension() == ".claw" && e.is_regular_file(ec)) packages.push_back(e.path().string());
+Status HostApp::CreateGuards(const HostConfig& c, const std::vector<std::pair<std::string, std::string>>& routes) {
+  CLAWGUARD_ASSIGN_OR_RETURN(metrics_, HostMetrics::Create(MetricsNamesFor(routes, plugins_)));
+  CLAWGUARD_ASSIGN_OR_RETURN(key_breaker_, KeyBreaker::Create(c.breaker_key, *clock_));
+  CLAWGUARD_ASSIGN_OR_RETURN(endpoint_breaker_, EndpointBreaker::Create(c.breaker_erp, *clock_));
+  if (c.webhooks.rate_limit.count > 0) {
+    CLAWGUARD_ASSIGN_OR_RETURN(limiter_, RateLimiter::Create(c.webhooks.rate_limit, *clock_));
   }
-  if (ec) return Status(Reason::kConfigInvalid, c.source + ": plugins.dir: cannot read " + c.plugins.dir);
-  std::sort(packages.begin(), packages.end());
+  pauses_ = std::make_unique<CapabilityPauses>();
+  // A pause written while no host ran (or by another host) holds from the first call on.
+  CLAWGUARD_RETURN_IF_ERROR(pauses_->Refresh(*stores_.dlq));
+  advisor_ = std::make_unique<RetentionAdvisor>();
+  return Status::Ok();
+}
 
-  const auto refuse = [this](std::string package, std::string reason, std::string detail) {
-    Audit(Dump({{"event", "plugin_refused"}, {"package", package}, {"reason", reason}, {"detail", detail}}));
-    refused_.push_back(RefusedPackage{std::move(package), std::move(reason), std::move(detail)});
-  };
-  std::map<std::string, Candidate> best;  // by signed name: the highest version
-  for (const std::string& path : packages) {
-    Result<Verdict> v = loader_->Verify(path);
-    if (!v.ok()) {
-      refuse(path, std::string(ReasonName(v.error().reason())), v.error().message());
-      continue;
-    }
-    if (v->verdict == VerdictKind::kRefused) {
-      refuse(path, std::string(ReasonName(v->reason)), v->detail);
-      continue;
-    }
-    std::optional<SemVer> version = ParseSemVer(v->version);
-    if (!version) {
-      refuse(path, "manifest_invalid", "version '" + v->version + "' is not SemVer");
-      continue;
-    }
-    Candidate cand{path, *v, *version};
-    auto [it, inserted] = best.try_emplace(v->name, cand);
-    if (inserted) continue;
-    const bool higher = CompareSemVer(cand.version, it->second.version) > 0;
-    const Candidate& loser = higher ? it->second : cand;
-    const std::string winner = higher ? cand.verdict.version : it->second.verdict.version;
-    refuse(loser.path, "superseded", "version " + winner + " of " + v->name + " is loaded instead");
-    if (higher) it->second = cand;
+Status HostApp::CreateObserver() {
+  HostObserver::Fixed fixed;
+  fixed.trust_mode = loader_->mode();
+  for (const LoadedPlugin& p : plugins_) {
+    const Verdict& v = p.verdict();
+    fixed.plugins.push_back(OpsPlugin{v.name, v.version, v.publisher, v.sha256, /*loaded=*/true, "", ""});
   }
-  for (auto& [name, cand] : best) {
-    Result<LoadedPlugin> loaded = loader_->Load(cand.path);
-    if (!loaded.ok()) {
-      refuse(cand.path, std::string(ReasonName(loaded.error().reason())), loaded.error().message());
-      continue;
-    }
-    plugins_.push_back(std::move(loaded).value());
+  for (const RefusedPackage& r : refused_) {
+    const std::string name = r.name.empty() ? std::filesystem::path(r.package).filename().string() : r.name;
+    fixed.plugins.push_back(OpsPlugin{name, r.version, r.publisher, r.sha256, /*loaded=*/false, r.reason, r.detail});
   }
-  return Status();
+  fixed.leaves = leaves_;
+  fixed.endpoints = MetricsNamesFor({}, plugins_).endpoints;
+  HostObserver::Sources sources{metrics_.get(), endpoint_breaker_.get(), key_breaker_.get(), stores_.dlq.get(),
+                                clock_};
+  CLAWGUARD_ASSIGN_OR_RETURN(observer_, HostObserver::Create(sources, std::move(fixed)));
+
+  // Start-up metrics: refusals by loader reason ("superseded" is not a refusal), leaf expiry (the
+  // earliest of a plugin's signers), ledger rows, and the gauges' first values.
+  for (const RefusedPackage& r : refused_) {
+    if (std::optional<Reason> reason = ReasonFromName(r.reason)) metrics_->RecordPluginLoadRefusal(*reason);
+  }
+  std::map<std::string, int64_t> earliest;
+  for (const OpsLeaf& l : leaves_) {
+    auto [it, inserted] = earliest.try_emplace(l.plugin, l.not_after);
+    if (!inserted) it->second = std::min(it->second, l.not_after);
+  }
+  for (const auto& [plugin, not_after] : earliest) metrics_->SetCertificateExpiry(plugin, not_after);
+  if (Result<LedgerCheckpoint> head = stores_.ledger->Head(); head.ok()) metrics_->SetLedgerRows(head->count);
+  if (Status s = observer_->PublishGauges(); !s.ok()) {
+    Audit(Dump({{"event", "metrics_gauges_error"}, {"detail", s.message()}}));
+  }
+  return Status::Ok();
 }
 
 Status HostApp::Start() {
@@ -256,7 +339,7 @@ Status HostApp::Start() {
   }
   CLAWGUARD_RETURN_IF_ERROR(main_->Start());
   CLAWGUARD_RETURN_IF_ERROR(admin_->Start());
-  retry_thread_ = std::thread([this] { RetryLoop(); });
+  background_thread_ = std::thread([this] { BackgroundLoop(); });
   ready_.store(true);
   return Status();
 }
@@ -271,29 +354,22 @@ void HostApp::Stop() {
   stop_cv_.notify_all();
   if (main_) main_->Stop();
   if (admin_) admin_->Stop();
-  if (retry_thread_.joinable()) retry_thread_.join();
+  if (background_thread_.joinable()) background_thread_.join();
   if (dispatcher_ != nullptr && config_ != nullptr) {
     // A plugin that timed out may still run; give it (and an ERP call it is in) time to return.
     (void)dispatcher_->WaitIdle(config_->plugins.handler_timeout + config_->erp.timeout);
   }
 }
 
-void HostApp::RetryLoop() {
-  // The operations generation is polled every kRetryPoll (≤ 1 s, ARCHITECTURE.md "Operator
-  // commands"). This host keeps no record cache, so there is nothing to drop; a change is audited
-  // and the outbox is drained at once (an `idem confirm` made intents due).
-  std::optional<int64_t> generation;
+void HostApp::BackgroundLoop() {
+  // Every kLoopPeriod: operations generation (≤ 1 s, ARCHITECTURE.md "Operator commands"), DLQ
+  // replays, outbox retries and, less often, gauges (HostOpsLoop::Tick).
   std::unique_lock lock(stop_mu_);
   while (!stopping_) {
     lock.unlock();
-    if (auto g = stores_.idempotency->Generation(); g.ok()) {
-      if (generation && *g != *generation) Audit(Dump({{"event", "operations_generation"}, {"generation", *g}}));
-      generation = *g;
-    }
-    auto drained = retry_->DrainPending(clock_->NowMillis(), kDrainBatch);
-    if (!drained.ok()) Audit(Dump({{"event", "retry_worker_error"}, {"detail", drained.error().message()}}));
+    ops_loop_->Tick();
     lock.lock();
-    stop_cv_.wait_for(lock, kRetryPoll, [this] { return stopping_; });
+    stop_cv_.wait_for(lock, kLoopPeriod, [this] { return stopping_; });
   }
 }
 
@@ -323,8 +399,11 @@ HttpResponse HostApp::HandleMain(const HttpRequest& request) const {
 }
 
 HttpResponse HostApp::HandleAdmin(const HttpRequest& request) const {
+  // Every path here is behind the bearer token (RequireBearerToken wraps this handler).
   const std::string path = PathOf(request.target);
   if (request.method == "GET" && path == "/readyz") return JsonAnswer(ready_.load() ? 200 : 503, ReadyJson());
+  if (path == "/metrics") return metrics_->ServeMetrics(request);
+  if (path == "/ops") return ops_page_(request);
   return JsonAnswer(404, R"({"error":"not_found"})");
 }
 

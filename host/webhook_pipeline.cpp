@@ -1,4 +1,5 @@
-// webhook_pipeline.cpp — size limits, routing, authentication, idempotency gate, outcome storage.
+// webhook_pipeline.cpp — size limits, routing, authentication, rate limit, key breaker, idempotency
+// gate, outcome storage and the DLQ entries of the outcomes; Redeliver (DLQ replays).
 #include "host/webhook_pipeline.h"
 
 #include <algorithm>
@@ -6,6 +7,7 @@
 #include "clawguard/limits.h"
 #include "host/business_key.h"
 #include "host/idempotency_key.h"
+#include "host/metrics.h"
 #include "host/problem.h"
 
 namespace clawguard::host {
@@ -22,6 +24,14 @@ Handled Refuse(WebhookOutcome outcome, Reason reason, std::string_view detail,
 }
 
 int64_t CeilSeconds(int64_t ms) { return std::max<int64_t>(1, (ms + 999) / 1000); }
+
+bool IsSignatureFailure(Reason r) {
+  return r == Reason::kSignatureInvalid || r == Reason::kTimestampOutOfTolerance || r == Reason::kHeaderConflict;
+}
+
+std::string PathOf(const PipelineRoute& route) {
+  return std::string(kWebhookPathPrefix) + route.plugin + "/" + route.route;
+}
 
 HttpResponse Answer(int status, const std::string& content_type, const std::string& body) {
   HttpResponse r;
@@ -49,6 +59,9 @@ std::string_view WebhookOutcomeName(WebhookOutcome o) {
     case WebhookOutcome::kPluginTimeout: return "plugin_timeout";
     case WebhookOutcome::kFenced: return "fenced";
     case WebhookOutcome::kDeadLettered: return "dead_lettered";
+    case WebhookOutcome::kRateLimited: return "rate_limited";
+    case WebhookOutcome::kBreakerOpen: return "breaker_open";
+    case WebhookOutcome::kExpiredKeySeen: return "expired_key_seen";
   }
   return "unknown";
 }
@@ -75,7 +88,8 @@ bool WebhookPipeline::IsStorableStatus(int status) {
 
 Result<std::unique_ptr<WebhookPipeline>> WebhookPipeline::Create(PipelineOptions options,
                                                                  std::vector<PipelineRoute> routes,
-                                                                 IdempotencyStore& store, Dispatcher dispatcher) {
+                                                                 IdempotencyStore& store, Dispatcher dispatcher,
+                                                                 PipelineGuards guards) {
   if (options.max_body == 0 || options.max_headers == 0 || options.lease.count() <= 0) {
     return Status(Reason::kConfigInvalid, "webhook pipeline: max_body, max_headers and lease must be > 0");
   }
@@ -98,10 +112,41 @@ Result<std::unique_ptr<WebhookPipeline>> WebhookPipeline::Create(PipelineOptions
     }
   }
   return std::unique_ptr<WebhookPipeline>(
-      new WebhookPipeline(options, std::move(table), store, std::move(dispatcher)));
+      new WebhookPipeline(options, std::move(table), store, std::move(dispatcher), std::move(guards)));
 }
 
 WebhookPipeline::Handled WebhookPipeline::HandleDetailed(const HttpRequest& request) const {
+  const auto start = std::chrono::steady_clock::now();
+  const PipelineRoute* route = nullptr;
+  Handled h = Gate(request, route);
+  Count(route, h, start);
+  return h;
+}
+
+void WebhookPipeline::Count(const PipelineRoute* route, const Handled& h,
+                            std::chrono::steady_clock::time_point start) const {
+  if (guards_.metrics == nullptr) return;
+  const std::string_view plugin = route != nullptr ? std::string_view(route->plugin) : kUnknownLabel;
+  const std::string_view name = route != nullptr ? std::string_view(route->route) : kUnknownLabel;
+  guards_.metrics->RecordWebhook(plugin, name, WebhookOutcomeName(h.outcome));
+  if (h.outcome == WebhookOutcome::kReplayed || h.outcome == WebhookOutcome::kInProgress) {
+    guards_.metrics->RecordDuplicate(plugin, name);
+  }
+  if (route != nullptr) {
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    guards_.metrics->ObserveProcessingSeconds(plugin, name, took.count());
+  }
+}
+
+WebhookPipeline::Handled WebhookPipeline::Gate(const HttpRequest& request, const PipelineRoute*& route_out) const {
+  // Routing first only to label the metrics; the limits are still the first refusal.
+  const std::string_view target = request.target;
+  const bool webhook_path =
+      request.method == "POST" && target.substr(0, kWebhookPathPrefix.size()) == kWebhookPathPrefix;
+  const auto it =
+      webhook_path ? routes_.find(std::string(target.substr(kWebhookPathPrefix.size()))) : routes_.end();
+  if (it != routes_.end()) route_out = &it->second;
+
   // 1. Limits, then routing (no echo of the unknown names).
   if (request.headers.ByteSize() > options_.max_headers) {
     return Refuse(WebhookOutcome::kTooLarge, Reason::kRequestTooLarge,
@@ -111,11 +156,9 @@ WebhookPipeline::Handled WebhookPipeline::HandleDetailed(const HttpRequest& requ
     return Refuse(WebhookOutcome::kTooLarge, Reason::kRequestTooLarge,
                   "body exceeds " + std::to_string(options_.max_body) + " bytes");
   }
-  const std::string_view target = request.target;
-  if (request.method != "POST" || target.substr(0, kWebhookPathPrefix.size()) != kWebhookPathPrefix) {
+  if (!webhook_path) {
     return Refuse(WebhookOutcome::kNotFound, Reason::kNotFound, "webhooks are POST /webhooks/{plugin}/{route}");
   }
-  const auto it = routes_.find(std::string(target.substr(kWebhookPathPrefix.size())));
   if (it == routes_.end()) {
     return Refuse(WebhookOutcome::kNotFound, Reason::kNotFound, "no webhook route is configured for this path");
   }
@@ -125,10 +168,20 @@ WebhookPipeline::Handled WebhookPipeline::HandleDetailed(const HttpRequest& requ
   auto verified = route.verifier.Verify(request.headers, request.body);
   if (!verified.ok()) {
     const Status& s = verified.error();
+    if (guards_.metrics != nullptr && IsSignatureFailure(s.reason())) guards_.metrics->RecordSignatureFailure(s.reason());
     return Refuse(WebhookOutcome::kAuthFailed, s.reason(), s.message());
   }
 
-  // 3. Business key, event key and fingerprint.
+  // 3. Per-plugin rate limit (after authentication, so forged requests cannot drain a bucket).
+  if (guards_.limiter != nullptr) {
+    const RateLimiter::Decision d = guards_.limiter->Acquire(route.plugin);
+    if (!d.allowed) {
+      return Refuse(WebhookOutcome::kRateLimited, Reason::kRateLimited,
+                    "this plugin's webhook rate limit is reached; retry later", d.retry_after_s);
+    }
+  }
+
+  // 4. Business key, event key and fingerprint.
   std::string business;
   if (route.business_key) {
     auto bv = ExtractBusinessKey(request.body, *route.business_key);
@@ -137,37 +190,78 @@ WebhookPipeline::Handled WebhookPipeline::HandleDetailed(const HttpRequest& requ
   }
   const EventKey ek = DeriveEventKey(route.level, route.plugin, route.route, verified->id, business, request.body);
 
-  // 4. One atomic claim.
-  ClaimMeta meta{route.plugin, route.route, route.level, verified->id, {}};
+  // 5. Per-key breaker: an event that keeps failing is not run again until its cool-down ends.
+  if (guards_.key_breaker != nullptr) {
+    const KeyBreaker::Admission a = guards_.key_breaker->Check(ek.key);
+    if (!a.allowed) {
+      return Refuse(WebhookOutcome::kBreakerOpen, Reason::kBreakerOpen,
+                    "this event failed repeatedly and is paused; it was dead-lettered for operators, retry later",
+                    RetryAfterSeconds(a.retry_after_ms));
+    }
+  }
+  return ClaimAndDispatch(route, request, verified->id, ek.key, ek.fingerprint, /*delivery=*/true);
+}
+
+WebhookPipeline::Handled WebhookPipeline::ClaimAndDispatch(const PipelineRoute& route, const HttpRequest& request,
+                                                           const std::string& webhook_id, const std::string& key,
+                                                           const std::string& fingerprint, bool delivery) const {
+  // 6. One atomic claim.
+  ClaimMeta meta;
+  meta.plugin = route.plugin;
+  meta.route = route.route;
+  meta.level = route.level;
+  meta.webhook_id = webhook_id;
   if (auto x = request.headers.Get(kXIdempotencyKeyHeader)) {
     meta.x_idempotency_key = std::string(x->substr(0, kMaxRecordedXIdempotencyKey));  // recorded, never keyed on
   }
-  auto claim = store_.Claim(ek.key, ek.fingerprint, meta, options_.lease.count());
+  // The authenticated request, kept by the store until Complete so a reconciler can re-run a
+  // stuck event (the store keeps it only within the DLQ's bounds).
+  if (auto ct = request.headers.Get("Content-Type")) meta.request_content_type = std::string(*ct);
+  meta.request_body = request.body;
+  auto claim = store_.Claim(key, fingerprint, meta, options_.lease.count());
   if (!claim.ok()) {
     return Refuse(WebhookOutcome::kStoreUnavailable, Reason::kStoreUnavailable, "the idempotency store is unavailable",
                   /*retry_after_s=*/1);
   }
+  const GuardEvent ev{route.plugin, route.route, key};
   switch (claim->kind) {
     case ClaimOutcome::Kind::kFingerprintMismatch:
+      ObserveRedelivery(guards_, claim->record.created_ms);
       return Refuse(WebhookOutcome::kFingerprintMismatch, Reason::kFingerprintMismatch,
                     "this idempotency key was first used with another request; the stored record is unchanged");
     case ClaimOutcome::Kind::kCompleted: {
+      ObserveRedelivery(guards_, claim->record.created_ms);
       HttpResponse r = Answer(claim->record.status, claim->record.content_type, claim->record.body);
       r.headers.Set(kReplayedHeader, "true");
       return Handled{std::move(r), WebhookOutcome::kReplayed};
     }
     case ClaimOutcome::Kind::kInProgress:
+      ObserveRedelivery(guards_, claim->record.created_ms);
       return Refuse(WebhookOutcome::kInProgress, Reason::kInProgress, "this event is being processed; retry later",
-                    CeilSeconds(claim->retry_after_ms));
+                    InProgressRetryAfterSeconds(claim->retry_after_ms));
+    case ClaimOutcome::Kind::kTombstone:
+      // The record's time, when the engine keeps it with the tombstone, is the gap that beat the
+      // retention: exactly what the advisor must see.
+      ObserveRedelivery(guards_, claim->record.created_ms);
+      if (delivery) {  // a redelivery comes from the DLQ already
+        AddDeadLetter(guards_, DlqClass::kManualReview, ev,
+                      "a delivery arrived after this event's idempotency record expired (only its tombstone is "
+                      "left); it was not run. Check whether the event was applied, then drop the entry, or run "
+                      "`clawguard idem reset` and replay it",
+                      StoredRequest(webhook_id, request));
+      }
+      return Refuse(WebhookOutcome::kExpiredKeySeen, Reason::kExpiredKeySeen,
+                    "this event was completed and its record expired; it goes to manual review");
     case ClaimOutcome::Kind::kClaimed:
       break;
   }
-  return Dispatch(route, request, ek.key, claim->fencing_token, verified->id);
+  if (claim->taken_over && guards_.metrics != nullptr) guards_.metrics->RecordLeaseTakeover();
+  return Dispatch(route, request, key, claim->fencing_token, webhook_id, delivery);
 }
 
 WebhookPipeline::Handled WebhookPipeline::Dispatch(const PipelineRoute& route, const HttpRequest& request,
                                                    const std::string& key, int64_t token,
-                                                   const std::string& webhook_id) const {
+                                                   const std::string& webhook_id, bool delivery) const {
   DispatchContext ctx;
   ctx.plugin = route.plugin;
   ctx.route = route.route;
@@ -182,16 +276,28 @@ WebhookPipeline::Handled WebhookPipeline::Dispatch(const PipelineRoute& route, c
   };
   const PluginOutcome out = dispatcher_(ctx);
 
+  const GuardEvent ev{route.plugin, route.route, key};
+  const auto failure = [&](std::string_view why) {
+    if (delivery) RecordKeyFailure(guards_, ev, request, webhook_id, why);
+  };
   const auto release = [&]() { (void)store_.Release(key, token); };  // best effort: the lease expires anyway
   switch (out.kind) {
     case PluginOutcome::Kind::kFailed:
       release();
+      failure("plugin failed: " + out.detail);
       return Refuse(WebhookOutcome::kPluginFailed, Reason::kPluginFailed, "the plugin failed; the event may be retried");
     case PluginOutcome::Kind::kTimedOut:
       // Not released: the hung plugin may still run; its lease expires and is never renewed.
+      failure("plugin timed out: " + out.detail);
       return Refuse(WebhookOutcome::kPluginTimeout, Reason::kPluginTimeout, "the plugin timed out; retry later",
                     CeilSeconds(options_.lease.count()));
     case PluginOutcome::Kind::kDeadLettered:
+      // Written whether or not the 202 below can be stored: the outbox row is dead already.
+      AddDeadLetter(guards_, DlqClassFromName(out.dead_letter_class).value_or(DlqClass::kMismatch), ev,
+                    out.detail + "; the host cannot replay this event: repair the plugin, then `clawguard idem "
+                                 "reset` the key so the next delivery runs it again",
+                    /*request=*/std::nullopt);
+      break;
     case PluginOutcome::Kind::kAnswered:
       break;
   }
@@ -212,11 +318,13 @@ WebhookPipeline::Handled WebhookPipeline::Dispatch(const PipelineRoute& route, c
   }
   if (!IsStorableStatus(status)) {
     release();
+    failure("plugin answered " + std::to_string(status) + ", which is not stored");
     return Handled{Answer(status, content_type, body), WebhookOutcome::kNotStored};
   }
   auto done = store_.Complete(key, token, status, content_type, body);
   if (!done.ok()) {
-    // Not durable: never answer 2xx for an outcome the store did not keep.
+    // Not durable: never answer 2xx for an outcome the store did not keep. Not the plugin's fault:
+    // not a breaker failure.
     return Refuse(WebhookOutcome::kStoreUnavailable, Reason::kStoreUnavailable,
                   "the answer could not be stored; retry later", /*retry_after_s=*/1);
   }
@@ -224,7 +332,72 @@ WebhookPipeline::Handled WebhookPipeline::Dispatch(const PipelineRoute& route, c
     return Refuse(WebhookOutcome::kFenced, Reason::kInProgress,
                   "another worker took this event over; retry to get its answer", /*retry_after_s=*/1);
   }
+  if (delivery) RecordKeySuccess(guards_, key);
   return Handled{Answer(status, content_type, body), dead ? WebhookOutcome::kDeadLettered : WebhookOutcome::kProcessed};
+}
+
+RedeliverResult WebhookPipeline::Redeliver(const std::string& plugin, const std::string& route_name,
+                                           const std::string& event_key, const DlqRequest& stored) const {
+  const auto start = std::chrono::steady_clock::now();
+  const auto it = routes_.find(plugin + "/" + route_name);
+  if (it == routes_.end()) {
+    return {false, "no webhook route " + plugin + "/" + route_name + " is configured on this host"};
+  }
+  const PipelineRoute& route = it->second;
+  // The request as the plugin sees it: the stored id, Content-Type and body (other headers of the
+  // original delivery are not kept).
+  HttpRequest request;
+  request.method = "POST";
+  request.target = PathOf(route);
+  if (!stored.content_type.empty()) request.headers.Set("Content-Type", stored.content_type);
+  request.headers.Set("webhook-id", stored.webhook_id);
+  request.body = stored.body;
+
+  std::string business;
+  if (route.business_key) {
+    auto bv = ExtractBusinessKey(request.body, *route.business_key);
+    if (!bv.ok()) return {false, "the stored request has no usable business key: " + bv.error().message()};
+    business = std::move(bv).value();
+  }
+  const EventKey ek = DeriveEventKey(route.level, route.plugin, route.route, stored.webhook_id, business, request.body);
+  if (ek.key != event_key) {
+    return {false, "integrity check failed: the stored request derives event key " + ek.key + ", expected " +
+                       event_key + "; not replayed"};
+  }
+  const Handled h = ClaimAndDispatch(route, request, stored.webhook_id, ek.key, ek.fingerprint, /*delivery=*/false);
+  Count(&route, h, start);
+  switch (h.outcome) {
+    case WebhookOutcome::kReplayed:
+      return {true, "already completed (status " + std::to_string(h.response.status) + "); not run again"};
+    case WebhookOutcome::kProcessed:
+      return {true, "replayed: the plugin answered " + std::to_string(h.response.status) + " and it was stored"};
+    case WebhookOutcome::kDeadLettered:
+      return {true, "replayed, but the event was dead-lettered again (outbox mismatch); see its mismatch entry"};
+    case WebhookOutcome::kInProgress:
+      return {false, "in progress elsewhere: another delivery holds the lease"};
+    case WebhookOutcome::kFingerprintMismatch:
+      return {false, "fingerprint mismatch: the key's record was made by another request"};
+    case WebhookOutcome::kExpiredKeySeen:
+      return {false, "tombstoned: the key's record expired after retention; use `clawguard idem reset` first"};
+    case WebhookOutcome::kStoreUnavailable:
+      return {false, "the idempotency store is unavailable"};
+    case WebhookOutcome::kNotStored:
+      return {false, "the plugin answered " + std::to_string(h.response.status) + ", which is not stored"};
+    case WebhookOutcome::kPluginFailed:
+      return {false, "the plugin failed"};
+    case WebhookOutcome::kPluginTimeout:
+      return {false, "the plugin timed out"};
+    case WebhookOutcome::kFenced:
+      return {false, "another worker took the event over while the plugin ran"};
+    case WebhookOutcome::kTooLarge:
+    case WebhookOutcome::kNotFound:
+    case WebhookOutcome::kAuthFailed:
+    case WebhookOutcome::kKeyMissing:
+    case WebhookOutcome::kRateLimited:
+    case WebhookOutcome::kBreakerOpen:
+      break;  // stages a redelivery skips
+  }
+  return {false, "unexpected outcome " + std::string(WebhookOutcomeName(h.outcome))};
 }
 
 }  // namespace clawguard::host

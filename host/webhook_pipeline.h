@@ -1,19 +1,33 @@
 // webhook_pipeline.h — the Request → Response gate of `POST /webhooks/{plugin}/{route}`, up to
-// plugin dispatch (ARCHITECTURE.md "Host request pipeline" steps 1–4 and the outcome table).
+// plugin dispatch (ARCHITECTURE.md "Host request pipeline" steps 1–4, 6 and the status table).
 //
 // Stages, in order, each a refusal with its problem type:
 //   1. header and body size limits → 413; not POST /webhooks/{plugin}/{route} of a known route → 404;
-//   2. Standard Webhooks authentication (WebhookVerifier) → 400 header_conflict / 401; nothing is
-//      stored for a request that fails here;
-//   3. business key (ExtractBusinessKey) → 400; event key and fingerprint (DeriveEventKey);
-//   4. one atomic claim (IdempotencyStore::Claim): 422 / replay of the stored answer with
-//      `Idempotent-Replayed: true` / 409 + Retry-After / claimed → the injected Dispatcher runs;
-//   5. the outcome is stored per the table: 2xx and 4xx except 408, 409, 425, 429 are stored;
+//   2. Standard Webhooks authentication (WebhookVerifier) → 400 header_conflict / 401 (counted in
+//      webhook_signature_failures_total); nothing is stored for a request that fails here;
+//   3. the per-plugin rate limit (guards.limiter) → 429 rate_limited + Retry-After, nothing stored;
+//   4. business key (ExtractBusinessKey) → 400; event key and fingerprint (DeriveEventKey);
+//   5. the per-key breaker (guards.key_breaker) → 503 breaker_open + Retry-After = the cool-down
+//      left; nothing stored, the plugin does not run;
+//   6. one atomic claim (IdempotencyStore::Claim): 422 / replay of the stored answer with
+//      `Idempotent-Replayed: true` / 409 in_progress + Retry-After (the lease left, capped at 2 s) /
+//      409 expired_key_seen on a tombstone (one DLQ entry manual_review with the request) /
+//      claimed → the injected Dispatcher runs;
+//   7. the outcome is stored per the table: 2xx and 4xx except 408, 409, 425, 429 are stored;
 //      level 3 answers 202 and stores it; other answers and plugin failures release the key
 //      (retryable); a timed-out plugin's lease is left to expire (not renewed, not released);
 //      a dead-lettered event (outbox mismatch) stores and answers 202 with kDeadLetteredBody —
-//      never the plugin's own answer — so the platform stops retrying and operators take over.
-// Immutable after Create; Handle is thread-safe if the store and the dispatcher are.
+//      never the plugin's own answer — so the platform stops retrying and operators take over
+//      (one DLQ entry mismatch, without the request: `idem reset` after a repair re-runs it).
+//      A failed or timed-out plugin and a non-storable answer count as failures of the key's
+//      breaker; the failure that opens it writes ONE DLQ entry breaker with the request and
+//      audits breaker_opened. A stored outcome resets the key's failures.
+// Later deliveries of a key feed the retention advisor (now − the record's first delivery).
+// Metrics (guards.metrics) count every request by outcome; DLQ write failures are audited and
+// never change an answer. Redeliver re-runs a stored, once-authenticated request for the DLQ
+// replay worker (no signature check, no rate limit, no breaker).
+// Immutable after Create; Handle and Redeliver are thread-safe if the store, the dispatcher and
+// the guards are.
 #ifndef CLAWGUARD_HOST_WEBHOOK_PIPELINE_H_
 #define CLAWGUARD_HOST_WEBHOOK_PIPELINE_H_
 
@@ -32,6 +46,7 @@
 #include "clawguard/store/idempotency_store.h"
 #include "host/host_config.h"
 #include "host/http_types.h"
+#include "host/pipeline_guards.h"
 #include "host/webhook_auth.h"
 
 namespace clawguard::host {
@@ -94,6 +109,10 @@ using Dispatcher = std::function<PluginOutcome(const DispatchContext&)>;
 enum class WebhookOutcome {
   kTooLarge, kNotFound, kAuthFailed, kKeyMissing, kFingerprintMismatch, kReplayed, kInProgress,
   kStoreUnavailable, kProcessed, kNotStored, kPluginFailed, kPluginTimeout, kFenced, kDeadLettered,
+  kRateLimited,     // 429 rate_limited
+  kBreakerOpen,     // 503 breaker_open
+  kExpiredKeySeen,  // 409 expired_key_seen (tombstone hit; manual review)
+  // Keep the enum contiguous: HostMetrics declares its outcome series by walking it.
 };
 std::string_view WebhookOutcomeName(WebhookOutcome o);
 
@@ -116,12 +135,20 @@ struct PipelineOptions {
 Result<WebhookVerifier> MakeVerifier(const RouteSecrets& secrets, std::chrono::milliseconds tolerance,
                                      const Clock& clock);
 
+// RedeliverResult is what WebhookPipeline::Redeliver did.
+struct RedeliverResult {
+  bool done = false;   // the event now has a stored answer (this run's or an earlier one)
+  std::string detail;  // what happened, for the DLQ entry's resolution (never a secret)
+};
+
 class WebhookPipeline {
  public:
   // Create validates the routes (level 1..3, level 1 needs a business_key, no duplicates) and
-  // options (limits and lease > 0). kConfigInvalid otherwise. |store| must outlive the pipeline.
+  // options (limits and lease > 0). kConfigInvalid otherwise. |store| and every non-null member
+  // of |guards| must outlive the pipeline.
   static Result<std::unique_ptr<WebhookPipeline>> Create(PipelineOptions options, std::vector<PipelineRoute> routes,
-                                                         IdempotencyStore& store, Dispatcher dispatcher);
+                                                         IdempotencyStore& store, Dispatcher dispatcher,
+                                                         PipelineGuards guards = {});
 
   struct Handled {
     HttpResponse response;
@@ -131,20 +158,44 @@ class WebhookPipeline {
   Handled HandleDetailed(const HttpRequest& request) const;
   HttpResponse Handle(const HttpRequest& request) const { return HandleDetailed(request).response; }
 
+  using RedeliverResult = ::clawguard::host::RedeliverResult;
+  // Redeliver re-runs the event |event_key| of |plugin|/|route| from its stored request (a DLQ
+  // replay; the host's replay worker and reconciler call it). WARNING: the signature is NOT
+  // checked again — |request| was authenticated when it was first delivered and its timestamp
+  // is old by now; only requests the pipeline itself stored may be passed here. As an integrity
+  // check the event key is derived again from the route, webhook-id, business key and body and
+  // the replay is refused if it differs from |event_key|. Then the claim decides: completed →
+  // done ("already completed", nothing runs); in progress, another fingerprint or a tombstone →
+  // not done; claimed → the plugin runs and its outcome is stored as for a delivery (done when
+  // stored). No rate limit and no key breaker (an operator asked for it); metrics count it.
+  RedeliverResult Redeliver(const std::string& plugin, const std::string& route, const std::string& event_key,
+                            const DlqRequest& request) const;
+
   // IsStorableStatus: 2xx, or 4xx except 408, 409, 425 and 429.
   static bool IsStorableStatus(int status);
 
  private:
   WebhookPipeline(PipelineOptions options, std::map<std::string, PipelineRoute> routes, IdempotencyStore& store,
-                  Dispatcher dispatcher)
-      : options_(options), routes_(std::move(routes)), store_(store), dispatcher_(std::move(dispatcher)) {}
+                  Dispatcher dispatcher, PipelineGuards guards)
+      : options_(options), routes_(std::move(routes)), store_(store), dispatcher_(std::move(dispatcher)),
+        guards_(std::move(guards)) {}
+  // Gate runs stages 1–6 and dispatches; |route| is set once the path names a known route.
+  Handled Gate(const HttpRequest& request, const PipelineRoute*& route) const;
+  // ClaimAndDispatch runs stage 6 and dispatches a claimed event. |delivery|: a platform's
+  // delivery (outcomes count in the key breaker, a tombstone hit is dead-lettered); false for
+  // Redeliver (the event comes from the DLQ and an operator asked for it).
+  Handled ClaimAndDispatch(const PipelineRoute& route, const HttpRequest& request, const std::string& webhook_id,
+                           const std::string& key, const std::string& fingerprint, bool delivery) const;
   Handled Dispatch(const PipelineRoute& route, const HttpRequest& request, const std::string& key,
-                   int64_t token, const std::string& webhook_id) const;
+                   int64_t token, const std::string& webhook_id, bool delivery) const;
+  // Count records |h| in the metrics (labels "_unknown" when |route| is null).
+  void Count(const PipelineRoute* route, const Handled& h, std::chrono::steady_clock::time_point start) const;
 
   const PipelineOptions options_;
   const std::map<std::string, PipelineRoute> routes_;  // "plugin/route"
   IdempotencyStore& store_;
   const Dispatcher dispatcher_;
+  const PipelineGuards guards_;
 };
 
 }  // namespace clawguard::host

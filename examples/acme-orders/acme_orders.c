@@ -1,5 +1,5 @@
-/* acme_orders.c — the example plugin: on "order.created" it fulfils the order and forwards the
- * event to inventory, through the host's erp_call only (ARCHITECTURE.md "Plugin ABI").
+/* acme_orders.c — the example plugin: on "order.created" it fulfils the order and adjusts the
+ * inventory once per order line, through the host's erp_call only (ARCHITECTURE.md "Plugin ABI").
  *
  * Plain C11 on libc alone, so the library's only DT_NEEDED is libc.so.6. It keeps no state but
  * the host table set once in init, so flags is 0: the host may call handle_webhook on several
@@ -14,6 +14,8 @@ static const cg_host_api *g_host; /* set by init, read-only afterwards */
 enum { kLogInfo = 1, kLogError = 3 };
 /* Longest order id we accept: it becomes one path segment of /orders/{id}/fulfil. */
 enum { kMaxOrderId = 64 };
+/* Bounds on the order lines: more lines, a longer SKU or a quantity outside ±999999 is a 422. */
+enum { kMaxLines = 100, kMaxSku = 64, kMaxQuantityDigits = 6 };
 
 static cg_bytes Text(const char *s) {
   cg_bytes b = {s, strlen(s)};
@@ -59,6 +61,84 @@ static size_t FindOrderId(cg_bytes body, char out[kMaxOrderId + 1]) {
   return n;
 }
 
+/* Find returns the offset of the first |token| in body[from, to), or |to| if there is none. */
+static size_t Find(cg_bytes body, size_t from, size_t to, const char *token) {
+  const size_t n = strlen(token);
+  for (size_t i = from; i + n <= to; ++i) {
+    if (memcmp(body.data + i, token, n) == 0) return i;
+  }
+  return to;
+}
+
+static size_t SkipSpaceAndColon(cg_bytes body, size_t i, size_t to) {
+  while (i < to && (body.data[i] == ' ' || body.data[i] == '\t' || body.data[i] == '\n' || body.data[i] == '\r')) ++i;
+  if (i >= to || body.data[i] != ':') return to;
+  ++i;
+  while (i < to && (body.data[i] == ' ' || body.data[i] == '\t' || body.data[i] == '\n' || body.data[i] == '\r')) ++i;
+  return i;
+}
+
+/* OrderLine is one line of the order: a SKU of [A-Za-z0-9_~-] and a quantity. */
+typedef struct {
+  char sku[kMaxSku + 1];
+  long quantity;
+} OrderLine;
+
+/* ParseLine reads the "sku" string and the "quantity" (or "qty") integer of the line object
+ * body[from, to). EXAMPLE ONLY, like FindOrderId: a bounded byte search, not a JSON parser.
+ * Returns 1 on success. */
+static int ParseLine(cg_bytes body, size_t from, size_t to, OrderLine *line) {
+  size_t i = Find(body, from, to, "\"sku\"");
+  if (i == to) return 0;
+  i = SkipSpaceAndColon(body, i + 5, to);
+  if (i >= to || body.data[i] != '"') return 0;
+  ++i;
+  size_t n = 0;
+  while (i < to && n < kMaxSku && IsIdChar(body.data[i])) line->sku[n++] = body.data[i++];
+  if (n == 0 || i >= to || body.data[i] != '"') return 0;
+  line->sku[n] = '\0';
+  size_t q = Find(body, from, to, "\"quantity\"");
+  size_t key_len = 10;
+  if (q == to) {
+    q = Find(body, from, to, "\"qty\"");
+    key_len = 5;
+  }
+  if (q == to) return 0;
+  q = SkipSpaceAndColon(body, q + key_len, to);
+  int negative = 0;
+  if (q < to && body.data[q] == '-') {
+    negative = 1;
+    ++q;
+  }
+  long value = 0;
+  int digits = 0;
+  while (q < to && body.data[q] >= '0' && body.data[q] <= '9' && digits < kMaxQuantityDigits) {
+    value = value * 10 + (body.data[q++] - '0');
+    ++digits;
+  }
+  if (digits == 0 || (q < to && body.data[q] >= '0' && body.data[q] <= '9')) return 0;
+  line->quantity = negative ? -value : value;
+  return 1;
+}
+
+/* FindLines fills |lines| from the "lines" array: each {...} object in it is one line.
+ * Returns the number of lines, or -1 if the array is malformed or has more than kMaxLines. */
+static int FindLines(cg_bytes body, OrderLine lines[kMaxLines]) {
+  size_t i = Find(body, 0, body.len, "\"lines\"");
+  if (i == body.len) return 0;
+  i = SkipSpaceAndColon(body, i + 7, body.len);
+  if (i >= body.len || body.data[i] != '[') return -1;
+  int count = 0;
+  for (++i; i < body.len && body.data[i] != ']'; ++i) {
+    if (body.data[i] != '{') continue;
+    const size_t end = Find(body, i, body.len, "}");
+    if (end == body.len || count == kMaxLines || !ParseLine(body, i, end, &lines[count])) return -1;
+    ++count;
+    i = end;
+  }
+  return i < body.len ? count : -1;
+}
+
 static void Respond(cg_call *call, int status, const char *json) {
   g_host->respond(call, status, "application/json", Text(json));
 }
@@ -98,11 +178,42 @@ static int HandleWebhook(cg_call *call, const char *route, const cg_request *req
   strcat(path, order_id);
   strcat(path, "/fulfil");
 
+  OrderLine lines[kMaxLines]; /* on the stack: calls may run concurrently */
+  const int line_count = FindLines(request->body, lines);
+  if (line_count < 0) {
+    Respond(call, 422, "{\"status\":\"lines_invalid\"}");
+    return 0;
+  }
+
   int held = 0;
-  /* Call 0 fulfils the order, call 1 hands the whole event (its lines) to inventory. The order
-   * matters: the host matches re-runs to outbox rows by call index. */
+  /* Call 0 fulfils the order; calls 1..n adjust the inventory, one per line, in the event's
+   * order. The order matters: the host matches re-runs to outbox rows by call index. */
   if (!Call(call, "POST", path, Text("{}"), &held)) return 1;
-  if (!Call(call, "POST", "/inventory/adjust", request->body, &held)) return 1;
+  for (int n = 0; n < line_count; ++n) {
+    /* {"order_id":"…","sku":"…","delta":-q}: at most 30 + 64 + 64 + 8 bytes. */
+    char adjust[192];
+    char *p = adjust;
+    strcpy(p, "{\"order_id\":\"");
+    strcat(p, order_id);
+    strcat(p, "\",\"sku\":\"");
+    strcat(p, lines[n].sku);
+    strcat(p, "\",\"delta\":");
+    char digits[16];
+    long q = lines[n].quantity;
+    int neg = q > 0; /* an order takes stock: the delta is minus the quantity */
+    if (q < 0) q = -q;
+    int d = 0;
+    do {
+      digits[d++] = (char)('0' + q % 10);
+      q /= 10;
+    } while (q > 0);
+    size_t len = strlen(adjust);
+    if (neg) adjust[len++] = '-';
+    while (d > 0) adjust[len++] = digits[--d];
+    adjust[len++] = '}';
+    adjust[len] = '\0';
+    if (!Call(call, "POST", "/inventory/adjust", Text(adjust), &held)) return 1;
+  }
   g_host->log(call, kLogInfo, held ? "order held for confirmation" : "order fulfilled");
   if (held) Respond(call, 202, "{\"status\":\"held\"}");
   else Respond(call, 200, "{\"status\":\"fulfilled\"}");

@@ -8,14 +8,6 @@ constexpr char kColumns[] =
     "event_key, fencing_token, call_index, method, path, body, body_sha256, state, reply_status, reply_body, "
     "attempts, next_attempt_ms, idempotency_key";
 
-OutboxState StateFrom(const std::string& s) {
-  if (s == "sent") return OutboxState::kSent;
-  if (s == "answered") return OutboxState::kAnswered;
-  if (s == "dead") return OutboxState::kDead;
-  if (s == "held") return OutboxState::kHeld;
-  return OutboxState::kPending;
-}
-
 OutboxRow ReadRow(const PgResult& r, int i) {
   OutboxRow row;
   row.event_key = r.Text(i, 0);
@@ -25,7 +17,8 @@ OutboxRow ReadRow(const PgResult& r, int i) {
   row.path = r.Text(i, 4);
   row.body = r.Bytes(i, 5);
   row.body_sha256 = r.Text(i, 6);
-  row.state = StateFrom(r.Text(i, 7));
+  // The table's CHECK admits only known names; were another to appear, dead is never sent.
+  row.state = OutboxStateFromName(r.Text(i, 7)).value_or(OutboxState::kDead);
   row.reply_status = static_cast<int>(r.Int(i, 8));
   row.reply_body = r.Bytes(i, 9);
   row.attempts = r.Int(i, 10);
@@ -151,6 +144,32 @@ Status PgOutbox::MarkDead(const std::string& event_key, int64_t call_index) {
   return Update("mark dead", event_key, call_index,
                 "UPDATE outbox_rows SET state = 'dead' WHERE event_key = $1::text AND call_index = $2::bigint",
                 PgParams().Text(event_key).Int(call_index));
+}
+
+Status PgOutbox::Defer(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) {
+  return Update("defer", event_key, call_index,
+                "UPDATE outbox_rows SET next_attempt_ms = $3::bigint "
+                "WHERE event_key = $1::text AND call_index = $2::bigint AND state IN ('pending', 'sent')",
+                PgParams().Text(event_key).Int(call_index).Int(next_attempt_ms));
+}
+
+Result<bool> PgOutbox::Revive(const std::string& event_key, int64_t call_index, int64_t now_ms) {
+  // One statement: the UPDATE revives a dead or answered row; the outer SELECT says whether the
+  // row exists at all (a pending/sent/held row is left alone: false).
+  static const std::string kSql =
+      "WITH revived AS (UPDATE outbox_rows SET state = 'pending', attempts = 0, next_attempt_ms = $3::bigint, "
+      "reply_status = 0, reply_body = ''::bytea WHERE event_key = $1::text AND call_index = $2::bigint "
+      "AND state IN ('dead', 'answered') RETURNING 1) "
+      "SELECT (SELECT count(*) FROM revived), "
+      "(SELECT count(*) FROM outbox_rows WHERE event_key = $1::text AND call_index = $2::bigint)";
+  CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease db, pool_->Acquire());
+  CLAWGUARD_ASSIGN_OR_RETURN(PgResult r,
+                             db.Exec("revive", kSql, PgParams().Text(event_key).Int(call_index).Int(now_ms)));
+  if (r.rows() != 1) return pool_->Unavailable("revive", "expected one result row");
+  if (r.Int(0, 1) == 0) {
+    return Status(Reason::kNotFound, "no outbox row " + event_key + "/" + std::to_string(call_index) + " to revive");
+  }
+  return r.Int(0, 0) == 1;
 }
 
 Result<int64_t> PgOutbox::ConfirmHeld(const std::string& event_key, int64_t now_ms) {

@@ -28,6 +28,8 @@ class PgOutbox final : public Outbox {
   Status MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
                       const std::string& reply_body) override;
   Status MarkDead(const std::string& event_key, int64_t call_index) override;
+  Status Defer(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) override;
+  Result<bool> Revive(const std::string& event_key, int64_t call_index, int64_t now_ms) override;
   Result<int64_t> ConfirmHeld(const std::string& event_key, int64_t now_ms) override;
   Result<std::vector<OutboxRow>> ListEvent(const std::string& event_key) override;
   Result<std::vector<OutboxRow>> DuePending(int64_t now_ms, int64_t limit) override;

@@ -73,6 +73,76 @@ CREATE INDEX ledger_by_name ON ledger (name, version);
 CREATE TABLE ledger_meta (key text PRIMARY KEY, value bigint NOT NULL);
 INSERT INTO ledger_meta (key, value) VALUES ('chain_lock', 0);
 )sql",
+    // Version 2: the DLQ, capability pauses and operator actions (issue 6; pg_dlq.h). Same
+    // tables as the SQLite engine; no CHECK on class (a new class needs no migration). One
+    // unresolved entry per (event key, class) is the partial unique index that Add's
+    // `ON CONFLICT … WHERE` names. Free text that may carry outside bytes (details, reasons,
+    // resolutions, targets) is bytea, like the stored request.
+    R"sql(
+CREATE TABLE dlq_entries (
+  id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  class           text    NOT NULL,
+  event_key       text COLLATE "C" NOT NULL,
+  plugin          text    NOT NULL,
+  route           text    NOT NULL,
+  call_index      bigint  NOT NULL,
+  endpoint        text    NOT NULL DEFAULT '',
+  erp_status      integer NOT NULL DEFAULT 0,
+  detail          bytea   NOT NULL DEFAULT ''::bytea,
+  has_request     boolean NOT NULL DEFAULT false,
+  request_omitted boolean NOT NULL DEFAULT false,
+  webhook_id      bytea   NOT NULL DEFAULT ''::bytea,
+  content_type    bytea   NOT NULL DEFAULT ''::bytea,
+  body            bytea   NOT NULL DEFAULT ''::bytea,
+  state           text    NOT NULL
+                  CHECK (state IN ('open', 'replay_requested', 'replaying', 'replayed', 'dropped')),
+  occurrences     bigint  NOT NULL DEFAULT 1,
+  attempts        bigint  NOT NULL DEFAULT 0,
+  next_attempt_ms bigint  NOT NULL DEFAULT 0,
+  lease_until_ms  bigint  NOT NULL DEFAULT 0,
+  claimed_by      text    NOT NULL DEFAULT '',
+  resolution      bytea   NOT NULL DEFAULT ''::bytea,
+  created_ms      bigint  NOT NULL,
+  updated_ms      bigint  NOT NULL
+);
+CREATE UNIQUE INDEX dlq_entries_unresolved ON dlq_entries (event_key, class)
+  WHERE state IN ('open', 'replay_requested', 'replaying');
+CREATE INDEX dlq_entries_due ON dlq_entries (state, next_attempt_ms);
+CREATE INDEX dlq_entries_created ON dlq_entries (created_ms, id);
+CREATE TABLE capability_pauses (
+  plugin     text   NOT NULL,
+  capability text   NOT NULL,
+  reason     bytea  NOT NULL,
+  actor      text   NOT NULL,
+  since_ms   bigint NOT NULL,
+  PRIMARY KEY (plugin, capability)
+);
+CREATE TABLE operator_actions (
+  id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  time_ms bigint NOT NULL,
+  actor   text   NOT NULL,
+  action  text   NOT NULL,
+  target  bytea  NOT NULL,
+  detail  bytea  NOT NULL
+);
+)sql",
+    // Version 3: idempotency tombstones and stored requests (issue 5). A tombstone is a purged
+    // record (state 'tombstone' until tombstone_until_ms); the request is stored by the first
+    // claim and deleted by Complete; reconcile_attempts counts the reconciler's re-drives.
+    R"sql(
+ALTER TABLE idem_records DROP CONSTRAINT idem_records_state_check;
+ALTER TABLE idem_records ADD CONSTRAINT idem_records_state_check
+  CHECK (state IN ('in_progress', 'completed', 'tombstone'));
+ALTER TABLE idem_records
+  ADD COLUMN has_request          boolean NOT NULL DEFAULT false,
+  ADD COLUMN request_content_type bytea   NOT NULL DEFAULT ''::bytea,
+  ADD COLUMN request_body         bytea   NOT NULL DEFAULT ''::bytea,
+  ADD COLUMN reconcile_attempts   bigint  NOT NULL DEFAULT 0,
+  ADD COLUMN tombstone_until_ms   bigint  NOT NULL DEFAULT 0;
+CREATE INDEX idem_records_purge ON idem_records (updated_ms) WHERE state = 'completed';
+CREATE INDEX idem_records_tombstones ON idem_records (tombstone_until_ms) WHERE state = 'tombstone';
+CREATE INDEX idem_records_stuck ON idem_records (lease_until_ms) WHERE state = 'in_progress';
+)sql",
 };
 static_assert(std::size(kMigrations) == kPgSchemaVersion);
 

@@ -6,89 +6,31 @@
 namespace clawguard::sqlite {
 namespace {
 
-constexpr int64_t kSchemaVersion = 2;
-
-constexpr std::string_view kSchemaV1 = R"sql(
-CREATE TABLE IF NOT EXISTS idem_records (
-  key TEXT PRIMARY KEY,
-  plugin TEXT NOT NULL,
-  route TEXT NOT NULL,
-  level INTEGER NOT NULL,
-  fingerprint TEXT NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('in_progress', 'completed')),
-  lease_until_ms INTEGER NOT NULL,
-  fencing_token INTEGER NOT NULL,
-  status INTEGER NOT NULL DEFAULT 0,
-  content_type TEXT NOT NULL DEFAULT '',
-  body BLOB NOT NULL DEFAULT x'',
-  created_ms INTEGER NOT NULL,
-  updated_ms INTEGER NOT NULL,
-  webhook_id TEXT NOT NULL DEFAULT '',
-  x_idempotency_key TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS idem_generation (
-  id INTEGER PRIMARY KEY CHECK (id = 1),
-  generation INTEGER NOT NULL
-);
-INSERT OR IGNORE INTO idem_generation (id, generation) VALUES (1, 0);
-CREATE TABLE IF NOT EXISTS outbox_rows (
-  event_key TEXT NOT NULL,
-  call_index INTEGER NOT NULL,
-  fencing_token INTEGER NOT NULL,
-  method TEXT NOT NULL,
-  path TEXT NOT NULL,
-  body BLOB NOT NULL,
-  body_sha256 TEXT NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'answered', 'dead')),
-  reply_status INTEGER NOT NULL DEFAULT 0,
-  reply_body BLOB NOT NULL DEFAULT x'',
-  attempts INTEGER NOT NULL DEFAULT 0,
-  next_attempt_ms INTEGER NOT NULL DEFAULT 0,
-  idempotency_key TEXT NOT NULL,
-  PRIMARY KEY (event_key, call_index)
-);
-CREATE INDEX IF NOT EXISTS outbox_rows_due ON outbox_rows (state, next_attempt_ms);
-)sql";
-
-// v2: outbox rows may be 'held' (level-3 intents; v1 parked them as 'sent' with a never-due
-// next attempt, which are carried over as held). SQLite cannot change a CHECK: copy the table.
-constexpr std::string_view kSchemaV2 = R"sql(
-CREATE TABLE outbox_rows_v2 (
-  event_key TEXT NOT NULL,
-  call_index INTEGER NOT NULL,
-  fencing_token INTEGER NOT NULL,
-  method TEXT NOT NULL,
-  path TEXT NOT NULL,
-  body BLOB NOT NULL,
-  body_sha256 TEXT NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'answered', 'dead', 'held')),
-  reply_status INTEGER NOT NULL DEFAULT 0,
-  reply_body BLOB NOT NULL DEFAULT x'',
-  attempts INTEGER NOT NULL DEFAULT 0,
-  next_attempt_ms INTEGER NOT NULL DEFAULT 0,
-  idempotency_key TEXT NOT NULL,
-  PRIMARY KEY (event_key, call_index)
-);
-INSERT INTO outbox_rows_v2 SELECT event_key, call_index, fencing_token, method, path, body, body_sha256,
-  CASE WHEN state = 'sent' AND next_attempt_ms = 9223372036854775807 THEN 'held' ELSE state END,
-  reply_status, reply_body, attempts, next_attempt_ms, idempotency_key FROM outbox_rows;
-DROP TABLE outbox_rows;
-ALTER TABLE outbox_rows_v2 RENAME TO outbox_rows;
-CREATE INDEX IF NOT EXISTS outbox_rows_due ON outbox_rows (state, next_attempt_ms);
-)sql";
-
+// kColumns are read by every load; kRequestColumns only where the stored request is wanted
+// (Get, ListStuck), so a claim never copies a large body it does not need.
 constexpr std::string_view kColumns =
     "key, plugin, route, level, fingerprint, state, lease_until_ms, fencing_token, status, content_type, body, "
-    "created_ms, updated_ms, webhook_id, x_idempotency_key";
+    "created_ms, updated_ms, webhook_id, x_idempotency_key, has_request, reconcile_attempts, tombstone_until_ms";
+constexpr std::string_view kRequestColumns = ", request_content_type, request_body";
 
-IdempotencyRecord ReadRecord(const Stmt& s) {
-  IdempotencyRecord r;
+// Row is one idem_records row: a record, or a tombstone (purged record).
+struct Row {
+  IdempotencyRecord rec;
+  bool tombstone = false;
+};
+
+Row ReadRow(const Stmt& s, bool with_request) {
+  Row row;
+  IdempotencyRecord& r = row.rec;
   r.key = s.Text(0);
   r.plugin = s.Text(1);
   r.route = s.Text(2);
   r.level = static_cast<int>(s.Int(3));
   r.fingerprint = s.Text(4);
-  r.state = s.Text(5) == "completed" ? IdemState::kCompleted : IdemState::kInProgress;
+  const std::string state = s.Text(5);
+  row.tombstone = state == "tombstone";
+  // A tombstone was a completed record: its outcome carries the status it had stored.
+  r.state = state == "in_progress" ? IdemState::kInProgress : IdemState::kCompleted;
   r.lease_until_ms = s.Int(6);
   r.fencing_token = s.Int(7);
   r.status = static_cast<int>(s.Int(8));
@@ -98,35 +40,17 @@ IdempotencyRecord ReadRecord(const Stmt& s) {
   r.updated_ms = s.Int(12);
   r.webhook_id = s.Text(13);
   r.x_idempotency_key = s.Text(14);
-  return r;
+  r.has_request = s.Int(15) != 0;
+  r.reconcile_attempts = s.Int(16);
+  r.tombstone_until_ms = s.Int(17);
+  if (with_request) {
+    r.request_content_type = s.Text(18);
+    r.request_body = s.Text(19);
+  }
+  return row;
 }
 
 }  // namespace
-
-Status MigrateIdempotencySchema(SqliteDb& db) {
-  CLAWGUARD_RETURN_IF_ERROR(db.Exec("CREATE TABLE IF NOT EXISTS idem_schema_version (version INTEGER NOT NULL)"));
-  CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db));
-  int64_t version = 0;
-  {
-    CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT COALESCE(MAX(version), 0) FROM idem_schema_version"));
-    CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (row) version = s.Int(0);
-  }
-  if (version > kSchemaVersion) {
-    return Status(Reason::kStoreUnavailable, "SQLite store '" + db.path() + "' has idempotency schema version " +
-                                                 std::to_string(version) + ", newer than this build (" +
-                                                 std::to_string(kSchemaVersion) + "): upgrade clawguard");
-  }
-  if (version < 1) {
-    CLAWGUARD_RETURN_IF_ERROR(db.Exec(kSchemaV1));
-    CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO idem_schema_version (version) VALUES (1)"));
-  }
-  if (version < 2) {
-    CLAWGUARD_RETURN_IF_ERROR(db.Exec(kSchemaV2));
-    CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO idem_schema_version (version) VALUES (2)"));
-  }
-  return tx.Commit();
-}
 
 Result<std::unique_ptr<SqliteIdempotencyStore>> SqliteIdempotencyStore::Open(const std::string& path,
                                                                              const Clock& clock) {
@@ -139,13 +63,14 @@ Result<std::unique_ptr<SqliteIdempotencyStore>> SqliteIdempotencyStore::Open(con
 
 namespace {
 
-Result<std::optional<IdempotencyRecord>> LoadRecord(SqliteDb& db, const std::string& key) {
+Result<std::optional<Row>> LoadRow(SqliteDb& db, const std::string& key, bool with_request) {
   CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT " + std::string(kColumns) +
+                                                (with_request ? std::string(kRequestColumns) : std::string()) +
                                                 " FROM idem_records WHERE key = ?1"));
   s.Bind(1, key);
   CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
-  if (!row) return std::optional<IdempotencyRecord>();
-  return std::optional<IdempotencyRecord>(ReadRecord(s));
+  if (!row) return std::optional<Row>();
+  return std::optional<Row>(ReadRow(s, with_request));
 }
 
 Result<int64_t> ReadGeneration(SqliteDb& db) {
@@ -178,75 +103,151 @@ Result<FencedWrite> FencedUpdate(SqliteWriter& writer, const std::string& key, i
   return applied ? FencedWrite::kApplied : FencedWrite::kFenced;
 }
 
+// Next is what a claim does after reading the key's row.
+enum class Next {
+  kAnswer,    // answer without writing (Verdict::answer)
+  kTakeOver,  // an in-progress record whose lease ended: the next token
+  kRevive,    // a tombstone past its end: the key is new again (the next token, a fresh record)
+};
+struct Verdict {
+  Next next = Next::kAnswer;
+  ClaimOutcome answer;
+};
+
+// Decide is the claim's decision on an existing row (the order of the header's file comment).
+Verdict Decide(Row row, const std::string& fingerprint, int64_t now) {
+  Verdict v;
+  if (row.tombstone && row.rec.tombstone_until_ms <= now) {
+    v.next = Next::kRevive;
+    return v;
+  }
+  // Fingerprint first: a mismatch never reveals or changes the record's state.
+  if (!row.rec.fingerprint.empty() && row.rec.fingerprint != fingerprint) {
+    v.answer.kind = ClaimOutcome::Kind::kFingerprintMismatch;
+    return v;
+  }
+  if (row.tombstone) {
+    v.answer.kind = ClaimOutcome::Kind::kTombstone;
+    v.answer.record = std::move(row.rec);
+    return v;
+  }
+  if (row.rec.state == IdemState::kCompleted) {
+    v.answer.kind = ClaimOutcome::Kind::kCompleted;
+    v.answer.record = std::move(row.rec);
+    return v;
+  }
+  if (row.rec.lease_until_ms > now) {
+    v.answer.kind = ClaimOutcome::Kind::kInProgress;
+    v.answer.retry_after_ms = std::max<int64_t>(1, row.rec.lease_until_ms - now);
+    v.answer.record = std::move(row.rec);
+    return v;
+  }
+  v.next = Next::kTakeOver;
+  return v;
+}
+
+// Parameters of the claim statements: ?1 key, ?2 fingerprint, ?3 lease end, ?4 now, ?5 webhook id,
+// ?6 X-Idempotency-Key, ?7 plugin, ?8 route, ?9 level, ?10 the token seen, ?11..?13 the request.
+void BindClaim(Stmt& u, const std::string& key, const std::string& fingerprint, const ClaimMeta& meta, int64_t now,
+               int64_t lease_ms, int64_t seen_token) {
+  const bool storable = IdemRequestStorable(meta);
+  u.Bind(1, key).Bind(2, fingerprint).Bind(3, now + lease_ms).Bind(4, now).Bind(5, meta.webhook_id);
+  u.Bind(6, meta.x_idempotency_key).Bind(7, meta.plugin).Bind(8, meta.route).Bind(9, int64_t{meta.level});
+  u.Bind(10, seen_token);
+  // Never a null pointer: SQLite binds a blob whose pointer is null as NULL, not as x''.
+  const std::string_view none("");
+  u.BindBlob(11, storable ? std::string_view(meta.request_content_type.c_str(), meta.request_content_type.size()) : none);
+  u.BindBlob(12, storable ? std::string_view(meta.request_body.c_str(), meta.request_body.size()) : none);
+  u.Bind(13, int64_t{storable ? 1 : 0});
+}
+
+// The takeover keeps a stored request (the first claim's); the request columns are assigned
+// from the row's values before the update (SQLite evaluates every SET expression first).
+constexpr std::string_view kTakeOverSql =
+    "UPDATE idem_records SET fingerprint = ?2, lease_until_ms = ?3, fencing_token = fencing_token + 1, "
+    "updated_ms = ?4, webhook_id = ?5, x_idempotency_key = ?6, plugin = ?7, route = ?8, level = ?9, "
+    "request_content_type = CASE WHEN has_request = 1 THEN request_content_type ELSE ?11 END, "
+    "request_body = CASE WHEN has_request = 1 THEN request_body ELSE ?12 END, "
+    "has_request = CASE WHEN has_request = 1 THEN 1 ELSE ?13 END "
+    "WHERE key = ?1 AND state = 'in_progress' AND fencing_token = ?10";
+constexpr std::string_view kReviveSql =
+    "UPDATE idem_records SET state = 'in_progress', fingerprint = ?2, lease_until_ms = ?3, "
+    "fencing_token = fencing_token + 1, status = 0, content_type = '', body = x'', created_ms = ?4, updated_ms = ?4, "
+    "webhook_id = ?5, x_idempotency_key = ?6, plugin = ?7, route = ?8, level = ?9, request_content_type = ?11, "
+    "request_body = ?12, has_request = ?13, reconcile_attempts = 0, tombstone_until_ms = 0 "
+    "WHERE key = ?1 AND state = 'tombstone' AND fencing_token = ?10";
+constexpr std::string_view kInsertSql =
+    "INSERT INTO idem_records (key, fingerprint, lease_until_ms, created_ms, updated_ms, webhook_id, "
+    "x_idempotency_key, plugin, route, level, state, fencing_token, request_content_type, request_body, has_request) "
+    "VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, 'in_progress', ?10, ?11, ?12, ?13)";
+
+// The columns a purge clears: a tombstone keeps key, plugin, route, level, fingerprint, status,
+// fencing token and times — no body, no header values, no request.
+constexpr std::string_view kTombstoneSql =
+    "UPDATE idem_records SET state = 'tombstone', tombstone_until_ms = ?2, updated_ms = ?3, lease_until_ms = 0, "
+    "content_type = '', body = x'', webhook_id = '', x_idempotency_key = '', has_request = 0, "
+    "request_content_type = x'', request_body = x'', reconcile_attempts = 0 WHERE key = ?1 AND state = 'completed'";
+
+// What Reset and ClearTombstone write (a tombstone becomes a reset record).
+constexpr std::string_view kResetSql =
+    "UPDATE idem_records SET state = 'in_progress', fingerprint = '', lease_until_ms = 0, status = 0, "
+    "content_type = '', body = x'', has_request = 0, request_content_type = x'', request_body = x'', "
+    "reconcile_attempts = 0, tombstone_until_ms = 0, updated_ms = ?2 WHERE key = ?1";
+
+Status CheckLimit(std::string_view what, int64_t limit) {
+  if (limit >= 1 && limit <= kMaxIdemBatch) return Status::Ok();
+  return Status(Reason::kUsage, std::string(what) + ": limit must be 1.." + std::to_string(kMaxIdemBatch) +
+                                    ", got " + std::to_string(limit));
+}
+
 }  // namespace
 
 Result<ClaimOutcome> SqliteIdempotencyStore::Claim(const std::string& key, const std::string& fingerprint,
                                                    const ClaimMeta& meta, int64_t lease_ms) {
   CLAWGUARD_CHECK(!fingerprint.empty() && lease_ms > 0);
-  ClaimOutcome out;
   {
-    // Fast path without the writer (replays): a completed record, or one with another
-    // fingerprint, is answered from a read snapshot. Both are final until an operator Reset, so
-    // the answer is the one a write transaction at the snapshot's time would have given.
+    // Fast path without the writer (replays): a completed record, a live tombstone or another
+    // fingerprint is answered from a read snapshot. Each is final until an operator Reset (or the
+    // tombstone's end), so the answer is the one a write transaction at that time would give.
     std::lock_guard lock(mu_);
-    CLAWGUARD_ASSIGN_OR_RETURN(std::optional<IdempotencyRecord> seen, LoadRecord(*db_, key));
-    if (seen && !seen->fingerprint.empty() && seen->fingerprint != fingerprint) {
-      out.kind = ClaimOutcome::Kind::kFingerprintMismatch;
-      return out;
-    }
-    if (seen && seen->state == IdemState::kCompleted) {
-      out.kind = ClaimOutcome::Kind::kCompleted;
-      out.record = std::move(*seen);
-      return out;
+    CLAWGUARD_ASSIGN_OR_RETURN(std::optional<Row> seen, LoadRow(*db_, key, /*with_request=*/false));
+    if (seen) {
+      Verdict v = Decide(std::move(*seen), fingerprint, clock_.NowMillis());
+      if (v.next == Next::kAnswer && v.answer.kind != ClaimOutcome::Kind::kInProgress) return std::move(v.answer);
     }
   }
+  ClaimOutcome out;
   const Status written = writer_->Write([&](SqliteDb& db) -> Status {
     out = ClaimOutcome{};
     const int64_t now = clock_.NowMillis();
-    CLAWGUARD_ASSIGN_OR_RETURN(std::optional<IdempotencyRecord> rec, LoadRecord(db, key));
-    if (rec) {
-      // Fingerprint first: a mismatch never reveals or changes the record's state.
-      if (!rec->fingerprint.empty() && rec->fingerprint != fingerprint) {
-        out.kind = ClaimOutcome::Kind::kFingerprintMismatch;
-        return Status::Ok();  // nothing written
+    CLAWGUARD_ASSIGN_OR_RETURN(std::optional<Row> row, LoadRow(db, key, /*with_request=*/false));
+    std::string_view sql = kInsertSql;
+    int64_t seen_token = 1;  // the insert's token
+    if (row) {
+      seen_token = row->rec.fencing_token;
+      Verdict v = Decide(std::move(*row), fingerprint, now);
+      switch (v.next) {
+        case Next::kAnswer:
+          out = std::move(v.answer);
+          return Status::Ok();  // nothing written
+        case Next::kTakeOver:
+          sql = kTakeOverSql;
+          out.taken_over = true;
+          break;
+        case Next::kRevive:
+          sql = kReviveSql;
+          break;
       }
-      if (rec->state == IdemState::kCompleted) {
-        out.kind = ClaimOutcome::Kind::kCompleted;
-        out.record = std::move(*rec);
-        return Status::Ok();
-      }
-      if (rec->lease_until_ms > now) {
-        out.kind = ClaimOutcome::Kind::kInProgress;
-        out.retry_after_ms = std::max<int64_t>(1, rec->lease_until_ms - now);
-        out.record = std::move(*rec);
-        return Status::Ok();
-      }
-      // Expired or released: take over with the next fencing token.
-      CLAWGUARD_ASSIGN_OR_RETURN(
-          Stmt u, db.Prepare("UPDATE idem_records SET fingerprint = ?2, lease_until_ms = ?3, "
-                             "fencing_token = fencing_token + 1, updated_ms = ?4, webhook_id = ?5, "
-                             "x_idempotency_key = ?6, plugin = ?7, route = ?8, level = ?9 "
-                             "WHERE key = ?1 AND state = 'in_progress' AND fencing_token = ?10"));
-      u.Bind(1, key).Bind(2, fingerprint).Bind(3, now + lease_ms).Bind(4, now).Bind(5, meta.webhook_id);
-      u.Bind(6, meta.x_idempotency_key).Bind(7, meta.plugin).Bind(8, meta.route).Bind(9, int64_t{meta.level});
-      u.Bind(10, rec->fencing_token);
-      CLAWGUARD_RETURN_IF_ERROR(u.Run());
-      if (sqlite3_changes(db.raw()) != 1) return db.Error("takeover of an idempotency record failed");
-      out.taken_over = true;
-    } else {
-      CLAWGUARD_ASSIGN_OR_RETURN(
-          Stmt i, db.Prepare("INSERT INTO idem_records (key, plugin, route, level, fingerprint, state, "
-                             "lease_until_ms, fencing_token, created_ms, updated_ms, webhook_id, x_idempotency_key) "
-                             "VALUES (?1, ?2, ?3, ?4, ?5, 'in_progress', ?6, 1, ?7, ?7, ?8, ?9)"));
-      i.Bind(1, key).Bind(2, meta.plugin).Bind(3, meta.route).Bind(4, int64_t{meta.level}).Bind(5, fingerprint);
-      i.Bind(6, now + lease_ms).Bind(7, now).Bind(8, meta.webhook_id).Bind(9, meta.x_idempotency_key);
-      CLAWGUARD_RETURN_IF_ERROR(i.Run());
     }
-    CLAWGUARD_ASSIGN_OR_RETURN(std::optional<IdempotencyRecord> after, LoadRecord(db, key));
+    CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare(sql));
+    BindClaim(u, key, fingerprint, meta, now, lease_ms, seen_token);
+    CLAWGUARD_RETURN_IF_ERROR(u.Run());
+    if (sqlite3_changes(db.raw()) != 1) return db.Error("claim of an idempotency record changed no row");
+    CLAWGUARD_ASSIGN_OR_RETURN(std::optional<Row> after, LoadRow(db, key, /*with_request=*/false));
     CLAWGUARD_CHECK(after.has_value());
     out.kind = ClaimOutcome::Kind::kClaimed;
-    out.fencing_token = after->fencing_token;
-    out.record = std::move(*after);
+    out.fencing_token = after->rec.fencing_token;
+    out.record = std::move(after->rec);
     return Status::Ok();
   });
   if (!written.ok()) return written;
@@ -266,7 +267,8 @@ Result<FencedWrite> SqliteIdempotencyStore::Complete(const std::string& key, int
   const int64_t now = clock_.NowMillis();
   return FencedUpdate(*writer_, key, token,
                       "UPDATE idem_records SET state = 'completed', status = ?3, content_type = ?4, body = ?5, "
-                      "lease_until_ms = 0, updated_ms = ?6 "
+                      "lease_until_ms = 0, updated_ms = ?6, has_request = 0, request_content_type = x'', "
+                      "request_body = x'', reconcile_attempts = 0 "
                       "WHERE key = ?1 AND fencing_token = ?2 AND state = 'in_progress'",
                       [&](Stmt& u) { u.Bind(3, int64_t{status}).Bind(4, content_type).BindBlob(5, body).Bind(6, now); });
 }
@@ -281,17 +283,16 @@ Result<FencedWrite> SqliteIdempotencyStore::Release(const std::string& key, int6
 
 Result<std::optional<IdempotencyRecord>> SqliteIdempotencyStore::Get(const std::string& key) {
   std::lock_guard lock(mu_);
-  return LoadRecord(*db_, key);
+  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<Row> row, LoadRow(*db_, key, /*with_request=*/true));
+  if (!row || row->tombstone) return std::optional<IdempotencyRecord>();
+  return std::optional<IdempotencyRecord>(std::move(row->rec));
 }
 
-Result<bool> SqliteIdempotencyStore::Reset(const std::string& key) {
+Result<bool> SqliteIdempotencyStore::ResetWhere(const std::string& key, std::string_view condition) {
   bool existed = false;
   const Status written = writer_->Write([&](SqliteDb& db) -> Status {
-    const int64_t now = clock_.NowMillis();
-    CLAWGUARD_ASSIGN_OR_RETURN(
-        Stmt u, db.Prepare("UPDATE idem_records SET state = 'in_progress', fingerprint = '', lease_until_ms = 0, "
-                           "status = 0, content_type = '', body = x'', updated_ms = ?2 WHERE key = ?1"));
-    u.Bind(1, key).Bind(2, now);
+    CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare(std::string(kResetSql) + std::string(condition)));
+    u.Bind(1, key).Bind(2, clock_.NowMillis());
     CLAWGUARD_RETURN_IF_ERROR(u.Run());
     existed = sqlite3_changes(db.raw()) == 1;
     if (existed) {
@@ -302,6 +303,12 @@ Result<bool> SqliteIdempotencyStore::Reset(const std::string& key) {
   });
   if (!written.ok()) return written;
   return existed;
+}
+
+Result<bool> SqliteIdempotencyStore::Reset(const std::string& key) { return ResetWhere(key, ""); }
+
+Result<bool> SqliteIdempotencyStore::ClearTombstone(const std::string& key) {
+  return ResetWhere(key, " AND state = 'tombstone'");
 }
 
 Result<int64_t> SqliteIdempotencyStore::Generation() {
@@ -317,6 +324,92 @@ Result<int64_t> SqliteIdempotencyStore::BumpGeneration() {
   });
   if (!written.ok()) return written;
   return g;
+}
+
+Result<int64_t> SqliteIdempotencyStore::Purge(int64_t completed_before_ms, int64_t tombstone_until_ms, int64_t limit) {
+  CLAWGUARD_RETURN_IF_ERROR(CheckLimit("idempotency purge", limit));
+  int64_t purged = 0;
+  const Status written = writer_->Write([&](SqliteDb& db) -> Status {
+    purged = 0;
+    const int64_t now = clock_.NowMillis();
+    std::vector<std::string> keys;
+    {
+      // A record whose ERP calls are not final yet (pending, sent or held rows) is kept: its
+      // outbox rows are the retry worker's queue.
+      CLAWGUARD_ASSIGN_OR_RETURN(
+          Stmt q, db.Prepare("SELECT key FROM idem_records r WHERE state = 'completed' AND updated_ms < ?1 "
+                             "AND NOT EXISTS (SELECT 1 FROM outbox_rows o WHERE o.event_key = r.key "
+                             "AND o.state IN ('pending', 'sent', 'held')) ORDER BY updated_ms, key LIMIT ?2"));
+      q.Bind(1, completed_before_ms).Bind(2, limit);
+      while (true) {
+        CLAWGUARD_ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        keys.push_back(q.Text(0));
+      }
+    }
+    CLAWGUARD_ASSIGN_OR_RETURN(Stmt del, db.Prepare("DELETE FROM outbox_rows WHERE event_key = ?1"));
+    CLAWGUARD_ASSIGN_OR_RETURN(Stmt tomb, db.Prepare(kTombstoneSql));
+    for (const std::string& key : keys) {
+      del.Bind(1, key);
+      CLAWGUARD_RETURN_IF_ERROR(del.Run());
+      CLAWGUARD_RETURN_IF_ERROR(del.Reset());
+      tomb.Bind(1, key).Bind(2, tombstone_until_ms).Bind(3, now);
+      CLAWGUARD_RETURN_IF_ERROR(tomb.Run());
+      purged += sqlite3_changes(db.raw());
+      CLAWGUARD_RETURN_IF_ERROR(tomb.Reset());
+    }
+    CLAWGUARD_ASSIGN_OR_RETURN(
+        Stmt expired, db.Prepare("DELETE FROM idem_records WHERE key IN (SELECT key FROM idem_records "
+                                 "WHERE state = 'tombstone' AND tombstone_until_ms <= ?1 "
+                                 "ORDER BY tombstone_until_ms LIMIT ?2)"));
+    expired.Bind(1, now).Bind(2, limit);
+    return expired.Run();
+  });
+  if (!written.ok()) return written;
+  return purged;
+}
+
+Result<std::vector<IdempotencyRecord>> SqliteIdempotencyStore::ListStuck(int64_t now_ms, int64_t stuck_for_ms,
+                                                                         int64_t limit) {
+  CLAWGUARD_RETURN_IF_ERROR(CheckLimit("list of stuck idempotency records", limit));
+  if (stuck_for_ms < 0) {
+    return Status(Reason::kUsage, "list of stuck idempotency records: stuck_for must be >= 0 ms, got " +
+                                      std::to_string(stuck_for_ms));
+  }
+  std::lock_guard lock(mu_);
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      Stmt q, db_->Prepare("SELECT " + std::string(kColumns) + std::string(kRequestColumns) +
+                           " FROM idem_records WHERE state = 'in_progress' AND fingerprint <> '' "
+                           "AND lease_until_ms <= ?1 AND updated_ms <= ?1 "
+                           "ORDER BY reconcile_attempts, MAX(lease_until_ms, updated_ms), key LIMIT ?2"));
+  q.Bind(1, now_ms - stuck_for_ms).Bind(2, limit);
+  std::vector<IdempotencyRecord> out;
+  while (true) {
+    CLAWGUARD_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    out.push_back(ReadRow(q, /*with_request=*/true).rec);
+  }
+  return out;
+}
+
+Result<int64_t> SqliteIdempotencyStore::NoteReconcileAttempt(const std::string& key) {
+  std::optional<int64_t> attempts;
+  const Status written = writer_->Write([&](SqliteDb& db) -> Status {
+    attempts.reset();
+    CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare("UPDATE idem_records SET reconcile_attempts = reconcile_attempts + 1, "
+                                                  "updated_ms = ?2 WHERE key = ?1 AND state <> 'tombstone'"));
+    u.Bind(1, key).Bind(2, clock_.NowMillis());
+    CLAWGUARD_RETURN_IF_ERROR(u.Run());
+    if (sqlite3_changes(db.raw()) != 1) return Status::Ok();
+    CLAWGUARD_ASSIGN_OR_RETURN(Stmt q, db.Prepare("SELECT reconcile_attempts FROM idem_records WHERE key = ?1"));
+    q.Bind(1, key);
+    CLAWGUARD_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) attempts = q.Int(0);
+    return Status::Ok();
+  });
+  if (!written.ok()) return written;
+  if (!attempts) return Status(Reason::kNotFound, "no idempotency record for key " + key + " in '" + db_->path() + "'");
+  return *attempts;
 }
 
 }  // namespace clawguard::sqlite

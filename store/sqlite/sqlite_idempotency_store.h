@@ -1,7 +1,10 @@
 // sqlite_idempotency_store.h — the SQLite engine of IdempotencyStore.
 //
 // Tables idem_records, idem_generation (and the outbox's outbox_rows), versioned in
-// idem_schema_version — names of their own so they can share a database file with the ledger.
+// idem_schema_version — names of their own so they can share a database file with the ledger
+// (schema in sqlite_idempotency_schema.cpp). A tombstone is an idem_records row in state
+// 'tombstone' (a purged record keeps its key, fingerprint, status and fencing token), so a claim
+// meets it with the same primary-key lookup as a record; expired tombstones are deleted.
 // Each state change is an op of the file's SqliteWriter (group commit: several callers' changes
 // in one BEGIN IMMEDIATE transaction, each op in its own savepoint) on a WAL database with
 // synchronous=FULL — durable before the call returns. Several instances (processes) may open the
@@ -13,6 +16,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "clawguard/clock.h"
 #include "clawguard/store/idempotency_store.h"
@@ -40,10 +45,16 @@ class SqliteIdempotencyStore final : public IdempotencyStore {
   Result<bool> Reset(const std::string& key) override;
   Result<int64_t> Generation() override;
   Result<int64_t> BumpGeneration() override;
+  Result<int64_t> Purge(int64_t completed_before_ms, int64_t tombstone_until_ms, int64_t limit) override;
+  Result<bool> ClearTombstone(const std::string& key) override;
+  Result<std::vector<IdempotencyRecord>> ListStuck(int64_t now_ms, int64_t stuck_for_ms, int64_t limit) override;
+  Result<int64_t> NoteReconcileAttempt(const std::string& key) override;
 
  private:
   SqliteIdempotencyStore(std::unique_ptr<SqliteDb> db, std::shared_ptr<SqliteWriter> writer, const Clock& clock)
       : db_(std::move(db)), writer_(std::move(writer)), clock_(clock) {}
+  // ResetWhere runs Reset's update on the key's row if it also meets |condition| (SQL "AND …").
+  Result<bool> ResetWhere(const std::string& key, std::string_view condition);
 
   std::mutex mu_;  // guards reads on db_
   const std::unique_ptr<SqliteDb> db_;

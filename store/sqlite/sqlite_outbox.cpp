@@ -10,14 +10,6 @@ constexpr std::string_view kColumns =
     "event_key, fencing_token, call_index, method, path, body, body_sha256, state, reply_status, reply_body, "
     "attempts, next_attempt_ms, idempotency_key";
 
-OutboxState StateFrom(const std::string& s) {
-  if (s == "sent") return OutboxState::kSent;
-  if (s == "answered") return OutboxState::kAnswered;
-  if (s == "dead") return OutboxState::kDead;
-  if (s == "held") return OutboxState::kHeld;
-  return OutboxState::kPending;
-}
-
 OutboxRow ReadRow(const Stmt& s) {
   OutboxRow r;
   r.event_key = s.Text(0);
@@ -27,7 +19,8 @@ OutboxRow ReadRow(const Stmt& s) {
   r.path = s.Text(4);
   r.body = s.Text(5);
   r.body_sha256 = s.Text(6);
-  r.state = StateFrom(s.Text(7));
+  // The table's CHECK admits only known names; were another to appear, dead is never sent.
+  r.state = OutboxStateFromName(s.Text(7)).value_or(OutboxState::kDead);
   r.reply_status = static_cast<int>(s.Int(8));
   r.reply_body = s.Text(9);
   r.attempts = s.Int(10);
@@ -157,6 +150,39 @@ Status SqliteOutbox::MarkDead(const std::string& event_key, int64_t call_index) 
   return Update(event_key, call_index,
                 "UPDATE outbox_rows SET state = 'dead' WHERE event_key = ?1 AND call_index = ?2",
                 [](Stmt&) {});
+}
+
+Status SqliteOutbox::Defer(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) {
+  return Update(event_key, call_index,
+                "UPDATE outbox_rows SET next_attempt_ms = ?3 "
+                "WHERE event_key = ?1 AND call_index = ?2 AND state IN ('pending', 'sent')",
+                [&](Stmt& s) { s.Bind(3, next_attempt_ms); });
+}
+
+Result<bool> SqliteOutbox::Revive(const std::string& event_key, int64_t call_index, int64_t now_ms) {
+  bool revived = false;
+  const Status written = writer_->Write([&](SqliteDb& db) -> Status {
+    revived = false;
+    {
+      CLAWGUARD_ASSIGN_OR_RETURN(
+          Stmt u, db.Prepare("UPDATE outbox_rows SET state = 'pending', attempts = 0, next_attempt_ms = ?3, "
+                             "reply_status = 0, reply_body = x'' "
+                             "WHERE event_key = ?1 AND call_index = ?2 AND state IN ('dead', 'answered')"));
+      u.Bind(1, event_key).Bind(2, call_index).Bind(3, now_ms);
+      CLAWGUARD_RETURN_IF_ERROR(u.Run());
+    }
+    if (sqlite3_changes(db.raw()) == 1) {
+      revived = true;
+      return Status::Ok();
+    }
+    CLAWGUARD_ASSIGN_OR_RETURN(std::optional<OutboxRow> row, LoadRow(db, event_key, call_index));
+    if (!row) {
+      return Status(Reason::kNotFound, "no outbox row " + event_key + "/" + std::to_string(call_index) + " to revive");
+    }
+    return Status::Ok();
+  });
+  if (!written.ok()) return written;
+  return revived;
 }
 
 Result<int64_t> SqliteOutbox::ConfirmHeld(const std::string& event_key, int64_t now_ms) {

@@ -225,6 +225,46 @@ TEST_F(ErpGatewayTest, Level3HoldsIntentsUntilConfirmed) {
   EXPECT_EQ(h_.erp().effects_for_key(ErpCallKey(key_, kPlugin, 1)), 1u);
 }
 
+TEST_F(ErpGatewayTest, WithoutDlqAnUnauthorizedCallIsRetriedOnTheBackoffThenDead) {
+  // The failure-handling parts of ErpEnv (dlq, breaker, pauses, metrics) are optional: without
+  // them a 401 cannot pause anything, so the row follows the transient path (but still alerts).
+  ErpHarness h;
+  ASSERT_NO_FATAL_FAILURE(h.Init(/*attempts=*/2));
+  testing::ErpAnswer denied;
+  denied.status = 401;
+  h.erp().SetAnswer("/orders/4/fulfil", denied);
+  auto g = ErpGateway::Create(h.env, *caps_, ErpDelivery{kPlugin, key_, h.Claim(key_), 2});
+  ASSERT_TRUE(g.ok());
+  cg_bytes reply;
+  EXPECT_EQ((*g)->Call("POST", "/orders/4/fulfil", "{}", &reply), CG_UNAVAILABLE);
+  auto row = h.outbox().Get(key_, 0);
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ((*row)->state, OutboxState::kSent);
+  EXPECT_EQ((*row)->next_attempt_ms, testing::kT0 + 1'000);  // the first backoff, no jitter
+  auto worker = RetryWorker::Create(h.env);
+  ASSERT_TRUE(worker.ok());
+  auto drained = (*worker)->DrainPending(testing::kT0 + 1'000);
+  ASSERT_TRUE(drained.ok());
+  EXPECT_EQ(drained->dead, 1);
+  EXPECT_EQ((*h.outbox().Get(key_, 0))->state, OutboxState::kDead);
+  EXPECT_EQ(h.AuditCount("\"erp_auth_failed\""), 2u);
+  EXPECT_EQ(h.erp().requests_total(), 2u);
+}
+
+TEST(RetryWorkerTest, RefusesAnIncompleteEnvOrABadPolicy) {
+  ErpEnv env;
+  EXPECT_EQ(RetryWorker::Create(env).error().reason(), Reason::kInternal);
+  testing::ErpHarness h;
+  ASSERT_NO_FATAL_FAILURE(h.Init());
+  ErpEnv bad = h.env;
+  bad.retry.jitter_percent = 150;
+  EXPECT_EQ(RetryWorker::Create(bad).error().reason(), Reason::kConfigInvalid);
+  bad = h.env;
+  bad.retry.attempts = 0;
+  EXPECT_EQ(RetryWorker::Create(bad).error().reason(), Reason::kConfigInvalid);
+  EXPECT_TRUE(RetryWorker::Create(h.env).ok());
+}
+
 TEST(ErpRetryPolicyTest, BackoffDoublesAndIsCapped) {
   const ErpRetryPolicy p{std::chrono::milliseconds(1000), std::chrono::milliseconds(5000), 8};
   EXPECT_EQ(p.BackoffMs(1), 1000);

@@ -1,12 +1,14 @@
 // host_app_test.cpp — HostApp assembled from a host.yaml: listeners on port 0, health and
-// readiness, the admin bearer gate, refused packages reported and their routes answering 404,
-// store selection; and `clawguard host` exiting 2 on configuration errors.
+// readiness, the admin bearer gate (/readyz, /metrics, /ops), refused packages reported and
+// counted and their routes answering 404, store selection (all four stores required); and
+// `clawguard host` exiting 2 on configuration errors.
 #include "host/host_app.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "host/erp_client.h"
+#include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_ledger.h"
 #include "sqlite/sqlite_outbox.h"
@@ -29,6 +31,7 @@ Result<HostStores> OpenSqlite(const std::string& url, const Clock& clock) {
   CLAWGUARD_ASSIGN_OR_RETURN(s.idempotency, sqlite::SqliteIdempotencyStore::Open(path, clock));
   CLAWGUARD_ASSIGN_OR_RETURN(s.outbox, sqlite::SqliteOutbox::Open(path, clock));
   CLAWGUARD_ASSIGN_OR_RETURN(s.ledger, SqliteLedger::Open(path, clock));
+  CLAWGUARD_ASSIGN_OR_RETURN(s.dlq, sqlite::SqliteDlq::Open(path, clock));
   return s;
 }
 
@@ -138,6 +141,29 @@ TEST_F(HostAppTest, ServesHealthReadinessAndReportsRefusedPackages) {
   EXPECT_EQ(j["refused"][0]["package"], dir_.Sub("plugins/acme-orders-1.0.0.claw"));
   EXPECT_EQ(detailed->body.find(kAdminToken), std::string::npos);
 
+  // /metrics and /ops: behind the token; the refusal is counted and shown.
+  for (const char* path : {"/metrics", "/ops"}) {
+    auto no_token = Get(admin, "GET", path);
+    ASSERT_TRUE(no_token.ok());
+    EXPECT_EQ(no_token->status, 401) << path;
+  }
+  auto metrics = Get(admin, "GET", "/metrics", kAdminToken);
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->body.find("clawguard_plugin_load_refusals_total{reason=\"unsigned\"} 1\n"), std::string::npos)
+      << metrics->body;
+  EXPECT_EQ((*app)->metrics().registry().CounterTotal("clawguard_plugin_load_refusals_total"), 1u);
+  auto ops = Get(admin, "GET", "/ops", kAdminToken);
+  ASSERT_TRUE(ops.ok());
+  EXPECT_EQ(ops->status, 200);
+  EXPECT_NE(ops->body.find("unsigned"), std::string::npos);
+  const OpsSnapshot snapshot = (*app)->SnapshotOps();
+  EXPECT_EQ(snapshot.trust_mode, "enforce");
+  ASSERT_EQ(snapshot.plugins.size(), 1u);
+  EXPECT_FALSE(snapshot.plugins[0].loaded);
+  EXPECT_EQ(snapshot.plugins[0].reason, "unsigned");
+  EXPECT_EQ(snapshot.plugins[0].name, "acme-orders-1.0.0.claw");
+
   (*app)->Stop();
   const std::string audit = clawguard::testing::ReadFile(dir_.Sub("logs/audit.jsonl"));
   EXPECT_NE(audit.find("\"plugin_refused\""), std::string::npos);
@@ -149,6 +175,18 @@ TEST_F(HostAppTest, UnavailableStoreRefusesToStart) {
   auto app = HostApp::Create(Config("postgresql://cg@127.0.0.1:5432/cg"), SystemClock::Instance(), &OpenSqlite);
   ASSERT_FALSE(app.ok());
   EXPECT_EQ(app.error().reason(), Reason::kStoreUnavailable);
+}
+
+TEST_F(HostAppTest, StoreWithoutDlqRefusesToStart) {
+  const StoreFactory without_dlq = [](const std::string& url, const Clock& clock) -> Result<HostStores> {
+    CLAWGUARD_ASSIGN_OR_RETURN(HostStores s, OpenSqlite(url, clock));
+    s.dlq.reset();
+    return s;
+  };
+  auto app = HostApp::Create(Config("sqlite:state/state.db"), SystemClock::Instance(), without_dlq);
+  ASSERT_FALSE(app.ok());
+  EXPECT_EQ(app.error().reason(), Reason::kStoreUnavailable);
+  EXPECT_NE(app.error().message().find("DLQ"), std::string::npos) << app.error().message();
 }
 
 TEST_F(HostAppTest, CommandExitsTwoOnConfigurationErrors) {

@@ -1,8 +1,8 @@
 // host_e2e_test.cpp — the main job end to end: the example plugin (examples/acme-orders) packed
 // and signed in a SoftHSM2 token, `clawguard host` started as a child process on port 0 with the
 // test ERP (HostFixture), then a retry storm of 17 concurrent deliveries of one order.created
-// event (each re-signed with a fresh timestamp): exactly one fulfil and one adjust reach the ERP,
-// and every stored answer the platform gets is the first one.
+// event (each re-signed with a fresh timestamp): exactly one fulfil and one adjust per order line
+// reach the ERP, and every stored answer the platform gets is the first one.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -58,10 +58,40 @@ TEST(HostEndToEndTest, RetryStormOfSignedPluginHasOneEffectPerCall) {
   EXPECT_EQ(replay.body, R"({"status":"fulfilled"})");
   EXPECT_EQ(first_body, R"({"status":"fulfilled"})");
 
+  // sample-event.json has two lines: one adjust each, in the event's order, with its own key.
   EXPECT_EQ(f.erp().effects("/orders/ord_10042/fulfil"), 1u);
-  EXPECT_EQ(f.erp().effects("/inventory/adjust"), 1u);
-  EXPECT_EQ(f.erp().effects_total(), 2u);
+  EXPECT_EQ(f.erp().effects("/inventory/adjust"), 2u);
+  EXPECT_EQ(f.erp().effects_total(), 3u);
   EXPECT_TRUE(f.erp().AtMostOneEffectPerKey());
+  std::vector<std::string> adjust_bodies;
+  for (const auto& r : f.erp().requests()) {
+    if (r.path == "/inventory/adjust" && !r.duplicate) adjust_bodies.push_back(r.body);
+  }
+  EXPECT_EQ(adjust_bodies, (std::vector<std::string>{R"({"order_id":"ord_10042","sku":"WIDGET-1","delta":-2})",
+                                                     R"({"order_id":"ord_10042","sku":"GADGET-7","delta":-1})"}));
+  EXPECT_EQ(f.StopHost(), 0);
+}
+
+TEST(HostEndToEndTest, OrderLinesAreCheckedBeforeAnyEffect) {
+  HostFixture f;
+  ASSERT_NO_FATAL_FAILURE(f.Prepare());
+  ASSERT_TRUE(f.StartHost());
+  // A line without a SKU: the plugin answers 422 (stored: a 4xx is the plugin's decision) and
+  // calls nothing, so the ERP sees no effect at all.
+  const Reply r = f.Deliver(
+      "msg_bad_lines", R"({"type":"order.created","order_id":"ord_1","lines":[{"qty":1}]})");
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 422);
+  EXPECT_EQ(r.body, R"({"status":"lines_invalid"})");
+  // Three lines: three adjusts, one per line.
+  const Reply ok = f.Deliver("msg_three_lines",
+                             R"({"type":"order.created","order_id":"ord_3","lines":[{"sku":"A","qty":1},)"
+                             R"({"sku":"B","quantity":2},{"sku":"C","qty":-3}]})");
+  ASSERT_TRUE(ok.ok);
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(f.erp().effects("/orders/ord_3/fulfil"), 1u);
+  EXPECT_EQ(f.erp().effects("/inventory/adjust"), 3u);
+  EXPECT_EQ(f.erp().effects_total(), 4u);
   EXPECT_EQ(f.StopHost(), 0);
 }
 

@@ -359,6 +359,100 @@ TYPED_TEST(StoreConformanceTest, HeldRowsWaitForConfirmation) {
   EXPECT_EQ((*due)[0].next_attempt_ms, kT0 + 2'000);
 }
 
+TYPED_TEST(StoreConformanceTest, DeferMovesTheNextAttemptWithoutCountingOne) {
+  const ClaimOutcome c = this->MustClaim(kKey, kFp);
+  ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, 0, "{}"))->kind, OutboxAppend::Kind::kAppended);
+  // pending → deferred: same state, attempts 0, not due before the new time.
+  ASSERT_TRUE(this->outbox_->Defer(kKey, 0, kT0 + 1'000).ok());
+  auto row = this->outbox_->Get(kKey, 0);
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ((*row)->state, OutboxState::kPending);
+  EXPECT_EQ((*row)->attempts, 0);
+  EXPECT_EQ((*row)->next_attempt_ms, kT0 + 1'000);
+  EXPECT_TRUE(this->outbox_->DuePending(kT0 + 999, 10)->empty());
+  EXPECT_EQ(this->outbox_->DuePending(kT0 + 1'000, 10)->size(), 1u);
+  // sent → deferred: attempts kept.
+  ASSERT_TRUE(this->outbox_->MarkSent(kKey, 0, kT0 + 2'000).ok());
+  ASSERT_TRUE(this->outbox_->Defer(kKey, 0, kT0 + 90'000).ok());
+  row = this->outbox_->Get(kKey, 0);
+  EXPECT_EQ((*row)->state, OutboxState::kSent);
+  EXPECT_EQ((*row)->attempts, 1);
+  EXPECT_EQ((*row)->next_attempt_ms, kT0 + 90'000);
+  // answered, dead, held, or no row: kNotFound, nothing changed.
+  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, 200, "{}").ok());
+  EXPECT_EQ(this->outbox_->Defer(kKey, 0, kT0).reason(), Reason::kNotFound);
+  EXPECT_EQ((*this->outbox_->Get(kKey, 0))->next_attempt_ms, kT0 + 90'000);
+  ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, 1, "{}"))->kind, OutboxAppend::Kind::kAppended);
+  ASSERT_TRUE(this->outbox_->MarkDead(kKey, 1).ok());
+  EXPECT_EQ(this->outbox_->Defer(kKey, 1, kT0).reason(), Reason::kNotFound);
+  OutboxRow held = this->Row(kKey, c.fencing_token, 2, "{}");
+  held.state = OutboxState::kHeld;
+  held.next_attempt_ms = INT64_MAX;
+  ASSERT_EQ(this->outbox_->Append(held)->kind, OutboxAppend::Kind::kAppended);
+  EXPECT_EQ(this->outbox_->Defer(kKey, 2, kT0).reason(), Reason::kNotFound);
+  EXPECT_EQ((*this->outbox_->Get(kKey, 2))->next_attempt_ms, INT64_MAX);
+  EXPECT_EQ(this->outbox_->Defer(kKey, 9, kT0).reason(), Reason::kNotFound);
+}
+
+TYPED_TEST(StoreConformanceTest, ReviveTurnsDeadOrAnsweredRowsPendingAndDueNow) {
+  const ClaimOutcome c = this->MustClaim(kKey, kFp);
+  for (int64_t i = 0; i < 4; ++i) {
+    ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, i, "{}"))->kind,
+              OutboxAppend::Kind::kAppended);
+  }
+  // 0: dead after two sends; 1: answered 404; 2: still sent; 3: pending.
+  ASSERT_TRUE(this->outbox_->MarkSent(kKey, 0, kT0 + 1'000).ok());
+  ASSERT_TRUE(this->outbox_->MarkSent(kKey, 0, kT0 + 2'000).ok());
+  ASSERT_TRUE(this->outbox_->MarkDead(kKey, 0).ok());
+  ASSERT_TRUE(this->outbox_->MarkSent(kKey, 1, kT0 + 1'000).ok());
+  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 1, 404, "{\"error\":\"gone\"}").ok());
+  ASSERT_TRUE(this->outbox_->MarkSent(kKey, 2, kT0 + 7'000).ok());
+
+  auto dead = this->outbox_->Revive(kKey, 0, kT0 + 50);
+  ASSERT_TRUE(dead.ok()) << dead.error().ToString();
+  EXPECT_TRUE(*dead);
+  auto row = this->outbox_->Get(kKey, 0);
+  EXPECT_EQ((*row)->state, OutboxState::kPending);
+  EXPECT_EQ((*row)->attempts, 0);
+  EXPECT_EQ((*row)->next_attempt_ms, kT0 + 50);
+  EXPECT_EQ((*row)->idempotency_key, "erp-key-0");  // the resend carries the same key
+  auto answered = this->outbox_->Revive(kKey, 1, kT0 + 60);
+  ASSERT_TRUE(answered.ok());
+  EXPECT_TRUE(*answered);
+  row = this->outbox_->Get(kKey, 1);
+  EXPECT_EQ((*row)->state, OutboxState::kPending);
+  EXPECT_EQ((*row)->reply_status, 0);
+  EXPECT_EQ((*row)->reply_body, "");
+  EXPECT_EQ((*row)->attempts, 0);
+
+  // sent / pending / held rows are left as they are.
+  EXPECT_FALSE(*this->outbox_->Revive(kKey, 2, kT0 + 70));
+  row = this->outbox_->Get(kKey, 2);
+  EXPECT_EQ((*row)->state, OutboxState::kSent);
+  EXPECT_EQ((*row)->attempts, 1);
+  EXPECT_EQ((*row)->next_attempt_ms, kT0 + 7'000);
+  EXPECT_FALSE(*this->outbox_->Revive(kKey, 0, kT0 + 80));  // already pending
+  EXPECT_EQ((*this->outbox_->Get(kKey, 0))->next_attempt_ms, kT0 + 50);
+  OutboxRow held = this->Row(kKey, c.fencing_token, 4, "{}");
+  held.state = OutboxState::kHeld;
+  held.next_attempt_ms = INT64_MAX;
+  ASSERT_EQ(this->outbox_->Append(held)->kind, OutboxAppend::Kind::kAppended);
+  EXPECT_FALSE(*this->outbox_->Revive(kKey, 4, kT0));
+  EXPECT_EQ((*this->outbox_->Get(kKey, 4))->state, OutboxState::kHeld);
+  EXPECT_EQ(this->outbox_->Revive(kKey, 9, kT0).error().reason(), Reason::kNotFound);
+
+  auto due = this->outbox_->DuePending(kT0 + 100, 10);
+  ASSERT_TRUE(due.ok());
+  ASSERT_EQ(due->size(), 3u);  // 0 and 1 revived, 3 pending since append; 2 waits until kT0 + 7 s
+  EXPECT_EQ((*due)[0].call_index, 3);  // next_attempt 0 (appended without one)
+}
+
+TEST(OutboxStateTest, NamesRoundTrip) {
+  for (OutboxState s : kAllOutboxStates) EXPECT_EQ(OutboxStateFromName(OutboxStateName(s)), s);
+  EXPECT_FALSE(OutboxStateFromName("Pending").has_value());
+  EXPECT_FALSE(OutboxStateFromName("").has_value());
+}
+
 TYPED_TEST(StoreConformanceTest, ArbitraryBytesRoundTrip) {
   // Header values and bodies are bytes, not text: NUL and bytes that are not UTF-8 survive.
   const std::string odd("id\xff\xfe\0end", 8);

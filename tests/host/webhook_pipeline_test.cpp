@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "clawguard/clock.h"
@@ -262,7 +263,7 @@ TEST_F(WebhookPipelineTest, TimedOutPluginKeepsItsLeaseUntilItExpires) {
   clock_.Advance(10'000);
   const HttpResponse busy = pipeline_->Handle(Request("order.created", "msg_1", OrderBody("A")));
   EXPECT_EQ(busy.status, 409);
-  EXPECT_EQ(busy.headers.Get("Retry-After"), "20");
+  EXPECT_EQ(busy.headers.Get("Retry-After"), "2");  // 20 s of lease left, capped at 2 s
   clock_.Advance(20'000);
   EXPECT_EQ(pipeline_->Handle(Request("order.created", "msg_1", OrderBody("A"))).status, 201);
   EXPECT_EQ(last_token_, 2);
@@ -279,8 +280,42 @@ TEST_F(WebhookPipelineTest, ConcurrentDeliveryDuringDispatchIs409WithRetryAfter)
   EXPECT_EQ(pipeline_->Handle(Request("order.created", "msg_1", OrderBody("A"))).status, 201);
   EXPECT_EQ(inner.status, 409);
   EXPECT_EQ(Type(inner), "https://clawguard.dev/problems/in_progress");
-  EXPECT_EQ(inner.headers.Get("Retry-After"), "29");  // 28.5 s left, rounded up
+  EXPECT_EQ(inner.headers.Get("Retry-After"), "2");  // 28.5 s left, capped at 2 s
   EXPECT_EQ(calls_, 1);
+}
+
+TEST_F(WebhookPipelineTest, InProgressRetryAfterIsTheLeaseLeftCappedAtTwoSeconds) {
+  next_outcome_ = PluginOutcome::TimedOut("10s");  // the lease (30 s) is left to expire
+  ASSERT_EQ(pipeline_->Handle(Request("order.created", "msg_1", OrderBody("A"))).status, 503);
+  const std::vector<std::pair<int64_t, std::string>> cases = {
+      {28'000, "2"},  // 2 s left
+      {500, "2"},     // 1.5 s left, rounded up
+      {1'000, "1"},   // 0.5 s left: never 0
+  };
+  for (const auto& [advance, expected] : cases) {
+    clock_.Advance(advance);
+    const auto h = pipeline_->HandleDetailed(Request("order.created", "msg_1", OrderBody("A")));
+    EXPECT_EQ(h.outcome, WebhookOutcome::kInProgress) << advance;
+    EXPECT_EQ(h.response.headers.Get("Retry-After"), expected) << advance;
+  }
+  EXPECT_EQ(InProgressRetryAfterSeconds(1), 1);
+  EXPECT_EQ(InProgressRetryAfterSeconds(2000), 2);
+  EXPECT_EQ(InProgressRetryAfterSeconds(2001), 2);
+  EXPECT_EQ(InProgressRetryAfterSeconds(30'000), 2);
+  EXPECT_EQ(calls_, 1);
+}
+
+TEST(WebhookOutcomeTest, EveryOutcomeHasAStableName) {
+  // HostMetrics walks the enum until "unknown": the names must be distinct and contiguous.
+  EXPECT_EQ(WebhookOutcomeName(WebhookOutcome::kRateLimited), "rate_limited");
+  EXPECT_EQ(WebhookOutcomeName(WebhookOutcome::kBreakerOpen), "breaker_open");
+  EXPECT_EQ(WebhookOutcomeName(WebhookOutcome::kExpiredKeySeen), "expired_key_seen");
+  std::set<std::string_view> names;
+  for (int i = 0; i <= static_cast<int>(WebhookOutcome::kExpiredKeySeen); ++i) {
+    const std::string_view n = WebhookOutcomeName(static_cast<WebhookOutcome>(i));
+    EXPECT_NE(n, "unknown") << i;
+    EXPECT_TRUE(names.insert(n).second) << n;
+  }
 }
 
 TEST_F(WebhookPipelineTest, Level3Answers202AndStoresIt) {

@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "host/metrics.h"
+#include "host/host_metrics.h"
 #include "support/temp_dir.h"
 
 namespace clawguard::host {

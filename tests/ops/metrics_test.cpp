@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "host/host_metrics.h"
 #include "ops/support/prom_text.h"
 
 namespace clawguard::host {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pg/support/pg_test_db.h"
+#include "postgresql/pg_schema.h"
 #include "support/temp_dir.h"
 
 namespace clawguard {
@@ -20,12 +21,15 @@ TEST(PgStoreCliTest, MigrateAppliesOnceAndSaysWhich) {
   const auto j = nlohmann::json::parse(first.out);
   EXPECT_EQ(j["engine"], "postgresql");
   EXPECT_EQ(j["from"], 0);
-  EXPECT_EQ(j["to"], 1);
-  EXPECT_EQ(j["applied"], nlohmann::json::array({1}));
+  EXPECT_EQ(j["to"], pg::kPgSchemaVersion);
+  nlohmann::json all = nlohmann::json::array();
+  for (int64_t v = 1; v <= pg::kPgSchemaVersion; ++v) all.push_back(v);
+  EXPECT_EQ(j["applied"], all);
   EXPECT_EQ(j["store"], db.url());
   const auto second = RunClawguard({"store", "migrate", "--store", db.url()});
   ASSERT_EQ(second.exit_code, 0) << second.err;
-  EXPECT_NE(second.out.find("already at schema version 1"), std::string::npos) << second.out;
+  EXPECT_NE(second.out.find("already at schema version " + std::to_string(pg::kPgSchemaVersion)), std::string::npos)
+      << second.out;
 }
 
 TEST(PgStoreCliTest, MigrateRefusesANewerSchema) {

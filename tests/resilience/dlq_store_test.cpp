@@ -1,18 +1,28 @@
 // dlq_store_test.cpp — conformance suite of Dlq (entries, replay claims, capability pauses,
-// operator actions), typed over the engines: a factory per engine; the PostgreSQL engine joins
-// by adding its factory to DlqEngines. Fixed time through FixedClock; no sleeps.
+// operator actions), typed over the engines: a factory per engine. Fixed time through
+// FixedClock; no sleeps.
+//
+// This one file is compiled twice: into resilience_tests (SQLite only) and into pg_tests with
+// CLAWGUARD_TEST_PG (tests/pg/CMakeLists.txt), where SQLite and PostgreSQL run the same typed
+// cases, the latter on a fresh database of the fixture cluster per test.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <set>
-#include <tuple>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "clawguard/clock.h"
 #include "clawguard/store/dlq.h"
 #include "sqlite/sqlite_dlq.h"
 #include "support/temp_dir.h"
+#ifdef CLAWGUARD_TEST_PG
+#include "pg/support/pg_test_db.h"
+#include "postgresql/pg_dlq.h"
+#endif
 
 namespace clawguard {
 namespace {
@@ -33,6 +43,27 @@ class SqliteDlqFactory {
  private:
   testing::TempDir dir_;
 };
+
+#ifdef CLAWGUARD_TEST_PG
+// PgDlqFactory opens engines on one fresh database; every Open gets its own connection pool
+// (another host), with the test's clock injected (production uses the database clock).
+class PgDlqFactory {
+ public:
+  std::unique_ptr<Dlq> Open(const Clock& clock) {
+    pg::PgOptions options;
+    options.clock = &clock;
+    auto pool = pg::PgPool::Create(db_.url(), options);
+    EXPECT_TRUE(pool.ok()) << pool.error().ToString();
+    if (!pool.ok()) return nullptr;
+    auto d = pg::PgDlq::Open(*pool);
+    EXPECT_TRUE(d.ok()) << d.error().ToString();
+    return d.ok() ? std::unique_ptr<Dlq>(std::move(d).value()) : nullptr;
+  }
+
+ private:
+  testing::PgTestDb db_;
+};
+#endif
 
 std::string Key(char c) { return std::string(64, c); }
 
@@ -81,7 +112,11 @@ class DlqConformanceTest : public ::testing::Test {
   std::unique_ptr<Dlq> dlq_;
 };
 
+#ifdef CLAWGUARD_TEST_PG
+using DlqEngines = ::testing::Types<SqliteDlqFactory, PgDlqFactory>;
+#else
 using DlqEngines = ::testing::Types<SqliteDlqFactory>;
+#endif
 TYPED_TEST_SUITE(DlqConformanceTest, DlqEngines);
 
 TYPED_TEST(DlqConformanceTest, AddStoresEveryField) {
@@ -389,6 +424,67 @@ TYPED_TEST(DlqConformanceTest, OperatorWritesAreRecorded) {
   EXPECT_EQ((*actions)[2].actor, "cli:alice");
   EXPECT_EQ((*actions)[2].target, std::to_string(id));
   EXPECT_EQ((*actions)[2].time_ms, kT0);
+}
+
+TYPED_TEST(DlqConformanceTest, FoldFillsAMissingRequestAndKeepsAStoredOne) {
+  DlqNewEntry bare = this->Event(DlqClass::kManualReview, Key('9'));
+  bare.request.reset();
+  const int64_t id = this->MustAdd(bare);
+  EXPECT_FALSE(this->MustGet(id).has_request);
+  DlqNewEntry with = this->Event(DlqClass::kManualReview, Key('9'));
+  with.request->body = "first body";
+  EXPECT_EQ(this->MustAdd(with), id);
+  with.request->body = "second body";
+  with.detail = "third failure";
+  EXPECT_EQ(this->MustAdd(with), id);
+  const DlqEntry e = this->MustGet(id);
+  ASSERT_TRUE(e.request.has_value());
+  EXPECT_EQ(e.request->body, "first body");  // filled once, never replaced
+  EXPECT_EQ(e.occurrences, 3);
+  EXPECT_EQ(e.detail, "third failure");
+}
+
+TYPED_TEST(DlqConformanceTest, KeepsArbitraryBytes) {
+  // Bodies, header values and details may hold bytes that are not UTF-8 (or NUL).
+  DlqNewEntry e = this->Event(DlqClass::kBreaker, Key('7'));
+  const char kOdd[] = "\xff\xfe\x00\x80 not utf-8";
+  const std::string odd(kOdd, sizeof(kOdd) - 1);
+  e.detail = "ERP said: " + odd;
+  e.request = DlqRequest{"msg_\xc3\xa9", "text/plain; charset=latin1", odd};
+  const DlqEntry got = this->MustGet(this->MustAdd(e));
+  EXPECT_EQ(got.detail, "ERP said: " + odd);
+  ASSERT_TRUE(got.request.has_value());
+  EXPECT_EQ(got.request->webhook_id, "msg_\xc3\xa9");
+  EXPECT_EQ(got.request->body, odd);
+  ASSERT_TRUE(this->dlq_->Drop(got.id, "reason " + odd, "cli:test").ok());
+  EXPECT_EQ(this->MustGet(got.id).resolution, "reason " + odd);
+}
+
+TYPED_TEST(DlqConformanceTest, ConcurrentAddsFromTwoHostsFoldIntoOneEntry) {
+  auto other = this->factory_.Open(this->clock_);
+  ASSERT_NE(other, nullptr);
+  constexpr int kPerThread = 10;
+  std::atomic<int> created{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (Dlq* d : {this->dlq_.get(), other.get(), this->dlq_.get(), other.get()}) {
+    threads.emplace_back([&, d] {
+      for (int i = 0; i < kPerThread; ++i) {
+        auto a = d->Add(this->Call(DlqClass::kTransientExhausted, Key('8'), 503));
+        if (!a.ok()) {
+          ++failed;
+        } else if (a->created) {
+          ++created;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(created.load(), 1);
+  auto all = this->dlq_->List(DlqFilter{});
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].occurrences, 4 * kPerThread);
 }
 
 TEST(DlqNamesTest, EveryClassAndStateRoundTrips) {

@@ -6,6 +6,12 @@
 // (a stale worker whose lease was taken over is refused). A re-run plugin's call i meets its
 // existing row: same method, path and body → kExisting (answered from the row); otherwise
 // kMismatch (the event is dead-lettered by the caller).
+//
+// Life of a row: pending (or held, for a level-3 intent, until ConfirmHeld) → sent (MarkSent per
+// send attempt) → answered (a final ERP answer) or dead (retries spent, or a mismatch). The row is
+// the retry queue: Defer moves its next attempt without counting one (paused capability, open
+// breaker, ERP 429 / 401 / 403), and Revive puts a dead or answered row back in the queue when an
+// operator replays its call-level DLQ entry (host/erp_send.h has the triage).
 #ifndef CLAWGUARD_STORE_OUTBOX_H_
 #define CLAWGUARD_STORE_OUTBOX_H_
 
@@ -31,6 +37,16 @@ inline std::string_view OutboxStateName(OutboxState s) {
     case OutboxState::kHeld: return "held";
   }
   return "pending";
+}
+inline constexpr OutboxState kAllOutboxStates[] = {OutboxState::kPending, OutboxState::kSent, OutboxState::kAnswered,
+                                                   OutboxState::kDead, OutboxState::kHeld};
+// OutboxStateFromName is the inverse of OutboxStateName; nullopt for any other text (engines
+// read the stored state column with it).
+inline std::optional<OutboxState> OutboxStateFromName(std::string_view name) {
+  for (OutboxState s : kAllOutboxStates) {
+    if (OutboxStateName(s) == name) return s;
+  }
+  return std::nullopt;
 }
 
 struct OutboxRow {
@@ -73,8 +89,17 @@ class Outbox {
   // MarkAnswered stores the ERP's answer (state answered).
   virtual Status MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
                               const std::string& reply_body) = 0;
-  // MarkDead moves the row to dead (dead-lettered; never sent again).
+  // MarkDead moves the row to dead (dead-lettered; never sent again unless Revive'd).
   virtual Status MarkDead(const std::string& event_key, int64_t call_index) = 0;
+  // Defer gives a pending or sent row a new next attempt at |next_attempt_ms| WITHOUT counting an
+  // attempt (state and attempts unchanged): the call was not sent because its capability is
+  // paused or its endpoint's breaker is open, or the ERP asked to wait (429 cool-down, 401/403).
+  // Any other state, or no row, is kNotFound.
+  virtual Status Defer(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) = 0;
+  // Revive turns a dead or answered row pending again: due at |now_ms|, attempts 0, reply
+  // cleared (an operator's `dlq replay` of a call-level entry). Returns true if it changed the
+  // row; a pending, sent or held row is left as it is (false). No row is kNotFound.
+  virtual Result<bool> Revive(const std::string& event_key, int64_t call_index, int64_t now_ms) = 0;
   // ConfirmHeld turns every held row of |event_key| pending and due at |now_ms| (an operator
   // confirmed the intents: `clawguard idem confirm`); returns how many rows changed (0 if none).
   virtual Result<int64_t> ConfirmHeld(const std::string& event_key, int64_t now_ms) = 0;

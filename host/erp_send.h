@@ -1,0 +1,64 @@
+// erp_send.h — SendOutboxRow: the one send path of an outbox row, shared by the gateway's first
+// send and the retry worker's resends, with the dead-letter triage of ARCHITECTURE.md
+// ("Dead-letter triage"; the verdicts are in host/erp_triage.h).
+//
+// BEFORE sending (nothing is sent, no attempt is counted, the row is Defer'd):
+//   - the capability (plugin, endpoint) is paused → due again in kPausedRecheckMs;
+//     erp_calls_total{outcome="paused"};
+//   - the endpoint's breaker refuses → due again when it may let calls through;
+//     erp_calls_total{outcome="breaker_open"}.
+// Then the row is marked sent (attempts + 1, next attempt after the jittered backoff) and sent
+// once with its Idempotency-Key. AFTER the answer:
+//   - 2xx: answered; if earlier attempts failed, the event's cooldown, transient_exhausted and auth
+//     DLQ entries are resolved ("retry succeeded");
+//   - 404 / 409: answered (the plugin gets the reply) + DLQ not_found ("repair ticket: …") /
+//     conflict ("reconcile before any retry: …"); other final 4xx: answered;
+//   - 429: due again after max(Retry-After, floor_429) (jittered upwards) + DLQ cooldown;
+//   - 401/403: the capability is paused in the store and locally, an alert audit line
+//     {"event":"erp_auth_failed","alert":true,…} + DLQ auth; the row waits for the resume;
+//   - 5xx, 408, 425, no answer: the breaker counts a failure (an opening is audited as an alert);
+//     the row waits its backoff; when the attempts are spent it is dead + DLQ transient_exhausted.
+// Every send, pause and breaker refusal is counted in erp_calls_total{endpoint,outcome}. DLQ
+// entries are call-level (call_index, endpoint, erp_status; route ""), never carry a body, and
+// fold on repeats (one unresolved entry per event and class). DLQ and audit failures never change
+// the row's outcome (the outbox is the queue; the DLQ is for people).
+#ifndef CLAWGUARD_HOST_ERP_SEND_H_
+#define CLAWGUARD_HOST_ERP_SEND_H_
+
+#include <cstdint>
+#include <string>
+
+#include "clawguard/store/outbox.h"
+#include "host/erp_env.h"
+
+namespace clawguard::host {
+
+// kPausedRecheckMs: a call of a paused capability is looked at again after this long.
+inline constexpr int64_t kPausedRecheckMs = 1000;
+
+// ErpCallTarget is the plugin and ERP endpoint (manifest capability string) of a row; empty when
+// unknown (then no pause check, no breaker, metrics under the _unknown label).
+struct ErpCallTarget {
+  std::string plugin;
+  std::string endpoint;
+};
+
+// ResolveCallTarget finds |row|'s plugin among |env|.plugins by its Idempotency-Key, and its
+// endpoint through that plugin's capabilities (see ErpPluginCaps).
+ErpCallTarget ResolveCallTarget(const ErpEnv& env, const OutboxRow& row);
+
+// SendResult is what one SendOutboxRow led to.
+enum class SendResult {
+  kAnswered,    // a final answer is stored; |reply| has it
+  kRetryLater,  // sent, not final (or the send could not be recorded): the row waits
+  kDead,        // retries spent: the row is dead and dead-lettered
+  kNotSent,     // paused capability or open breaker: deferred, no attempt counted
+};
+
+// SendOutboxRow runs the send path above for |row| (pending or sent). |reply| may be null.
+// Thread-safe as far as |env|'s parts are (they all are).
+SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, ErpReply* reply);
+
+}  // namespace clawguard::host
+
+#endif  // CLAWGUARD_HOST_ERP_SEND_H_

@@ -1,0 +1,86 @@
+// erp_triage.cpp — classification of ERP answers (see the table in erp_triage.h).
+#include "host/erp_triage.h"
+
+#include <charconv>
+
+namespace clawguard::host {
+
+std::string_view ErpVerdictName(ErpVerdict v) {
+  switch (v) {
+    case ErpVerdict::kSuccess: return "success";
+    case ErpVerdict::kRateLimited: return "rate_limited";
+    case ErpVerdict::kAuth: return "auth";
+    case ErpVerdict::kNotFound: return "not_found";
+    case ErpVerdict::kConflict: return "conflict";
+    case ErpVerdict::kRejected: return "rejected";
+    case ErpVerdict::kTransient: return "transient";
+  }
+  return "transient";
+}
+
+std::optional<int64_t> ParseRetryAfterSeconds(std::string_view value) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  if (value.empty()) return std::nullopt;
+  for (char c : value) {
+    if (c < '0' || c > '9') return std::nullopt;  // HTTP-date, sign, fraction, garbage
+  }
+  // Very long digit strings overflow from_chars: any such value is "more than the cap".
+  if (value.size() > 12) return kMaxRetryAfterSeconds;
+  int64_t seconds = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+  if (ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
+  return std::min(seconds, kMaxRetryAfterSeconds);
+}
+
+ErpTriage TriageAnswer(const Result<ErpReply>& result) {
+  ErpTriage t;
+  if (!result.ok()) {
+    // No answer: the ERP may or may not have acted; a resend with the same key is safe.
+    const std::optional<ErpFailure> failure = ErpFailureOf(result.error());
+    t.verdict = ErpVerdict::kTransient;
+    t.breaker_failure = true;
+    t.outcome = failure == ErpFailure::kTimeout ? ErpCallOutcome::kTimeout : ErpCallOutcome::kTransportError;
+    t.detail = result.error().message();
+    return t;
+  }
+  const int status = result->status;
+  t.status = status;
+  t.outcome = ErpCallOutcomeForStatus(status);
+  t.detail = "status " + std::to_string(status);
+  if (status >= 200 && status <= 299) {
+    t.verdict = ErpVerdict::kSuccess;
+    t.final = true;
+    return t;
+  }
+  if (status == 408 || status == 425 || status < 200 || (status >= 300 && status <= 399) || status >= 500) {
+    t.verdict = ErpVerdict::kTransient;
+    t.breaker_failure = true;
+    return t;
+  }
+  switch (status) {
+    case 429: {
+      t.verdict = ErpVerdict::kRateLimited;
+      const std::optional<std::string_view> ra = result->headers.Get("Retry-After");
+      const std::optional<int64_t> seconds = ra ? ParseRetryAfterSeconds(*ra) : std::nullopt;
+      if (seconds) t.retry_after_ms = *seconds * 1000;
+      return t;
+    }
+    case 401:
+    case 403: t.verdict = ErpVerdict::kAuth; return t;
+    case 404:
+      t.verdict = ErpVerdict::kNotFound;
+      t.final = true;
+      return t;
+    case 409:
+      t.verdict = ErpVerdict::kConflict;
+      t.final = true;
+      return t;
+    default:
+      t.verdict = ErpVerdict::kRejected;
+      t.final = true;
+      return t;
+  }
+}
+
+}  // namespace clawguard::host

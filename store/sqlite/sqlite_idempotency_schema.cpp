@@ -1,0 +1,147 @@
+// sqlite_idempotency_schema.cpp — the idem_* and outbox_rows tables and their migrations
+// (never edit a released version; append one).
+#include "sqlite/sqlite_idempotency_store.h"
+
+namespace clawguard::sqlite {
+namespace {
+
+constexpr int64_t kSchemaVersion = 3;
+
+constexpr std::string_view kSchemaV1 = R"sql(
+CREATE TABLE IF NOT EXISTS idem_records (
+  key TEXT PRIMARY KEY,
+  plugin TEXT NOT NULL,
+  route TEXT NOT NULL,
+  level INTEGER NOT NULL,
+  fingerprint TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('in_progress', 'completed')),
+  lease_until_ms INTEGER NOT NULL,
+  fencing_token INTEGER NOT NULL,
+  status INTEGER NOT NULL DEFAULT 0,
+  content_type TEXT NOT NULL DEFAULT '',
+  body BLOB NOT NULL DEFAULT x'',
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  webhook_id TEXT NOT NULL DEFAULT '',
+  x_idempotency_key TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS idem_generation (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  generation INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO idem_generation (id, generation) VALUES (1, 0);
+CREATE TABLE IF NOT EXISTS outbox_rows (
+  event_key TEXT NOT NULL,
+  call_index INTEGER NOT NULL,
+  fencing_token INTEGER NOT NULL,
+  method TEXT NOT NULL,
+  path TEXT NOT NULL,
+  body BLOB NOT NULL,
+  body_sha256 TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'answered', 'dead')),
+  reply_status INTEGER NOT NULL DEFAULT 0,
+  reply_body BLOB NOT NULL DEFAULT x'',
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_ms INTEGER NOT NULL DEFAULT 0,
+  idempotency_key TEXT NOT NULL,
+  PRIMARY KEY (event_key, call_index)
+);
+CREATE INDEX IF NOT EXISTS outbox_rows_due ON outbox_rows (state, next_attempt_ms);
+)sql";
+
+// v2: outbox rows may be 'held' (level-3 intents; v1 parked them as 'sent' with a never-due
+// next attempt, which are carried over as held). SQLite cannot change a CHECK: copy the table.
+constexpr std::string_view kSchemaV2 = R"sql(
+CREATE TABLE outbox_rows_v2 (
+  event_key TEXT NOT NULL,
+  call_index INTEGER NOT NULL,
+  fencing_token INTEGER NOT NULL,
+  method TEXT NOT NULL,
+  path TEXT NOT NULL,
+  body BLOB NOT NULL,
+  body_sha256 TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'answered', 'dead', 'held')),
+  reply_status INTEGER NOT NULL DEFAULT 0,
+  reply_body BLOB NOT NULL DEFAULT x'',
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_ms INTEGER NOT NULL DEFAULT 0,
+  idempotency_key TEXT NOT NULL,
+  PRIMARY KEY (event_key, call_index)
+);
+INSERT INTO outbox_rows_v2 SELECT event_key, call_index, fencing_token, method, path, body, body_sha256,
+  CASE WHEN state = 'sent' AND next_attempt_ms = 9223372036854775807 THEN 'held' ELSE state END,
+  reply_status, reply_body, attempts, next_attempt_ms, idempotency_key FROM outbox_rows;
+DROP TABLE outbox_rows;
+ALTER TABLE outbox_rows_v2 RENAME TO outbox_rows;
+CREATE INDEX IF NOT EXISTS outbox_rows_due ON outbox_rows (state, next_attempt_ms);
+)sql";
+
+// v3: tombstones (state 'tombstone' with tombstone_until_ms: a purged record keeps its key,
+// fingerprint, status and fencing token, nothing else), the stored request and the reconcile
+// attempts. The state CHECK changes, so the table is copied like outbox_rows in v2.
+constexpr std::string_view kSchemaV3 = R"sql(
+CREATE TABLE idem_records_v3 (
+  key TEXT PRIMARY KEY,
+  plugin TEXT NOT NULL,
+  route TEXT NOT NULL,
+  level INTEGER NOT NULL,
+  fingerprint TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('in_progress', 'completed', 'tombstone')),
+  lease_until_ms INTEGER NOT NULL,
+  fencing_token INTEGER NOT NULL,
+  status INTEGER NOT NULL DEFAULT 0,
+  content_type TEXT NOT NULL DEFAULT '',
+  body BLOB NOT NULL DEFAULT x'',
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  webhook_id TEXT NOT NULL DEFAULT '',
+  x_idempotency_key TEXT NOT NULL DEFAULT '',
+  has_request INTEGER NOT NULL DEFAULT 0,
+  request_content_type BLOB NOT NULL DEFAULT x'',
+  request_body BLOB NOT NULL DEFAULT x'',
+  reconcile_attempts INTEGER NOT NULL DEFAULT 0,
+  tombstone_until_ms INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO idem_records_v3 (key, plugin, route, level, fingerprint, state, lease_until_ms, fencing_token, status,
+  content_type, body, created_ms, updated_ms, webhook_id, x_idempotency_key)
+  SELECT key, plugin, route, level, fingerprint, state, lease_until_ms, fencing_token, status, content_type, body,
+  created_ms, updated_ms, webhook_id, x_idempotency_key FROM idem_records;
+DROP TABLE idem_records;
+ALTER TABLE idem_records_v3 RENAME TO idem_records;
+CREATE INDEX idem_records_purge ON idem_records (updated_ms) WHERE state = 'completed';
+CREATE INDEX idem_records_tombstones ON idem_records (tombstone_until_ms) WHERE state = 'tombstone';
+CREATE INDEX idem_records_stuck ON idem_records (lease_until_ms) WHERE state = 'in_progress';
+)sql";
+
+}  // namespace
+
+Status MigrateIdempotencySchema(SqliteDb& db) {
+  CLAWGUARD_RETURN_IF_ERROR(db.Exec("CREATE TABLE IF NOT EXISTS idem_schema_version (version INTEGER NOT NULL)"));
+  CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db));
+  int64_t version = 0;
+  {
+    CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT COALESCE(MAX(version), 0) FROM idem_schema_version"));
+    CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (row) version = s.Int(0);
+  }
+  if (version > kSchemaVersion) {
+    return Status(Reason::kStoreUnavailable, "SQLite store '" + db.path() + "' has idempotency schema version " +
+                                                 std::to_string(version) + ", newer than this build (" +
+                                                 std::to_string(kSchemaVersion) + "): upgrade clawguard");
+  }
+  if (version < 1) {
+    CLAWGUARD_RETURN_IF_ERROR(db.Exec(kSchemaV1));
+    CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO idem_schema_version (version) VALUES (1)"));
+  }
+  if (version < 2) {
+    CLAWGUARD_RETURN_IF_ERROR(db.Exec(kSchemaV2));
+    CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO idem_schema_version (version) VALUES (2)"));
+  }
+  if (version < 3) {
+    CLAWGUARD_RETURN_IF_ERROR(db.Exec(kSchemaV3));
+    CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO idem_schema_version (version) VALUES (3)"));
+  }
+  return tx.Commit();
+}
+
+}  // namespace clawguard::sqlite

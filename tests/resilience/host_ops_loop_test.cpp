@@ -1,0 +1,179 @@
+// host_ops_loop_test.cpp — HostOpsLoop::Tick on real SQLite stores with a fixed clock: a new
+// operations generation re-reads the capability pauses; a DLQ replay that cannot run is audited
+// and due again after kReplayRetryMs, then left to an operator after kMaxAutoReplays; retention
+// advice is audited at most once an hour. (The replays that do run are end to end in
+// host_dlq_test.cpp.)
+#include "host/host_ops_loop.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <mutex>
+#include <vector>
+
+#include "sqlite/sqlite_dlq.h"
+#include "sqlite/sqlite_idempotency_store.h"
+#include "sqlite/sqlite_outbox.h"
+#include "support/temp_dir.h"
+
+namespace clawguard::host {
+namespace {
+
+constexpr int64_t kT0 = 1'800'000'000'000;
+
+class NoErp final : public ErpSender {
+ public:
+  Result<ErpReply> Send(std::string_view, std::string_view, const HttpHeaders&, std::string_view) override {
+    return Status(Reason::kInternal, "no ERP in this test");
+  }
+};
+
+class HostOpsLoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string db = dir_.Sub("state.db");
+    auto idem = sqlite::SqliteIdempotencyStore::Open(db, clock_);
+    ASSERT_TRUE(idem.ok()) << idem.error().ToString();
+    idem_ = std::move(idem).value();
+    auto outbox = sqlite::SqliteOutbox::Open(db, clock_);
+    ASSERT_TRUE(outbox.ok());
+    outbox_ = std::move(outbox).value();
+    auto dlq = sqlite::SqliteDlq::Open(db, clock_);
+    ASSERT_TRUE(dlq.ok());
+    dlq_ = std::move(dlq).value();
+
+    ErpEnv env;
+    env.outbox = outbox_.get();
+    env.sender = &sender_;
+    env.clock = &clock_;
+    auto retry = RetryWorker::Create(env);
+    ASSERT_TRUE(retry.ok()) << retry.error().ToString();
+    retry_ = std::move(retry).value();
+    auto pipeline = WebhookPipeline::Create(PipelineOptions{1 << 20, 16 << 10, std::chrono::seconds(30)}, {}, *idem_,
+                                            [](const DispatchContext&) { return PluginOutcome::Failed("none"); });
+    ASSERT_TRUE(pipeline.ok()) << pipeline.error().ToString();
+    pipeline_ = std::move(pipeline).value();
+    auto metrics = HostMetrics::Create(MetricsNames{});
+    ASSERT_TRUE(metrics.ok());
+    metrics_ = std::move(metrics).value();
+    BreakerSpec spec;
+    spec.failures = 3;
+    spec.window = std::chrono::seconds(5);
+    spec.cooldown = std::chrono::seconds(30);
+    spec.half_open_probes = 1;
+    endpoints_ = std::move(EndpointBreaker::Create(spec, clock_)).value();
+    keys_ = std::move(KeyBreaker::Create(spec, clock_)).value();
+    observer_ = std::move(
+                    HostObserver::Create({metrics_.get(), endpoints_.get(), keys_.get(), dlq_.get(), &clock_}, {}))
+                    .value();
+
+    OpsLoopDeps deps;
+    deps.idempotency = idem_.get();
+    deps.dlq = dlq_.get();
+    deps.retry = retry_.get();
+    deps.pipeline = pipeline_.get();
+    deps.pauses = &pauses_;
+    deps.advisor = &advisor_;
+    deps.observer = observer_.get();
+    deps.clock = &clock_;
+    deps.audit = [this](const std::string& line) {
+      std::lock_guard lock(mu_);
+      audit_.push_back(nlohmann::json::parse(line));
+    };
+    deps.owner = ReplayOwner();
+    deps.retention_ms = 3'600'000;
+    auto loop = HostOpsLoop::Create(std::move(deps));
+    ASSERT_TRUE(loop.ok()) << loop.error().ToString();
+    loop_ = std::move(loop).value();
+  }
+
+  std::vector<nlohmann::json> Events(const std::string& event) {
+    std::lock_guard lock(mu_);
+    std::vector<nlohmann::json> out;
+    for (const auto& j : audit_) {
+      if (j["event"] == event) out.push_back(j);
+    }
+    return out;
+  }
+
+  clawguard::testing::TempDir dir_;
+  FixedClock clock_{kT0};
+  NoErp sender_;
+  std::unique_ptr<sqlite::SqliteIdempotencyStore> idem_;
+  std::unique_ptr<sqlite::SqliteOutbox> outbox_;
+  std::unique_ptr<sqlite::SqliteDlq> dlq_;
+  std::unique_ptr<RetryWorker> retry_;
+  std::unique_ptr<WebhookPipeline> pipeline_;
+  std::unique_ptr<HostMetrics> metrics_;
+  std::unique_ptr<EndpointBreaker> endpoints_;
+  std::unique_ptr<KeyBreaker> keys_;
+  std::unique_ptr<HostObserver> observer_;
+  CapabilityPauses pauses_;
+  RetentionAdvisor advisor_;
+  std::unique_ptr<HostOpsLoop> loop_;
+  std::mutex mu_;
+  std::vector<nlohmann::json> audit_;
+};
+
+TEST_F(HostOpsLoopTest, NewGenerationReReadsThePauses) {
+  loop_->Tick();  // first generation seen: nothing to compare with
+  ASSERT_TRUE(dlq_->Pause("acme-orders", "POST /orders/{id}/fulfil", "operator", "cli:test").ok());
+  EXPECT_FALSE(pauses_.IsPaused("acme-orders", "POST /orders/{id}/fulfil"));
+  ASSERT_TRUE(idem_->BumpGeneration().ok());  // as the operator commands do
+  loop_->Tick();
+  EXPECT_TRUE(pauses_.IsPaused("acme-orders", "POST /orders/{id}/fulfil"));
+  EXPECT_EQ(Events("operations_generation").size(), 1u);
+}
+
+TEST_F(HostOpsLoopTest, ReplayWithoutStoredRequestIsRetriedThenLeftToAnOperator) {
+  DlqNewEntry e;
+  e.klass = DlqClass::kMismatch;  // event-level, no request: the host cannot re-run it
+  e.event_key = std::string(64, 'e');
+  e.plugin = "acme-orders";
+  e.route = "order.created";
+  e.detail = "test";
+  auto added = dlq_->Add(e);
+  ASSERT_TRUE(added.ok());
+  // An operator cannot ask for it (no request), but a due next attempt claims it too: force one.
+  DlqNewEntry due = e;
+  due.next_attempt_ms = kT0;
+  ASSERT_TRUE(dlq_->Add(due).ok());
+
+  const HostOpsLoop::ReplayStats first = loop_->ReplayDue();
+  EXPECT_EQ(first.claimed, 1);
+  EXPECT_EQ(first.not_done, 1);
+  auto entry = dlq_->Get(added->id);
+  ASSERT_TRUE(entry.ok() && entry->has_value());
+  EXPECT_EQ((*entry)->state, DlqState::kOpen);
+  EXPECT_EQ((*entry)->next_attempt_ms, kT0 + kReplayRetryMs);
+  ASSERT_EQ(Events("dlq_replay").size(), 1u);
+  EXPECT_EQ(Events("dlq_replay")[0]["done"], false);
+  EXPECT_EQ(loop_->ReplayDue().claimed, 0);  // not due yet
+
+  for (int64_t n = 2; n <= kMaxAutoReplays; ++n) {
+    clock_.Advance(kReplayRetryMs);
+    EXPECT_EQ(loop_->ReplayDue().claimed, 1) << "claim " << n;
+  }
+  entry = dlq_->Get(added->id);
+  ASSERT_TRUE(entry.ok() && entry->has_value());
+  EXPECT_EQ((*entry)->next_attempt_ms, 0) << "after kMaxAutoReplays claims it waits for an operator";
+  clock_.Advance(kReplayRetryMs);
+  EXPECT_EQ(loop_->ReplayDue().claimed, 0);
+}
+
+TEST_F(HostOpsLoopTest, RetentionAdviceIsAuditedAtMostOnceAnHour) {
+  for (uint64_t i = 0; i < kMinRetentionSamples; ++i) advisor_.Observe(2 * 3'600'000);  // 2 h gaps > 1 h
+  loop_->Tick();
+  ASSERT_EQ(Events("retention_advice").size(), 1u);
+  EXPECT_EQ(Events("retention_advice")[0]["configured_ms"], 3'600'000);
+  EXPECT_GE(Events("retention_advice")[0]["advised_ms"].get<int64_t>(), 2 * 3'600'000);
+  clock_.Advance(kGaugePeriodMs);
+  loop_->Tick();
+  EXPECT_EQ(Events("retention_advice").size(), 1u);
+  clock_.Advance(kAdviceIntervalMs);
+  loop_->Tick();
+  EXPECT_EQ(Events("retention_advice").size(), 2u);
+}
+
+}  // namespace
+}  // namespace clawguard::host
