@@ -106,11 +106,66 @@ class StrictHandler : public YAML::EventHandler {
   int documents_ = 0;
 };
 
+// FirstInvalidUtf8 returns the offset of the first byte that does not start a well-formed UTF-8
+// sequence (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF), or npos.
+size_t FirstInvalidUtf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    size_t n = 0;
+    unsigned lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (b < 0x80) {
+      ++i;
+      continue;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+      n = 1;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      n = 2;
+      if (b == 0xE0) lo = 0xA0;
+      if (b == 0xED) hi = 0x9F;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      n = 3;
+      if (b == 0xF0) lo = 0x90;
+      if (b == 0xF4) hi = 0x8F;
+    } else {
+      return i;
+    }
+    if (i + n >= text.size()) return i;  // truncated sequence
+    for (size_t k = 1; k <= n; ++k) {
+      const auto c = static_cast<unsigned char>(text[i + k]);
+      if (k == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF)) return i;
+    }
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
+// LineColumn renders the 1-based line and column of byte |offset| of |text|.
+std::string LineColumn(std::string_view text, size_t offset) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(column);
+}
+
 }  // namespace
 
 std::string YamlWhere(const std::string& source, const YAML::Node& node) { return Where(source, node.Mark()); }
 
 Result<YamlDoc> ParseYamlStrict(std::string_view text, std::string source, Reason reason) {
+  // YAML is Unicode text: bytes that are not UTF-8 would reach names and publishers as they are
+  // (yaml-cpp passes them through) and come back different from any JSON or YAML rendering.
+  if (const size_t bad = FirstInvalidUtf8(text); bad != std::string_view::npos) {
+    return Status(reason, source + ":" + LineColumn(text, bad) +
+                              ": the file is not valid UTF-8 (byte offset " + std::to_string(bad) +
+                              "); save it as UTF-8");
+  }
   try {
     {
       std::istringstream in{std::string(text)};

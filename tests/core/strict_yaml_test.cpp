@@ -136,5 +136,20 @@ TEST(StrictYamlRegressionTest, EndlessDocumentStreamIsRefused) {
   EXPECT_EQ(parsed.error().reason(), Reason::kConfigInvalid);
 }
 
+// A publisher with bytes that are not UTF-8 parsed, and rendered back (as U+FFFD) to another
+// manifest (found by manifest_fuzz; the input is tests/fuzz/corpus/manifest/regression-invalid-utf8).
+// YAML is Unicode text: such a file is refused, with where.
+TEST(StrictYamlRegressionTest, InvalidUtf8IsRefusedWithItsPosition) {
+  auto parsed = ParseYamlStrict("name: ok\npublisher: \xaa\xaa\n", "m.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.error().message(), HasSubstr("m.yaml:2:12: the file is not valid UTF-8"));
+  for (const char* bad : {"a: \xc0\xaf\n", "a: \xed\xa0\x80\n", "a: \xf4\x90\x80\x80\n", "a: \xe2\x82\n", "a: \xe2"}) {
+    EXPECT_FALSE(ParseYamlStrict(bad, "m.yaml").ok()) << "overlong, surrogate, > U+10FFFF or truncated";
+  }
+  for (const char* good : {"a: \xc3\xa9\n", "a: \xe2\x82\xac\n", "a: \xf0\x9f\x94\x92\n", "a: \xf4\x8f\xbf\xbf\n"}) {
+    EXPECT_TRUE(ParseYamlStrict(good, "m.yaml").ok()) << good;
+  }
+}
+
 }  // namespace
 }  // namespace clawguard
