@@ -1,8 +1,7 @@
 // webhook_auth.cpp — Standard Webhooks v1 verification (HMAC-SHA256 through OpenSSL).
 #include "host/webhook_auth.h"
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <sodium.h>
 
 #include <algorithm>
 #include <array>
@@ -20,20 +19,23 @@ constexpr size_t kMacSize = 32;  // SHA-256
 
 using Mac = std::array<unsigned char, kMacSize>;
 
-// ComputeMac returns HMAC-SHA256(key, id "." timestamp "." body), or nullopt if OpenSSL fails.
+// ComputeMac returns HMAC-SHA256(key, id "." timestamp "." body), or nullopt if it fails. libsodium's
+// streaming HMAC: no copy of the body and no per-call algorithm fetch (OpenSSL 3's one-shot HMAC()
+// fetched the digest on every call — the largest cost of a replay, measured with callgrind).
 std::optional<Mac> ComputeMac(const SecretBytes& key, std::string_view id, std::string_view timestamp,
                               std::string_view body) {
-  std::string content;
-  content.reserve(id.size() + timestamp.size() + body.size() + 2);
-  content.append(id).append(".").append(timestamp).append(".").append(body);
   const std::string_view k = InsecureSecretAccess::View(key);  // reviewed: HMAC key, never logged
+  crypto_auth_hmacsha256_state state;
+  const auto update = [&state](std::string_view part) {
+    return crypto_auth_hmacsha256_update(&state, reinterpret_cast<const unsigned char*>(part.data()), part.size());
+  };
   Mac mac{};
-  unsigned int len = 0;
-  if (HMAC(EVP_sha256(), k.data(), static_cast<int>(k.size()), reinterpret_cast<const unsigned char*>(content.data()),
-           content.size(), mac.data(), &len) == nullptr ||
-      len != kMacSize) {
-    return std::nullopt;
-  }
+  static_assert(sizeof(Mac) == crypto_auth_hmacsha256_BYTES);
+  const bool ok = crypto_auth_hmacsha256_init(&state, reinterpret_cast<const unsigned char*>(k.data()), k.size()) == 0 &&
+                  update(id) == 0 && update(".") == 0 && update(timestamp) == 0 && update(".") == 0 &&
+                  update(body) == 0 && crypto_auth_hmacsha256_final(&state, mac.data()) == 0;
+  sodium_memzero(&state, sizeof state);  // it holds the key's pads
+  if (!ok) return std::nullopt;
   return mac;
 }
 

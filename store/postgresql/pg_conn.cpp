@@ -12,7 +12,10 @@ namespace {
 // kSessionOptions: durable commits whatever the server default (ARCHITECTURE.md "Stores": fsync'd
 // before the answer), bytea in hex (what PQunescapeBytea reads), and no statement or lock wait
 // that blocks a host for ever.
-constexpr char kSessionOptions[] = "-c synchronous_commit=on -c bytea_output=hex -c statement_timeout=60000";
+// client_min_messages=warning: the NOTICEs of idempotent DDL ("relation … already exists,
+// skipping") would otherwise go to stderr of every CLI command and mix with its --json output.
+constexpr char kSessionOptions[] =
+    "-c synchronous_commit=on -c bytea_output=hex -c statement_timeout=60000 -c client_min_messages=warning";
 
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
