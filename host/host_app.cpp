@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "host/admin_auth.h"
+#include "host/json_log.h"
 #include "host/ops_page.h"
 
 namespace clawguard::host {
@@ -33,25 +34,66 @@ std::string PathOf(const std::string& target) { return target.substr(0, target.f
 
 }  // namespace
 
-// AuditSink appends JSON lines to log.audit (or stderr). Thread-safe; closed when the last owner
-// (the HostApp or a plugin thread's ErpEnv copy) lets go.
+// AuditSink appends JSON lines to log.audit (or stderr), each one first re-rendered through the
+// host's redaction rules (JsonLogger::RedactJsonLine: secret field names, host.yaml log.redact,
+// value shapes, and the host's own secrets — admin token, erp.auth, every route secret, raw and
+// base64). A line that is not a JSON object is written as an "unparseable_log_line" event.
+// Thread-safe; closed when the last owner (the HostApp or a plugin thread's ErpEnv copy) lets go.
 class HostApp::AuditSink {
  public:
-  explicit AuditSink(std::FILE* file) : file_(file) {}
+  // Create: kConfigInvalid when log.audit cannot be opened for appending or log.redact is invalid.
+  static Result<std::shared_ptr<AuditSink>> Create(const HostConfig& c) {
+    JsonLogger::Options options;
+    options.redact = c.log.redact;
+    const auto known = [&options](const SecretBytes& s) {
+      // Shorter values cannot be scrubbed without mangling ordinary text; the shape rules still apply.
+      if (s.size() >= kMinKnownSecretBytes) options.known_secrets.push_back(s.Clone());
+    };
+    known(c.admin.token);
+    known(c.erp.auth);
+    // erp.auth is a whole header value ("Bearer <token>"): the credential after the scheme too.
+    const std::string_view auth = InsecureSecretAccess::View(c.erp.auth);
+    if (const size_t space = auth.find(' '); space != std::string_view::npos) {
+      const SecretBytes credential(auth.substr(space + 1));
+      known(credential);
+    }
+    for (const auto& [route, secrets] : c.webhooks.routes) {
+      known(secrets.current);
+      if (secrets.previous) known(*secrets.previous);
+    }
+    // The redactor never writes (its sink is unused) nor reads its clock; the process clock keeps
+    // it valid for as long as an abandoned plugin thread may hold the sink.
+    CLAWGUARD_ASSIGN_OR_RETURN(
+        std::unique_ptr<JsonLogger> redactor,
+        JsonLogger::Create(std::move(options), [](std::string_view) {}, SystemClock::Instance()));
+    std::FILE* file = nullptr;
+    if (!c.log.audit.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(std::filesystem::path(c.log.audit).parent_path(), ec);
+      file = std::fopen(c.log.audit.c_str(), "a");
+      if (file == nullptr) {
+        return Status(Reason::kConfigInvalid, c.source + ": log.audit: cannot open " + c.log.audit + " for appending");
+      }
+    }
+    return std::shared_ptr<AuditSink>(new AuditSink(std::move(redactor), file));
+  }
   ~AuditSink() {
     if (file_ != nullptr) std::fclose(file_);
   }
   AuditSink(const AuditSink&) = delete;
   AuditSink& operator=(const AuditSink&) = delete;
   void Write(const std::string& line) {
+    const std::string clean = redactor_->RedactJsonLine(line);
     std::lock_guard lock(mu_);
     std::FILE* f = file_ != nullptr ? file_ : stderr;
-    std::fputs(line.c_str(), f);
+    std::fputs(clean.c_str(), f);
     std::fputc('\n', f);
     std::fflush(f);
   }
 
  private:
+  AuditSink(std::unique_ptr<JsonLogger> redactor, std::FILE* file) : redactor_(std::move(redactor)), file_(file) {}
+  const std::unique_ptr<const JsonLogger> redactor_;
   std::mutex mu_;
   std::FILE* const file_;
 };
@@ -119,16 +161,7 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   app->config_ = config;
   app->clock_ = &clock;
   const HostConfig& c = *config;
-  std::FILE* audit_file = nullptr;
-  if (!c.log.audit.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(c.log.audit).parent_path(), ec);
-    audit_file = std::fopen(c.log.audit.c_str(), "a");
-    if (audit_file == nullptr) {
-      return Status(Reason::kConfigInvalid, c.source + ": log.audit: cannot open " + c.log.audit + " for appending");
-    }
-  }
-  app->audit_ = std::make_shared<AuditSink>(audit_file);
+  CLAWGUARD_ASSIGN_OR_RETURN(app->audit_, AuditSink::Create(c));
   // The sink, not the app: an abandoned plugin thread may log after the app is gone.
   const AuditFn audit = [sink = app->audit_](const std::string& line) { sink->Write(line); };
 

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "clawguard/encoding.h"
 
 namespace clawguard::host {
@@ -160,6 +162,69 @@ void AppendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
+// AppendClipped appends already-redacted text as a JSON string, cut at kMaxLogValueBytes.
+void AppendClipped(std::string& out, std::string clean) {
+  if (clean.size() > kMaxLogValueBytes) {
+    clean.resize(kMaxLogValueBytes);
+    clean += "...[truncated]";
+  }
+  AppendJsonString(out, clean);
+}
+
+// AppendRedactedJson renders |v| (the value of member |name|; "" at the top) through |log|'s rules
+// (see JsonLogger::RedactJsonLine).
+void AppendRedactedJson(const JsonLogger& log, std::string& out, std::string_view name,
+                        const nlohmann::ordered_json& v, int depth) {
+  if (v.is_null()) {
+    out += "null";
+    return;
+  }
+  if ((!name.empty() && log.IsSecretName(name)) || depth > kMaxLogLineDepth) {
+    AppendJsonString(out, kRedacted);
+    return;
+  }
+  switch (v.type()) {
+    case nlohmann::ordered_json::value_t::object: {
+      out.push_back('{');
+      bool first = true;
+      for (const auto& [key, member] : v.items()) {
+        if (!first) out.push_back(',');
+        first = false;
+        AppendClipped(out, log.RedactText(key));
+        out.push_back(':');
+        AppendRedactedJson(log, out, key, member, depth + 1);
+      }
+      out.push_back('}');
+      return;
+    }
+    case nlohmann::ordered_json::value_t::array: {
+      out.push_back('[');
+      bool first = true;
+      for (const auto& element : v) {
+        if (!first) out.push_back(',');
+        first = false;
+        AppendRedactedJson(log, out, name, element, depth + 1);  // elements inherit the member's name
+      }
+      out.push_back(']');
+      return;
+    }
+    case nlohmann::ordered_json::value_t::string:
+      AppendClipped(out, log.RedactText(v.get_ref<const std::string&>()));
+      return;
+    case nlohmann::ordered_json::value_t::boolean:
+    case nlohmann::ordered_json::value_t::number_integer:
+    case nlohmann::ordered_json::value_t::number_unsigned:
+    case nlohmann::ordered_json::value_t::number_float:
+      out += v.dump();
+      return;
+    case nlohmann::ordered_json::value_t::null:  // handled above
+    case nlohmann::ordered_json::value_t::binary:
+    case nlohmann::ordered_json::value_t::discarded:
+      break;
+  }
+  AppendJsonString(out, kRedacted);
+}
+
 std::string TimeStamp(int64_t ms) {
   std::string t = FormatRfc3339Utc(ms / 1000 - (ms % 1000 < 0 ? 1 : 0));
   const int64_t frac = ((ms % 1000) + 1000) % 1000;
@@ -252,13 +317,22 @@ std::string JsonLogger::RedactText(std::string_view text) const {
   return RedactShapes(s);
 }
 
-void JsonLogger::AppendText(std::string& out, std::string_view text) const {
-  std::string clean = RedactText(text);
-  if (clean.size() > kMaxLogValueBytes) {
-    clean.resize(kMaxLogValueBytes);
-    clean += "...[truncated]";
+void JsonLogger::AppendText(std::string& out, std::string_view text) const { AppendClipped(out, RedactText(text)); }
+
+std::string JsonLogger::RedactJsonLine(std::string_view line) const {
+  std::string out;
+  try {
+    const auto parsed = nlohmann::ordered_json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_object()) {
+      AppendRedactedJson(*this, out, "", parsed, 0);
+      return out;
+    }
+  } catch (const std::exception&) {  // allocation failure or a nlohmann invariant: fall back below
   }
-  AppendJsonString(out, clean);
+  out = "{\"event\":\"unparseable_log_line\",\"redacted\":";
+  AppendText(out, line);
+  out.push_back('}');
+  return out;
 }
 
 void JsonLogger::AppendValue(std::string& out, std::string_view name, const LogValue& v) const {

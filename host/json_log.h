@@ -43,6 +43,7 @@ inline constexpr uint64_t kMaxLogValueBytes = 8 * 1024;    // one string value, 
 inline constexpr uint64_t kMaxLogFields = 64;              // fields (or headers) in one object
 inline constexpr uint64_t kMaxRedactEntries = 256;         // host.yaml log.redact entries
 inline constexpr uint64_t kMinKnownSecretBytes = 6;        // shorter secrets cannot be scrubbed safely
+inline constexpr int kMaxLogLineDepth = 32;                // nesting kept by RedactJsonLine
 
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
 std::string_view LogLevelName(LogLevel level);  // "debug", "info", "warn", "error"
@@ -124,6 +125,16 @@ class JsonLogger {
   std::string RedactText(std::string_view text) const;
   // IsSecretName says whether a field or header named |name| is always redacted.
   bool IsSecretName(std::string_view name) const;
+  // RedactJsonLine re-renders one already-rendered JSON object line (the host's audit lines)
+  // through the same rules: every member whose name IsSecretName (at any depth, in arrays too)
+  // becomes kRedacted unless null; every string (member names included) goes through RedactText
+  // and is cut at kMaxLogValueBytes; numbers, booleans and null are kept; member order is kept.
+  // Nesting deeper than kMaxLogLineDepth becomes kRedacted. A line that is not one JSON object
+  // (invalid JSON or UTF-8, an array, trailing text) becomes
+  //   {"event":"unparseable_log_line","redacted":"<RedactText(line)>"}
+  // so no caller-written line is ever lost or written unredacted. Returns one line without '\n'
+  // (compact, no spaces). Does not write to the sink; never throws; thread-safe.
+  std::string RedactJsonLine(std::string_view line) const;
 
  private:
   JsonLogger(Options options, LogSink sink, const Clock& clock);

@@ -1,7 +1,8 @@
 // sqlite_db.h — RAII owners for a SQLite connection and statement, shared by every SQLite store.
 //
 // SqliteDb::Open opens (creating) a database in WAL mode with synchronous=FULL (durable: fsync'd
-// before a commit returns), foreign keys on and a busy timeout; errors are kStoreUnavailable with
+// before a commit returns — the SqliteWriter lowers it to NORMAL for batches of lazy ops only; see
+// sqlite_writer.h "Durability"), foreign keys on and a busy timeout; errors are kStoreUnavailable with
 // the path. A SqliteDb is one connection: use it from one thread at a time (engines hold a mutex
 // or one connection per thread).
 #ifndef CLAWGUARD_STORE_SQLITE_SQLITE_DB_H_

@@ -86,10 +86,10 @@ Result<int64_t> BumpIn(SqliteDb& db) {
 }
 
 // FencedUpdate runs one UPDATE … WHERE key = ?1 AND fencing_token = ?2 AND state = 'in_progress'
-// through the writer; kApplied if it changed the record.
+// through the writer with |durability|; kApplied if it changed the record.
 template <typename BindFn>
-Result<FencedWrite> FencedUpdate(SqliteWriter& writer, const std::string& key, int64_t token, std::string_view sql,
-                                 BindFn bind) {
+Result<FencedWrite> FencedUpdate(SqliteWriter& writer, Durability durability, const std::string& key, int64_t token,
+                                 std::string_view sql, BindFn bind) {
   bool applied = false;
   const Status written = writer.Write([&](SqliteDb& db) -> Status {
     CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare(sql));
@@ -98,7 +98,7 @@ Result<FencedWrite> FencedUpdate(SqliteWriter& writer, const std::string& key, i
     CLAWGUARD_RETURN_IF_ERROR(u.Run());
     applied = sqlite3_changes(db.raw()) == 1;
     return Status::Ok();
-  });
+  }, durability);
   if (!written.ok()) return written;
   return applied ? FencedWrite::kApplied : FencedWrite::kFenced;
 }
@@ -216,6 +216,9 @@ Result<ClaimOutcome> SqliteIdempotencyStore::Claim(const std::string& key, const
       if (v.next == Next::kAnswer && v.answer.kind != ClaimOutcome::Kind::kInProgress) return std::move(v.answer);
     }
   }
+  // Lazy (sqlite_writer.h): nothing is answered from a claim alone but "in progress, retry".
+  // Lost in a machine crash, the delivery was not answered, so its sender retries and it is
+  // claimed again; the ERP calls made meanwhile carry derived Idempotency-Keys and replay.
   ClaimOutcome out;
   const Status written = writer_->Write([&](SqliteDb& db) -> Status {
     out = ClaimOutcome{};
@@ -249,14 +252,15 @@ Result<ClaimOutcome> SqliteIdempotencyStore::Claim(const std::string& key, const
     out.fencing_token = after->rec.fencing_token;
     out.record = std::move(after->rec);
     return Status::Ok();
-  });
+  }, Durability::kLazy);
   if (!written.ok()) return written;
   return out;
 }
 
 Result<FencedWrite> SqliteIdempotencyStore::Renew(const std::string& key, int64_t token, int64_t lease_ms) {
   const int64_t now = clock_.NowMillis();
-  return FencedUpdate(*writer_, key, token,
+  // Lazy: a lost renew only shortens a lease whose holder died with the machine.
+  return FencedUpdate(*writer_, Durability::kLazy, key, token,
                       "UPDATE idem_records SET lease_until_ms = ?3, updated_ms = ?4 "
                       "WHERE key = ?1 AND fencing_token = ?2 AND state = 'in_progress'",
                       [&](Stmt& u) { u.Bind(3, now + lease_ms).Bind(4, now); });
@@ -265,7 +269,9 @@ Result<FencedWrite> SqliteIdempotencyStore::Renew(const std::string& key, int64_
 Result<FencedWrite> SqliteIdempotencyStore::Complete(const std::string& key, int64_t token, int status,
                                                      const std::string& content_type, const std::string& body) {
   const int64_t now = clock_.NowMillis();
-  return FencedUpdate(*writer_, key, token,
+  // Durable: this stores the answer, which is sent only after this returns (and its fsync
+  // makes every earlier lazy step of this delivery durable too).
+  return FencedUpdate(*writer_, Durability::kBeforeReturn, key, token,
                       "UPDATE idem_records SET state = 'completed', status = ?3, content_type = ?4, body = ?5, "
                       "lease_until_ms = 0, updated_ms = ?6, has_request = 0, request_content_type = x'', "
                       "request_body = x'', reconcile_attempts = 0 "
@@ -275,7 +281,8 @@ Result<FencedWrite> SqliteIdempotencyStore::Complete(const std::string& key, int
 
 Result<FencedWrite> SqliteIdempotencyStore::Release(const std::string& key, int64_t token) {
   const int64_t now = clock_.NowMillis();
-  return FencedUpdate(*writer_, key, token,
+  // Lazy: a lost release leaves the lease to expire by itself (a release is best effort anyway).
+  return FencedUpdate(*writer_, Durability::kLazy, key, token,
                       "UPDATE idem_records SET lease_until_ms = 0, updated_ms = ?3 "
                       "WHERE key = ?1 AND fencing_token = ?2 AND state = 'in_progress'",
                       [&](Stmt& u) { u.Bind(3, now); });

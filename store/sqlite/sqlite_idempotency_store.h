@@ -7,7 +7,9 @@
 // meets it with the same primary-key lookup as a record; expired tombstones are deleted.
 // Each state change is an op of the file's SqliteWriter (group commit: several callers' changes
 // in one BEGIN IMMEDIATE transaction, each op in its own savepoint) on a WAL database with
-// synchronous=FULL — durable before the call returns. Several instances (processes) may open the
+// synchronous=FULL for Complete, Reset and the operator calls (durable before the call returns);
+// Claim, Renew and Release are lazy (committed, fsync'd by the next durable commit — safe because
+// the answer is sent only after Complete; see sqlite_writer.h "Durability"). Several instances (processes) may open the
 // same file: BEGIN IMMEDIATE serialises their conditional writes. Reads use the store's own
 // connection behind a mutex. Thread-safe.
 #ifndef CLAWGUARD_STORE_SQLITE_SQLITE_IDEMPOTENCY_STORE_H_

@@ -101,10 +101,15 @@ Result<OutboxAppend> SqliteOutbox::Append(const OutboxRow& row) {
                                          std::string(OutboxStateName(row.state)));
   }
   OutboxAppend out;
-  const Status written = writer_->Write([&](SqliteDb& db) {
-    out = OutboxAppend{};
-    return AppendIn(db, row, out);
-  });
+  // Lazy (sqlite_writer.h): a row lost in a machine crash belongs to a delivery not answered yet
+  // (Complete is durable and fsyncs it); the re-run plugin appends it again with the same
+  // derived Idempotency-Key, so an ERP call already made is replayed, not repeated.
+  const Status written = writer_->Write(
+      [&](SqliteDb& db) {
+        out = OutboxAppend{};
+        return AppendIn(db, row, out);
+      },
+      Durability::kLazy);
   if (!written.ok()) return written;
   return out;
 }
@@ -114,25 +119,43 @@ Result<std::optional<OutboxRow>> SqliteOutbox::Get(const std::string& event_key,
   return LoadRow(*db_, event_key, call_index);
 }
 
+namespace {
+
+// UpdateRow runs |sql| (?1 event_key, ?2 call_index, then |bind| adds the rest) through |writer|
+// with |durability|; kNotFound when no row changed.
+template <typename BindFn>
+Status UpdateRow(SqliteWriter& writer, Durability durability, const std::string& event_key, int64_t call_index,
+                 std::string_view sql, BindFn bind) {
+  return writer.Write(
+      [&](SqliteDb& db) -> Status {
+        {
+          CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare(sql));
+          u.Bind(1, event_key).Bind(2, call_index);
+          bind(u);
+          CLAWGUARD_RETURN_IF_ERROR(u.Run());
+        }
+        if (sqlite3_changes(db.raw()) != 1) {
+          return Status(Reason::kNotFound, "no outbox row " + event_key + "/" + std::to_string(call_index) +
+                                               " in a state that allows this change");
+        }
+        return Status::Ok();
+      },
+      durability);
+}
+
+}  // namespace
+
+// Update is UpdateRow's durable form (the header's private helper); the lazy steps of a delivery
+// call UpdateRow with Durability::kLazy.
 template <typename BindFn>
 Status SqliteOutbox::Update(const std::string& event_key, int64_t call_index, std::string_view sql, BindFn bind) {
-  return writer_->Write([&](SqliteDb& db) -> Status {
-    {
-      CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare(sql));
-      u.Bind(1, event_key).Bind(2, call_index);
-      bind(u);
-      CLAWGUARD_RETURN_IF_ERROR(u.Run());
-    }
-    if (sqlite3_changes(db.raw()) != 1) {
-      return Status(Reason::kNotFound, "no outbox row " + event_key + "/" + std::to_string(call_index) +
-                                           " in a state that allows this change");
-    }
-    return Status::Ok();
-  });
+  return UpdateRow(*writer_, Durability::kBeforeReturn, event_key, call_index, sql, bind);
 }
 
 Status SqliteOutbox::MarkSent(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) {
-  return Update(event_key, call_index,
+  // Lazy: a lost mark means one more send of the same request with the same Idempotency-Key
+  // (the ERP replays); attempts may count one less.
+  return UpdateRow(*writer_, Durability::kLazy, event_key, call_index,
                 "UPDATE outbox_rows SET state = 'sent', attempts = attempts + 1, next_attempt_ms = ?3 "
                 "WHERE event_key = ?1 AND call_index = ?2 AND state IN ('pending', 'sent')",
                 [&](Stmt& s) { s.Bind(3, next_attempt_ms); });
@@ -140,20 +163,24 @@ Status SqliteOutbox::MarkSent(const std::string& event_key, int64_t call_index, 
 
 Status SqliteOutbox::MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
                                   const std::string& reply_body) {
-  return Update(event_key, call_index,
+  // Lazy: a lost reply is fetched again by re-sending with the same Idempotency-Key (the ERP
+  // replays it); an answer built from it is stored by the durable Complete, which fsyncs this.
+  return UpdateRow(*writer_, Durability::kLazy, event_key, call_index,
                 "UPDATE outbox_rows SET state = 'answered', reply_status = ?3, reply_body = ?4 "
                 "WHERE event_key = ?1 AND call_index = ?2 AND state IN ('pending', 'sent')",
                 [&](Stmt& s) { s.Bind(3, int64_t{reply_status}).BindBlob(4, reply_body); });
 }
 
 Status SqliteOutbox::MarkDead(const std::string& event_key, int64_t call_index) {
+  // Durable: a dead row is handed to operators (DLQ) and must not come back to life.
   return Update(event_key, call_index,
                 "UPDATE outbox_rows SET state = 'dead' WHERE event_key = ?1 AND call_index = ?2",
                 [](Stmt&) {});
 }
 
 Status SqliteOutbox::Defer(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) {
-  return Update(event_key, call_index,
+  // Lazy: a lost deferral only makes the retry come sooner (same Idempotency-Key).
+  return UpdateRow(*writer_, Durability::kLazy, event_key, call_index,
                 "UPDATE outbox_rows SET next_attempt_ms = ?3 "
                 "WHERE event_key = ?1 AND call_index = ?2 AND state IN ('pending', 'sent')",
                 [&](Stmt& s) { s.Bind(3, next_attempt_ms); });

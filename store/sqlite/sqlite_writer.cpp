@@ -34,9 +34,20 @@ int64_t SqliteWriter::commits() const {
   return commits_;
 }
 
-Status SqliteWriter::Write(const Op& op) {
+int64_t SqliteWriter::lazy_commits() const {
+  std::lock_guard lock(mu_);
+  return lazy_commits_;
+}
+
+int64_t SqliteWriter::queued() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int64_t>(queue_.size());
+}
+
+Status SqliteWriter::Write(const Op& op, Durability durability) {
   Pending mine;
   mine.op = &op;
+  mine.durability = durability;
   std::unique_lock lock(mu_);
   queue_.push_back(&mine);
   while (!mine.done) {
@@ -49,9 +60,10 @@ Status SqliteWriter::Write(const Op& op) {
     std::vector<Pending*> batch;
     batch.swap(queue_);
     lock.unlock();
-    RunBatch(batch);
+    const bool lazy = RunBatch(batch);
     lock.lock();
     ++commits_;
+    if (lazy) ++lazy_commits_;
     for (Pending* p : batch) p->done = true;
     leading_ = false;
     cv_.notify_all();
@@ -59,11 +71,26 @@ Status SqliteWriter::Write(const Op& op) {
   return mine.result;
 }
 
-void SqliteWriter::RunBatch(const std::vector<Pending*>& batch) {
+bool SqliteWriter::RunBatch(const std::vector<Pending*>& batch) {
   SqliteDb& db = *db_;
+  bool lazy = true;
+  for (const Pending* p : batch) lazy = lazy && p->durability == Durability::kLazy;
+  // synchronous is per connection and applies to the next COMMIT; set it only when it changes.
+  if (lazy != normal_sync_) {
+    if (Status s = db.Exec(lazy ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL"); !s.ok()) {
+      if (!lazy) {
+        // A durable op must not commit unsynced: fail the batch rather than risk it.
+        for (Pending* p : batch) p->result = s;
+        return false;
+      }
+      lazy = false;  // NORMAL was not set: the connection is still FULL, which is only safer
+    } else {
+      normal_sync_ = lazy;
+    }
+  }
   if (Status begin = db.Exec("BEGIN IMMEDIATE"); !begin.ok()) {
     for (Pending* p : batch) p->result = begin;
-    return;
+    return false;
   }
   for (Pending* p : batch) {
     if (Status s = db.Exec("SAVEPOINT op"); !s.ok()) {
@@ -77,7 +104,9 @@ void SqliteWriter::RunBatch(const std::vector<Pending*>& batch) {
   if (Status commit = db.Exec("COMMIT"); !commit.ok()) {
     (void)db.Exec("ROLLBACK");
     for (Pending* p : batch) p->result = commit;
+    return false;
   }
+  return lazy;
 }
 
 }  // namespace clawguard::sqlite
