@@ -142,9 +142,12 @@ TEST(StrictYamlRegressionTest, EndlessDocumentStreamIsRefused) {
 TEST(StrictYamlRegressionTest, InvalidUtf8IsRefusedWithItsPosition) {
   auto parsed = ParseYamlStrict("name: ok\npublisher: \xaa\xaa\n", "m.yaml");
   ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.error().reason(), Reason::kConfigInvalid);
   EXPECT_THAT(parsed.error().message(), HasSubstr("m.yaml:2:12: the file is not valid UTF-8"));
   for (const char* bad : {"a: \xc0\xaf\n", "a: \xed\xa0\x80\n", "a: \xf4\x90\x80\x80\n", "a: \xe2\x82\n", "a: \xe2"}) {
-    EXPECT_FALSE(ParseYamlStrict(bad, "m.yaml").ok()) << "overlong, surrogate, > U+10FFFF or truncated";
+    auto refused = ParseYamlStrict(bad, "m.yaml");
+    ASSERT_FALSE(refused.ok()) << "overlong, surrogate, > U+10FFFF or truncated";
+    EXPECT_EQ(refused.error().reason(), Reason::kConfigInvalid);
   }
   for (const char* good : {"a: \xc3\xa9\n", "a: \xe2\x82\xac\n", "a: \xf0\x9f\x94\x92\n", "a: \xf4\x8f\xbf\xbf\n"}) {
     EXPECT_TRUE(ParseYamlStrict(good, "m.yaml").ok()) << good;
