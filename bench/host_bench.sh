@@ -11,6 +11,8 @@
 #       ERP calls (fulfil, adjust) through the outbox, and is stored durably before its answer;
 #   (a) replays of completed keys: the deliveries (b) completed, cycled ("cycle");
 #   (c) nginx serving a static 200 to the same request bytes (the reference).
+#   (d) clawguard-test-erp --static: the host's HTTP layer (HttpServer, FrontHandler) answering 200 {}
+#       inline, without the pipeline: the ceiling of the replay path on this server design.
 # Also the disk's floor: fdatasync'd 4 KiB appends per second from one thread (durable first-time
 # deliveries cannot beat it by more than the group commit allows). Then, unless --no-strace (or
 # strace is missing), the host's fsync/fdatasync calls per first-time delivery during a short
@@ -180,6 +182,20 @@ limit=$(( min_used - connections ))
 replay=$(run_wrk "$duration" "http://$main$path" first.tsv cycle "$limit")
 nginx_run=$(run_wrk "$duration" "http://127.0.0.1:$nginx_port$path" first.tsv cycle "$limit")
 
+# (d) the host's HTTP layer alone: clawguard-test-erp --static answers 200 {} inline on its I/O
+# threads (the same HttpServer and FrontHandler path a replay takes, without the pipeline).
+erp_static="$build/tools/clawguard-test-erp"
+static_run='{}'
+if [ -x "$erp_static" ]; then
+  "$erp_static" --static --workers "$workers" >static.out 2>/dev/null &
+  static_pid=$!
+  pids+=("$static_pid")
+  for _ in $(seq 100); do [ -s static.out ] && break; sleep 0.05; done
+  static_port=$(head -1 static.out | json 'd["port"]')
+  static_run=$(run_wrk "$duration" "http://127.0.0.1:$static_port$path" first.tsv cycle "$limit")
+  kill "$static_pid" 2>/dev/null || true
+fi
+
 # Spot check: a replay is answered from the store with the first answer.
 export BENCH_WHSEC
 one=$(head -1 first.tsv)
@@ -220,10 +236,11 @@ PY
 )
 
 # --- the table ---------------------------------------------------------------------------------
-python3 - "$first" "$replay" "$nginx_run" "$spot" "$threads" "$connections" "$duration" "$workers" "$fsync_line" "$disk_rate" <<'PY'
+python3 - "$first" "$replay" "$nginx_run" "$spot" "$threads" "$connections" "$duration" "$workers" "$fsync_line" "$disk_rate" "$static_run" <<'PY'
 import json, os, sys, datetime
 first, replay, nginx, spot = (json.loads(a) for a in sys.argv[1:5])
 threads, conns, duration, workers, fsync_line, disk_rate = sys.argv[5:11]
+static = json.loads(sys.argv[11])
 load = open("/proc/loadavg").read().split()[:3]
 def row(name, r, ref):
     return f"| {name} | {r['rps']:.0f} | {r['p50_ms']:.2f} ms | {r['p99_ms']:.2f} ms | {r['rps'] / ref['rps']:.2f}× |"
@@ -235,9 +252,11 @@ print("| --- | ---: | ---: | ---: | ---: |")
 print(row("(a) replays of completed keys (stored answer, `Idempotent-Replayed: true`)", replay, nginx))
 print(row("(b) first-time deliveries (claim, plugin, 2 ERP calls via the outbox, durable before the answer)", first, nginx))
 print(row("(c) nginx, static 200 to the same requests", nginx, nginx))
+if static:
+    print(row("(d) the host's HTTP layer alone (clawguard-test-erp --static: 200 {} from the I/O thread)", static, nginx))
 print()
 bad = []
-for name, r in (("replay", replay), ("first-time", first), ("nginx", nginx)):
+for name, r in (("replay", replay), ("first-time", first), ("nginx", nginx)) + ((("static", static),) if static else ()):
     if r["non2xx"] or r["socket_errors"]:
         bad.append(f"{name}: {r['non2xx']} non-2xx, {r['socket_errors']} socket errors")
 if first["exhausted"]:
@@ -250,6 +269,9 @@ ratio = replay["rps"] / nginx["rps"]
 print(f"Targets: replay ≥ 0.5 × nginx: {met(ratio >= 0.5)} ({ratio:.2f}×); "
       f"first-time ≥ 5,000/s: {met(first['rps'] >= 5000)} ({first['rps'] / 5000:.2f}× of target); "
       f"first-time p99 < 20 ms: {met(first['p99_ms'] < 20)} ({first['p99_ms']:.1f} ms).")
+if static:
+    print(f"The HTTP layer alone answers at {static['rps'] / nginx['rps']:.2f}× nginx; replays run at "
+          f"{replay['rps'] / static['rps']:.2f}× of that layer (the pipeline's share of a replay's cost).")
 if fsync_line:
     print(fsync_line)
 print(f"The disk's floor in the same run: {disk_rate} fdatasync'd 4 KiB appends/s from one thread "

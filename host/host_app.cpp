@@ -300,10 +300,11 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   main_options.max_body = c.listen.max_body;
   main_options.max_headers = c.listen.max_headers;
   main_options.workers = std::max(1, c.listen.workers);
+  main_options.handler_threads = c.listen.handlers;  // 0 (not from a config file): the server's default
   if (c.listen.tls) main_options.tls = ServerTls{c.listen.tls->cert, c.listen.tls->key};
-  CLAWGUARD_ASSIGN_OR_RETURN(app->main_, HttpServer::Create(std::move(main_options), [raw](const HttpRequest& r) {
-                               return raw->HandleMain(r);
-                             }));
+  CLAWGUARD_ASSIGN_OR_RETURN(app->main_,
+                             HttpServer::CreateWithFront(std::move(main_options),
+                                                FrontHandler([raw](const HttpRequest& r) { return raw->FrontMain(r); })));
   CLAWGUARD_ASSIGN_OR_RETURN(Handler admin_handler,
                              RequireBearerToken(c.admin.token.Clone(),
                                                 [raw](const HttpRequest& r) { return raw->HandleAdmin(r); }));
@@ -422,13 +423,22 @@ std::string HostApp::ReadyJson() const {
   return Dump({{"ready", ready_.load()}, {"mode", loader_->mode()}, {"plugins", plugins}, {"refused", refused}});
 }
 
-HttpResponse HostApp::HandleMain(const HttpRequest& request) const {
-  const std::string path = PathOf(request.target);
-  if (request.method == "GET" && path == "/healthz") return JsonAnswer(200, R"({"status":"ok"})");
-  if (request.method == "GET" && path == "/readyz") {
-    return ready_.load() ? JsonAnswer(200, R"({"ready":true})") : JsonAnswer(503, R"({"ready":false})");
+std::variant<HttpResponse, Deferred> HostApp::FrontMain(const HttpRequest& request) const {
+  if (request.method == "GET") {
+    const std::string path = PathOf(request.target);
+    if (path == "/healthz") return JsonAnswer(200, R"({"status":"ok"})");
+    if (path == "/readyz") {
+      return ready_.load() ? JsonAnswer(200, R"({"ready":true})") : JsonAnswer(503, R"({"ready":false})");
+    }
   }
-  return pipeline_->Handle(request);
+  // Refusals and replays from memory are answered here, on the I/O thread; a claim goes to a
+  // handler thread with what Front learnt (the request is authenticated once).
+  std::variant<WebhookPipeline::Handled, WebhookPipeline::Admitted> front = pipeline_->Front(request);
+  if (auto* h = std::get_if<WebhookPipeline::Handled>(&front)) return std::move(h->response);
+  const WebhookPipeline* pipeline = pipeline_.get();
+  return Deferred{[pipeline, admitted = std::get<WebhookPipeline::Admitted>(std::move(front))](const HttpRequest& r) {
+    return pipeline->Finish(r, admitted).response;
+  }};
 }
 
 HttpResponse HostApp::HandleAdmin(const HttpRequest& request) const {

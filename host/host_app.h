@@ -120,7 +120,9 @@ class HostApp {
   Status CreateGuards(const HostConfig& config, const std::vector<std::pair<std::string, std::string>>& routes);
   // CreateObserver makes the /ops and gauge source and records the start-up metrics.
   Status CreateObserver();
-  HttpResponse HandleMain(const HttpRequest& request) const;
+  // FrontMain is the main listener's FrontHandler: health, readiness, and the webhook pipeline's
+  // Front inline; a claim is deferred to a handler thread (WebhookPipeline::Finish).
+  std::variant<HttpResponse, Deferred> FrontMain(const HttpRequest& request) const;
   HttpResponse HandleAdmin(const HttpRequest& request) const;
   void BackgroundLoop();
   void Audit(const std::string& line);

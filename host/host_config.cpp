@@ -33,6 +33,9 @@ Result<ListenConfig> ReadListen(Reader& r, YamlMap& top) {
   CLAWGUARD_ASSIGN_OR_RETURN(c.max_headers, m.Size("max_headers", limits::kMaxWebhookHeaders));
   CLAWGUARD_ASSIGN_OR_RETURN(int64_t workers, m.Int("workers", 1, static_cast<int64_t>(limits::kMaxServerWorkers)));
   c.workers = static_cast<int>(workers);
+  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<int64_t> handlers,
+                             m.OptionalInt("handlers", 1, static_cast<int64_t>(limits::kMaxHandlerThreads)));
+  c.handlers = static_cast<int>(handlers.value_or(static_cast<int64_t>(limits::kDefaultHandlerThreads)));
   CLAWGUARD_RETURN_IF_ERROR(m.Finish());
   return c;
 }

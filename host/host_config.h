@@ -44,7 +44,8 @@ struct ListenConfig {
   std::optional<TlsFiles> tls;
   uint64_t max_body = 0;
   uint64_t max_headers = 0;
-  int workers = 0;
+  int workers = 0;   // I/O threads
+  int handlers = 0;  // threads that run deliveries (listen.handlers; default kDefaultHandlerThreads)
 };
 
 struct AdminConfig {

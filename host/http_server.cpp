@@ -74,7 +74,8 @@ class SessionBase : public std::enable_shared_from_this<SessionBase> {
 // ServerState is what every session of one server shares. It outlives the io_context.
 struct ServerState {
   ServerOptions options;
-  Handler handler;
+  Handler handler;      // set when there is no front
+  FrontHandler front;   // set when there is one
   std::optional<ssl::context> tls;
   asio::thread_pool* handler_pool = nullptr;
   std::atomic<bool> stopping{false};
@@ -89,6 +90,14 @@ HttpResponse RunHandler(const Handler& handler, const HttpRequest& request) {
     return handler(request);
   } catch (...) {
     // The exception text may carry request data; it is not echoed to the peer.
+    return ProblemResponse(Reason::kInternal, "the request handler failed");
+  }
+}
+
+std::variant<HttpResponse, Deferred> RunFront(const FrontHandler& front, const HttpRequest& request) {
+  try {
+    return front(request);
+  } catch (...) {
     return ProblemResponse(Reason::kInternal, "the request handler failed");
   }
 }
@@ -202,8 +211,16 @@ class Session final : public SessionBase {
       request.headers.Add(std::string(field.name_string()), std::string(field.value()));
     }
     request.body = std::move(msg.body());
-    asio::post(*state_.handler_pool, [self = Self(), request = std::move(request)] {
-      HttpResponse response = RunHandler(self->state_.handler, request);
+    Handler run;
+    if (state_.front) {
+      // Inline on this I/O thread (the session's strand): an answer needs no thread hop.
+      std::variant<HttpResponse, Deferred> front = RunFront(state_.front, request);
+      if (HttpResponse* answer = std::get_if<HttpResponse>(&front)) return Write(std::move(*answer));
+      run = std::move(std::get<Deferred>(front).run);
+      if (!run) return Write(ProblemResponse(Reason::kInternal, "the request handler failed"));
+    }
+    asio::post(*state_.handler_pool, [self = Self(), request = std::move(request), run = std::move(run)] {
+      HttpResponse response = run ? RunHandler(run, request) : RunHandler(self->state_.handler, request);
       asio::post(self->stream_.get_executor(),
                  [self, response = std::move(response)]() mutable { self->Write(std::move(response)); });
     });
@@ -322,7 +339,7 @@ Result<ssl::context> MakeServerTls(const ServerTls& files) {
 }  // namespace
 
 struct HttpServer::Impl {
-  explicit Impl(int workers) : ioc(workers), handler_pool(static_cast<size_t>(workers)) {}
+  Impl(int workers, int handler_threads) : ioc(workers), handler_pool(static_cast<size_t>(handler_threads)) {}
 
   void DoAccept() {
     acceptor->async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
@@ -364,22 +381,34 @@ HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpServer::~HttpServer() { Stop(); }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Create(ServerOptions options, Handler handler) {
+  if (!handler) return Status(Reason::kConfigInvalid, "no request handler");
+  return CreateServer(std::move(options), std::move(handler), nullptr);
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::CreateWithFront(ServerOptions options, FrontHandler front) {
+  if (!front) return Status(Reason::kConfigInvalid, "no request handler");
+  return CreateServer(std::move(options), nullptr, std::move(front));
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::CreateServer(ServerOptions options, Handler handler,
+                                                             FrontHandler front) {
   try {
+    if (options.handler_threads == 0) options.handler_threads = static_cast<int>(limits::kDefaultHandlerThreads);
     CLAWGUARD_RETURN_IF_ERROR(http_internal::ValidateServerOptions(options));
-    if (!handler) return Status(Reason::kConfigInvalid, "no request handler");
     CLAWGUARD_ASSIGN_OR_RETURN(Endpoint where, ParseHostPort(options.address));
     beast::error_code ec;
     auto address = asio::ip::make_address(where.host, ec);
     if (ec) {
       return Status(Reason::kConfigInvalid, "listen address " + options.address + ": host must be an IP address");
     }
-    auto impl = std::make_unique<Impl>(options.workers);
+    auto impl = std::make_unique<Impl>(options.workers, options.handler_threads);
     if (options.tls) {
       CLAWGUARD_ASSIGN_OR_RETURN(ssl::context ctx, MakeServerTls(*options.tls));
       impl->state.tls.emplace(std::move(ctx));
     }
     impl->state.options = std::move(options);
     impl->state.handler = std::move(handler);
+    impl->state.front = std::move(front);
     impl->state.handler_pool = &impl->handler_pool;
 
     tcp::endpoint endpoint(address, where.port);

@@ -3,9 +3,13 @@
 // complete request to a Handler (HttpRequest → HttpResponse) that never sees a socket.
 //
 // Threads: `workers` I/O threads run the io_context (accept, TLS, read, write; one strand per
-// connection), and a separate pool of `workers` handler threads runs the Handler, so a Handler may
+// connection), and a separate pool of `handler_threads` threads runs the Handler, so a Handler may
 // block (store round trips, plugin dispatch) without stalling other connections' I/O. The
-// response is written back on the connection's strand.
+// response is written back on the connection's strand. Each blocked Handler holds one handler
+// thread, so handler_threads bounds the requests in flight (and what a group commit can merge).
+// An optional FrontHandler runs first, inline on the I/O thread that read the request: what it
+// can answer without blocking (refusals, replays from memory) never crosses threads, which is
+// most of the cost of a small answer; the rest it defers to the handler pool.
 //
 // Limits (checked by the HTTP parser, before the Handler runs): a header block over max_headers
 // or a body over max_body is answered 413 application/problem+json (`request_too_large`) and the
@@ -22,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "clawguard/error.h"
 #include "clawguard/limits.h"
@@ -32,6 +37,15 @@ namespace clawguard::host {
 // Handler answers one request. It runs on a handler thread and may block. It must be
 // thread-safe (several requests run at once). An exception escaping it becomes a 500.
 using Handler = std::function<HttpResponse(const HttpRequest&)>;
+
+// Deferred is a FrontHandler's "not now": |run| answers the request on a handler thread (it may
+// block). Whatever Front learnt (e.g. the authenticated id) travels in |run|'s captures.
+struct Deferred {
+  std::function<HttpResponse(const HttpRequest&)> run;
+};
+// FrontHandler answers a request on the I/O thread, or defers it. It must never block (no store,
+// disk, network or plugin wait) and must be thread-safe. An exception escaping it becomes a 500.
+using FrontHandler = std::function<std::variant<HttpResponse, Deferred>(const HttpRequest&)>;
 
 // kAbortConnection: a Handler that returns this status makes the server close the connection
 // without answering (for tests that simulate a lost answer, and for dropping abusive peers).
@@ -48,7 +62,8 @@ struct ServerOptions {
   std::string address = "127.0.0.1:0";  // host:port or [v6]:port; port 0 picks a free port
   uint64_t max_body = limits::kDefaultMaxRequestBody;
   uint64_t max_headers = limits::kDefaultMaxRequestHeaders;
-  int workers = 4;  // I/O threads, and as many handler threads
+  int workers = 4;           // I/O threads
+  int handler_threads = 0;   // threads that run the Handler; 0: kDefaultHandlerThreads
   std::chrono::milliseconds read_timeout{10'000};
   std::chrono::milliseconds write_timeout{10'000};
   std::chrono::milliseconds idle_timeout{60'000};
@@ -64,6 +79,8 @@ class HttpServer {
   // kConfigInvalid (bad address, limits, workers, timeouts, unreadable or mismatched TLS files),
   // kInternal (the address cannot be bound).
   static Result<std::unique_ptr<HttpServer>> Create(ServerOptions options, Handler handler);
+  // Create with a FrontHandler: every request goes to |front| first (see FrontHandler).
+  static Result<std::unique_ptr<HttpServer>> CreateWithFront(ServerOptions options, FrontHandler front);
 
   ~HttpServer();  // Stop()
   HttpServer(const HttpServer&) = delete;
@@ -84,6 +101,7 @@ class HttpServer {
  private:
   struct Impl;
   explicit HttpServer(std::unique_ptr<Impl> impl);
+  static Result<std::unique_ptr<HttpServer>> CreateServer(ServerOptions options, Handler handler, FrontHandler front);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -60,6 +60,10 @@ Status ValidateServerOptions(const ServerOptions& o) {
     return Status(Reason::kConfigInvalid, "workers must be 1.." + std::to_string(limits::kMaxServerWorkers) +
                                               ", got " + std::to_string(o.workers));
   }
+  if (o.handler_threads < 1 || static_cast<uint64_t>(o.handler_threads) > limits::kMaxHandlerThreads) {
+    return Status(Reason::kConfigInvalid, "handler threads must be 1.." + std::to_string(limits::kMaxHandlerThreads) +
+                                              ", got " + std::to_string(o.handler_threads));
+  }
   if (o.max_headers < 64 || o.max_headers > UINT32_MAX) {
     return Status(Reason::kConfigInvalid, "max_headers must be 64..4GiB, got " + std::to_string(o.max_headers));
   }

@@ -14,22 +14,37 @@ Result<std::unique_ptr<CachingIdempotencyStore>> CachingIdempotencyStore::Create
   return std::unique_ptr<CachingIdempotencyStore>(new CachingIdempotencyStore(std::move(inner), options));
 }
 
+std::optional<ClaimOutcome> CachingIdempotencyStore::Lookup(const std::string& key,
+                                                           const std::string& fingerprint) const {
+  std::shared_lock lock(mu_);
+  const auto it = entries_.find(key);
+  if (it == entries_.end() || it->second.expires <= std::chrono::steady_clock::now()) return std::nullopt;
+  ClaimOutcome out;
+  // The engine's order: another fingerprint first (record untouched), then the stored answer.
+  out.kind = it->second.record.fingerprint == fingerprint ? ClaimOutcome::Kind::kCompleted
+                                                          : ClaimOutcome::Kind::kFingerprintMismatch;
+  out.fencing_token = it->second.record.fencing_token;
+  out.record = it->second.record;
+  return out;
+}
+
+std::optional<ClaimOutcome> CachingIdempotencyStore::ClaimFromMemory(const std::string& key,
+                                                                    const std::string& fingerprint) {
+  std::optional<ClaimOutcome> out = Lookup(key, fingerprint);
+  // A miss is not counted here: the caller goes on to Claim, which counts the lookup once.
+  if (out) {
+    lookups_.fetch_add(1, std::memory_order_relaxed);
+    hits_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return out;
+}
+
 Result<ClaimOutcome> CachingIdempotencyStore::Claim(const std::string& key, const std::string& fingerprint,
                                                     const ClaimMeta& meta, int64_t lease_ms) {
   lookups_.fetch_add(1, std::memory_order_relaxed);
-  {
-    std::shared_lock lock(mu_);
-    const auto it = entries_.find(key);
-    if (it != entries_.end() && it->second.expires > std::chrono::steady_clock::now()) {
-      hits_.fetch_add(1, std::memory_order_relaxed);
-      ClaimOutcome out;
-      // The engine's order: another fingerprint first (record untouched), then the stored answer.
-      out.kind = it->second.record.fingerprint == fingerprint ? ClaimOutcome::Kind::kCompleted
-                                                              : ClaimOutcome::Kind::kFingerprintMismatch;
-      out.fencing_token = it->second.record.fencing_token;
-      out.record = it->second.record;
-      return out;
-    }
+  if (std::optional<ClaimOutcome> cached = Lookup(key, fingerprint)) {
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    return *std::move(cached);
   }
   CLAWGUARD_ASSIGN_OR_RETURN(ClaimOutcome out, inner_->Claim(key, fingerprint, meta, lease_ms));
   if (out.kind == ClaimOutcome::Kind::kCompleted && !out.record.fingerprint.empty()) Insert(out.record);

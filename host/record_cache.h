@@ -49,6 +49,7 @@ class CachingIdempotencyStore final : public IdempotencyStore {
 
   Result<ClaimOutcome> Claim(const std::string& key, const std::string& fingerprint, const ClaimMeta& meta,
                              int64_t lease_ms) override;
+  std::optional<ClaimOutcome> ClaimFromMemory(const std::string& key, const std::string& fingerprint) override;
   Result<FencedWrite> Renew(const std::string& key, int64_t token, int64_t lease_ms) override {
     return inner_->Renew(key, token, lease_ms);
   }
@@ -83,6 +84,8 @@ class CachingIdempotencyStore final : public IdempotencyStore {
   CachingIdempotencyStore(std::unique_ptr<IdempotencyStore> inner, RecordCacheOptions options)
       : inner_(std::move(inner)), options_(options) {}
   void Insert(const IdempotencyRecord& record);
+  // Lookup is the cache's answer for (key, fingerprint), or nullopt (absent or expired); uncounted.
+  std::optional<ClaimOutcome> Lookup(const std::string& key, const std::string& fingerprint) const;
   void ObserveGeneration(int64_t generation);
   void EraseLocked(const std::string& key);
 

@@ -116,11 +116,50 @@ Result<std::unique_ptr<WebhookPipeline>> WebhookPipeline::Create(PipelineOptions
 }
 
 WebhookPipeline::Handled WebhookPipeline::HandleDetailed(const HttpRequest& request) const {
+  std::variant<Handled, Admitted> front = Front(request);
+  if (Handled* h = std::get_if<Handled>(&front)) return std::move(*h);
+  return Finish(request, std::get<Admitted>(front));
+}
+
+std::variant<WebhookPipeline::Handled, WebhookPipeline::Admitted> WebhookPipeline::Front(
+    const HttpRequest& request) const {
   const auto start = std::chrono::steady_clock::now();
   const PipelineRoute* route = nullptr;
-  Handled h = Gate(request, route);
-  Count(route, h, start);
+  std::variant<Handled, Admitted> gated = Gate(request, route);
+  if (Handled* h = std::get_if<Handled>(&gated)) {
+    Count(route, *h, start);
+  } else {
+    std::get<Admitted>(gated).start = start;
+  }
+  return gated;
+}
+
+WebhookPipeline::Handled WebhookPipeline::Finish(const HttpRequest& request, const Admitted& admitted) const {
+  const PipelineRoute& route = *admitted.route;
+  Handled h = ClaimAndDispatch(route, request, admitted.webhook_id, admitted.key, admitted.fingerprint,
+                               /*delivery=*/true);
+  Count(&route, h, admitted.start);
   return h;
+}
+
+std::optional<WebhookPipeline::Handled> WebhookPipeline::Answered(const ClaimOutcome& claim) const {
+  switch (claim.kind) {
+    case ClaimOutcome::Kind::kFingerprintMismatch:
+      ObserveRedelivery(guards_, claim.record.created_ms);
+      return Refuse(WebhookOutcome::kFingerprintMismatch, Reason::kFingerprintMismatch,
+                    "this idempotency key was first used with another request; the stored record is unchanged");
+    case ClaimOutcome::Kind::kCompleted: {
+      ObserveRedelivery(guards_, claim.record.created_ms);
+      HttpResponse r = Answer(claim.record.status, claim.record.content_type, claim.record.body);
+      r.headers.Set(kReplayedHeader, "true");
+      return Handled{std::move(r), WebhookOutcome::kReplayed};
+    }
+    case ClaimOutcome::Kind::kInProgress:
+    case ClaimOutcome::Kind::kTombstone:
+    case ClaimOutcome::Kind::kClaimed:
+      break;
+  }
+  return std::nullopt;
 }
 
 void WebhookPipeline::Count(const PipelineRoute* route, const Handled& h,
@@ -138,7 +177,8 @@ void WebhookPipeline::Count(const PipelineRoute* route, const Handled& h,
   }
 }
 
-WebhookPipeline::Handled WebhookPipeline::Gate(const HttpRequest& request, const PipelineRoute*& route_out) const {
+std::variant<WebhookPipeline::Handled, WebhookPipeline::Admitted> WebhookPipeline::Gate(
+    const HttpRequest& request, const PipelineRoute*& route_out) const {
   // Routing first only to label the metrics; the limits are still the first refusal.
   const std::string_view target = request.target;
   const bool webhook_path =
@@ -199,7 +239,11 @@ WebhookPipeline::Handled WebhookPipeline::Gate(const HttpRequest& request, const
                     RetryAfterSeconds(a.retry_after_ms));
     }
   }
-  return ClaimAndDispatch(route, request, verified->id, ek.key, ek.fingerprint, /*delivery=*/true);
+  // 6a. A completed record held in memory answers now, without a store round trip.
+  if (std::optional<ClaimOutcome> known = store_.ClaimFromMemory(ek.key, ek.fingerprint)) {
+    if (std::optional<Handled> h = Answered(*known)) return *std::move(h);
+  }
+  return Admitted{&route, verified->id, ek.key, ek.fingerprint, {}};
 }
 
 WebhookPipeline::Handled WebhookPipeline::ClaimAndDispatch(const PipelineRoute& route, const HttpRequest& request,
@@ -224,17 +268,11 @@ WebhookPipeline::Handled WebhookPipeline::ClaimAndDispatch(const PipelineRoute& 
                   /*retry_after_s=*/1);
   }
   const GuardEvent ev{route.plugin, route.route, key};
+  if (std::optional<Handled> h = Answered(*claim)) return *std::move(h);
   switch (claim->kind) {
     case ClaimOutcome::Kind::kFingerprintMismatch:
-      ObserveRedelivery(guards_, claim->record.created_ms);
-      return Refuse(WebhookOutcome::kFingerprintMismatch, Reason::kFingerprintMismatch,
-                    "this idempotency key was first used with another request; the stored record is unchanged");
-    case ClaimOutcome::Kind::kCompleted: {
-      ObserveRedelivery(guards_, claim->record.created_ms);
-      HttpResponse r = Answer(claim->record.status, claim->record.content_type, claim->record.body);
-      r.headers.Set(kReplayedHeader, "true");
-      return Handled{std::move(r), WebhookOutcome::kReplayed};
-    }
+    case ClaimOutcome::Kind::kCompleted:
+      break;  // answered above
     case ClaimOutcome::Kind::kInProgress:
       ObserveRedelivery(guards_, claim->record.created_ms);
       return Refuse(WebhookOutcome::kInProgress, Reason::kInProgress, "this event is being processed; retry later",

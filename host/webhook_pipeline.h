@@ -39,6 +39,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "clawguard/clock.h"
@@ -154,9 +155,28 @@ class WebhookPipeline {
     HttpResponse response;
     WebhookOutcome outcome;
   };
-  // Handle runs the gate on one request. Never throws; every refusal is problem+json.
+  // Handle runs the gate on one request (Front, then Finish if admitted). Never throws; every
+  // refusal is problem+json.
   Handled HandleDetailed(const HttpRequest& request) const;
   HttpResponse Handle(const HttpRequest& request) const { return HandleDetailed(request).response; }
+
+  // Admitted is a request that passed stages 1–5 and needs the store: a claim, which may block.
+  struct Admitted {
+    const PipelineRoute* route = nullptr;
+    std::string webhook_id;
+    std::string key;
+    std::string fingerprint;
+    std::chrono::steady_clock::time_point start;
+  };
+  // Front runs stages 1–5 and answers what needs no store round trip: every refusal of those
+  // stages, and the replay (or 422) of a completed record the store holds in memory
+  // (IdempotencyStore::ClaimFromMemory). It never blocks on the store, the disk or a plugin, so
+  // the server may run it on an I/O thread. An answer is counted in the metrics; an Admitted
+  // request goes to Finish (which counts it).
+  std::variant<Handled, Admitted> Front(const HttpRequest& request) const;
+  // Finish runs stage 6 onwards for a request Front admitted (store claim, plugin, outcome).
+  // |request| must be the request Front admitted.
+  Handled Finish(const HttpRequest& request, const Admitted& admitted) const;
 
   using RedeliverResult = ::clawguard::host::RedeliverResult;
   // Redeliver re-runs the event |event_key| of |plugin|/|route| from its stored request (a DLQ
@@ -179,8 +199,11 @@ class WebhookPipeline {
                   Dispatcher dispatcher, PipelineGuards guards)
       : options_(options), routes_(std::move(routes)), store_(store), dispatcher_(std::move(dispatcher)),
         guards_(std::move(guards)) {}
-  // Gate runs stages 1–6 and dispatches; |route| is set once the path names a known route.
-  Handled Gate(const HttpRequest& request, const PipelineRoute*& route) const;
+  // Gate runs stages 1–5 and the in-memory claim; |route| is set once the path names a known route.
+  std::variant<Handled, Admitted> Gate(const HttpRequest& request, const PipelineRoute*& route) const;
+  // Answered turns a completed (or mismatching) claim into its answer: the stored answer with
+  // Idempotent-Replayed, or 422. nullopt for any other claim outcome.
+  std::optional<Handled> Answered(const ClaimOutcome& claim) const;
   // ClaimAndDispatch runs stage 6 and dispatches a claimed event. |delivery|: a platform's
   // delivery (outcomes count in the key breaker, a tombstone hit is dead-lettered); false for
   // Redeliver (the event comes from the DLQ and an operator asked for it).

@@ -41,11 +41,17 @@ inline constexpr int64_t kLeafExpiryWarningSeconds = 30ll * 24 * 3600;
 inline constexpr uint64_t kDefaultMaxRequestBody = 1 * kMiB;      // listen.max_body
 inline constexpr uint64_t kDefaultMaxRequestHeaders = 16 * 1024;  // listen.max_headers
 inline constexpr uint64_t kMaxServerWorkers = 256;                // listen.workers
+// listen.handlers: threads that run deliveries (each blocked delivery holds one; they bound the
+// deliveries in flight and so what one group commit can merge).
+inline constexpr uint64_t kDefaultHandlerThreads = 64;
+inline constexpr uint64_t kMaxHandlerThreads = 1024;
 inline constexpr uint64_t kMaxLingerDrainBytes = 1 * kMiB;        // read and dropped after a 413
 inline constexpr uint64_t kMinAdminTokenLength = 32;              // admin.token
 inline constexpr uint64_t kMaxErpResponseBody = 1 * kMiB;         // an ERP answer's body
 inline constexpr uint64_t kMaxErpResponseHeaders = 16 * 1024;     // an ERP answer's header block
-inline constexpr uint64_t kMaxErpIdleConnections = 8;             // keep-alive pool of the ERP client
+// Keep-alive pool of the ERP client: as many as deliveries in flight (listen.handlers default), or
+// every delivery past the eighth paid a TCP connect and left a TIME_WAIT behind (seen in profiles).
+inline constexpr uint64_t kMaxErpIdleConnections = 64;
 
 // Host (webhooks, idempotency).
 inline constexpr uint64_t kMaxWebhookBody = 64 * kMiB;         // listen.max_body may not exceed it

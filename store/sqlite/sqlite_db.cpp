@@ -1,7 +1,45 @@
-// sqlite_db.cpp — the SQLite connection and statement owners.
+// sqlite_db.cpp — the SQLite connection and statement owners, and the connection's statement cache.
 #include "sqlite/sqlite_db.h"
 
+#include <strings.h>
+
 namespace clawguard::sqlite {
+namespace {
+
+// SkipBlanks returns |sql| without leading whitespace and SQL comments.
+std::string_view SkipBlanks(std::string_view sql) {
+  while (!sql.empty()) {
+    if (sql.front() == ' ' || sql.front() == '\t' || sql.front() == '\n' || sql.front() == '\r' ||
+        sql.front() == '\f' || sql.front() == '\v') {
+      sql.remove_prefix(1);
+    } else if (sql.starts_with("--")) {
+      const size_t eol = sql.find('\n');
+      sql.remove_prefix(eol == std::string_view::npos ? sql.size() : eol + 1);
+    } else if (sql.starts_with("/*")) {
+      const size_t end = sql.find("*/", 2);
+      sql.remove_prefix(end == std::string_view::npos ? sql.size() : end + 2);
+    } else {
+      break;
+    }
+  }
+  return sql;
+}
+
+// IsPragma says whether |sql| starts with PRAGMA (then it must not be cached: see the header).
+// Errs towards "yes": a false yes only costs a compile.
+bool IsPragma(std::string_view sql) {
+  sql = SkipBlanks(sql);
+  return sql.size() >= 6 && strncasecmp(sql.data(), "pragma", 6) == 0;
+}
+
+// OnlySeparators says whether the text after the first statement holds no further statement.
+bool OnlySeparators(std::string_view tail) {
+  for (tail = SkipBlanks(tail); !tail.empty() && tail.front() == ';'; tail = SkipBlanks(tail.substr(1))) {
+  }
+  return tail.empty();
+}
+
+}  // namespace
 
 Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
   sqlite3* raw = nullptr;
@@ -20,7 +58,12 @@ Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
   return db;
 }
 
-SqliteDb::~SqliteDb() { sqlite3_close_v2(db_); }
+SqliteDb::~SqliteDb() {
+  // Cached statements are ours (no Stmt may outlive the connection); uncached ones a caller
+  // still holds keep the connection alive as a zombie until finalized (sqlite3_close_v2).
+  for (auto& [sql, cached] : cache_) sqlite3_finalize(cached.stmt);
+  sqlite3_close_v2(db_);
+}
 
 Status SqliteDb::Error(std::string_view what) const {
   return Status(Reason::kStoreUnavailable,
@@ -28,6 +71,36 @@ Status SqliteDb::Error(std::string_view what) const {
 }
 
 Status SqliteDb::Exec(std::string_view sql) {
+  if (std::optional<Status> s = ExecCached(sql)) return *std::move(s);
+  return ExecScript(sql);
+}
+
+std::optional<Status> SqliteDb::ExecCached(std::string_view sql) {
+  if (Cached* c = Checkout(sql)) {
+    Status s = RunToEnd(c->stmt);
+    c->checked_out = false;
+    return s;
+  }
+  if (!Cacheable(sql)) return std::nullopt;
+  sqlite3_stmt* s = nullptr;
+  const char* tail = nullptr;
+  // A compile error is left to sqlite3_exec, which reports it in the usual words.
+  if (sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &s, &tail) !=
+      SQLITE_OK) {
+    return std::nullopt;
+  }
+  // More than one statement (never run half of a script), or parameters sqlite3_exec would
+  // bind as NULL: not ours to cache.
+  if (s == nullptr || !OnlySeparators(std::string_view(tail, static_cast<size_t>(sql.data() + sql.size() - tail))) ||
+      sqlite3_bind_parameter_count(s) != 0) {
+    sqlite3_finalize(s);
+    return std::nullopt;
+  }
+  cache_.emplace(std::string(sql), Cached{s, false});
+  return RunToEnd(s);
+}
+
+Status SqliteDb::ExecScript(std::string_view sql) {
   char* err = nullptr;
   const int rc = sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &err);
   if (rc != SQLITE_OK) {
@@ -38,16 +111,49 @@ Status SqliteDb::Exec(std::string_view sql) {
   return Status::Ok();
 }
 
+Status SqliteDb::RunToEnd(sqlite3_stmt* s) {
+  int rc = sqlite3_step(s);
+  while (rc == SQLITE_ROW) rc = sqlite3_step(s);
+  // The same words as ExecScript; read the message before reset.
+  Status out = rc == SQLITE_DONE ? Status::Ok()
+                                 : Status(Reason::kStoreUnavailable, "SQLite store '" + path_ + "': " + sqlite3_errmsg(db_));
+  sqlite3_reset(s);
+  return out;
+}
+
+SqliteDb::Cached* SqliteDb::Checkout(std::string_view sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end() || it->second.checked_out) return nullptr;
+  it->second.checked_out = true;
+  return &it->second;
+}
+
+bool SqliteDb::Cacheable(std::string_view sql) const {
+  return cache_.size() < kMaxCachedStatements && !cache_.contains(sql) && !IsPragma(sql);
+}
+
 Result<Stmt> SqliteDb::Prepare(std::string_view sql) {
+  if (Cached* c = Checkout(sql)) return Stmt(this, c->stmt, &c->checked_out);
+  const bool cache = Cacheable(sql);
   sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &s, nullptr) != SQLITE_OK) {
+  if (sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), cache ? SQLITE_PREPARE_PERSISTENT : 0, &s,
+                         nullptr) != SQLITE_OK) {
     return Error("cannot prepare statement");
   }
-  return Stmt(this, s);
+  if (!cache || s == nullptr) return Stmt(this, s);
+  Cached& c = cache_.emplace(std::string(sql), Cached{s, true}).first->second;
+  return Stmt(this, s, &c.checked_out);
 }
 
 Stmt::~Stmt() {
-  if (stmt_) sqlite3_finalize(stmt_);
+  if (checked_out_ != nullptr) {
+    // Back to the cache: no open read, no binding the next user could inherit.
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    *checked_out_ = false;
+  } else if (stmt_ != nullptr) {
+    sqlite3_finalize(stmt_);
+  }
 }
 
 Stmt& Stmt::Bind(int index, int64_t v) {

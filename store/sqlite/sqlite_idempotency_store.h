@@ -6,10 +6,10 @@
 // 'tombstone' (a purged record keeps its key, fingerprint, status and fencing token), so a claim
 // meets it with the same primary-key lookup as a record; expired tombstones are deleted.
 // Each state change is an op of the file's SqliteWriter (group commit: several callers' changes
-// in one BEGIN IMMEDIATE transaction, each op in its own savepoint) on a WAL database with
-// synchronous=FULL for Complete, Reset and the operator calls (durable before the call returns);
-// Claim, Renew and Release are lazy (committed, fsync'd by the next durable commit — safe because
-// the answer is sent only after Complete; see sqlite_writer.h "Durability"). Several instances (processes) may open the
+// in one BEGIN IMMEDIATE transaction, each op in its own savepoint) on a WAL database; Complete,
+// Reset and the operator calls are durable before the call returns (a group fdatasync of the WAL
+// after their commit); Claim, Renew and Release are lazy (committed, flushed by the next durable
+// op — safe because the answer is sent only after Complete; see sqlite_writer.h "Durability"). Several instances (processes) may open the
 // same file: BEGIN IMMEDIATE serialises their conditional writes. Reads use the store's own
 // connection behind a mutex. Thread-safe.
 #ifndef CLAWGUARD_STORE_SQLITE_SQLITE_IDEMPOTENCY_STORE_H_

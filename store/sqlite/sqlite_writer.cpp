@@ -1,8 +1,17 @@
-// sqlite_writer.cpp — leader/follower group commit on one connection per database file.
+// sqlite_writer.cpp — leader/follower group commit on one connection per database file, and
+// group fsync of its WAL beside the commit order.
 #include "sqlite/sqlite_writer.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <map>
+#include <system_error>
+#include <thread>
 
 namespace clawguard::sqlite {
 namespace {
@@ -13,7 +22,119 @@ std::string CanonicalPath(const std::string& path) {
   return ec ? path : p.string();
 }
 
+int Fdatasync(int fd) { return ::fdatasync(fd) == 0 ? 0 : errno; }
+
+// DbFile and WalFile are the files as SQLite resolved them (absolute, symlinks followed), so a
+// later chdir does not matter; "" for a temporary or in-memory database.
+std::string DbFile(const SqliteDb& db) {
+  const char* f = sqlite3_db_filename(db.raw(), "main");
+  return f != nullptr ? f : "";
+}
+std::string WalFile(const SqliteDb& db) {
+  const char* f = sqlite3_db_filename(db.raw(), "main");
+  if (f == nullptr || *f == '\0') return "";
+  const char* wal = sqlite3_filename_wal(f);
+  return wal != nullptr ? wal : "";
+}
+
+// SameFile says whether |path| names the file open as |fd|.
+bool SameFile(int fd, const std::string& path) {
+  struct stat at_path {};
+  struct stat held {};
+  return ::stat(path.c_str(), &at_path) == 0 && ::fstat(fd, &held) == 0 && at_path.st_dev == held.st_dev &&
+         at_path.st_ino == held.st_ino;
+}
+
+// FlushFailed is the poison: see "Fail closed" in the header.
+Status FlushFailed(const std::string& db_path, const std::string& file, int err) {
+  return Status(Reason::kStoreUnavailable,
+                "SQLite store '" + db_path + "': the database file could not be flushed to disk (fdatasync of '" +
+                    file + "': " + std::generic_category().message(err) +
+                    "); this store refuses every write until the process restarts (after a failed flush the OS "
+                    "may have dropped the unwritten data, so a retried flush could falsely succeed)");
+}
+
 }  // namespace
+
+// Checkpointer runs PASSIVE checkpoints on its own connection when the writer's WAL hook asks.
+class SqliteWriter::Checkpointer {
+ public:
+  explicit Checkpointer(std::unique_ptr<SqliteDb> db) : db_(std::move(db)), thread_([this] { Loop(); }) {}
+  ~Checkpointer() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void Request() {
+    {
+      std::lock_guard lock(mu_);
+      requested_ = true;
+    }
+    cv_.notify_one();
+  }
+  int64_t runs() const {
+    std::lock_guard lock(mu_);
+    return runs_;
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return stop_ || requested_; });
+      if (stop_) return;
+      requested_ = false;
+      lock.unlock();
+      // PASSIVE: copies what no reader still needs, never blocks the writer; a busy or failed
+      // checkpoint is simply tried again at the next request (the WAL only grows meanwhile).
+      int wal_pages = 0;
+      int copied = 0;
+      (void)sqlite3_wal_checkpoint_v2(db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_pages, &copied);
+      lock.lock();
+      ++runs_;
+    }
+  }
+
+  const std::unique_ptr<SqliteDb> db_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool requested_ = false;  // guarded by mu_
+  bool stop_ = false;       // guarded by mu_
+  int64_t runs_ = 0;        // guarded by mu_
+  std::thread thread_;      // last: starts after the members above exist
+};
+
+namespace {
+// The WAL size (pages) at which a commit wakes the checkpointer: SQLite's auto-checkpoint default.
+constexpr int kCheckpointPages = 1000;
+}  // namespace
+
+SqliteWriter::SqliteWriter(std::unique_ptr<SqliteDb> db)
+    : db_(std::move(db)), db_file_(DbFile(*db_)), wal_file_(WalFile(*db_)), sync_(Fdatasync) {}
+
+SqliteWriter::~SqliteWriter() {
+  if (checkpointer_ != nullptr) sqlite3_wal_hook(db_->raw(), nullptr, nullptr);
+  checkpointer_.reset();
+}
+
+void SqliteWriter::StartCheckpointer(const std::string& path) {
+  if (db_file_.empty()) return;  // a temporary database: nothing to checkpoint beside it
+  Result<std::unique_ptr<SqliteDb>> other = SqliteDb::Open(path);
+  if (!other.ok()) return;  // SQLite's auto-checkpoint stays in charge
+  checkpointer_ = std::make_unique<Checkpointer>(std::move(other).value());
+  // Replaces the auto-checkpoint (which SQLite implements with this same hook).
+  sqlite3_wal_hook(db_->raw(), &SqliteWriter::OnWalCommit, this);
+}
+
+int SqliteWriter::OnWalCommit(void* self, sqlite3*, const char*, int pages) {
+  if (pages >= kCheckpointPages) static_cast<SqliteWriter*>(self)->checkpointer_->Request();
+  return SQLITE_OK;
+}
+
+int64_t SqliteWriter::checkpoints() const { return checkpointer_ != nullptr ? checkpointer_->runs() : 0; }
 
 Result<std::shared_ptr<SqliteWriter>> SqliteWriter::ForPath(const std::string& path) {
   static std::mutex* registry_mu = new std::mutex;
@@ -25,6 +146,7 @@ Result<std::shared_ptr<SqliteWriter>> SqliteWriter::ForPath(const std::string& p
   }
   CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
   std::shared_ptr<SqliteWriter> w(new SqliteWriter(std::move(db)));
+  w->StartCheckpointer(path);
   (*registry)[key] = w;
   return w;
 }
@@ -39,9 +161,19 @@ int64_t SqliteWriter::lazy_commits() const {
   return lazy_commits_;
 }
 
+int64_t SqliteWriter::syncs() const {
+  std::lock_guard lock(mu_);
+  return syncs_;
+}
+
 int64_t SqliteWriter::queued() const {
   std::lock_guard lock(mu_);
   return static_cast<int64_t>(queue_.size());
+}
+
+void SqliteWriter::SetSyncForTesting(SyncFn sync) {
+  std::lock_guard lock(mu_);
+  sync_ = std::move(sync);
 }
 
 Status SqliteWriter::Write(const Op& op, Durability durability) {
@@ -49,48 +181,77 @@ Status SqliteWriter::Write(const Op& op, Durability durability) {
   mine.op = &op;
   mine.durability = durability;
   std::unique_lock lock(mu_);
+  if (poisoned_) return *poisoned_;
   queue_.push_back(&mine);
   while (!mine.done) {
     if (leading_) {
-      cv_.wait(lock);
+      mine.cv.wait(lock);
       continue;
     }
-    // Lead: take everything queued so far (this op included) into one transaction.
-    leading_ = true;
-    std::vector<Pending*> batch;
-    batch.swap(queue_);
-    lock.unlock();
-    const bool lazy = RunBatch(batch);
-    lock.lock();
-    ++commits_;
-    if (lazy) ++lazy_commits_;
-    for (Pending* p : batch) p->done = true;
-    leading_ = false;
-    cv_.notify_all();
+    LeadBatch(lock);
   }
-  return mine.result;
+  if (durability == Durability::kLazy || !mine.result.ok() || mine.flushed) return mine.result;
+  return AwaitSync(lock, mine.seq, mine.result);
 }
 
-bool SqliteWriter::RunBatch(const std::vector<Pending*>& batch) {
+void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock) {
+  // Lead: take everything queued so far (the caller's op included) into one transaction.
+  leading_ = true;
+  std::vector<Pending*> batch;
+  batch.swap(queue_);
+  if (poisoned_) {
+    for (Pending* p : batch) p->result = *poisoned_;  // a failed flush refuses every op not yet run
+  } else {
+    // A durable op is flushed through the WAL descriptor after its commit; without one its batch
+    // commits with FULL (SQLite flushes before COMMIT returns).
+    const bool full = std::any_of(batch.begin(), batch.end(),
+                                  [](const Pending* p) { return p->durability == Durability::kBeforeReturn; }) &&
+                      !WalOpenLocked();
+    lock.unlock();
+    RunBatch(batch, full);
+    lock.lock();
+    ++commits_;
+    if (normal_sync_) ++lazy_commits_;
+  }
+  for (Pending* p : batch) {
+    p->seq = commits_;
+    p->flushed = !normal_sync_;
+    p->done = true;
+    p->cv.notify_one();  // under the lock: |p| lives on its waiter's stack until it sees done
+  }
+  leading_ = false;
+  // The oldest queued op's waiter leads the next batch (it takes the whole queue).
+  if (!queue_.empty()) queue_.front()->cv.notify_one();
+}
+
+void SqliteWriter::RunBatch(const std::vector<Pending*>& batch, bool full) {
   SqliteDb& db = *db_;
-  bool lazy = true;
-  for (const Pending* p : batch) lazy = lazy && p->durability == Durability::kLazy;
-  // synchronous is per connection and applies to the next COMMIT; set it only when it changes.
-  if (lazy != normal_sync_) {
-    if (Status s = db.Exec(lazy ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL"); !s.ok()) {
-      if (!lazy) {
-        // A durable op must not commit unsynced: fail the batch rather than risk it.
-        for (Pending* p : batch) p->result = s;
-        return false;
-      }
-      lazy = false;  // NORMAL was not set: the connection is still FULL, which is only safer
-    } else {
-      normal_sync_ = lazy;
-    }
+  if (Status s = SetSynchronous(full); !s.ok() && full) {
+    // A durable op must not commit unflushed: fail the batch rather than risk it. (If NORMAL
+    // could not be set the connection is still FULL, which is only safer.)
+    for (Pending* p : batch) p->result = s;
+    return;
   }
   if (Status begin = db.Exec("BEGIN IMMEDIATE"); !begin.ok()) {
     for (Pending* p : batch) p->result = begin;
-    return false;
+    return;
+  }
+  RunOps(batch);
+  if (batch.size() == 1 && !batch.front()->result.ok()) {
+    (void)db.Exec("ROLLBACK");  // undoes the one op's changes, and nothing else was in the batch
+    return;
+  }
+  if (Status commit = db.Exec("COMMIT"); !commit.ok()) {
+    (void)db.Exec("ROLLBACK");
+    for (Pending* p : batch) p->result = commit;
+  }
+}
+
+void SqliteWriter::RunOps(const std::vector<Pending*>& batch) {
+  SqliteDb& db = *db_;
+  if (batch.size() == 1) {  // no SAVEPOINT needed: RunBatch rolls back the batch if the op fails
+    batch.front()->result = (*batch.front()->op)(db);
+    return;
   }
   for (Pending* p : batch) {
     if (Status s = db.Exec("SAVEPOINT op"); !s.ok()) {
@@ -101,12 +262,75 @@ bool SqliteWriter::RunBatch(const std::vector<Pending*>& batch) {
     if (!p->result.ok()) (void)db.Exec("ROLLBACK TO op");
     if (Status s = db.Exec("RELEASE op"); !s.ok() && p->result.ok()) p->result = s;
   }
-  if (Status commit = db.Exec("COMMIT"); !commit.ok()) {
-    (void)db.Exec("ROLLBACK");
-    for (Pending* p : batch) p->result = commit;
-    return false;
+}
+
+Status SqliteWriter::SetSynchronous(bool full) {
+  // synchronous is per connection and applies to the next COMMIT; set it only when it changes.
+  if (normal_sync_ != full) return Status::Ok();
+  CLAWGUARD_RETURN_IF_ERROR(db_->Exec(full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
+  normal_sync_ = !full;
+  return Status::Ok();
+}
+
+bool SqliteWriter::WalOpenLocked() {
+  // The WAL exists once this connection has written in WAL mode; until then a durable batch
+  // commits with FULL, and the next one tries again.
+  if (!wal_fd_.valid() && !wal_file_.empty()) wal_fd_.Reset(::open(wal_file_.c_str(), O_RDONLY | O_CLOEXEC));
+  return wal_fd_.valid();
+}
+
+Status SqliteWriter::AwaitSync(std::unique_lock<std::mutex>& lock, int64_t seq, Status committed) {
+  while (true) {
+    if (synced_seq_ >= seq) return committed;  // a flush that succeeded covered it
+    if (poisoned_) return *poisoned_;
+    if (syncing_) {
+      sync_cv_.wait(lock);  // that flush may have started before our commit: check again after it
+    } else {
+      LeadSync(lock);
+    }
   }
-  return lazy;
+}
+
+void SqliteWriter::LeadSync(std::unique_lock<std::mutex>& lock) {
+  syncing_ = true;
+  const int64_t target = commits_;  // every batch up to here has committed: the flush covers it
+  const SyncFn sync = sync_;
+  const int fd = wal_fd_.get();
+  CLAWGUARD_CHECK(fd >= 0);  // a batch with a durable op commits NORMAL only once the WAL is open
+  lock.unlock();
+  Status flushed = FlushWal(sync, fd);
+  lock.lock();
+  syncing_ = false;
+  ++syncs_;
+  if (flushed.ok()) {
+    synced_seq_ = std::max(synced_seq_, target);
+  } else {
+    poisoned_ = std::move(flushed);
+  }
+  sync_cv_.notify_all();
+}
+
+Status SqliteWriter::FlushWal(const SyncFn& sync, int fd) {
+  if (SameFile(fd, wal_file_)) return Flush(sync, fd, wal_file_);
+  // The WAL at the path is not the file we hold: it was deleted (every connection closed, after a
+  // checkpoint copied it into the database file) and maybe recreated. Our commits are in one of
+  // three places: flush the file we hold, the file now at the path, and the database file.
+  CLAWGUARD_RETURN_IF_ERROR(Flush(sync, fd, wal_file_));
+  UniqueFd fresh(::open(wal_file_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fresh.valid() && errno != ENOENT) return FlushFailed(db_->path(), wal_file_, errno);
+  if (fresh.valid()) {
+    CLAWGUARD_RETURN_IF_ERROR(Flush(sync, fresh.get(), wal_file_));
+    std::lock_guard lock(mu_);
+    wal_fd_ = std::move(fresh);  // closes |fd|: only the sync leader (we) used it without mu_
+  }
+  UniqueFd main(::open(db_file_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!main.valid()) return FlushFailed(db_->path(), db_file_, errno);
+  return Flush(sync, main.get(), db_file_);
+}
+
+Status SqliteWriter::Flush(const SyncFn& sync, int fd, const std::string& file) const {
+  const int err = sync(fd);
+  return err == 0 ? Status::Ok() : FlushFailed(db_->path(), file, err);
 }
 
 }  // namespace clawguard::sqlite

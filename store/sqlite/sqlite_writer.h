@@ -4,25 +4,45 @@
 // Every state change of the SQLite idempotency store and outbox is an op run through Write. Ops
 // that arrive while a commit is in flight are queued; the next leader (one of the waiting
 // callers — there is no writer thread) runs all queued ops in ONE `BEGIN IMMEDIATE … COMMIT`,
-// each op inside its own SAVEPOINT: an op that returns an error has only its own changes rolled
-// back. If that COMMIT fails, every op of the batch gets the failure. Ops run serially in arrival
-// order and each sees the changes of the ops before it (the same result as one transaction per
-// op, with fewer commits).
+// each op inside its own SAVEPOINT (a batch of one op needs none: if it fails, the batch rolls
+// back): an op that returns an error has only its own changes rolled back. If that COMMIT fails,
+// every op of the batch gets the failure. Ops run serially in arrival order and each sees the
+// changes of the ops before it (the same result as one transaction per op, with fewer commits).
 //
-// Durability (ARCHITECTURE.md "Durable means fsync'd before the answer"). Each op says whether
-// it must be durable when Write returns:
-//   - kBeforeReturn (the default): the batch commits with synchronous=FULL — the WAL is fsync'd
-//     before Write returns. Used for what an answer or an operator relies on: Complete (the
-//     stored answer), Reset, generation bumps, ConfirmHeld, MarkDead, Revive, Purge, …
-//   - kLazy: if every op of a batch is lazy, it commits with synchronous=NORMAL — atomic and
-//     visible to every connection when Write returns, not yet fsync'd. Used for the steps a
-//     first-time delivery takes before its answer (claim, lease renew/release, outbox append,
-//     mark sent/answered, defer).
-// What is durable when: WAL frames are appended in commit order and a FULL commit fsyncs the
-// whole WAL, so every durable commit makes every earlier commit (of any connection, any process
-// on this file) durable too. After a power loss or OS crash the file holds a PREFIX of the commit
-// order that ends at or after the last durable commit; only a suffix of lazy commits can be lost.
-// A killed process loses nothing (its commits are in the OS page cache, not in the process).
+// Durability (ARCHITECTURE.md "Durable means fsync'd before the answer"). Every batch commits with
+// synchronous=NORMAL: atomic and visible to every connection when COMMIT returns, its WAL frames
+// written but not yet flushed. Batches are numbered in commit order. Each op says what it needs
+// when Write returns:
+//   - kLazy: its batch committed. Used for the steps a first-time delivery takes before its
+//     answer (claim, lease renew/release, outbox append, mark sent/answered, defer).
+//   - kBeforeReturn (the default): its batch (number S) committed AND a flush of the WAL that
+//     started after that commit finished (synced >= S). Used for what an answer or an operator
+//     relies on: Complete (the stored answer), Reset, generation bumps, ConfirmHeld, MarkDead, …
+// Group fsync: a durable op whose batch committed waits for a flush; if none is running it
+// becomes the sync leader: it notes the last committed number, releases the writer's lock,
+// fdatasync()s the WAL through a descriptor the writer opened itself, then marks everything up to
+// that number synced and wakes the waiters. Batches keep committing during the flush, so a lazy
+// op never waits for a disk, and one flush serves every durable op committed before it.
+// Why this is as durable as synchronous=FULL: in WAL mode a commit appends its frames to the WAL
+// with write(); FULL only adds an fsync of the WAL before COMMIT returns. fsync/fdatasync act on
+// the file (the inode), not on the descriptor, so fdatasync on our own descriptor after COMMIT
+// returned makes that commit's frames durable just the same. The rest of SQLite's syncing does
+// not depend on the level: it syncs the WAL header when it restarts the WAL after a checkpoint
+// (also at NORMAL), and a checkpoint syncs the WAL before copying frames into the database file
+// and the database file after. Before each flush the writer compares the file at `<db>-wal` with
+// its descriptor (st_dev/st_ino); if they differ (the WAL was deleted and recreated) it flushes the
+// old file, the new one and the database file. If the WAL cannot be opened when a batch holding a
+// durable op starts (nothing was written in WAL mode yet), that batch commits with
+// synchronous=FULL instead, as before; success is never returned without a flush.
+// Fail closed (fsyncgate, PostgreSQL 2018: after a failed fsync Linux may drop the dirty pages
+// and a retried fsync can falsely succeed): if a flush fails, every durable op waiting for it and
+// every op not yet started returns kStoreUnavailable; the writer stays poisoned until the
+// process restarts (SQLite then re-reads the WAL from disk and keeps only what reached it).
+// What is durable when: WAL frames are appended in commit order and a flush covers the whole
+// WAL, so every durable op makes every earlier commit (of any connection, any process on this
+// file) durable too. After a power loss or OS crash the file holds a PREFIX of the commit order
+// that ends at or after the last commit a durable Write returned for; only a suffix of lazy
+// commits can be lost. A killed process loses nothing (its commits are in the OS page cache).
 // Why losing that suffix is harmless: it holds no answer (an answer is stored by the durable
 // Complete before it is sent), only the progress of deliveries not yet answered. After restart
 // such a delivery is claimed again (its sender retries: no 2xx was sent) and the plugin re-runs;
@@ -33,6 +53,13 @@
 // process using the file died with the machine, so no older holder of a token is still running.
 // WARNING: an op must not call Write (it would wait for itself) and must use only the SqliteDb
 // it is given (the writer's own connection).
+// Checkpoints: SQLite's auto-checkpoint runs inside the COMMIT of the connection that crosses
+// 1000 WAL pages, i.e. on this writer while it holds the leader role — copying pages into the
+// database file and fsyncing it while every queued op waits (profiling the host showed the writer
+// checkpointing in 2 of 3 stack samples under load). The writer replaces it with a WAL hook that
+// wakes a checkpointer thread with its own connection, which runs PASSIVE checkpoints beside the
+// commits (WAL mode lets a checkpoint and a writer run at once). Durability is unchanged: a
+// checkpoint flushes the WAL before it copies and the database file after.
 // Shared: ForPath returns one writer per database file per process. Thread-safe.
 #ifndef CLAWGUARD_STORE_SQLITE_SQLITE_WRITER_H_
 #define CLAWGUARD_STORE_SQLITE_SQLITE_WRITER_H_
@@ -42,61 +69,115 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "clawguard/error.h"
+#include "clawguard/unique_fd.h"
 #include "sqlite/sqlite_db.h"
 
 namespace clawguard::sqlite {
 
 // Durability is what an op needs when Write returns (see the file comment).
 enum class Durability {
-  kBeforeReturn,  // fsync'd (synchronous=FULL) before Write returns
-  kLazy,          // committed (atomic, visible) before Write returns; fsync'd by the next durable commit
+  kBeforeReturn,  // committed, and the WAL flushed (fdatasync) after the commit, before Write returns
+  kLazy,          // committed (atomic, visible) before Write returns; flushed by a later durable op
 };
 
 class SqliteWriter {
  public:
   using Op = std::function<Status(SqliteDb& db)>;
+  // SyncFn flushes the open file |fd| to disk: 0 on success, else an errno value.
+  using SyncFn = std::function<int(int fd)>;
 
   // ForPath returns the process's writer for |path| (opened on first use; kStoreUnavailable if
   // the file cannot be opened).
   static Result<std::shared_ptr<SqliteWriter>> ForPath(const std::string& path);
 
-  // Write runs |op| in a group-committed transaction (see the file comment) and returns its
-  // Status, or the transaction's failure (kStoreUnavailable). The batch holding |op| commits
-  // with synchronous=FULL if any of its ops is kBeforeReturn, else with synchronous=NORMAL.
+  // Write runs |op| in a group-committed transaction and, for kBeforeReturn, waits for a WAL
+  // flush after the commit (see the file comment). Returns |op|'s Status, or kStoreUnavailable
+  // if the transaction failed, a flush failed, or an earlier flush failed (poisoned writer).
   Status Write(const Op& op, Durability durability = Durability::kBeforeReturn);
 
-  // commits is how many COMMITs this writer ran (for tests and metrics: ops / commits is the
-  // group size); lazy_commits how many of them ran with synchronous=NORMAL.
+  // commits is how many batches (transactions) this writer ran (for tests and metrics: ops /
+  // commits is the group size); lazy_commits how many of them ran with synchronous=NORMAL (all
+  // but those of the FULL fallback); syncs how many WAL flushes durable ops ran.
   int64_t commits() const;
   int64_t lazy_commits() const;
+  int64_t syncs() const;
   // queued is how many ops wait for the next batch (for tests: to know a batch will be shared).
   int64_t queued() const;
+
+  // checkpoints is how many WAL checkpoints the background checkpointer ran (see the file comment,
+  // "Checkpoints"); 0 when SQLite's own auto-checkpoint is in use.
+  int64_t checkpoints() const;
+
+  ~SqliteWriter();
+  SqliteWriter(const SqliteWriter&) = delete;
+  SqliteWriter& operator=(const SqliteWriter&) = delete;
+
+  // SetSyncForTesting replaces fdatasync for this writer's flushes (tests block it, count it or
+  // make it fail). Test-only; call before the writer is used concurrently.
+  void SetSyncForTesting(SyncFn sync);
 
  private:
   struct Pending {
     const Op* op = nullptr;
     Durability durability = Durability::kBeforeReturn;
     Status result;
+    int64_t seq = 0;       // the batch's number in commit order
+    bool flushed = false;  // the batch committed with synchronous=FULL
     bool done = false;
+    // Each waiter sleeps on its own condition variable: a finished batch wakes its members and
+    // the next leader only, not every thread queued (a notify_all per batch made every waiting
+    // handler thread runnable once per commit).
+    std::condition_variable cv;
   };
-  explicit SqliteWriter(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
-  // RunBatch runs |batch| in one transaction; returns whether it committed with synchronous=NORMAL.
-  bool RunBatch(const std::vector<Pending*>& batch);
+  class Checkpointer;
+  explicit SqliteWriter(std::unique_ptr<SqliteDb> db);
+  // StartCheckpointer moves checkpoints off the commit path: SQLite's auto-checkpoint is replaced
+  // by a WAL hook that wakes a checkpointer thread on its own connection to |path|. If that
+  // connection cannot be opened the auto-checkpoint stays (correct, only slower).
+  void StartCheckpointer(const std::string& path);
+  static int OnWalCommit(void* self, sqlite3* db, const char* name, int pages);
+  // LeadBatch runs everything queued as one batch (the caller holds |lock| and the leader role).
+  void LeadBatch(std::unique_lock<std::mutex>& lock);
+  // RunBatch runs |batch| in one transaction, with synchronous=FULL if |full|.
+  void RunBatch(const std::vector<Pending*>& batch, bool full);
+  void RunOps(const std::vector<Pending*>& batch);
+  // SetSynchronous switches the connection to FULL or NORMAL if it is not already.
+  Status SetSynchronous(bool full);
+  // AwaitSync waits (leading a flush if none runs) until batch |seq| is flushed; mu_ is held.
+  Status AwaitSync(std::unique_lock<std::mutex>& lock, int64_t seq, Status committed);
+  void LeadSync(std::unique_lock<std::mutex>& lock);
+  // FlushWal flushes the WAL through |fd| (and more if the WAL was replaced); runs without mu_.
+  Status FlushWal(const SyncFn& sync, int fd);
+  Status Flush(const SyncFn& sync, int fd, const std::string& file) const;
+  // WalOpenLocked opens the WAL descriptor if it is not open; whether it is open now.
+  bool WalOpenLocked();
 
   const std::unique_ptr<SqliteDb> db_;
+  const std::string db_file_;   // absolute, as SQLite resolved it ("" for a temporary database)
+  const std::string wal_file_;  // db_file_ + "-wal" ("" if none)
   mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Pending*> queue_;  // guarded by mu_
-  bool leading_ = false;         // a caller is running a batch; guarded by mu_
-  int64_t commits_ = 0;          // guarded by mu_
-  int64_t lazy_commits_ = 0;     // guarded by mu_
+  std::condition_variable sync_cv_;  // durable waiters: a flush finished
+  std::vector<Pending*> queue_;      // guarded by mu_
+  bool leading_ = false;             // a caller is running a batch; guarded by mu_
+  int64_t commits_ = 0;              // batches run = the number of the last one; guarded by mu_
+  int64_t lazy_commits_ = 0;         // guarded by mu_
+  bool syncing_ = false;             // a caller is flushing; guarded by mu_
+  int64_t synced_seq_ = 0;           // every batch up to this number is flushed; guarded by mu_
+  int64_t syncs_ = 0;                // guarded by mu_
+  std::optional<Status> poisoned_;   // set when a flush failed, never cleared; guarded by mu_
+  SyncFn sync_;                      // guarded by mu_
+  // The WAL descriptor: opened under mu_ (once valid it stays valid); replaced only by the sync
+  // leader (under mu_), which is also the only one using it without mu_.
+  UniqueFd wal_fd_;
   // The connection's synchronous setting: true once NORMAL was set (Open sets FULL). Only the
   // leader (leading_ == true) touches it.
   bool normal_sync_ = false;
+  std::unique_ptr<Checkpointer> checkpointer_;  // destroyed first (declared last)
 };
 
 }  // namespace clawguard::sqlite

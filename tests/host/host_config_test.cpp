@@ -8,6 +8,7 @@
 
 #include "clawguard/clock.h"
 #include "clawguard/encoding.h"
+#include "clawguard/limits.h"
 #include "clawguard/secret_bytes.h"
 #include "support/temp_dir.h"
 
@@ -136,6 +137,18 @@ TEST(HostConfigTest, RefusesUnknownKey) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid);
   EXPECT_NE(c.error().message().find("unknown key 'colour'"), std::string::npos) << c.error().message();
+}
+
+TEST(HostConfigTest, HandlerThreadsDefaultAndAreBounded) {
+  auto plain = ParseText(DataText());
+  ASSERT_TRUE(plain.ok()) << plain.error().ToString();
+  EXPECT_EQ((*plain)->listen.handlers, static_cast<int>(limits::kDefaultHandlerThreads));
+  auto set = ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, handlers: 16 }"));
+  ASSERT_TRUE(set.ok()) << set.error().ToString();
+  EXPECT_EQ((*set)->listen.handlers, 16);
+  auto zero = ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, handlers: 0 }"));
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.error().message().find("handlers"), std::string::npos) << zero.error().message();
 }
 
 TEST(HostConfigTest, RefusesMissingEnvVarNamingItNeverAValue) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -307,6 +308,74 @@ TEST(HttpServerTest, CreateRefusesBadOptions) {
   missing_tls.tls = ServerTls{"/nonexistent/cert.pem", "/nonexistent/key.pem"};
   EXPECT_EQ(HttpServer::Create(missing_tls, Echo).error().reason(), Reason::kConfigInvalid);
   EXPECT_EQ(HttpServer::Create({}, Handler()).error().reason(), Reason::kConfigInvalid);
+}
+
+TEST(HttpServerTest, CreateRefusesBadHandlerThreadCounts) {
+  ServerOptions too_many;
+  too_many.handler_threads = static_cast<int>(limits::kMaxHandlerThreads) + 1;
+  EXPECT_EQ(HttpServer::Create(too_many, Echo).error().reason(), Reason::kConfigInvalid);
+  ServerOptions negative;
+  negative.handler_threads = -1;
+  EXPECT_EQ(HttpServer::Create(negative, Echo).error().reason(), Reason::kConfigInvalid);
+  EXPECT_EQ(HttpServer::CreateWithFront({}, FrontHandler()).error().reason(), Reason::kConfigInvalid);
+}
+
+// The front answers on the I/O thread; what it defers runs on a handler thread with what the
+// front captured; either way the answers come back in request order on one connection.
+TEST(HttpServerTest, FrontAnswersInlineAndDefersTheRestWithItsState) {
+  std::mutex mu;
+  std::set<std::thread::id> front_threads, deferred_threads;
+  auto server = HttpServer::CreateWithFront({}, [&](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
+    {
+      std::lock_guard lock(mu);
+      front_threads.insert(std::this_thread::get_id());
+    }
+    if (r.target == "/inline") return Echo(r);
+    const std::string learnt = "front saw " + r.target;
+    return Deferred{[&, learnt](const HttpRequest& again) {
+      {
+        std::lock_guard lock(mu);
+        deferred_threads.insert(std::this_thread::get_id());
+      }
+      HttpResponse res = Echo(again);
+      res.body += " / " + learnt;
+      return res;
+    }};
+  });
+  ASSERT_TRUE(server.ok()) << server.error().ToString();
+  ASSERT_TRUE((*server)->Start().ok());
+  auto conn = ht::RawConnection::Connect((*server)->port());
+  ASSERT_NE(conn, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(conn->Send(ht::SimpleRequest("POST", "/inline", "a") + ht::SimpleRequest("POST", "/later", "b")));
+    ht::RawResponse first = conn->ReadResponse();
+    ht::RawResponse second = conn->ReadResponse();
+    ASSERT_TRUE(first.ok && second.ok) << i;
+    EXPECT_EQ(first.body, "POST /inline a");
+    EXPECT_EQ(second.body, "POST /later b / front saw /later");
+  }
+  (*server)->Stop();
+  std::lock_guard lock(mu);
+  ASSERT_FALSE(deferred_threads.empty());
+  for (const std::thread::id& t : deferred_threads) EXPECT_EQ(front_threads.count(t), 0u) << "deferred work ran on an I/O thread";
+}
+
+TEST(HttpServerTest, FrontExceptionOrEmptyDeferralBecomes500) {
+  auto server = HttpServer::CreateWithFront({}, [](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
+    if (r.target == "/throw") throw std::runtime_error("secret-ish detail");
+    return Deferred{};
+  });
+  ASSERT_TRUE(server.ok()) << server.error().ToString();
+  ASSERT_TRUE((*server)->Start().ok());
+  auto conn = ht::RawConnection::Connect((*server)->port());
+  ASSERT_NE(conn, nullptr);
+  for (const char* target : {"/throw", "/empty"}) {
+    ASSERT_TRUE(conn->Send(ht::SimpleRequest("GET", target, "")));
+    ht::RawResponse r = conn->ReadResponse();
+    ASSERT_TRUE(r.ok) << target;
+    EXPECT_EQ(r.status, 500) << target;
+    EXPECT_EQ(r.body.find("secret-ish"), std::string::npos);
+  }
 }
 
 TEST(HttpServerTest, CreateReportsAnAddressInUse) {

@@ -1,12 +1,23 @@
 // sqlite_writer_test.cpp — SqliteWriter group commit on a real SQLite file: concurrent ops share
-// commits, a failing op rolls back only itself, every op is committed when Write returns, a batch
-// of lazy ops commits with synchronous=NORMAL and a batch with one durable op with FULL, and the
-// stores built on it keep their conditional-write semantics under concurrency.
+// commits, a failing op rolls back only itself, a batch of one op runs without a SAVEPOINT, every
+// op is committed when Write returns, every batch commits with synchronous=NORMAL and a durable
+// Write returns only after a WAL flush that started after its commit (group fsync: lazy Writes
+// commit while a flush runs, concurrent durable Writes share flushes, a failed flush poisons the
+// writer), and the stores built on it keep their conditional-write semantics under concurrency.
+// Over 400 lines: the flush tests need the blocking/counting seams defined here.
 #include "sqlite/sqlite_writer.h"
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <condition_variable>
+#include <future>
 #include <iostream>
 #include <mutex>
 #include <string>
@@ -106,27 +117,82 @@ TEST(SqliteWriterTest, FailingOpRollsBackOnlyItself) {
   EXPECT_EQ(CountRows(path, "t"), 1);
 }
 
-TEST(SqliteWriterTest, LazyBatchCommitsWithNormalSyncAndDurableWithFull) {
+// FlushLog is a sync hook that flushes for real and notes, per flush, how many batches the
+// writer had run when the flush started and whether the descriptor was the WAL's.
+struct FlushLog {
+  std::mutex mu;
+  std::vector<int64_t> started_after;  // commits() at the start of each flush
+  bool all_wal = true;
+  SqliteWriter::SyncFn Hook(const SqliteWriter& w, const std::string& db_path) {
+    return [this, &w, wal = db_path + "-wal"](int fd) {
+      struct stat held {}, at_path {};
+      const bool is_wal = ::fstat(fd, &held) == 0 && ::stat(wal.c_str(), &at_path) == 0 &&
+                          held.st_ino == at_path.st_ino && held.st_dev == at_path.st_dev;
+      {
+        std::lock_guard lock(mu);
+        started_after.push_back(w.commits());
+        all_wal = all_wal && is_wal;
+      }
+      return ::fdatasync(fd) == 0 ? 0 : errno;
+    };
+  }
+};
+
+// The checkpointer's own connection makes SQLite create the WAL when the writer opens, so even the
+// first durable batch of a new file commits NORMAL and is flushed through the WAL descriptor.
+// (The FULL fallback for a WAL that cannot be opened stays in the writer for other set-ups.)
+TEST(SqliteWriterTest, FirstDurableBatchOfANewFileIsFlushedThroughTheWal) {
+  clawguard::testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  auto writer = SqliteWriter::ForPath(path);
+  ASSERT_TRUE(writer.ok());
+  SqliteWriter& w = **writer;
+  std::atomic<int64_t> level{0};
+  ASSERT_TRUE(w.Write([&](SqliteDb& db) {
+                 level = SyncLevel(db);
+                 return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)");
+               }).ok());
+  EXPECT_EQ(level.load(), 1);  // NORMAL, then the WAL flush
+  EXPECT_EQ(w.syncs(), 1);
+  EXPECT_EQ(w.lazy_commits(), 1);
+  ASSERT_TRUE(w.Write(InsertOp(1, level)).ok());
+  EXPECT_EQ(level.load(), 1);
+  EXPECT_EQ(w.syncs(), 2);
+  EXPECT_EQ(w.lazy_commits(), 2);
+}
+
+TEST(SqliteWriterTest, EveryBatchCommitsNormalAndDurableWritesWaitForAFlush) {
   clawguard::testing::TempDir dir;
   const std::string path = dir.Sub("w.db");
   auto writer = SqliteWriter::ForPath(path);
   ASSERT_TRUE(writer.ok());
   SqliteWriter& w = **writer;
   ASSERT_TRUE(w.Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  FlushLog log;
+  w.SetSyncForTesting(log.Hook(w, path));
   const int64_t lazy_before = w.lazy_commits();
+  const int64_t syncs_before = w.syncs();
   std::atomic<int64_t> level{0};
 
   ASSERT_TRUE(w.Write(InsertOp(1, level), Durability::kLazy).ok());
   EXPECT_EQ(level.load(), 1);  // NORMAL
   EXPECT_EQ(CountRows(path, "t"), 1);  // committed: another connection sees it
-  ASSERT_TRUE(w.Write(InsertOp(2, level)).ok());  // the default is durable
-  EXPECT_EQ(level.load(), 2);  // FULL
-  ASSERT_TRUE(w.Write(InsertOp(3, level), Durability::kLazy).ok());
-  EXPECT_EQ(level.load(), 1);  // back to NORMAL
-  ASSERT_TRUE(w.Write(InsertOp(4, level), Durability::kBeforeReturn).ok());
-  EXPECT_EQ(level.load(), 2);
-  EXPECT_EQ(w.lazy_commits() - lazy_before, 2);
-  EXPECT_EQ(CountRows(path, "t"), 4);
+  EXPECT_EQ(w.syncs(), syncs_before);  // a lazy Write does not flush
+  for (const int64_t v : {2, 4}) {
+    const int64_t commit = w.commits() + 1;  // the number of this Write's batch
+    ASSERT_TRUE(w.Write(InsertOp(v, level)).ok());  // the default is durable
+    EXPECT_EQ(level.load(), 1);  // NORMAL as well: the flush comes after the commit
+    {
+      std::lock_guard lock(log.mu);
+      ASSERT_FALSE(log.started_after.empty());
+      EXPECT_GE(log.started_after.back(), commit);  // the flush started after this batch committed
+    }
+    ASSERT_TRUE(w.Write(InsertOp(v + 1, level), Durability::kLazy).ok());
+  }
+  EXPECT_EQ(w.syncs() - syncs_before, 2);
+  EXPECT_TRUE(log.all_wal);  // what was flushed is the WAL
+  EXPECT_EQ(w.lazy_commits() - lazy_before, 5);  // every batch
+  EXPECT_EQ(CountRows(path, "t"), 5);
 }
 
 // RunQueuedBatch blocks the writer with one op, queues |ops| (in order, each from its own thread)
@@ -135,11 +201,14 @@ void RunQueuedBatch(SqliteWriter& w, const std::vector<std::pair<SqliteWriter::O
                     std::vector<Status>& results) {
   std::atomic<bool> started{false}, release{false};
   std::thread blocker([&] {
-    EXPECT_TRUE(w.Write([&](SqliteDb&) {
-                   started = true;
-                   while (!release) std::this_thread::yield();
-                   return Status::Ok();
-                 }).ok());
+    EXPECT_TRUE(w.Write(
+                     [&](SqliteDb&) {
+                       started = true;
+                       while (!release) std::this_thread::yield();
+                       return Status::Ok();
+                     },
+                     Durability::kLazy)
+                    .ok());
   });
   while (!started) std::this_thread::yield();
   results.assign(ops.size(), Status::Ok());
@@ -153,7 +222,7 @@ void RunQueuedBatch(SqliteWriter& w, const std::vector<std::pair<SqliteWriter::O
   for (auto& t : threads) t.join();
 }
 
-TEST(SqliteWriterTest, BatchWithOneDurableOpCommitsFullInOrder) {
+TEST(SqliteWriterTest, BatchWithOneDurableOpCommitsInOrderAndFlushesOnce) {
   clawguard::testing::TempDir dir;
   const std::string path = dir.Sub("w.db");
   auto writer = SqliteWriter::ForPath(path);
@@ -171,8 +240,9 @@ TEST(SqliteWriterTest, BatchWithOneDurableOpCommitsFullInOrder) {
   EXPECT_EQ(b.load(), 1);
   EXPECT_EQ(w.commits() - commits, 2);  // the blocker's batch and this one
 
-  // Lazy ops around one durable op (and a failing lazy op): the whole batch runs FULL, in
-  // arrival order (each op sees the ones before it), and the failure rolls back only itself.
+  // Lazy ops around one durable op (and a failing lazy op): the batch runs NORMAL, in arrival
+  // order (each op sees the ones before it), the failure rolls back only itself, and the durable
+  // op's Write flushes the WAL once.
   std::atomic<int64_t> c{0}, d{0}, e{0}, f{0};
   std::mutex mu;
   std::vector<std::string> order;
@@ -198,6 +268,7 @@ TEST(SqliteWriterTest, BatchWithOneDurableOpCommitsFullInOrder) {
   };
   const SqliteWriter::Op lazy_last = [&, op = InsertOp(5, e)](SqliteDb& db) { note("lazy5"); return op(db); };
   const int64_t lazy_commits = w.lazy_commits();
+  const int64_t syncs = w.syncs();
   commits = w.commits();
   RunQueuedBatch(w,
                  {{lazy_first, Durability::kLazy},
@@ -209,14 +280,298 @@ TEST(SqliteWriterTest, BatchWithOneDurableOpCommitsFullInOrder) {
   EXPECT_EQ(results[1].reason(), Reason::kNotFound);
   EXPECT_TRUE(results[2].ok()) << results[2].ToString();
   EXPECT_TRUE(results[3].ok()) << results[3].ToString();
-  EXPECT_EQ(c.load(), 2);
-  EXPECT_EQ(f.load(), 2);
-  EXPECT_EQ(d.load(), 2);
-  EXPECT_EQ(e.load(), 2);
+  EXPECT_EQ(c.load(), 1);
+  EXPECT_EQ(f.load(), 1);
+  EXPECT_EQ(d.load(), 1);
+  EXPECT_EQ(e.load(), 1);
   EXPECT_EQ(order, (std::vector<std::string>{"lazy3", "failing", "durable4", "lazy5"}));
   EXPECT_EQ(w.commits() - commits, 2);  // the blocker's batch and this one: the four shared one
-  EXPECT_EQ(w.lazy_commits() - lazy_commits, 0);  // the blocker's op is durable too
+  EXPECT_EQ(w.lazy_commits() - lazy_commits, 2);  // every batch commits NORMAL
+  EXPECT_EQ(w.syncs() - syncs, 1);                // the durable op's flush; the lazy ones need none
   EXPECT_EQ(CountRows(path, "t"), 5);  // 1, 2, 3, 4, 5 — not 99
+}
+
+// Gate is a sync hook whose first flush blocks until Open (later ones pass); it returns
+// |first_result| for that first flush (an errno value, 0 to flush for real). Opened on destruction
+// so that a failing test does not hang: declare it after the futures it blocks.
+class Gate {
+ public:
+  explicit Gate(int first_result = 0) : first_result_(first_result) {}
+  ~Gate() { Open(); }
+  SqliteWriter::SyncFn Hook() {
+    return [this](int fd) {
+      std::unique_lock lock(mu_);
+      if (!entered_) {
+        entered_ = true;
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return open_; });
+        if (first_result_ != 0) return first_result_;
+      }
+      lock.unlock();
+      return ::fdatasync(fd) == 0 ? 0 : errno;
+    };
+  }
+  // WaitEntered waits (bounded: a broken writer fails the test instead of hanging it) for the
+  // first flush to block.
+  bool WaitEntered() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(60), [&] { return entered_; });
+  }
+  void Open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  const int first_result_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool entered_ = false;
+  bool open_ = false;
+};
+
+// NewTable opens a writer for a new file with table t, past its first (FULL) batch.
+std::shared_ptr<SqliteWriter> NewTable(const std::string& path) {
+  auto writer = SqliteWriter::ForPath(path);
+  EXPECT_TRUE(writer.ok());
+  if (!writer.ok()) return nullptr;
+  EXPECT_TRUE((*writer)->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  return *writer;
+}
+
+// DrainBatches returns once every batch that started before it has committed (batches run one
+// at a time, in order, and a lazy Write returns when its own batch committed).
+void DrainBatches(SqliteWriter& w) {
+  EXPECT_TRUE(w.Write([](SqliteDb&) { return Status::Ok(); }, Durability::kLazy).ok());
+}
+
+constexpr auto kNow = std::chrono::seconds(0);
+
+// The point of flushing beside the commit order: a durable Write's flush does not hold up the
+// lazy Writes behind it, and the durable Write does not return before its flush finished.
+TEST(SqliteWriterTest, LazyWritesCommitWhileAFlushIsBlocked) {
+  clawguard::testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  std::shared_ptr<SqliteWriter> w = NewTable(path);
+  ASSERT_NE(w, nullptr);
+  std::atomic<int64_t> level{0};
+  std::future<Status> durable;
+  std::future<bool> lazy;
+  Gate gate;
+  w->SetSyncForTesting(gate.Hook());
+  const int64_t syncs_before = w->syncs();
+
+  durable = std::async(std::launch::async, [&] { return w->Write(InsertOp(1, level)); });
+  ASSERT_TRUE(gate.WaitEntered());
+  lazy = std::async(std::launch::async, [&] {
+    bool ok = true;
+    for (int64_t v = 2; v <= 11; ++v) ok = w->Write(InsertOp(v, level), Durability::kLazy).ok() && ok;
+    return ok;
+  });
+  ASSERT_EQ(lazy.wait_for(std::chrono::seconds(60)), std::future_status::ready);  // not behind the flush
+  EXPECT_TRUE(lazy.get());
+  EXPECT_EQ(CountRows(path, "t"), 11);  // all committed, the durable one too
+  EXPECT_EQ(durable.wait_for(kNow), std::future_status::timeout);  // its flush has not finished
+  gate.Open();
+  EXPECT_TRUE(durable.get().ok());
+  EXPECT_EQ(w->syncs() - syncs_before, 1);
+}
+
+// Group fsync: durable Writes that commit while a flush runs share the next flush.
+TEST(SqliteWriterTest, ConcurrentDurableWritesShareFlushes) {
+  clawguard::testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  std::shared_ptr<SqliteWriter> w = NewTable(path);
+  ASSERT_NE(w, nullptr);
+  std::atomic<int64_t> level{0};
+  std::atomic<int> ran{0};
+  std::vector<std::future<Status>> durable;
+  Gate gate;
+  w->SetSyncForTesting(gate.Hook());
+  const int64_t syncs_before = w->syncs();
+
+  durable.push_back(std::async(std::launch::async, [&] { return w->Write(InsertOp(0, level)); }));
+  ASSERT_TRUE(gate.WaitEntered());  // the first flush blocks; the others commit meanwhile
+  for (int64_t v = 1; v < kThreads; ++v) {
+    durable.push_back(std::async(std::launch::async, [&, v] {
+      return w->Write([&, v, op = InsertOp(v, level)](SqliteDb& db) {
+        ++ran;
+        return op(db);
+      });
+    }));
+  }
+  while (ran.load() < kThreads - 1) std::this_thread::yield();
+  DrainBatches(*w);  // every durable op has committed (and waits for a flush) before the gate opens
+  gate.Open();
+  for (auto& f : durable) EXPECT_TRUE(f.get().ok());
+  // The blocked flush covered only the first op; ONE more covered all the others.
+  EXPECT_EQ(w->syncs() - syncs_before, 2);
+  EXPECT_EQ(CountRows(path, "t"), kThreads);
+}
+
+// fsyncgate: after a failed flush the writer refuses every write, durable or lazy, for good.
+TEST(SqliteWriterTest, FailedFlushPoisonsTheWriter) {
+  clawguard::testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  std::shared_ptr<SqliteWriter> w = NewTable(path);
+  ASSERT_NE(w, nullptr);
+  std::atomic<int64_t> level{0};
+  std::atomic<bool> ran_after{false};
+  std::future<Status> first, waiting;
+  Gate gate(/*first_result=*/EIO);
+  w->SetSyncForTesting(gate.Hook());
+  const int64_t syncs_before = w->syncs();
+
+  first = std::async(std::launch::async, [&] { return w->Write(InsertOp(1, level)); });
+  ASSERT_TRUE(gate.WaitEntered());
+  waiting = std::async(std::launch::async, [&] { return w->Write(InsertOp(2, level)); });
+  DrainBatches(*w);  // the second durable op committed: it waits for a flush
+  gate.Open();
+  for (std::future<Status>* f : {&first, &waiting}) {
+    const Status s = f->get();
+    EXPECT_EQ(s.reason(), Reason::kStoreUnavailable);
+    EXPECT_NE(s.message().find("could not be flushed"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("restarts"), std::string::npos) << s.message();
+  }
+  const auto op = [&](SqliteDb&) {
+    ran_after = true;
+    return Status::Ok();
+  };
+  EXPECT_EQ(w->Write(op, Durability::kLazy).reason(), Reason::kStoreUnavailable);
+  EXPECT_EQ(w->Write(op).reason(), Reason::kStoreUnavailable);
+  EXPECT_FALSE(ran_after.load());                // refused before running
+  EXPECT_EQ(w->syncs() - syncs_before, 1);       // and no retried flush
+}
+
+// TraceLog records the SQL the writer's connection runs (sqlite3_trace_v2 on it, from an op).
+struct TraceLog {
+  std::mutex mu;
+  std::vector<std::string> sql;
+  static int Note(unsigned, void* self, void* stmt, void*) {
+    auto* log = static_cast<TraceLog*>(self);
+    std::lock_guard lock(log->mu);
+    log->sql.emplace_back(sqlite3_sql(static_cast<sqlite3_stmt*>(stmt)));
+    return 0;
+  }
+  bool Saw(const std::string& text) {
+    std::lock_guard lock(mu);
+    for (const std::string& s : sql) {
+      if (s == text) return true;
+    }
+    return false;
+  }
+  void Clear() {
+    std::lock_guard lock(mu);
+    sql.clear();
+  }
+};
+
+TEST(SqliteWriterTest, OneOpBatchRunsWithoutSavepoint) {
+  clawguard::testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  std::shared_ptr<SqliteWriter> w = NewTable(path);
+  ASSERT_NE(w, nullptr);
+  TraceLog trace;
+  ASSERT_TRUE(w->Write([&](SqliteDb& db) {
+                 sqlite3_trace_v2(db.raw(), SQLITE_TRACE_STMT, &TraceLog::Note, &trace);
+                 return Status::Ok();
+               }).ok());
+  std::atomic<int64_t> level{0};
+
+  trace.Clear();
+  ASSERT_TRUE(w->Write(InsertOp(1, level), Durability::kLazy).ok());
+  EXPECT_TRUE(trace.Saw("BEGIN IMMEDIATE"));
+  EXPECT_TRUE(trace.Saw("COMMIT"));
+  EXPECT_FALSE(trace.Saw("SAVEPOINT op"));
+
+  trace.Clear();  // a failing op alone: the whole batch rolls back, nothing is committed
+  EXPECT_EQ(w->Write([](SqliteDb& db) -> Status {
+               CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO t (v) VALUES (99)"));
+               return Status(Reason::kNotFound, "refused after a write");
+             }).reason(),
+            Reason::kNotFound);
+  EXPECT_TRUE(trace.Saw("ROLLBACK"));
+  EXPECT_FALSE(trace.Saw("SAVEPOINT op"));
+  EXPECT_FALSE(trace.Saw("COMMIT"));
+  EXPECT_EQ(CountRows(path, "t"), 1);
+
+  trace.Clear();  // two ops in one batch: each in its savepoint
+  std::atomic<int64_t> a{0}, b{0};
+  std::vector<Status> results;
+  RunQueuedBatch(*w, {{InsertOp(2, a), Durability::kLazy}, {InsertOp(3, b), Durability::kLazy}}, results);
+  EXPECT_TRUE(results[0].ok() && results[1].ok());
+  EXPECT_TRUE(trace.Saw("SAVEPOINT op"));
+  EXPECT_TRUE(trace.Saw("RELEASE op"));
+  EXPECT_EQ(CountRows(path, "t"), 3);
+  ASSERT_TRUE(w->Write([](SqliteDb& db) {
+                 sqlite3_trace_v2(db.raw(), 0, nullptr, nullptr);
+                 return Status::Ok();
+               }).ok());
+}
+
+// A WAL at the path that is not the file the writer holds (deleted and recreated) is caught
+// before the flush: the writer flushes the file it holds, the new one and the database file.
+TEST(SqliteWriterTest, ReplacedWalIsFlushedWithTheDatabaseFile) {
+  clawguard::testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  std::shared_ptr<SqliteWriter> w = NewTable(path);
+  ASSERT_NE(w, nullptr);
+  std::atomic<int64_t> level{0};
+  ASSERT_TRUE(w->Write(InsertOp(1, level)).ok());  // the writer holds the WAL now
+  std::mutex mu;
+  std::vector<ino_t> flushed;
+  w->SetSyncForTesting([&](int fd) {
+    struct stat st {};
+    EXPECT_EQ(::fstat(fd, &st), 0);
+    std::lock_guard lock(mu);
+    flushed.push_back(st.st_ino);
+    return 0;
+  });
+  const auto inode = [](const std::string& file) {
+    struct stat st {};
+    EXPECT_EQ(::stat(file.c_str(), &st), 0) << file;
+    return st.st_ino;
+  };
+  const std::string wal = path + "-wal";
+  const ino_t old_wal = inode(wal);
+  ASSERT_EQ(::rename(wal.c_str(), (wal + ".old").c_str()), 0);
+  clawguard::testing::WriteFile(wal, "");  // SQLite keeps writing to the old file: that is fine here
+
+  ASSERT_TRUE(w->Write(InsertOp(2, level)).ok());
+  EXPECT_EQ(flushed, (std::vector<ino_t>{old_wal, inode(wal), inode(path)}));
+  flushed.clear();
+  ASSERT_TRUE(w->Write(InsertOp(3, level)).ok());  // the new file is the one held now
+  EXPECT_EQ(flushed, (std::vector<ino_t>{inode(wal)}));
+}
+
+// Checkpoints run on the writer's checkpointer thread, not inside a commit: after enough pages the
+// WAL is copied back into the database file while the writer keeps committing.
+TEST(SqliteWriterTest, CheckpointsRunBesideTheWriter) {
+  clawguard::testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  auto writer = SqliteWriter::ForPath(path);
+  ASSERT_TRUE(writer.ok()) << writer.error().ToString();
+  std::shared_ptr<SqliteWriter> w = *writer;
+  ASSERT_TRUE(w->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE big (id INTEGER PRIMARY KEY, b BLOB)"); }).ok());
+  const std::string blob(8192, 'x');  // 2+ pages per row
+  for (int i = 0; i < 600; ++i) {
+    ASSERT_TRUE(w->Write(
+                     [&](SqliteDb& db) {
+                       auto st = db.Prepare("INSERT INTO big (b) VALUES (?1)");
+                       if (!st.ok()) return st.error();
+                       st->BindBlob(1, blob);
+                       return st->Run();
+                     },
+                     Durability::kLazy)
+                    .ok());
+  }
+  // Bounded wait for the background thread (no wall-clock assertion: only "it happened").
+  for (int i = 0; i < 2000 && w->checkpoints() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_GE(w->checkpoints(), 1);
+  // The copied pages are in the database file itself: it grew well past its empty size.
+  EXPECT_GT(std::filesystem::file_size(path), 1'000'000u);
+  EXPECT_EQ(CountRows(path, "big"), 600);
 }
 
 TEST(SqliteWriterTest, OneWriterPerFileIsShared) {

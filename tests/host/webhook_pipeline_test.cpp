@@ -6,10 +6,12 @@
 
 #include <map>
 #include <set>
+#include <variant>
 #include <nlohmann/json.hpp>
 
 #include "clawguard/clock.h"
 #include "host/idempotency_key.h"
+#include "host/record_cache.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "support/temp_dir.h"
 
@@ -399,6 +401,60 @@ TEST_F(WebhookPipelineTest, StoreUnavailableIs503WithRetryAfterAndNoDispatch) {
   EXPECT_EQ(Type(r), "https://clawguard.dev/problems/store_unavailable");
   EXPECT_EQ(r.headers.Get("Retry-After"), "1");
   EXPECT_EQ(calls_, 0);
+}
+
+// Front answers what needs no store round trip (refusals; replays and 422s of records the cache
+// holds) and admits the rest with the authenticated key; Finish claims and dispatches.
+TEST_F(WebhookPipelineTest, FrontAnswersFromMemoryAndAdmitsTheRest) {
+  auto owned = sqlite::SqliteIdempotencyStore::Open(dir_.Sub("cached.db"), clock_);
+  ASSERT_TRUE(owned.ok()) << owned.error().ToString();
+  auto cache = CachingIdempotencyStore::Create(std::move(owned).value());
+  ASSERT_TRUE(cache.ok());
+  std::vector<PipelineRoute> routes;
+  routes.push_back(Route("order.created", 2, "/order/id"));
+  auto p = WebhookPipeline::Create(PipelineOptions{4096, 4096, milliseconds(30'000)}, std::move(routes), **cache,
+                                   [this](const DispatchContext& ctx) { return Dispatch(ctx); });
+  ASSERT_TRUE(p.ok());
+  const WebhookPipeline& pipeline = **p;
+  using Handled = WebhookPipeline::Handled;
+  using Admitted = WebhookPipeline::Admitted;
+
+  HttpRequest forged = Request("order.created", "msg_1", OrderBody("A"));
+  forged.body += " ";
+  const auto refused = pipeline.Front(forged);
+  ASSERT_TRUE(std::holds_alternative<Handled>(refused));
+  EXPECT_EQ(std::get<Handled>(refused).response.status, 401);
+
+  const HttpRequest first = Request("order.created", "msg_1", OrderBody("A"));
+  const auto admitted = pipeline.Front(first);
+  ASSERT_TRUE(std::holds_alternative<Admitted>(admitted));
+  EXPECT_EQ(std::get<Admitted>(admitted).webhook_id, "msg_1");
+  EXPECT_EQ(std::get<Admitted>(admitted).key.size(), 64u);
+  const Handled done = pipeline.Finish(first, std::get<Admitted>(admitted));
+  ASSERT_EQ(done.response.status, 201);
+  EXPECT_EQ(calls_, 1);
+
+  // The cache learns a completed record from the first replay that reaches the store ...
+  const HttpRequest again = Request("order.created", "msg_1", OrderBody("A"));
+  auto second = pipeline.Front(again);
+  ASSERT_TRUE(std::holds_alternative<Admitted>(second));
+  EXPECT_EQ(pipeline.Finish(again, std::get<Admitted>(second)).outcome, WebhookOutcome::kReplayed);
+  // ... and from then on Front answers it without a claim: the same answer, replayed.
+  const uint64_t hits = (*cache)->hits();
+  const auto third = pipeline.Front(Request("order.created", "msg_1", OrderBody("A")));
+  ASSERT_TRUE(std::holds_alternative<Handled>(third));
+  const Handled& replay = std::get<Handled>(third);
+  EXPECT_EQ(replay.outcome, WebhookOutcome::kReplayed);
+  EXPECT_EQ(replay.response.status, 201);
+  EXPECT_EQ(replay.response.body, done.response.body);
+  EXPECT_EQ(replay.response.headers.Get("Idempotent-Replayed"), "true");
+  EXPECT_EQ((*cache)->hits(), hits + 1);
+  // The same id and business key with another body is a 422 from memory.
+  const auto changed = pipeline.Front(Request("order.created", "msg_1", OrderBody("A", "changed")));
+  ASSERT_TRUE(std::holds_alternative<Handled>(changed));
+  EXPECT_EQ(std::get<Handled>(changed).outcome, WebhookOutcome::kFingerprintMismatch);
+  EXPECT_EQ(std::get<Handled>(changed).response.status, 422);
+  EXPECT_EQ(calls_, 1);
 }
 
 TEST(WebhookPipelineCreateTest, RefusesBadRoutes) {

@@ -1,6 +1,9 @@
 // main.cpp — clawguard-test-erp: a small real HTTP ERP for the demo and the benchmarks.
 //
-//   clawguard-test-erp [--address 127.0.0.1:0] [--workers 2]
+//   clawguard-test-erp [--address 127.0.0.1:0] [--workers 2] [--static]
+//
+// --static answers every request 200 `{}` inline on the I/O thread (a FrontHandler, no counting):
+// the host's HTTP layer alone, the ceiling bench/host_bench.sh compares the replay path with.
 //
 // Listens (port 0 picks a free port), prints one JSON line on stdout
 //   {"event":"listening","port":PORT,"base_url":"http://127.0.0.1:PORT"}
@@ -21,6 +24,8 @@ int main(int argc, char** argv) {
   CLI::App app{"clawguard-test-erp — an idempotent test ERP that counts effects per Idempotency-Key"};
   std::string address = "127.0.0.1:0";
   int workers = 2;
+  bool constant = false;
+  app.add_flag("--static", constant, "answer 200 {} to everything on the I/O thread (benchmark reference)");
   app.add_option("--address", address, "host:port to listen on (port 0: a free port)");
   app.add_option("--workers", workers, "I/O threads, and as many handler threads")->check(CLI::Range(1, 64));
   try {
@@ -40,7 +45,16 @@ int main(int argc, char** argv) {
   clawguard::host::ServerOptions options;
   options.address = address;
   options.workers = workers;
-  auto server = HttpServer::Create(options, [&erp](const clawguard::host::HttpRequest& r) { return erp.Handle(r); });
+  auto server =
+      constant ? HttpServer::CreateWithFront(options,
+                                             [](const clawguard::host::HttpRequest&)
+                                                 -> std::variant<clawguard::host::HttpResponse, clawguard::host::Deferred> {
+                                               clawguard::host::HttpResponse r;
+                                               r.headers.Set("Content-Type", "application/json");
+                                               r.body = "{}";
+                                               return r;
+                                             })
+               : HttpServer::Create(options, [&erp](const clawguard::host::HttpRequest& r) { return erp.Handle(r); });
   if (!server.ok()) {
     std::cerr << "clawguard-test-erp: " << server.error().ToString() << "\n";
     return 2;

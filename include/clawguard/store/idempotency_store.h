@@ -129,6 +129,16 @@ class IdempotencyStore {
   virtual Result<int64_t> Generation() = 0;
   virtual Result<int64_t> BumpGeneration() = 0;
 
+  // ClaimFromMemory answers a claim WITHOUT blocking (no store round trip, no disk) when the
+  // answer is already final in memory: kCompleted or kFingerprintMismatch of a completed record
+  // held by a cache (see host/record_cache.h). nullopt means "ask Claim". Engines have no memory
+  // of their own and keep the default. The host's I/O threads use it to answer replays inline.
+  virtual std::optional<ClaimOutcome> ClaimFromMemory(const std::string& key, const std::string& fingerprint) {
+    (void)key;
+    (void)fingerprint;
+    return std::nullopt;
+  }
+
   // The calls below have a default that returns kInternal ("not supported by this engine") so
   // test doubles need not implement them; both engines override every one.
 
