@@ -2,7 +2,7 @@
 # bench/host_bench.sh — the host benchmark (called by ci/bench). Prints a markdown table.
 #
 #   bench/host_bench.sh [--build DIR] [--duration 10] [--threads 2] [--connections 32]
-#                       [--workers 4] [--first-max 12000] [--no-strace]
+#                       [--workers 4] [--first-max 12000] [--no-strace] [--rounds 3]
 #
 # The host (`clawguard host`, SQLite store, the signed acme-orders plugin) with nginx as the ERP
 # (answers 200 '{}' to every POST, so the host is what is measured), and wrk on the same machine:
@@ -24,7 +24,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
-build="${CLAWGUARD_BENCH_BUILD:-$repo/build/bench}" duration=10 threads=2 connections=32 workers=4 first_max=12000 use_strace=1
+build="${CLAWGUARD_BENCH_BUILD:-$repo/build/bench}" duration=10 threads=2 connections=32 workers=4 first_max=12000 use_strace=1 rounds=3
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
@@ -34,6 +34,7 @@ while [ $# -gt 0 ]; do
     --workers) workers="$2"; shift 2 ;;
     --first-max) first_max="$2"; shift 2 ;;
     --no-strace) use_strace=0; shift ;;
+    --rounds) rounds="$2"; shift 2 ;;
     *) echo "bench/host_bench.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -179,22 +180,28 @@ first=$(run_wrk "$duration" "http://$main$path" first.tsv once)
 min_used=$(echo "$first" | json 'min(int(u) for u in d["used"])')
 limit=$(( min_used - connections ))
 [ "$limit" -gt 0 ] || { echo "bench/host_bench.sh: too few first-time deliveries completed for the replay run: $first" >&2; exit 1; }
-replay=$(run_wrk "$duration" "http://$main$path" first.tsv cycle "$limit")
-nginx_run=$(run_wrk "$duration" "http://127.0.0.1:$nginx_port$path" first.tsv cycle "$limit")
-
 # (d) the host's HTTP layer alone: clawguard-test-erp --static answers 200 {} inline on its I/O
 # threads (the same HttpServer and FrontHandler path a replay takes, without the pipeline).
 erp_static="$build/tools/clawguard-test-erp"
-static_run='{}'
+static_port=""
 if [ -x "$erp_static" ]; then
   "$erp_static" --static --workers "$workers" >static.out 2>/dev/null &
-  static_pid=$!
-  pids+=("$static_pid")
+  pids+=($!)
   for _ in $(seq 100); do [ -s static.out ] && break; sleep 0.05; done
   static_port=$(head -1 static.out | json 'd["port"]')
-  static_run=$(run_wrk "$duration" "http://127.0.0.1:$static_port$path" first.tsv cycle "$limit")
-  kill "$static_pid" 2>/dev/null || true
 fi
+
+# (a), (c), (d) in interleaved rounds: on a shared VM the CPU the host gets drifts by 2× within
+# minutes (steal time), so each row's figure is the median of --rounds runs, and the replay/nginx
+# ratio is the median of the per-round ratios (each from runs a few seconds apart).
+replays="" nginxes="" statics=""
+for _ in $(seq "$rounds"); do
+  replays+="$(run_wrk "$duration" "http://$main$path" first.tsv cycle "$limit")"$'\n'
+  nginxes+="$(run_wrk "$duration" "http://127.0.0.1:$nginx_port$path" first.tsv cycle "$limit")"$'\n'
+  if [ -n "$static_port" ]; then
+    statics+="$(run_wrk "$duration" "http://127.0.0.1:$static_port$path" first.tsv cycle "$limit")"$'\n'
+  fi
+done
 
 # Spot check: a replay is answered from the store with the first answer.
 export BENCH_WHSEC
@@ -236,15 +243,21 @@ PY
 )
 
 # --- the table ---------------------------------------------------------------------------------
-python3 - "$first" "$replay" "$nginx_run" "$spot" "$threads" "$connections" "$duration" "$workers" "$fsync_line" "$disk_rate" "$static_run" <<'PY'
-import json, os, sys, datetime
-first, replay, nginx, spot = (json.loads(a) for a in sys.argv[1:5])
+python3 - "$first" "$replays" "$nginxes" "$spot" "$threads" "$connections" "$duration" "$workers" "$fsync_line" "$disk_rate" "$statics" "$rounds" <<'PY'
+import json, os, sys, datetime, statistics
+first, spot = json.loads(sys.argv[1]), json.loads(sys.argv[4])
+runs = lambda text: [json.loads(l) for l in text.splitlines() if l.strip()]
+replays, nginxes, statics = runs(sys.argv[2]), runs(sys.argv[3]), runs(sys.argv[11])
 threads, conns, duration, workers, fsync_line, disk_rate = sys.argv[5:11]
-static = json.loads(sys.argv[11])
+rounds = int(sys.argv[12])
+def median_run(rs):  # the run with the median req/s (an actual run, so its latencies belong to it)
+    return sorted(rs, key=lambda r: r["rps"])[(len(rs) - 1) // 2] if rs else None
+replay, nginx, static = median_run(replays), median_run(nginxes), median_run(statics)
 load = open("/proc/loadavg").read().split()[:3]
 def row(name, r, ref):
     return f"| {name} | {r['rps']:.0f} | {r['p50_ms']:.2f} ms | {r['p99_ms']:.2f} ms | {r['rps'] / ref['rps']:.2f}× |"
 print(f"### Host (acme-orders on SQLite, ERP = nginx; wrk -t{threads} -c{conns} -d{duration}s; host workers {workers}; "
+      f"{rounds} interleaved rounds of (a), (c), (d), median run shown; "
       f"{os.cpu_count()} cores shared by wrk, host and nginx; {datetime.date.today().isoformat()}; load average {', '.join(load)})")
 print()
 print("| what | req/s | p50 | p99 | vs nginx |")
@@ -256,22 +269,27 @@ if static:
     print(row("(d) the host's HTTP layer alone (clawguard-test-erp --static: 200 {} from the I/O thread)", static, nginx))
 print()
 bad = []
-for name, r in (("replay", replay), ("first-time", first), ("nginx", nginx)) + ((("static", static),) if static else ()):
-    if r["non2xx"] or r["socket_errors"]:
-        bad.append(f"{name}: {r['non2xx']} non-2xx, {r['socket_errors']} socket errors")
+for name, rs in (("replay", replays), ("first-time", [first]), ("nginx", nginxes), ("static", statics)):
+    for r in rs:
+        if r["non2xx"] or r["socket_errors"]:
+            bad.append(f"{name}: {r['non2xx']} non-2xx, {r['socket_errors']} socket errors")
 if first["exhausted"]:
     bad.append("first-time: the generated requests ran out (raise --first-max)")
 if not spot.get("replayed") or spot.get("status") != 200:
     bad.append(f"spot check of a replay: {spot}")
 print("Validity: " + ("every answer 2xx, no socket errors; a replay spot-checked (200, Idempotent-Replayed)." if not bad else "INVALID — " + "; ".join(bad)))
 met = lambda ok: "met" if ok else "MISSED"
-ratio = replay["rps"] / nginx["rps"]
-print(f"Targets: replay ≥ 0.5 × nginx: {met(ratio >= 0.5)} ({ratio:.2f}×); "
+ratios = [a["rps"] / c["rps"] for a, c in zip(replays, nginxes)]
+ratio = statistics.median(ratios)
+print(f"Targets: replay ≥ 0.5 × nginx: {met(ratio >= 0.5)} (median of per-round ratios {ratio:.2f}×; rounds: "
+      f"{', '.join(f'{x:.2f}' for x in ratios)}); "
       f"first-time ≥ 5,000/s: {met(first['rps'] >= 5000)} ({first['rps'] / 5000:.2f}× of target); "
       f"first-time p99 < 20 ms: {met(first['p99_ms'] < 20)} ({first['p99_ms']:.1f} ms).")
-if static:
-    print(f"The HTTP layer alone answers at {static['rps'] / nginx['rps']:.2f}× nginx; replays run at "
-          f"{replay['rps'] / static['rps']:.2f}× of that layer (the pipeline's share of a replay's cost).")
+if statics:
+    layer = statistics.median(d["rps"] / c["rps"] for d, c in zip(statics, nginxes))
+    share = statistics.median(a["rps"] / d["rps"] for a, d in zip(replays, statics))
+    print(f"The HTTP layer alone answers at {layer:.2f}× nginx (median per round); replays run at {share:.2f}× of "
+          f"that layer (the pipeline's share of a replay's cost).")
 if fsync_line:
     print(fsync_line)
 print(f"The disk's floor in the same run: {disk_rate} fdatasync'd 4 KiB appends/s from one thread "
