@@ -148,6 +148,7 @@ TEST(HostConfigTest, HandlerThreadsDefaultAndAreBounded) {
   EXPECT_EQ((*set)->listen.handlers, 16);
   auto zero = ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, handlers: 0 }"));
   ASSERT_FALSE(zero.ok());
+  EXPECT_EQ(zero.error().reason(), Reason::kConfigInvalid);
   EXPECT_NE(zero.error().message().find("handlers"), std::string::npos) << zero.error().message();
 }
 

@@ -69,6 +69,15 @@ void WaitQueued(const SqliteWriter& w, int64_t n) {
   while (w.queued() < n) std::this_thread::yield();
 }
 
+// NewTable opens a writer for a new file and creates table t in its first batch.
+std::shared_ptr<SqliteWriter> NewTable(const std::string& path) {
+  auto writer = SqliteWriter::ForPath(path);
+  EXPECT_TRUE(writer.ok());
+  if (!writer.ok()) return nullptr;
+  EXPECT_TRUE((*writer)->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  return *writer;
+}
+
 TEST(SqliteWriterTest, ConcurrentOpsShareCommitsAndAreAllDurable) {
   clawguard::testing::TempDir dir;
   const std::string path = dir.Sub("w.db");
@@ -164,10 +173,9 @@ TEST(SqliteWriterTest, FirstDurableBatchOfANewFileIsFlushedThroughTheWal) {
 TEST(SqliteWriterTest, EveryBatchCommitsNormalAndDurableWritesWaitForAFlush) {
   clawguard::testing::TempDir dir;
   const std::string path = dir.Sub("w.db");
-  auto writer = SqliteWriter::ForPath(path);
-  ASSERT_TRUE(writer.ok());
-  SqliteWriter& w = **writer;
-  ASSERT_TRUE(w.Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  std::shared_ptr<SqliteWriter> writer = NewTable(path);
+  ASSERT_NE(writer, nullptr);
+  SqliteWriter& w = *writer;
   FlushLog log;
   w.SetSyncForTesting(log.Hook(w, path));
   const int64_t lazy_before = w.lazy_commits();
@@ -225,10 +233,9 @@ void RunQueuedBatch(SqliteWriter& w, const std::vector<std::pair<SqliteWriter::O
 TEST(SqliteWriterTest, BatchWithOneDurableOpCommitsInOrderAndFlushesOnce) {
   clawguard::testing::TempDir dir;
   const std::string path = dir.Sub("w.db");
-  auto writer = SqliteWriter::ForPath(path);
-  ASSERT_TRUE(writer.ok());
-  SqliteWriter& w = **writer;
-  ASSERT_TRUE(w.Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  std::shared_ptr<SqliteWriter> writer = NewTable(path);
+  ASSERT_NE(writer, nullptr);
+  SqliteWriter& w = *writer;
 
   // Only lazy ops: one NORMAL commit.
   std::atomic<int64_t> a{0}, b{0};
@@ -331,14 +338,6 @@ class Gate {
   bool open_ = false;
 };
 
-// NewTable opens a writer for a new file with table t, past its first (FULL) batch.
-std::shared_ptr<SqliteWriter> NewTable(const std::string& path) {
-  auto writer = SqliteWriter::ForPath(path);
-  EXPECT_TRUE(writer.ok());
-  if (!writer.ok()) return nullptr;
-  EXPECT_TRUE((*writer)->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
-  return *writer;
-}
 
 // DrainBatches returns once every batch that started before it has committed (batches run one
 // at a time, in order, and a lazy Write returns when its own batch committed).
