@@ -158,19 +158,11 @@ class ChildHost {
   ChildHost& operator=(const ChildHost&) = delete;
 
   bool Start(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env) {
-    std::vector<std::string> envs;
-    for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
-    for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
-    std::vector<char*> envp;
-    for (auto& s : envs) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    std::string bin = CLAWGUARD_CLI_PATH, cmd = "host", flag = "--config", cfg = config;
-    char* argv[] = {bin.data(), cmd.data(), flag.data(), cfg.data(), nullptr};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int rc = posix_spawn(&pid_, bin.c_str(), &fa, nullptr, argv, envp.data());
+    const int rc = clawguard::host::testing::SpawnHost(config, env, &fa, &pid_);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) pid_ = -1;
     return rc == 0;

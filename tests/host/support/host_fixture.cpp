@@ -33,11 +33,8 @@ constexpr const char* kAdminToken = "e2e-admin-token-0123456789abcdefghijkl";
 
 }  // namespace
 
-bool HostProcess::Start(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env) {
-  if (pid_ > 0) return false;
-  first_line_.clear();
-  int fds[2];
-  if (pipe(fds) != 0) return false;
+int SpawnHost(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env,
+              const posix_spawn_file_actions_t* fa, pid_t* pid) {
   std::vector<std::string> envs;
   for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
   for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
@@ -46,11 +43,19 @@ bool HostProcess::Start(const std::string& config, const std::vector<std::pair<s
   envp.push_back(nullptr);
   std::string bin = CLAWGUARD_CLI_PATH, cmd = "host", flag = "--config", cfg = config;
   char* argv[] = {bin.data(), cmd.data(), flag.data(), cfg.data(), nullptr};
+  return posix_spawn(pid, bin.c_str(), fa, nullptr, argv, envp.data());
+}
+
+bool HostProcess::Start(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env) {
+  if (pid_ > 0) return false;
+  first_line_.clear();
+  int fds[2];
+  if (pipe(fds) != 0) return false;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
   posix_spawn_file_actions_addclose(&fa, fds[0]);
-  const int rc = posix_spawn(&pid_, bin.c_str(), &fa, nullptr, argv, envp.data());
+  const int rc = SpawnHost(config, env, &fa, &pid_);
   posix_spawn_file_actions_destroy(&fa);
   close(fds[1]);
   if (rc != 0) {

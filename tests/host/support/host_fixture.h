@@ -19,11 +19,18 @@
 #include <utility>
 #include <vector>
 
+#include <spawn.h>
+
 #include "support/raw_client.h"
 #include "support/temp_dir.h"
 #include "support/test_erp_server.h"
 
 namespace clawguard::host::testing {
+
+// SpawnHost starts `clawguard host --config |config|` (CLAWGUARD_CLI_PATH) with this process's
+// environment plus |env| and the file actions |fa|; returns posix_spawn's result (0: started).
+int SpawnHost(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env,
+              const posix_spawn_file_actions_t* fa, pid_t* pid);
 
 // HostProcess runs `clawguard host --config F` with extra environment, reads its first stdout
 // line (the listening addresses).
