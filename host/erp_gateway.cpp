@@ -1,4 +1,4 @@
-// erp_gateway.cpp — capability check, outbox-before-send, one send (SendOutboxRow), retry worker.
+// erp_gateway.cpp — capability check, send gate, outbox-before-send, one send, retry worker.
 #include "host/erp_gateway.h"
 
 #include <nlohmann/json.hpp>
@@ -81,10 +81,25 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
   row.body = std::string(body);
   row.body_sha256 = Sha256Hex(body);
   row.idempotency_key = ErpCallKey(delivery_.event_key, delivery_.plugin, static_cast<uint32_t>(index));
-  // A level-3 row is an intent, held until confirmed. Any other row is sent by this gateway at
-  // once: it is first due after the first backoff, so the retry worker does not send it too.
-  row.state = delivery_.level == 3 ? OutboxState::kHeld : OutboxState::kPending;
-  row.next_attempt_ms = delivery_.level == 3 ? kHeldIntentMs : env_.clock->NowMillis() + env_.retry.BackoffMs(1);
+  // A level-3 row is an intent, held until confirmed. Any other row first passes the send gate:
+  // allowed → appended already sent (attempts 1: the append records this send, no MarkSent), due
+  // after the jittered first backoff so the retry worker does not send it too; refused → appended
+  // pending, due when the pause or the breaker may let it through. An allowed gate followed by no
+  // send (existing or fenced row) needs no release of its breaker permit (CheckSendGate).
+  SendGate gate;
+  if (delivery_.level == 3) {
+    row.state = OutboxState::kHeld;
+    row.next_attempt_ms = kHeldIntentMs;
+  } else {
+    gate = CheckSendGate(env_, target);
+    if (gate.allowed) {
+      row.state = OutboxState::kSent;
+      row.next_attempt_ms = gate.now_ms + env_.retry.JitteredMs(env_.retry.BackoffMs(1), DrawUniform01(env_));
+    } else {
+      row.state = OutboxState::kPending;
+      row.next_attempt_ms = gate.defer_to_ms;
+    }
+  }
   Result<OutboxAppend> appended = env_.outbox->Append(row);
   if (!appended.ok()) {
     Audit("erp_call_unavailable", method, path, index, appended.error().message());
@@ -130,9 +145,14 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
     return CG_HELD;
   }
 
-  // 5. One send (or none: paused, breaker open); the worker retries whatever is not final.
+  // 5. One send, or none when the gate refused (the row was appended due when the pause or the
+  // breaker may let it through); the worker retries whatever is not final.
+  if (!gate.allowed) {
+    CountNotSent(env_, target, gate);
+    return CG_UNAVAILABLE;
+  }
   ErpReply answer;
-  switch (SendOutboxRow(env_, appended->row, target, &answer)) {
+  switch (SendMarkedRow(env_, appended->row, target, gate, &answer)) {
     case SendResult::kAnswered:
       return Reply(answer.status, std::move(answer.body), reply);
     case SendResult::kRetryLater:

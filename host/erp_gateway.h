@@ -1,26 +1,31 @@
 // erp_gateway.h — ErpGateway: a plugin's `erp_call` for one delivery, and RetryWorker: the
 // host's worker that resends pending outbox rows (ARCHITECTURE.md "Host request pipeline" steps
 // 5–6). What they share is ErpEnv (host/erp_env.h); the send itself, with the pause and breaker
-// checks before it and the dead-letter triage after it, is SendOutboxRow (host/erp_send.h).
+// checks before it (CheckSendGate) and the dead-letter triage after it (SendMarkedRow), is in
+// host/erp_send.h.
 //
 // ErpGateway::Call, in order:
 //   1. capability check on the EXACT method and path that would be sent (CapabilitySet::Match):
 //      undeclared → CG_DENIED, audited, counted (erp_calls_total{outcome="denied"}), nothing
 //      written, nothing sent, call index not advanced; the matching capability is the endpoint;
 //   2. call index i (from 0 within the delivery); Idempotency-Key = ErpCallKey(event key, plugin, i);
-//   3. the outbox row is appended BEFORE anything is sent (fenced by the claim's token):
-//      kFenced → CG_FENCED; kMismatch → CG_MISMATCH, the row is marked dead and the outcome
-//      records dead_lettered ("mismatch"); kExisting → answered: its stored reply, nothing sent;
-//      pending/sent: CG_DEFERRED; dead: CG_UNAVAILABLE;
+//   3. levels 1–2: CheckSendGate — is the capability paused, does the endpoint's breaker refuse?
+//      Then the outbox row is appended BEFORE anything is sent (fenced by the claim's token):
+//      gate allowed → appended sent (attempts 1, due after the jittered first backoff: the append
+//      records this send, no MarkSent); gate refused → appended pending, due when the gate may
+//      allow it; level 3 → appended held. kFenced → CG_FENCED; kMismatch → CG_MISMATCH, the row
+//      is marked dead and the outcome records dead_lettered ("mismatch"); kExisting → answered:
+//      its stored reply, nothing sent; pending/sent: CG_DEFERRED; dead: CG_UNAVAILABLE (nothing
+//      sent and no pause or breaker refusal counted, whatever the gate said);
 //   4. level 3: the row is an intent — parked (never due) and CG_HELD returned; nothing is sent
 //      until RetryWorker::Confirm;
-//   5. otherwise SendOutboxRow: a paused capability or an open endpoint breaker sends nothing
-//      (row deferred) → CG_UNAVAILABLE; else the row is marked sent and sent once through the
-//      ErpSender with the Idempotency-Key (the sender adds the ERP credentials; the plugin never
-//      sees them). A final answer (2xx, 4xx but 401/403/408/425/429) is stored (MarkAnswered) and
-//      its status returned, *reply pointing into gateway-owned memory valid while the gateway
-//      lives; no answer, 5xx, 401, 403, 408, 425 or 429 → CG_UNAVAILABLE, the row stays for
-//      RetryWorker (triage and DLQ entries: host/erp_send.h).
+//   5. gate refused (paused capability, open endpoint breaker): nothing sent, the refusal counted
+//      → CG_UNAVAILABLE; else SendMarkedRow sends the row once through the ErpSender with the
+//      Idempotency-Key (the sender adds the ERP credentials; the plugin never sees them). A
+//      final answer (2xx, 4xx but 401/403/408/425/429) is stored (MarkAnswered) and its status
+//      returned, *reply pointing into gateway-owned memory valid while the gateway lives; no
+//      answer, 5xx, 401, 403, 408, 425 or 429 → CG_UNAVAILABLE, the row stays for RetryWorker
+//      (triage and DLQ entries: host/erp_send.h).
 // Once CG_FENCED or CG_MISMATCH was returned, every later call returns the same code.
 // An ErpGateway is used by one delivery; Call is NOT thread-safe (the dispatcher serialises calls
 // per cg_call). Store failures are CG_UNAVAILABLE.

@@ -1,4 +1,4 @@
-// erp_send.cpp — pre-send checks, one send, and the dead-letter triage of its answer.
+// erp_send.cpp — the gate before a send, one send, and the dead-letter triage of its answer.
 #include "host/erp_send.h"
 
 #include <nlohmann/json.hpp>
@@ -71,7 +71,7 @@ struct SendContext {
 
 // ResolveAfterSuccess closes the event's entries that a successful retry makes moot.
 void ResolveAfterSuccess(const SendContext& c, int status) {
-  if (c.env.dlq == nullptr || c.row.attempts == 0) return;
+  if (c.env.dlq == nullptr || c.attempt <= 1) return;  // no earlier attempt failed
   const std::string detail = "retry succeeded: " + c.Call() + " answered " + std::to_string(status) +
                              " at attempt " + std::to_string(c.attempt);
   for (DlqClass k : {DlqClass::kCooldown, DlqClass::kTransientExhausted, DlqClass::kAuth}) {
@@ -151,53 +151,78 @@ ErpCallTarget ResolveCallTarget(const ErpEnv& env, const OutboxRow& row) {
   return {};
 }
 
-SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, ErpReply* reply) {
-  const SendContext c{env, row, target, row.attempts + 1};
-  const int64_t now = env.clock->NowMillis();
-
-  // Before: a paused capability or an open breaker sends nothing and counts no attempt.
+SendGate CheckSendGate(const ErpEnv& env, const ErpCallTarget& target) {
+  SendGate gate;
+  gate.now_ms = env.clock->NowMillis();
+  // A paused capability or an open breaker sends nothing and counts no attempt.
   if (env.pauses != nullptr && !target.plugin.empty() && !target.endpoint.empty() &&
       env.pauses->IsPaused(target.plugin, target.endpoint)) {
-    c.DeferTo(now + kPausedRecheckMs);
-    c.Metric(ErpCallOutcome::kPaused);
-    return SendResult::kNotSent;
+    gate.defer_to_ms = gate.now_ms + kPausedRecheckMs;
+    gate.refusal = ErpCallOutcome::kPaused;
+    return gate;
   }
-  const bool guarded = env.endpoint_breaker != nullptr && !target.endpoint.empty();
-  EndpointBreaker::Permit permit;
-  if (guarded) {
-    permit = env.endpoint_breaker->Acquire(target.endpoint);
-    if (!permit.allowed) {
-      c.DeferTo(now + permit.retry_after_ms);
-      c.Metric(ErpCallOutcome::kBreakerOpen);
-      return SendResult::kNotSent;
+  gate.guarded = env.endpoint_breaker != nullptr && !target.endpoint.empty();
+  if (gate.guarded) {
+    gate.permit = env.endpoint_breaker->Acquire(target.endpoint);
+    if (!gate.permit.allowed) {
+      gate.guarded = false;  // nothing to record against a refusal
+      gate.defer_to_ms = gate.now_ms + gate.permit.retry_after_ms;
+      gate.refusal = ErpCallOutcome::kBreakerOpen;
+      return gate;
     }
   }
-  const int64_t backoff = env.retry.JitteredMs(env.retry.BackoffMs(c.attempt), DrawUniform01(env));
-  if (!env.outbox->MarkSent(row.event_key, row.call_index, now + backoff).ok()) {
+  gate.allowed = true;
+  return gate;
+}
+
+void CountNotSent(const ErpEnv& env, const ErpCallTarget& target, const SendGate& gate) {
+  if (env.metrics != nullptr) env.metrics->RecordErpCall(target.endpoint, gate.refusal);
+}
+
+SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, ErpReply* reply) {
+  const SendGate gate = CheckSendGate(env, target);
+  if (!gate.allowed) {
+    // A failed Defer leaves the row due (or at its backoff): it is only looked at again sooner.
+    (void)env.outbox->Defer(row.event_key, row.call_index, gate.defer_to_ms);
+    CountNotSent(env, target, gate);
+    return SendResult::kNotSent;
+  }
+  OutboxRow marked = row;
+  marked.state = OutboxState::kSent;
+  marked.attempts = row.attempts + 1;
+  marked.next_attempt_ms =
+      gate.now_ms + env.retry.JitteredMs(env.retry.BackoffMs(marked.attempts), DrawUniform01(env));
+  if (!env.outbox->MarkSent(row.event_key, row.call_index, marked.next_attempt_ms).ok()) {
     // Not sent (store down, or the row was answered meanwhile). The permit needs no release: a
     // closed breaker counts nothing in flight, and a half-open probe slot frees itself after a
     // cool-down.
     return SendResult::kRetryLater;
   }
+  return SendMarkedRow(env, marked, target, gate, reply);
+}
 
+SendResult SendMarkedRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, const SendGate& gate,
+                         ErpReply* reply) {
+  CLAWGUARD_CHECK(gate.allowed);
+  const SendContext c{env, row, target, row.attempts};
   HttpHeaders headers;
   headers.Set(kIdempotencyKeyHeader, row.idempotency_key);
   if (!row.body.empty()) headers.Set("Content-Type", "application/json");
   Result<ErpReply> r = env.sender->Send(row.method, row.path, headers, row.body);
   const ErpTriage t = TriageAnswer(r);
   c.Metric(t.outcome);
-  if (guarded) {
+  if (gate.guarded) {
     if (!t.breaker_failure) {
-      env.endpoint_breaker->RecordSuccess(target.endpoint, permit.probe);
-    } else if (env.endpoint_breaker->RecordFailure(target.endpoint, permit.probe)) {
+      env.endpoint_breaker->RecordSuccess(target.endpoint, gate.permit.probe);
+    } else if (env.endpoint_breaker->RecordFailure(target.endpoint, gate.permit.probe)) {
       c.Emit({{"event", "erp_breaker_opened"}, {"alert", true}, {"detail", t.detail}});
     }
   }
 
   if (t.final) {
     // If storing the answer fails the row stays sent: a resend carries the same key and the ERP
-    // replays its answer, so the effect still happens once.
-    (void)env.outbox->MarkAnswered(row.event_key, row.call_index, r->status, r->body);
+    // replays its answer, so the effect still happens once. Not waited for (Outbox::NoteAnswer).
+    env.outbox->NoteAnswer(row.event_key, row.call_index, r->status, r->body);
     switch (t.verdict) {
       case ErpVerdict::kSuccess: ResolveAfterSuccess(c, t.status); break;
       case ErpVerdict::kNotFound:

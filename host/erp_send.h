@@ -1,8 +1,13 @@
-// erp_send.h — SendOutboxRow: the one send path of an outbox row, shared by the gateway's first
-// send and the retry worker's resends, with the dead-letter triage of ARCHITECTURE.md
-// ("Dead-letter triage"; the verdicts are in host/erp_triage.h).
+// erp_send.h — the one send path of an outbox row, shared by the gateway's first send and the
+// retry worker's resends, with the dead-letter triage of ARCHITECTURE.md ("Dead-letter triage";
+// the verdicts are in host/erp_triage.h). It has two parts: CheckSendGate (the checks before a
+// send) and SendMarkedRow (one send of a row already marked sent, and the triage of its answer).
+// SendOutboxRow (the retry worker) runs gate → MarkSent → SendMarkedRow; the gateway runs the
+// gate before it appends the row and appends it already marked sent (store/outbox.h), so a first
+// send costs no MarkSent write.
 //
-// BEFORE sending (nothing is sent, no attempt is counted, the row is Defer'd):
+// BEFORE sending (nothing is sent, no attempt is counted, the row is Defer'd — or, on the
+// gateway's first send, appended pending with that next attempt):
 //   - the capability (plugin, endpoint) is paused → due again in kPausedRecheckMs;
 //     erp_calls_total{outcome="paused"};
 //   - the endpoint's breaker refuses → due again when it may let calls through;
@@ -29,7 +34,9 @@
 #include <string>
 
 #include "clawguard/store/outbox.h"
+#include "host/breaker.h"
 #include "host/erp_env.h"
+#include "host/host_metrics.h"
 
 namespace clawguard::host {
 
@@ -47,7 +54,7 @@ struct ErpCallTarget {
 // endpoint through that plugin's capabilities (see ErpPluginCaps).
 ErpCallTarget ResolveCallTarget(const ErpEnv& env, const OutboxRow& row);
 
-// SendResult is what one SendOutboxRow led to.
+// SendResult is what one SendOutboxRow (or SendMarkedRow) led to.
 enum class SendResult {
   kAnswered,    // a final answer is stored; |reply| has it
   kRetryLater,  // sent, not final (or the send could not be recorded): the row waits
@@ -55,8 +62,44 @@ enum class SendResult {
   kNotSent,     // paused capability or open breaker: deferred, no attempt counted
 };
 
-// SendOutboxRow runs the send path above for |row| (pending or sent). |reply| may be null.
-// Thread-safe as far as |env|'s parts are (they all are).
+// SendGate is what CheckSendGate decided about one send of a call.
+struct SendGate {
+  bool allowed = false;
+  int64_t now_ms = 0;  // the clock when checked (the base of the next attempt either way)
+  // allowed: whether the endpoint's breaker guards the send, and its permit (pass the gate to
+  // SendMarkedRow, which records the outcome against it).
+  bool guarded = false;
+  EndpointBreaker::Permit permit;
+  // refused: when the call may be looked at again, and why (kPaused or kBreakerOpen).
+  int64_t defer_to_ms = 0;
+  ErpCallOutcome refusal = ErpCallOutcome::kPaused;
+};
+
+// CheckSendGate runs the checks BEFORE a send to |target| (above): a paused capability → refused,
+// defer_to_ms = now + kPausedRecheckMs; the endpoint's breaker refuses → refused, defer_to_ms =
+// when it may let calls through. Otherwise allowed, holding the breaker's permit when |target|
+// has an endpoint and |env| a breaker. It writes nothing and counts nothing: the caller defers
+// the row (or appends it due at defer_to_ms) and counts the refusal with CountNotSent.
+// WARNING: an allowed gate that is not followed by a send needs no release: a closed breaker
+// counts nothing in flight, and a half-open probe slot frees itself after a cool-down.
+SendGate CheckSendGate(const ErpEnv& env, const ErpCallTarget& target);
+
+// CountNotSent counts a refused |gate| in erp_calls_total{endpoint, outcome="paused" or
+// "breaker_open"}.
+void CountNotSent(const ErpEnv& env, const ErpCallTarget& target, const SendGate& gate);
+
+// SendMarkedRow sends |row| once with its Idempotency-Key and runs the triage of the answer
+// (everything AFTER above: metrics, breaker record, MarkAnswered, Defer, MarkDead, DLQ, audit).
+// |row| must already be recorded as sent for this send — state sent, attempts = this send's
+// number (1-based), by MarkSent or by an Append of a kSent row — and |gate| is the allowed gate
+// of this send (CHECKed). Never returns kNotSent. |reply| may be null.
+SendResult SendMarkedRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, const SendGate& gate,
+                         ErpReply* reply);
+
+// SendOutboxRow runs the whole send path above for |row| (pending or sent, as stored):
+// CheckSendGate (refused → Defer, CountNotSent, kNotSent), then MarkSent (attempts + 1, next
+// attempt after the jittered backoff; a failed mark → kRetryLater, nothing sent), then
+// SendMarkedRow. |reply| may be null. Thread-safe as far as |env|'s parts are (they all are).
 SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, ErpReply* reply);
 
 }  // namespace clawguard::host

@@ -2,10 +2,11 @@
 // listener → session). It owns sockets, TLS, keep-alive, size limits and timeouts, and hands each
 // complete request to a Handler (HttpRequest → HttpResponse) that never sees a socket.
 //
-// Threads: `workers` I/O threads run the io_context (accept, TLS, read, write; one strand per
-// connection), and a separate pool of `handler_threads` threads runs the Handler, so a Handler may
-// block (store round trips, plugin dispatch) without stalling other connections' I/O. The
-// response is written back on the connection's strand. Each blocked Handler holds one handler
+// Threads: `workers` I/O threads, each running its own io_context (accept on the first; each
+// accepted connection is given to the next context, round robin, and lives on that one thread:
+// TLS, read, write), and a separate pool of `handler_threads` threads runs the Handler, so a
+// Handler may block (store round trips, plugin dispatch) without stalling other connections' I/O.
+// The response is written back on the connection's I/O thread. Each blocked Handler holds one handler
 // thread, so handler_threads bounds the requests in flight (and what a group commit can merge).
 // An optional FrontHandler runs first, inline on the I/O thread that read the request: what it
 // can answer without blocking (refusals, replays from memory) never crosses threads, which is

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
-#include <thread>
 
 namespace {
 constexpr size_t kMaxContentType = 256;
@@ -194,7 +193,7 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
     if (--threads->running == 0) threads->idle.notify_all();
   };
   try {
-    std::thread([self, call, &entry, finished]() {
+    spare_threads_.Run([self, call, &entry, finished]() {
       int rc = -1;
       {
         std::unique_lock<std::mutex> serial;
@@ -217,8 +216,8 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
         call->erp = std::move(erp);
         call->done_cv.notify_all();
       }
-      finished();  // the last touch of anything but |call| and |self| (shared, freed here)
-    }).detach();
+      finished();  // the last touch of anything but |call| and |self| (shared, freed with the task)
+    });
   } catch (const std::exception&) {
     finished();
     return {PluginOutcome::Failed("could not start the plugin's thread"), {}};

@@ -3,8 +3,9 @@
 //
 // Per delivery it builds a cg_call (opaque; defined in plugin_dispatch.cpp) holding host-owned
 // copies of the request (method, path, body, idempotency_key = the event key, headers) and an
-// ErpGateway, then runs handle_webhook on a fresh worker thread and waits at most
-// handler_timeout, renewing the lease (DispatchContext::renew_lease) every lease/3 meanwhile.
+// ErpGateway, then runs handle_webhook on a thread of its own (a spare one that an earlier
+// delivery left, if any: host/spare_threads.h) and waits at most handler_timeout, renewing the
+// lease (DispatchContext::renew_lease) every lease/3 meanwhile.
 // Results, as PluginOutcome:
 //   - handle_webhook returned 0 after exactly one respond() → kAnswered (its status, type, body);
 //   - an ERP call refused CG_MISMATCH (the plugin changed its calls on a re-run: the event is
@@ -38,6 +39,7 @@
 #include "clawguard/plugin.h"
 #include "host/capability.h"
 #include "host/erp_gateway.h"
+#include "host/spare_threads.h"
 #include "host/webhook_pipeline.h"
 
 namespace clawguard::host {
@@ -102,6 +104,9 @@ class PluginDispatcher : public std::enable_shared_from_this<PluginDispatcher> {
   const DispatchOptions options_;
   const std::map<std::string, Entry> entries_;
   const std::shared_ptr<ThreadCount> threads_ = std::make_shared<ThreadCount>();
+  // Each delivery runs on a thread of its own (a hung plugin keeps only its own), reused from an
+  // earlier delivery when one is spare.
+  mutable SpareThreads spare_threads_;
 };
 
 }  // namespace clawguard::host

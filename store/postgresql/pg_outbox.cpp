@@ -42,14 +42,17 @@ Result<std::unique_ptr<PgOutbox>> PgOutbox::Open(std::shared_ptr<PgPool> pool) {
 }
 
 Result<OutboxAppend> PgOutbox::Append(const OutboxRow& row) {
-  if (row.state != OutboxState::kPending && row.state != OutboxState::kHeld) {
-    return Status(Reason::kInternal, "outbox: a new row must be pending or held, not " +
+  if (row.state != OutboxState::kPending && row.state != OutboxState::kSent && row.state != OutboxState::kHeld) {
+    return Status(Reason::kInternal, "outbox: a new row must be pending, sent or held, not " +
                                          std::string(OutboxStateName(row.state)));
   }
   static const std::string kInsert =
       "INSERT INTO outbox_rows (event_key, fencing_token, call_index, method, path, body, body_sha256, state, "
       "attempts, next_attempt_ms, idempotency_key) VALUES ($1::text, $2::bigint, $3::bigint, $4::text, $5::text, "
-      "$6::bytea, $7::text, $8::text, 0, $9::bigint, $10::text) ON CONFLICT (event_key, call_index) DO NOTHING";
+      "$6::bytea, $7::text, $8::text, $11::bigint, $9::bigint, $10::text) "
+      "ON CONFLICT (event_key, call_index) DO NOTHING";
+  // A row appended as sent records the gateway's first send attempt (outbox.h).
+  const int64_t attempts = row.state == OutboxState::kSent ? 1 : 0;
   CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease db, pool_->Acquire());
   CLAWGUARD_ASSIGN_OR_RETURN(PgTx tx, PgTx::Begin(db));
   OutboxAppend out;
@@ -75,12 +78,13 @@ Result<OutboxAppend> PgOutbox::Append(const OutboxRow& row) {
                                                        .Text(row.body_sha256)
                                                        .Text(OutboxStateName(row.state))
                                                        .Int(row.next_attempt_ms)
-                                                       .Text(row.idempotency_key)));
+                                                       .Text(row.idempotency_key)
+                                                       .Int(attempts)));
   if (ins.Affected() == 1) {
     CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
     out.kind = OutboxAppend::Kind::kAppended;
     out.row = row;
-    out.row.attempts = 0;
+    out.row.attempts = attempts;
     out.row.reply_status = 0;
     out.row.reply_body.clear();
     return out;

@@ -80,14 +80,16 @@ Status AppendIn(SqliteDb& db, const OutboxRow& row, OutboxAppend& out) {
   CLAWGUARD_ASSIGN_OR_RETURN(
       Stmt i, db.Prepare("INSERT INTO outbox_rows (event_key, fencing_token, call_index, method, path, body, "
                          "body_sha256, state, attempts, next_attempt_ms, idempotency_key) "
-                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, 0, ?8, ?9)"));
+                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, ?11, ?8, ?9)"));
+  // A row appended as sent records the gateway's first send attempt (outbox.h).
+  const int64_t attempts = row.state == OutboxState::kSent ? 1 : 0;
   i.Bind(1, row.event_key).Bind(2, row.fencing_token).Bind(3, row.call_index).Bind(4, row.method).Bind(5, row.path);
   i.BindBlob(6, row.body).Bind(7, row.body_sha256).Bind(8, row.next_attempt_ms).Bind(9, row.idempotency_key);
-  i.Bind(10, std::string(OutboxStateName(row.state)));
+  i.Bind(10, std::string(OutboxStateName(row.state))).Bind(11, attempts);
   CLAWGUARD_RETURN_IF_ERROR(i.Run());
   out.kind = OutboxAppend::Kind::kAppended;
   out.row = row;
-  out.row.attempts = 0;
+  out.row.attempts = attempts;
   out.row.reply_status = 0;
   out.row.reply_body.clear();
   return Status::Ok();
@@ -96,8 +98,8 @@ Status AppendIn(SqliteDb& db, const OutboxRow& row, OutboxAppend& out) {
 }  // namespace
 
 Result<OutboxAppend> SqliteOutbox::Append(const OutboxRow& row) {
-  if (row.state != OutboxState::kPending && row.state != OutboxState::kHeld) {
-    return Status(Reason::kInternal, "outbox: a new row must be pending or held, not " +
+  if (row.state != OutboxState::kPending && row.state != OutboxState::kSent && row.state != OutboxState::kHeld) {
+    return Status(Reason::kInternal, "outbox: a new row must be pending, sent or held, not " +
                                          std::string(OutboxStateName(row.state)));
   }
   OutboxAppend out;
@@ -161,14 +163,29 @@ Status SqliteOutbox::MarkSent(const std::string& event_key, int64_t call_index, 
                 [&](Stmt& s) { s.Bind(3, next_attempt_ms); });
 }
 
+namespace {
+constexpr std::string_view kMarkAnsweredSql =
+    "UPDATE outbox_rows SET state = 'answered', reply_status = ?3, reply_body = ?4 "
+    "WHERE event_key = ?1 AND call_index = ?2 AND state IN ('pending', 'sent')";
+}  // namespace
+
 Status SqliteOutbox::MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
                                   const std::string& reply_body) {
   // Lazy: a lost reply is fetched again by re-sending with the same Idempotency-Key (the ERP
   // replays it); an answer built from it is stored by the durable Complete, which fsyncs this.
   return UpdateRow(*writer_, Durability::kLazy, event_key, call_index,
-                "UPDATE outbox_rows SET state = 'answered', reply_status = ?3, reply_body = ?4 "
-                "WHERE event_key = ?1 AND call_index = ?2 AND state IN ('pending', 'sent')",
-                [&](Stmt& s) { s.Bind(3, int64_t{reply_status}).BindBlob(4, reply_body); });
+                kMarkAnsweredSql, [&](Stmt& s) { s.Bind(3, int64_t{reply_status}).BindBlob(4, reply_body); });
+}
+
+void SqliteOutbox::NoteAnswer(const std::string& event_key, int64_t call_index, int reply_status,
+                              const std::string& reply_body) {
+  // Not waited for: the delivery's durable Complete is queued after it, so it commits first and
+  // is flushed with it. A mark that fails or is lost is MarkAnswered's lazy case above.
+  writer_->Submit([event_key, call_index, reply_status, reply_body](SqliteDb& db) -> Status {
+    CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare(kMarkAnsweredSql));
+    u.Bind(1, event_key).Bind(2, call_index).Bind(3, int64_t{reply_status}).BindBlob(4, reply_body);
+    return u.Run();
+  });
 }
 
 Status SqliteOutbox::MarkDead(const std::string& event_key, int64_t call_index) {

@@ -28,6 +28,9 @@ class SqliteOutbox final : public Outbox {
   Status MarkSent(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) override;
   Status MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
                       const std::string& reply_body) override;
+  // NoteAnswer queues the mark on the writer (SqliteWriter::Submit) and returns without waiting.
+  void NoteAnswer(const std::string& event_key, int64_t call_index, int reply_status,
+                  const std::string& reply_body) override;
   Status MarkDead(const std::string& event_key, int64_t call_index) override;
   Status Defer(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) override;
   Result<bool> Revive(const std::string& event_key, int64_t call_index, int64_t now_ms) override;

@@ -194,34 +194,58 @@ Status SqliteWriter::Write(const Op& op, Durability durability) {
   return AwaitSync(lock, mine.seq, mine.result);
 }
 
+void SqliteWriter::Submit(Op op) {
+  auto mine = std::make_unique<Pending>();
+  mine->owned = std::move(op);
+  mine->op = &mine->owned;
+  mine->durability = Durability::kLazy;
+  mine->detached = true;
+  std::unique_lock lock(mu_);
+  if (poisoned_) return;
+  queue_.push_back(mine.release());  // owned by the queue now; the leader of its batch deletes it
+  if (!leading_) LeadBatch(lock);
+}
+
 void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock) {
-  // Lead: take everything queued so far (the caller's op included) into one transaction.
-  leading_ = true;
-  std::vector<Pending*> batch;
-  batch.swap(queue_);
-  if (poisoned_) {
-    for (Pending* p : batch) p->result = *poisoned_;  // a failed flush refuses every op not yet run
-  } else {
-    // A durable op is flushed through the WAL descriptor after its commit; without one its batch
-    // commits with FULL (SQLite flushes before COMMIT returns).
-    const bool full = std::any_of(batch.begin(), batch.end(),
-                                  [](const Pending* p) { return p->durability == Durability::kBeforeReturn; }) &&
-                      !WalOpenLocked();
-    lock.unlock();
-    RunBatch(batch, full);
-    lock.lock();
-    ++commits_;
-    if (normal_sync_) ++lazy_commits_;
+  for (;;) {
+    // Lead: take everything queued so far (the caller's op included) into one transaction.
+    leading_ = true;
+    std::vector<Pending*> batch;
+    batch.swap(queue_);
+    if (poisoned_) {
+      for (Pending* p : batch) p->result = *poisoned_;  // a failed flush refuses every op not yet run
+    } else {
+      // A durable op is flushed through the WAL descriptor after its commit; without one its
+      // batch commits with FULL (SQLite flushes before COMMIT returns).
+      const bool full = std::any_of(batch.begin(), batch.end(),
+                                    [](const Pending* p) { return p->durability == Durability::kBeforeReturn; }) &&
+                        !WalOpenLocked();
+      lock.unlock();
+      RunBatch(batch, full);
+      lock.lock();
+      ++commits_;
+      if (normal_sync_) ++lazy_commits_;
+    }
+    for (Pending* p : batch) {
+      if (p->detached) {
+        delete p;  // nobody waits for a Submit'ed op
+        continue;
+      }
+      p->seq = commits_;
+      p->flushed = !normal_sync_;
+      p->done = true;
+      p->cv.notify_one();  // under the lock: |p| lives on its waiter's stack until it sees done
+    }
+    leading_ = false;
+    // The oldest queued waiter leads the next batch (it takes the whole queue).
+    const auto waiter = std::find_if(queue_.begin(), queue_.end(), [](const Pending* p) { return !p->detached; });
+    if (waiter != queue_.end()) {
+      (*waiter)->cv.notify_one();
+      return;
+    }
+    if (queue_.empty()) return;
+    // Only Submit'ed ops are queued: nobody would lead them, so this caller runs them now.
   }
-  for (Pending* p : batch) {
-    p->seq = commits_;
-    p->flushed = !normal_sync_;
-    p->done = true;
-    p->cv.notify_one();  // under the lock: |p| lives on its waiter's stack until it sees done
-  }
-  leading_ = false;
-  // The oldest queued op's waiter leads the next batch (it takes the whole queue).
-  if (!queue_.empty()) queue_.front()->cv.notify_one();
 }
 
 void SqliteWriter::RunBatch(const std::vector<Pending*>& batch, bool full) {

@@ -100,6 +100,13 @@ class SqliteWriter {
   // if the transaction failed, a flush failed, or an earlier flush failed (poisoned writer).
   Status Write(const Op& op, Durability durability = Durability::kBeforeReturn);
 
+  // Submit queues |op| as a kLazy write and returns without waiting for it; its Status is
+  // dropped (for steps whose failure the caller ignores anyway). Ops still run in arrival order:
+  // every later Write, by any thread, runs after it and sees its changes; a later durable Write
+  // makes it durable. Until its batch commits, other connections (readers) do not see it. If no
+  // batch is running the caller runs it now, as Write would. A poisoned writer drops it.
+  void Submit(Op op);
+
   // commits is how many batches (transactions) this writer ran (for tests and metrics: ops /
   // commits is the group size); lazy_commits how many of them ran with synchronous=NORMAL (all
   // but those of the FULL fallback); syncs how many WAL flushes durable ops ran.
@@ -124,6 +131,8 @@ class SqliteWriter {
  private:
   struct Pending {
     const Op* op = nullptr;
+    Op owned;                // a Submit'ed op (|op| points here)
+    bool detached = false;   // Submit'ed: nobody waits; the leader deletes it after its batch
     Durability durability = Durability::kBeforeReturn;
     Status result;
     int64_t seq = 0;       // the batch's number in commit order
@@ -141,7 +150,9 @@ class SqliteWriter {
   // connection cannot be opened the auto-checkpoint stays (correct, only slower).
   void StartCheckpointer(const std::string& path);
   static int OnWalCommit(void* self, sqlite3* db, const char* name, int pages);
-  // LeadBatch runs everything queued as one batch (the caller holds |lock| and the leader role).
+  // LeadBatch runs everything queued as one batch (the caller holds |lock| and takes the leader
+  // role), then hands the role to the oldest queued waiter; if only Submit'ed ops are queued it
+  // runs them too (nobody else would).
   void LeadBatch(std::unique_lock<std::mutex>& lock);
   // RunBatch runs |batch| in one transaction, with synchronous=FULL if |full|.
   void RunBatch(const std::vector<Pending*>& batch, bool full);

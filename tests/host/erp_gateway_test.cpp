@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
+#include "host/breaker.h"
+#include "host/capability_pauses.h"
+#include "host/host_metrics.h"
 #include "host/idempotency_key.h"
 #include "plugins/erp_harness.h"
 
@@ -12,6 +17,60 @@ namespace {
 using testing::ErpHarness;
 
 constexpr const char* kPlugin = "acme-orders";
+constexpr const char* kFulfilCap = "POST /orders/{id}/fulfil";
+
+// CountingOutbox forwards to another outbox and counts the writes of the send path, so a test can
+// say how many store writes one erp_call cost.
+class CountingOutbox final : public Outbox {
+ public:
+  explicit CountingOutbox(Outbox& inner) : inner_(inner) {}
+
+  Result<OutboxAppend> Append(const OutboxRow& row) override {
+    ++appends;
+    last_appended_state = row.state;
+    last_appended_next_attempt_ms = row.next_attempt_ms;
+    return inner_.Append(row);
+  }
+  Result<std::optional<OutboxRow>> Get(const std::string& event_key, int64_t call_index) override {
+    return inner_.Get(event_key, call_index);
+  }
+  Status MarkSent(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) override {
+    ++marked_sent;
+    return inner_.MarkSent(event_key, call_index, next_attempt_ms);
+  }
+  Status MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
+                      const std::string& reply_body) override {
+    ++marked_answered;
+    return inner_.MarkAnswered(event_key, call_index, reply_status, reply_body);
+  }
+  Status MarkDead(const std::string& event_key, int64_t call_index) override {
+    ++marked_dead;
+    return inner_.MarkDead(event_key, call_index);
+  }
+  Status Defer(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) override {
+    ++deferred;
+    return inner_.Defer(event_key, call_index, next_attempt_ms);
+  }
+  Result<bool> Revive(const std::string& event_key, int64_t call_index, int64_t now_ms) override {
+    return inner_.Revive(event_key, call_index, now_ms);
+  }
+  Result<int64_t> ConfirmHeld(const std::string& event_key, int64_t now_ms) override {
+    return inner_.ConfirmHeld(event_key, now_ms);
+  }
+  Result<std::vector<OutboxRow>> ListEvent(const std::string& event_key) override {
+    return inner_.ListEvent(event_key);
+  }
+  Result<std::vector<OutboxRow>> DuePending(int64_t now_ms, int64_t limit) override {
+    return inner_.DuePending(now_ms, limit);
+  }
+
+  std::atomic<int> appends{0}, marked_sent{0}, marked_answered{0}, marked_dead{0}, deferred{0};
+  std::atomic<OutboxState> last_appended_state{OutboxState::kPending};
+  std::atomic<int64_t> last_appended_next_attempt_ms{0};
+
+ private:
+  Outbox& inner_;
+};
 
 class ErpGatewayTest : public ::testing::Test {
  protected:
@@ -249,6 +308,203 @@ TEST_F(ErpGatewayTest, WithoutDlqAnUnauthorizedCallIsRetriedOnTheBackoffThenDead
   EXPECT_EQ((*h.outbox().Get(key_, 0))->state, OutboxState::kDead);
   EXPECT_EQ(h.AuditCount("\"erp_auth_failed\""), 2u);
   EXPECT_EQ(h.erp().requests_total(), 2u);
+}
+
+// ErpGatewayWritesTest counts the outbox writes of the gateway's first send and the worker's
+// resends, with the optional pause mirror, endpoint breaker and metrics wired in.
+class ErpGatewayWritesTest : public ErpGatewayTest {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(ErpGatewayTest::SetUp());
+    counting_ = std::make_unique<CountingOutbox>(h_.outbox());
+    auto breaker = EndpointBreaker::Create(
+        BreakerSpec{1, std::chrono::milliseconds(5'000), std::chrono::milliseconds(30'000), 1}, h_.clock);
+    ASSERT_TRUE(breaker.ok()) << breaker.error().ToString();
+    breaker_ = std::move(breaker).value();
+    auto metrics = HostMetrics::Create(MetricsNames{{}, {kPlugin}, {kFulfilCap, "GET /orders/{id}"}});
+    ASSERT_TRUE(metrics.ok()) << metrics.error().ToString();
+    metrics_ = std::move(metrics).value();
+    h_.env.outbox = counting_.get();
+    h_.env.pauses = &pauses_;
+    h_.env.endpoint_breaker = breaker_.get();
+    h_.env.metrics = metrics_.get();
+    // The worker finds a row's plugin and endpoint through the loaded plugins.
+    h_.env.plugins = std::make_shared<const std::vector<ErpPluginCaps>>(
+        std::vector<ErpPluginCaps>{ErpPluginCaps{kPlugin, *caps_}});
+  }
+  // MetricCount is erp_calls_total{endpoint=|endpoint|,outcome=|outcome|}, −1 when not found.
+  double MetricCount(std::string_view endpoint, std::string_view outcome) const {
+    const std::string text = metrics_->RenderPrometheus();
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      const std::string line = text.substr(start, end - start);
+      if (line.find("erp_calls_total{") != std::string::npos &&
+          line.find("\"" + std::string(endpoint) + "\"") != std::string::npos &&
+          line.find("outcome=\"" + std::string(outcome) + "\"") != std::string::npos) {
+        return std::stod(line.substr(line.rfind(' ') + 1));
+      }
+      start = end + 1;
+    }
+    return -1;
+  }
+  OutboxRow Row(int64_t i = 0) {
+    auto r = h_.outbox().Get(key_, i);
+    CLAWGUARD_CHECK(r.ok() && r->has_value());
+    return **r;
+  }
+  // OpenBreaker makes the fulfil endpoint's breaker open (one failure opens it) for 30 s.
+  void OpenBreaker() {
+    const EndpointBreaker::Permit p = breaker_->Acquire(kFulfilCap);
+    ASSERT_TRUE(p.allowed);
+    ASSERT_TRUE(breaker_->RecordFailure(kFulfilCap, p.probe));
+    ASSERT_EQ(breaker_->StateOf(kFulfilCap), EndpointBreaker::State::kOpen);
+  }
+
+  std::unique_ptr<CountingOutbox> counting_;
+  CapabilityPauses pauses_;
+  std::unique_ptr<EndpointBreaker> breaker_;
+  std::unique_ptr<HostMetrics> metrics_;
+};
+
+TEST_F(ErpGatewayWritesTest, FirstSendIsOneAppendAlreadySentAndNoMarkSent) {
+  auto g = Gateway(h_.Claim(key_));
+  std::string reply;
+  EXPECT_EQ(Call(*g, "POST", "/orders/42/fulfil", R"({"order":42})", &reply), 200);
+  EXPECT_EQ(reply, R"({"ok":true})");
+  EXPECT_EQ(counting_->appends.load(), 1);
+  EXPECT_EQ(counting_->last_appended_state.load(), OutboxState::kSent);
+  EXPECT_EQ(counting_->last_appended_next_attempt_ms.load(), testing::kT0 + 1'000);  // first backoff, no jitter
+  EXPECT_EQ(counting_->marked_sent.load(), 0);
+  EXPECT_EQ(counting_->marked_answered.load(), 1);
+  EXPECT_EQ(counting_->deferred.load(), 0);
+  EXPECT_EQ(counting_->marked_dead.load(), 0);
+  const OutboxRow row = Row(0);
+  EXPECT_EQ(row.state, OutboxState::kAnswered);
+  EXPECT_EQ(row.attempts, 1);
+  EXPECT_EQ(row.reply_status, 200);
+  EXPECT_EQ(h_.erp().requests_total(), 1u);
+  EXPECT_EQ(h_.erp().effects_for_key(ErpCallKey(key_, kPlugin, 0)), 1u);
+  EXPECT_EQ(MetricCount(kFulfilCap, "success"), 1);
+  EXPECT_EQ(breaker_->StateOf(kFulfilCap), EndpointBreaker::State::kClosed);
+
+  // The second call of the delivery costs the same: one append, one answer.
+  EXPECT_EQ(Call(*g, "GET", "/orders/42", "", nullptr), 200);
+  EXPECT_EQ(counting_->appends.load(), 2);
+  EXPECT_EQ(counting_->marked_sent.load(), 0);
+  EXPECT_EQ(counting_->marked_answered.load(), 2);
+  EXPECT_EQ(Row(1).attempts, 1);
+  EXPECT_EQ(Row(1).state, OutboxState::kAnswered);
+}
+
+TEST_F(ErpGatewayWritesTest, PausedCapabilityAppendsThePendingRowDeferredAndSendsNothing) {
+  pauses_.MarkPaused(kPlugin, kFulfilCap);
+  auto g = Gateway(h_.Claim(key_));
+  EXPECT_EQ(Call(*g, "POST", "/orders/42/fulfil", "{}", nullptr), CG_UNAVAILABLE);
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
+  EXPECT_EQ(counting_->appends.load(), 1);
+  EXPECT_EQ(counting_->marked_sent.load(), 0);
+  EXPECT_EQ(counting_->deferred.load(), 0);  // appended with the deferral: no second write
+  const OutboxRow row = Row(0);
+  EXPECT_EQ(row.state, OutboxState::kPending);
+  EXPECT_EQ(row.attempts, 0);
+  EXPECT_EQ(row.next_attempt_ms, testing::kT0 + kPausedRecheckMs);
+  EXPECT_EQ(MetricCount(kFulfilCap, "paused"), 1);
+  EXPECT_EQ(MetricCount(kFulfilCap, "success"), 0);
+
+  // The worker does not see it before the recheck time, and while the pause lasts it defers it.
+  auto worker = RetryWorker::Create(h_.env);
+  ASSERT_TRUE(worker.ok());
+  EXPECT_TRUE(h_.outbox().DuePending(testing::kT0 + kPausedRecheckMs - 1, 10)->empty());
+  auto held = (*worker)->DrainPending(testing::kT0 + kPausedRecheckMs);
+  ASSERT_TRUE(held.ok());
+  EXPECT_EQ(held->not_sent, 1);
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
+  EXPECT_EQ(Row(0).attempts, 0);
+  EXPECT_EQ(MetricCount(kFulfilCap, "paused"), 2);
+}
+
+TEST_F(ErpGatewayWritesTest, OpenBreakerAppendsThePendingRowAtTheCooldownThenTheWorkerSendsIt) {
+  ASSERT_NO_FATAL_FAILURE(OpenBreaker());
+  auto g = Gateway(h_.Claim(key_));
+  EXPECT_EQ(Call(*g, "POST", "/orders/42/fulfil", "{}", nullptr), CG_UNAVAILABLE);
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
+  EXPECT_EQ(counting_->appends.load(), 1);
+  EXPECT_EQ(counting_->last_appended_state.load(), OutboxState::kPending);
+  EXPECT_EQ(counting_->marked_sent.load(), 0);
+  EXPECT_EQ(counting_->deferred.load(), 0);
+  OutboxRow row = Row(0);
+  EXPECT_EQ(row.state, OutboxState::kPending);
+  EXPECT_EQ(row.attempts, 0);
+  EXPECT_EQ(row.next_attempt_ms, testing::kT0 + 30'000);  // when the breaker half-opens
+  EXPECT_EQ(MetricCount(kFulfilCap, "breaker_open"), 1);
+
+  // After the cool-down the worker's probe sends it (marked sent: attempts 1) and closes the breaker.
+  auto worker = RetryWorker::Create(h_.env);
+  ASSERT_TRUE(worker.ok());
+  auto early = (*worker)->DrainPending(testing::kT0 + 29'999);
+  ASSERT_TRUE(early.ok());
+  EXPECT_EQ(early->answered + early->not_sent, 0);
+  h_.clock.Advance(30'000);
+  auto drained = (*worker)->DrainPending(h_.clock.NowMillis());
+  ASSERT_TRUE(drained.ok());
+  EXPECT_EQ(drained->answered, 1);
+  EXPECT_EQ(counting_->marked_sent.load(), 1);
+  row = Row(0);
+  EXPECT_EQ(row.state, OutboxState::kAnswered);
+  EXPECT_EQ(row.attempts, 1);
+  EXPECT_EQ(breaker_->StateOf(kFulfilCap), EndpointBreaker::State::kClosed);
+  EXPECT_EQ(h_.erp().effects_for_key(ErpCallKey(key_, kPlugin, 0)), 1u);
+}
+
+TEST_F(ErpGatewayWritesTest, ExistingRowIsAnsweredFromTheOutboxEvenWhenPausedAndNothingIsCounted) {
+  const int64_t t1 = h_.Claim(key_);
+  auto first = Gateway(t1);
+  EXPECT_EQ(Call(*first, "POST", "/orders/42/fulfil", "{}", nullptr), 200);
+  pauses_.MarkPaused(kPlugin, kFulfilCap);
+  auto again = Gateway(h_.Retry(key_, t1));
+  std::string reply;
+  EXPECT_EQ(Call(*again, "POST", "/orders/42/fulfil", "{}", &reply), 200);  // kExisting: as before
+  EXPECT_EQ(reply, R"({"ok":true})");
+  EXPECT_EQ(h_.erp().requests_total(), 1u);
+  EXPECT_EQ(MetricCount(kFulfilCap, "paused"), 0);
+  EXPECT_EQ(counting_->marked_sent.load(), 0);
+  EXPECT_EQ(counting_->deferred.load(), 0);
+  EXPECT_EQ(Row(0).attempts, 1);
+}
+
+TEST_F(ErpGatewayWritesTest, TheRetryWorkerStillMarksSentBeforeEachResend) {
+  h_.sender().down = true;
+  auto g = Gateway(h_.Claim(key_));
+  EXPECT_EQ(Call(*g, "POST", "/orders/9/fulfil", "{}", nullptr), CG_UNAVAILABLE);
+  EXPECT_EQ(counting_->appends.load(), 1);
+  EXPECT_EQ(counting_->marked_sent.load(), 0);
+  OutboxRow row = Row(0);
+  EXPECT_EQ(row.state, OutboxState::kSent);
+  EXPECT_EQ(row.attempts, 1);
+  EXPECT_EQ(row.next_attempt_ms, testing::kT0 + 1'000);
+  EXPECT_EQ(MetricCount(kFulfilCap, "transport_error"), 1);
+
+  // That failure opened the breaker (one failure opens this one): the resend is its probe, after
+  // the cool-down.
+  EXPECT_EQ(breaker_->StateOf(kFulfilCap), EndpointBreaker::State::kOpen);
+  h_.sender().down = false;
+  auto worker = RetryWorker::Create(h_.env);
+  ASSERT_TRUE(worker.ok());
+  h_.clock.Advance(30'000);
+  auto drained = (*worker)->DrainPending(h_.clock.NowMillis());
+  ASSERT_TRUE(drained.ok());
+  EXPECT_EQ(drained->answered, 1);
+  EXPECT_EQ(counting_->marked_sent.load(), 1);
+  EXPECT_EQ(counting_->marked_answered.load(), 1);
+  row = Row(0);
+  EXPECT_EQ(row.state, OutboxState::kAnswered);
+  EXPECT_EQ(row.attempts, 2);
+  EXPECT_EQ(breaker_->StateOf(kFulfilCap), EndpointBreaker::State::kClosed);
+  const auto reqs = h_.erp().requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].headers.Get("Idempotency-Key").value_or(""), ErpCallKey(key_, kPlugin, 0));
 }
 
 TEST(RetryWorkerTest, RefusesAnIncompleteEnvOrABadPolicy) {

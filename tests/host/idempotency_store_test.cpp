@@ -337,9 +337,11 @@ TYPED_TEST(StoreConformanceTest, HeldRowsWaitForConfirmation) {
   OutboxRow later = this->Row(kKey, c.fencing_token, 1, "{}");
   later.next_attempt_ms = kT0 + 5'000;  // the gateway about to send it passes now + backoff
   ASSERT_EQ(this->outbox_->Append(later)->kind, OutboxAppend::Kind::kAppended);
-  OutboxRow bad = this->Row(kKey, c.fencing_token, 2, "{}");
-  bad.state = OutboxState::kSent;
-  EXPECT_EQ(this->outbox_->Append(bad).error().reason(), Reason::kInternal);
+  for (OutboxState s : {OutboxState::kAnswered, OutboxState::kDead}) {
+    OutboxRow bad = this->Row(kKey, c.fencing_token, 2, "{}");
+    bad.state = s;
+    EXPECT_EQ(this->outbox_->Append(bad).error().reason(), Reason::kInternal) << OutboxStateName(s);
+  }
 
   EXPECT_TRUE(this->outbox_->DuePending(kT0 + 1'000, 10)->empty());  // held never due; call 1 not yet
   auto listed = this->outbox_->ListEvent(kKey);
@@ -357,6 +359,97 @@ TYPED_TEST(StoreConformanceTest, HeldRowsWaitForConfirmation) {
   EXPECT_EQ((*due)[0].call_index, 0);
   EXPECT_EQ((*due)[0].state, OutboxState::kPending);
   EXPECT_EQ((*due)[0].next_attempt_ms, kT0 + 2'000);
+}
+
+TYPED_TEST(StoreConformanceTest, NoteAnswerStoresTheAnswerForLaterWrites) {
+  // The gateway does not wait for it; a later write of the store (here: Complete) runs after it.
+  const ClaimOutcome c = this->MustClaim(kKey, kFp);
+  OutboxRow sent = this->Row(kKey, c.fencing_token, 0, "{\"qty\":1}");
+  sent.state = OutboxState::kSent;
+  sent.next_attempt_ms = kT0 + 1'000;
+  ASSERT_TRUE(this->outbox_->Append(sent).ok());
+  this->outbox_->NoteAnswer(kKey, 0, 201, "{\"ok\":true}");
+  // A re-run plugin's call meets the answered row through Append (a write, so after the note).
+  auto again = this->outbox_->Append(sent);
+  ASSERT_TRUE(again.ok()) << again.error().ToString();
+  EXPECT_EQ(again->kind, OutboxAppend::Kind::kExisting);
+  EXPECT_EQ(again->row.state, OutboxState::kAnswered);
+  EXPECT_EQ(again->row.reply_status, 201);
+  EXPECT_EQ(again->row.reply_body, "{\"ok\":true}");
+  EXPECT_TRUE(this->outbox_->DuePending(kT0 + 10'000, 10)->empty());  // never resent
+  // A note for a row that is not there changes nothing and reports nothing.
+  this->outbox_->NoteAnswer(kKey, 9, 200, "{}");
+  EXPECT_FALSE(this->outbox_->Get(kKey, 9)->has_value());
+}
+
+TYPED_TEST(StoreConformanceTest, RowAppendedAsSentRecordsTheFirstAttempt) {
+  // The gateway's first send: the append is the send's record (no MarkSent).
+  const ClaimOutcome c = this->MustClaim(kKey, kFp);
+  OutboxRow sent = this->Row(kKey, c.fencing_token, 0, "{\"qty\":1}");
+  sent.state = OutboxState::kSent;
+  sent.attempts = 7;  // ignored: the store decides
+  sent.next_attempt_ms = kT0 + 1'000;
+  auto appended = this->outbox_->Append(sent);
+  ASSERT_TRUE(appended.ok()) << appended.error().ToString();
+  EXPECT_EQ(appended->kind, OutboxAppend::Kind::kAppended);
+  EXPECT_EQ(appended->row.state, OutboxState::kSent);
+  EXPECT_EQ(appended->row.attempts, 1);  // what was stored
+  EXPECT_EQ(appended->row.next_attempt_ms, kT0 + 1'000);
+  auto row = this->outbox_->Get(kKey, 0);
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ((*row)->state, OutboxState::kSent);
+  EXPECT_EQ((*row)->attempts, 1);
+  EXPECT_EQ((*row)->next_attempt_ms, kT0 + 1'000);
+  EXPECT_EQ((*row)->reply_status, 0);
+  EXPECT_EQ((*row)->idempotency_key, "erp-key-0");
+  // A pending row appended beside it keeps attempts 0.
+  OutboxRow pending = this->Row(kKey, c.fencing_token, 1, "{}");
+  pending.attempts = 3;  // ignored too
+  pending.next_attempt_ms = kT0 + 5'000;
+  auto p = this->outbox_->Append(pending);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->row.attempts, 0);
+  EXPECT_EQ((*this->outbox_->Get(kKey, 1))->attempts, 0);
+
+  // Not due before its next attempt; then due once, as sent, for the retry worker.
+  EXPECT_TRUE(this->outbox_->DuePending(kT0 + 999, 10)->empty());
+  auto due = this->outbox_->DuePending(kT0 + 1'000, 10);
+  ASSERT_TRUE(due.ok());
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].call_index, 0);
+  EXPECT_EQ((*due)[0].state, OutboxState::kSent);
+  EXPECT_EQ((*due)[0].attempts, 1);
+  // A resend counts on from there.
+  ASSERT_TRUE(this->outbox_->MarkSent(kKey, 0, kT0 + 3'000).ok());
+  EXPECT_EQ((*this->outbox_->Get(kKey, 0))->attempts, 2);
+
+  // Appending the same call again (a re-run) meets the row as it is, whatever state is asked for.
+  OutboxRow rerun = this->Row(kKey, c.fencing_token, 0, "{\"qty\":1}");
+  rerun.state = OutboxState::kSent;
+  auto existing = this->outbox_->Append(rerun);
+  ASSERT_TRUE(existing.ok());
+  EXPECT_EQ(existing->kind, OutboxAppend::Kind::kExisting);
+  EXPECT_EQ(existing->row.attempts, 2);
+  EXPECT_EQ(existing->row.next_attempt_ms, kT0 + 3'000);
+  rerun.body = "{\"qty\":2}";
+  rerun.body_sha256 = Sha256Hex(rerun.body);
+  EXPECT_EQ(this->outbox_->Append(rerun)->kind, OutboxAppend::Kind::kMismatch);
+  EXPECT_EQ((*this->outbox_->Get(kKey, 0))->attempts, 2);
+  // A fenced sent append writes nothing.
+  OutboxRow fenced = this->Row(std::string(64, '9'), 1, 0, "{}");
+  fenced.state = OutboxState::kSent;
+  EXPECT_EQ(this->outbox_->Append(fenced)->kind, OutboxAppend::Kind::kFenced);
+  EXPECT_FALSE(this->outbox_->Get(std::string(64, '9'), 0)->has_value());
+
+  // Any state but pending, sent or held is refused and writes nothing.
+  for (OutboxState s : {OutboxState::kAnswered, OutboxState::kDead}) {
+    OutboxRow bad = this->Row(kKey, c.fencing_token, 5, "{}");
+    bad.state = s;
+    auto refused = this->outbox_->Append(bad);
+    ASSERT_FALSE(refused.ok()) << OutboxStateName(s);
+    EXPECT_EQ(refused.error().reason(), Reason::kInternal);
+  }
+  EXPECT_FALSE(this->outbox_->Get(kKey, 5)->has_value());
 }
 
 TYPED_TEST(StoreConformanceTest, DeferMovesTheNextAttemptWithoutCountingOne) {

@@ -439,8 +439,71 @@ TEST(SqliteWriterTest, FailedFlushPoisonsTheWriter) {
   };
   EXPECT_EQ(w->Write(op, Durability::kLazy).reason(), Reason::kStoreUnavailable);
   EXPECT_EQ(w->Write(op).reason(), Reason::kStoreUnavailable);
+  w->Submit(op);                                 // dropped
   EXPECT_FALSE(ran_after.load());                // refused before running
   EXPECT_EQ(w->syncs() - syncs_before, 1);       // and no retried flush
+}
+
+TEST(SqliteWriterTest, SubmittedOpRunsNowWhenNoBatchRuns) {
+  clawguard::testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  std::shared_ptr<SqliteWriter> w = NewTable(path);
+  ASSERT_NE(w, nullptr);
+  std::atomic<int64_t> level{0};
+  const int64_t commits = w->commits();
+  w->Submit(InsertOp(7, level));
+  EXPECT_EQ(w->commits(), commits + 1);  // committed by the caller before Submit returned
+  EXPECT_EQ(CountRows(path, "t"), 1);
+}
+
+TEST(SqliteWriterTest, SubmitDuringABatchReturnsAtOnceAndRunsBeforeLaterWrites) {
+  clawguard::testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  std::shared_ptr<SqliteWriter> w = NewTable(path);
+  ASSERT_NE(w, nullptr);
+  std::atomic<int64_t> level{0};
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  // A batch that stays open until the test releases it.
+  std::future<Status> leader = std::async(std::launch::async, [&] {
+    return w->Write(
+        [&](SqliteDb& db) {
+          entered.set_value();
+          released.wait();
+          return InsertOp(1, level)(db);
+        },
+        Durability::kLazy);
+  });
+  entered.get_future().wait();
+  w->Submit(InsertOp(2, level));  // returns although the writer is busy
+  EXPECT_EQ(w->queued(), 1);
+  w->Submit(InsertOp(3, level));
+  EXPECT_EQ(w->queued(), 2);
+  release.set_value();
+  ASSERT_TRUE(leader.get().ok());
+  // Nobody waited for the Submit'ed ops: the leader ran them before it returned.
+  EXPECT_EQ(w->queued(), 0);
+  EXPECT_EQ(CountRows(path, "t"), 3);
+  // And a later Write sees them (arrival order): inserting 2 again fails on the primary key.
+  EXPECT_FALSE(w->Write(InsertOp(2, level), Durability::kLazy).ok());
+}
+
+TEST(SqliteWriterTest, SubmittedOpIsMadeDurableByTheNextDurableWrite) {
+  clawguard::testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  std::shared_ptr<SqliteWriter> w = NewTable(path);
+  ASSERT_NE(w, nullptr);
+  std::atomic<int64_t> level{0};
+  std::atomic<int> flushes{0};
+  w->SetSyncForTesting([&](int fd) {
+    ++flushes;
+    return ::fdatasync(fd) == 0 ? 0 : errno;
+  });
+  w->Submit(InsertOp(1, level));
+  EXPECT_EQ(flushes.load(), 0);  // lazy: no flush of its own
+  ASSERT_TRUE(w->Write(InsertOp(2, level)).ok());
+  EXPECT_EQ(flushes.load(), 1);  // one flush after both commits covers both
+  EXPECT_EQ(CountRows(path, "t"), 2);
 }
 
 // TraceLog records the SQL the writer's connection runs (sqlite3_trace_v2 on it, from an op).

@@ -8,7 +8,9 @@
 // kMismatch (the event is dead-lettered by the caller).
 //
 // Life of a row: pending (or held, for a level-3 intent, until ConfirmHeld) → sent (MarkSent per
-// send attempt) → answered (a final ERP answer) or dead (retries spent, or a mismatch). The row is
+// send attempt) → answered (a final ERP answer) or dead (retries spent, or a mismatch). A row the
+// gateway sends at once is appended already sent (attempts 1): the append records the call and its
+// first send attempt in one write, and only resends go through MarkSent. The row is
 // the retry queue: Defer moves its next attempt without counting one (paused capability, open
 // breaker, ERP 429 / 401 / 403), and Revive puts a dead or answered row back in the queue when an
 // operator replays its call-level DLQ entry (host/erp_send.h has the triage).
@@ -77,10 +79,14 @@ class Outbox {
  public:
   virtual ~Outbox() = default;
 
-  // Append writes |row| unless fenced or already there (see above). The new row has attempts 0,
-  // no reply, and |row.state| (kPending, or kHeld for a level-3 intent; anything else is
-  // kInternal) and |row.next_attempt_ms| as given: the gateway that is about to send the row
-  // itself passes now + the first backoff, so the retry worker does not send it at the same time.
+  // Append writes |row| unless fenced or already there (see above). The new row has no reply,
+  // |row.state| and |row.next_attempt_ms| as given, and attempts 0 — except a kSent row, which
+  // has attempts 1: it records the gateway's first send attempt in the same write that records
+  // the call, as MarkSent would have (the gateway passes now + the jittered first backoff, so
+  // the retry worker does not send it at the same time). Allowed states: kPending (a call not
+  // sent now: due at |row.next_attempt_ms|), kSent, kHeld (a level-3 intent); anything else is
+  // kInternal. kAppended's row is the row as stored (its attempts included); kExisting and
+  // kMismatch keep the existing row's state and attempts, whatever |row.state| asked for.
   virtual Result<OutboxAppend> Append(const OutboxRow& row) = 0;
   virtual Result<std::optional<OutboxRow>> Get(const std::string& event_key, int64_t call_index) = 0;
   // MarkSent records one send attempt: attempts + 1, state sent, next attempt at |next_attempt_ms|
@@ -89,6 +95,15 @@ class Outbox {
   // MarkAnswered stores the ERP's answer (state answered).
   virtual Status MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
                               const std::string& reply_body) = 0;
+  // NoteAnswer is MarkAnswered for a caller that does not need its result (the gateway and the
+  // retry worker: a lost answer is fetched again by a resend with the same Idempotency-Key). An
+  // engine may apply it after returning, in order with its later writes: every later write to the
+  // same store sees it, and a later durable write makes it durable; until then a read may still
+  // see the row sent. The default applies it at once.
+  virtual void NoteAnswer(const std::string& event_key, int64_t call_index, int reply_status,
+                          const std::string& reply_body) {
+    (void)MarkAnswered(event_key, call_index, reply_status, reply_body);
+  }
   // MarkDead moves the row to dead (dead-lettered; never sent again unless Revive'd).
   virtual Status MarkDead(const std::string& event_key, int64_t call_index) = 0;
   // Defer gives a pending or sent row a new next attempt at |next_attempt_ms| WITHOUT counting an

@@ -1,0 +1,126 @@
+// spare_threads_test.cpp — SpareThreads: a finished thread takes the next task, a busy (hung) one
+// never delays another task, a spare thread ends when none comes. No test asserts a duration.
+#include "host/spare_threads.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace clawguard::host {
+namespace {
+
+// Gate is a one-shot latch.
+class Gate {
+ public:
+  void Open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+// WaitFor polls |pred| (bounded: a broken pool fails the test instead of hanging it).
+template <class Pred>
+bool WaitFor(Pred pred) {
+  for (int i = 0; i < 20'000; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return pred();
+}
+
+TEST(SpareThreadsTest, AFinishedThreadRunsTheNextTask) {
+  SpareThreads pool(std::chrono::minutes(1));
+  std::thread::id first, second;
+  Gate done1, done2;
+  pool.Run([&] {
+    first = std::this_thread::get_id();
+    done1.Open();
+  });
+  done1.Wait();
+  ASSERT_TRUE(WaitFor([&] { return pool.spare() == 1; }));
+  pool.Run([&] {
+    second = std::this_thread::get_id();
+    done2.Open();
+  });
+  done2.Wait();
+  EXPECT_EQ(first, second);
+  EXPECT_EQ(pool.started(), 1);
+}
+
+TEST(SpareThreadsTest, ABusyThreadNeverDelaysAnotherTask) {
+  SpareThreads pool(std::chrono::minutes(1));
+  Gate hung, other_ran;
+  pool.Run([&] { hung.Wait(); });  // a plugin that does not return
+  pool.Run([&] { other_ran.Open(); });
+  other_ran.Wait();  // would hang here if the second task waited for the first thread
+  EXPECT_EQ(pool.started(), 2);
+  hung.Open();
+}
+
+TEST(SpareThreadsTest, EveryTaskRunsExactlyOnceUnderConcurrentSubmitters) {
+  SpareThreads pool(std::chrono::minutes(1));
+  constexpr int kSubmitters = 8;
+  constexpr int kTasksEach = 250;
+  std::atomic<int> ran{0};
+  std::mutex mu;
+  std::set<int> seen;
+  bool duplicate = false;
+  std::vector<std::thread> submitters;
+  for (int s = 0; s < kSubmitters; ++s) {
+    submitters.emplace_back([&, s] {
+      for (int i = 0; i < kTasksEach; ++i) {
+        const int id = s * kTasksEach + i;
+        pool.Run([&, id] {
+          {
+            std::lock_guard lock(mu);
+            duplicate = duplicate || !seen.insert(id).second;
+          }
+          ran.fetch_add(1);
+        });
+      }
+    });
+  }
+  for (auto& t : submitters) t.join();
+  ASSERT_TRUE(WaitFor([&] { return ran.load() == kSubmitters * kTasksEach; }));
+  EXPECT_FALSE(duplicate);
+  EXPECT_LT(pool.started(), kSubmitters * kTasksEach);  // threads were reused
+}
+
+TEST(SpareThreadsTest, ASpareThreadEndsWhenNoTaskComes) {
+  SpareThreads pool(std::chrono::milliseconds(20));
+  Gate done;
+  pool.Run([&] { done.Open(); });
+  done.Wait();
+  ASSERT_TRUE(WaitFor([&] { return pool.spare() == 0; }));
+  // The next task starts a new thread.
+  Gate again;
+  pool.Run([&] { again.Open(); });
+  again.Wait();
+  EXPECT_EQ(pool.started(), 2);
+}
+
+TEST(SpareThreadsTest, TaskCapturesAreReleasedBeforeTheThreadWaits) {
+  SpareThreads pool(std::chrono::minutes(1));
+  auto held = std::make_shared<int>(7);
+  std::weak_ptr<int> watch = held;
+  pool.Run([held = std::move(held)] { (void)*held; });
+  ASSERT_TRUE(WaitFor([&] { return pool.spare() == 1; }));
+  EXPECT_TRUE(watch.expired());  // a spare thread keeps nothing of the last delivery alive
+}
+
+}  // namespace
+}  // namespace clawguard::host
