@@ -101,6 +101,11 @@ bool HasControl(std::string_view s) {
   return false;
 }
 
+// The stream is bound to the io_context's concrete executor type rather than the type-erased
+// any_io_executor of beast::tcp_stream: its timer and I/O operations then copy a pointer instead of
+// building and destroying an erased executor each time (as in http_server.cpp).
+using ClientStream = beast::basic_stream<tcp, asio::io_context::executor_type>;
+
 // Connection is one TCP (or TLS) connection with its own io_context. Used by one thread at a time.
 class Connection {
  public:
@@ -112,7 +117,7 @@ class Connection {
     }
   }
 
-  beast::tcp_stream& Lowest() { return tls_ ? beast::get_lowest_layer(*tls_) : *plain_; }
+  ClientStream& Lowest() { return tls_ ? beast::get_lowest_layer(*tls_) : *plain_; }
   bool connected() const { return connected_; }
 
   // Connect resolves, connects and (for https) handshakes with hostname verification.
@@ -238,8 +243,8 @@ class Connection {
 
   const Target& target_;
   asio::io_context ioc_{1};
-  std::optional<beast::tcp_stream> plain_;
-  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
+  std::optional<ClientStream> plain_;
+  std::optional<beast::ssl_stream<ClientStream>> tls_;
   beast::flat_buffer buffer_;
   bool connected_ = false;
   bool reusable_ = false;

@@ -107,11 +107,6 @@ class SqliteWriter::Checkpointer {
   std::thread thread_;      // last: starts after the members above exist
 };
 
-namespace {
-// The WAL size (pages) at which a commit wakes the checkpointer: SQLite's auto-checkpoint default.
-constexpr int kCheckpointPages = 1000;
-}  // namespace
-
 SqliteWriter::SqliteWriter(std::unique_ptr<SqliteDb> db)
     : db_(std::move(db)), db_file_(DbFile(*db_)), wal_file_(WalFile(*db_)), sync_(Fdatasync) {}
 
@@ -130,7 +125,7 @@ void SqliteWriter::StartCheckpointer(const std::string& path) {
 }
 
 int SqliteWriter::OnWalCommit(void* self, sqlite3*, const char*, int pages) {
-  if (pages >= kCheckpointPages) static_cast<SqliteWriter*>(self)->checkpointer_->Request();
+  if (pages >= kCheckpointFrames) static_cast<SqliteWriter*>(self)->checkpointer_->Request();
   return SQLITE_OK;
 }
 

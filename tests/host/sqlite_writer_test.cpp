@@ -616,8 +616,9 @@ TEST(SqliteWriterTest, CheckpointsRunBesideTheWriter) {
   ASSERT_TRUE(writer.ok()) << writer.error().ToString();
   std::shared_ptr<SqliteWriter> w = *writer;
   ASSERT_TRUE(w->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE big (id INTEGER PRIMARY KEY, b BLOB)"); }).ok());
-  const std::string blob(8192, 'x');  // 2+ pages per row
-  for (int i = 0; i < 600; ++i) {
+  const std::string blob(65536, 'x');  // 16+ pages per row
+  const int rows = SqliteWriter::kCheckpointFrames / 16 + 100;  // past the checkpoint threshold
+  for (int i = 0; i < rows; ++i) {
     ASSERT_TRUE(w->Write(
                      [&](SqliteDb& db) {
                        auto st = db.Prepare("INSERT INTO big (b) VALUES (?1)");
@@ -633,7 +634,7 @@ TEST(SqliteWriterTest, CheckpointsRunBesideTheWriter) {
   EXPECT_GE(w->checkpoints(), 1);
   // The copied pages are in the database file itself: it grew well past its empty size.
   EXPECT_GT(std::filesystem::file_size(path), 1'000'000u);
-  EXPECT_EQ(CountRows(path, "big"), 600);
+  EXPECT_EQ(CountRows(path, "big"), rows);
 }
 
 TEST(SqliteWriterTest, OneWriterPerFileIsShared) {
