@@ -63,12 +63,16 @@ TEST(SpareThreadsTest, AFinishedThreadRunsTheNextTask) {
 
 TEST(SpareThreadsTest, ABusyThreadNeverDelaysAnotherTask) {
   SpareThreads pool(std::chrono::minutes(1));
-  Gate hung, other_ran;
-  pool.Run([&] { hung.Wait(); });  // a plugin that does not return
+  Gate hung, hung_returned, other_ran;
+  pool.Run([&] {  // a plugin that does not return (until the test lets it)
+    hung.Wait();
+    hung_returned.Open();
+  });
   pool.Run([&] { other_ran.Open(); });
   other_ran.Wait();  // would hang here if the second task waited for the first thread
   EXPECT_EQ(pool.started(), 2);
   hung.Open();
+  hung_returned.Wait();  // the gates outlive every task that uses them
 }
 
 TEST(SpareThreadsTest, EveryTaskRunsExactlyOnceUnderConcurrentSubmitters) {
