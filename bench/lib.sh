@@ -1,0 +1,82 @@
+# bench/lib.sh — what bench/host_bench.sh and bench/multihost_bench.sh share (sourced, not run).
+# The caller sets $work (and cd's into it), $repo, $here, $cg, $hook, $stage, $module and an
+# array pids (processes to stop at exit), and runs under `set -euo pipefail`.
+
+json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# bench_sign_plugin: a throwaway SoftHSM2 token and P-256 key, the test PKI with a release leaf
+# for that key, and the example plugin packed and signed in the token. Writes trust.yaml (the
+# root pinned by its absolute path, so hosts may run in subdirectories) and allowlist.yaml; sets
+# $pkg. The PIN travels in the environment (BENCH_PIN), never in argv.
+bench_sign_plugin() {
+  local pin="bench-pin-$$" uri root_pin
+  mkdir -p tokens
+  printf 'directories.tokendir = %s/tokens\nobjectstore.backend = file\nlog.level = ERROR\n' "$work" >softhsm2.conf
+  export SOFTHSM2_CONF="$work/softhsm2.conf"
+  softhsm2-util --init-token --free --label bench --pin "$pin" --so-pin "so-$pin" >/dev/null
+  export BENCH_PIN="$pin"
+  uri="$("$cg" keys generate --module "$module" --token bench --label bench-key --pin-source env:BENCH_PIN --json |
+         sed -n 's/.*"uri":"\([^"]*\)".*/\1/p')"
+  "$repo/ci/make-test-pki" --out pki >/dev/null
+  "$cg" keys csr --module "$module" --key "$uri" --pin-source env:BENCH_PIN --subject "/O=acme/CN=acme release" \
+    --out rel.csr 2>/dev/null
+  "$repo/ci/make-test-pki" --out pki --csr rel.csr --leaf release >/dev/null
+  "$cg" pack --manifest "$stage/manifest.yaml" --out plugins >/dev/null
+  pkg=plugins/acme-orders-1.4.2.claw
+  "$cg" sign --module "$module" --key "$uri" --pin-source env:BENCH_PIN --chain pki/release-chain.pem --no-ledger \
+    "$pkg" >/dev/null
+  root_pin=$(openssl x509 -in pki/root.pem -outform DER | sha256sum | cut -d' ' -f1)
+  cat >trust.yaml <<YAML
+schema: clawguard/trust/v1
+mode: enforce
+roots:
+  - file: $work/pki/root.pem
+    sha256: $root_pin
+require_eku: codeSigning
+publishers:
+  acme: ["acme-*"]
+threshold: 1
+revoked: { certificates: [], keys: [], crls: [] }
+allowlist_signer: null
+rollback: refuse
+limits: { max_package: 16MiB, max_unpacked: 64MiB, max_entries: 8, max_ratio: 100 }
+elf: { allowed_needed: [libc.so.6] }
+YAML
+  printf 'schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2099-12-31T00:00:00Z\nplugins:\n  - { name: acme-orders, version: 1.4.2, sha256: %s }\n' \
+    "$(sha256sum "$pkg" | cut -d' ' -f1)" >allowlist.yaml
+}
+
+# bench_start_nginx WORKER_PROCESSES: nginx answering 200 '{}' to everything on a free loopback
+# port (the ERP, and host_bench's reference); sets $nginx_port and waits until it answers.
+bench_start_nginx() {
+  nginx_port=$(free_port)
+  mkdir -p nginx-tmp
+  cat >nginx.conf <<NGINX
+daemon off;
+worker_processes $1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx-tmp/body;
+  proxy_temp_path $work/nginx-tmp/proxy;
+  fastcgi_temp_path $work/nginx-tmp/fastcgi;
+  uwsgi_temp_path $work/nginx-tmp/uwsgi;
+  scgi_temp_path $work/nginx-tmp/scgi;
+  keepalive_requests 10000000;
+  server {
+    listen 127.0.0.1:$nginx_port;
+    location / { default_type application/json; return 200 '{}'; }
+  }
+}
+NGINX
+  nginx -p "$work" -c "$work/nginx.conf" &
+  pids+=($!)
+  local _
+  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$nginx_port/" && break; sleep 0.05; done
+}
+
+# gen N PREFIX OUT: N distinct pre-signed first-time requests (clawguard-webhook gen) into OUT.
+gen() { "$hook" gen "$1" --secret-env BENCH_WHSEC --template "$here/host_event_template.json" --id-prefix "$2" --out "$3" >/dev/null; }
