@@ -1,16 +1,15 @@
-# bench/lib.sh — what bench/host_bench.sh and bench/multihost_bench.sh share (sourced, not run).
-# The caller sets $work (and cd's into it), $repo, $here, $cg, $hook, $stage, $module and an
-# array pids (processes to stop at exit), and runs under `set -euo pipefail`.
+# bench/lib.sh — what the bench scripts share (sourced, not run). The caller sets $work (and cd's
+# into it), $repo, $here, $cg and $module; bench_sign_plugin also needs $stage, gen $hook,
+# bench_start_nginx an array pids (processes to stop at exit). Runs under `set -euo pipefail`.
 
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# bench_sign_plugin: a throwaway SoftHSM2 token and P-256 key, the test PKI with a release leaf
-# for that key, and the example plugin packed and signed in the token. Writes trust.yaml (the
-# root pinned by its absolute path, so hosts may run in subdirectories) and allowlist.yaml; sets
-# $pkg. The PIN travels in the environment (BENCH_PIN), never in argv.
-bench_sign_plugin() {
-  local pin="bench-pin-$$" uri root_pin
+# bench_token_and_leaf SUBJECT LEAF: a throwaway SoftHSM2 token with a P-256 key, and the test PKI
+# (ci/make-test-pki) with a LEAF certificate for that key (pki/LEAF-chain.pem); sets $uri and $pin
+# (a throwaway PIN). ClawGuard gets the PIN through the environment (BENCH_PIN), never in argv.
+bench_token_and_leaf() {
+  pin="bench-pin-$$"
   mkdir -p tokens
   printf 'directories.tokendir = %s/tokens\nobjectstore.backend = file\nlog.level = ERROR\n' "$work" >softhsm2.conf
   export SOFTHSM2_CONF="$work/softhsm2.conf"
@@ -19,14 +18,15 @@ bench_sign_plugin() {
   uri="$("$cg" keys generate --module "$module" --token bench --label bench-key --pin-source env:BENCH_PIN --json |
          sed -n 's/.*"uri":"\([^"]*\)".*/\1/p')"
   "$repo/ci/make-test-pki" --out pki >/dev/null
-  "$cg" keys csr --module "$module" --key "$uri" --pin-source env:BENCH_PIN --subject "/O=acme/CN=acme release" \
-    --out rel.csr 2>/dev/null
-  "$repo/ci/make-test-pki" --out pki --csr rel.csr --leaf release >/dev/null
-  "$cg" pack --manifest "$stage/manifest.yaml" --out plugins >/dev/null
-  pkg=plugins/acme-orders-1.4.2.claw
-  "$cg" sign --module "$module" --key "$uri" --pin-source env:BENCH_PIN --chain pki/release-chain.pem --no-ledger \
-    "$pkg" >/dev/null
-  root_pin=$(openssl x509 -in pki/root.pem -outform DER | sha256sum | cut -d' ' -f1)
+  "$cg" keys csr --module "$module" --key "$uri" --pin-source env:BENCH_PIN --subject "$1" --out "$2.csr" 2>/dev/null
+  "$repo/ci/make-test-pki" --out pki --csr "$2.csr" --leaf "$2" >/dev/null
+}
+
+# bench_trust_yaml PATTERN LIMITS: trust.yaml for publisher "acme" with the name PATTERN, the test
+# root pinned by its absolute path (hosts may run in subdirectories), and the given limits line.
+bench_trust_yaml() {
+  local root_pin
+  root_pin=$(openssl x509 -in "$work/pki/root.pem" -outform DER | sha256sum | cut -d' ' -f1)
   cat >trust.yaml <<YAML
 schema: clawguard/trust/v1
 mode: enforce
@@ -35,14 +35,25 @@ roots:
     sha256: $root_pin
 require_eku: codeSigning
 publishers:
-  acme: ["acme-*"]
+  acme: ["$1"]
 threshold: 1
 revoked: { certificates: [], keys: [], crls: [] }
 allowlist_signer: null
 rollback: refuse
-limits: { max_package: 16MiB, max_unpacked: 64MiB, max_entries: 8, max_ratio: 100 }
+limits: $2
 elf: { allowed_needed: [libc.so.6] }
 YAML
+}
+
+# bench_sign_plugin: bench_token_and_leaf for "acme release", the example plugin packed and signed
+# in the token, trust.yaml and allowlist.yaml for it; sets $pkg.
+bench_sign_plugin() {
+  bench_token_and_leaf "/O=acme/CN=acme release" release
+  "$cg" pack --manifest "$stage/manifest.yaml" --out plugins >/dev/null
+  pkg=plugins/acme-orders-1.4.2.claw
+  "$cg" sign --module "$module" --key "$uri" --pin-source env:BENCH_PIN --chain pki/release-chain.pem --no-ledger \
+    "$pkg" >/dev/null
+  bench_trust_yaml "acme-*" "{ max_package: 16MiB, max_unpacked: 64MiB, max_entries: 8, max_ratio: 100 }"
   printf 'schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2099-12-31T00:00:00Z\nplugins:\n  - { name: acme-orders, version: 1.4.2, sha256: %s }\n' \
     "$(sha256sum "$pkg" | cut -d' ' -f1)" >allowlist.yaml
 }

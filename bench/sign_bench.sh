@@ -36,19 +36,9 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/cg-sign-bench.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-# --- a throwaway token, key and PKI ---------------------------------------------------------
-pin="bench-pin-$$"
-mkdir -p tokens
-printf 'directories.tokendir = %s/tokens\nobjectstore.backend = file\nlog.level = ERROR\n' "$work" >softhsm2.conf
-export SOFTHSM2_CONF="$work/softhsm2.conf"
-softhsm2-util --init-token --free --label bench --pin "$pin" --so-pin "so-$pin" >/dev/null
-export BENCH_PIN="$pin"
-uri="$("$cg" keys generate --module "$module" --token bench --label bench-key --pin-source env:BENCH_PIN --json |
-       sed -n 's/.*"uri":"\([^"]*\)".*/\1/p')"
-export BENCH_PIN="$pin"
-"$repo/ci/make-test-pki" --out pki >/dev/null
-"$cg" keys csr --module "$module" --key "$uri" --pin-source env:BENCH_PIN --subject "/O=bench/CN=bench" --out bench.csr 2>/dev/null
-"$repo/ci/make-test-pki" --out pki --csr bench.csr --leaf bench >/dev/null
+# --- a throwaway token, key and PKI (bench/lib.sh) ---------------------------------------------
+. "$here/lib.sh"
+bench_token_and_leaf "/O=bench/CN=bench" bench
 
 # --- the package: a small library plus a random data file, listed in the manifest --------------
 mkdir -p plugin/lib plugin/data

@@ -52,19 +52,9 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 size=$((size_mib * 1024 * 1024))
 
-# --- a throwaway token, key and PKI (as bench/sign_bench.sh) ------------------------------------
-pin="bench-pin-$$"
-mkdir -p tokens
-printf 'directories.tokendir = %s/tokens\nobjectstore.backend = file\nlog.level = ERROR\n' "$work" >softhsm2.conf
-export SOFTHSM2_CONF="$work/softhsm2.conf"
-softhsm2-util --init-token --free --label bench --pin "$pin" --so-pin "so-$pin" >/dev/null
-export BENCH_PIN="$pin"
-uri="$("$cg" keys generate --module "$module" --token bench --label bench-key --pin-source env:BENCH_PIN --json |
-       sed -n 's/.*"uri":"\([^"]*\)".*/\1/p')"
-export BENCH_PIN="$pin"
-"$repo/ci/make-test-pki" --out pki >/dev/null
-"$cg" keys csr --module "$module" --key "$uri" --pin-source env:BENCH_PIN --subject "/O=acme/CN=acme bench" --out bench.csr 2>/dev/null
-"$repo/ci/make-test-pki" --out pki --csr bench.csr --leaf bench >/dev/null
+# --- a throwaway token, key and PKI (bench/lib.sh) ---------------------------------------------
+. "$here/lib.sh"
+bench_token_and_leaf "/O=acme/CN=acme bench" bench
 
 # --- payload data --------------------------------------------------------------------------------
 head -c "$size" /dev/urandom >incompressible.bin
@@ -116,23 +106,7 @@ pkg_inc="$(make_plugin incompressible incompressible.bin)"
 pkg_typ="$(make_plugin typical typical.bin)"
 rm -f incompressible.bin typical.bin  # baked into the .so files now
 
-root_pin=$(openssl x509 -in pki/root.pem -outform DER | sha256sum | cut -d' ' -f1)
-cat >trust.yaml <<YAML
-schema: clawguard/trust/v1
-mode: enforce
-roots:
-  - file: pki/root.pem
-    sha256: $root_pin
-require_eku: codeSigning
-publishers:
-  acme: ["bench-*"]
-threshold: 1
-revoked: { certificates: [], keys: [], crls: [] }
-allowlist_signer: null
-rollback: refuse
-limits: { max_package: 256MiB, max_unpacked: 1GiB, max_entries: 64, max_ratio: 100 }
-elf: { allowed_needed: [libc.so.6] }
-YAML
+bench_trust_yaml "bench-*" "{ max_package: 256MiB, max_unpacked: 1GiB, max_entries: 64, max_ratio: 100 }"
 {
   echo "schema: clawguard/allowlist/v1"
   echo "version: 1"
