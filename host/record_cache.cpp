@@ -18,7 +18,7 @@ std::optional<ClaimOutcome> CachingIdempotencyStore::Lookup(const std::string& k
                                                            const std::string& fingerprint) const {
   std::shared_lock lock(mu_);
   const auto it = entries_.find(key);
-  if (it == entries_.end() || it->second.expires <= std::chrono::steady_clock::now()) return std::nullopt;
+  if (it == entries_.end() || it->second.expires <= Now()) return std::nullopt;
   ClaimOutcome out;
   // The engine's order: another fingerprint first (record untouched), then the stored answer.
   out.kind = it->second.record.fingerprint == fingerprint ? ClaimOutcome::Kind::kCompleted
@@ -69,14 +69,35 @@ void CachingIdempotencyStore::Insert(const IdempotencyRecord& record) {
                          kept.plugin.size() + kept.route.size() + 128;
   if (bytes > options_.max_bytes) return;
   std::unique_lock lock(mu_);
-  if (entries_.count(record.key) != 0) return;
-  while (!order_.empty() && (entries_.size() >= options_.max_entries || bytes_ + bytes > options_.max_bytes)) {
-    EraseLocked(order_.front());
-    order_.pop_front();
+  const auto now = Now();
+  if (const auto it = entries_.find(record.key); it != entries_.end()) {
+    if (it->second.expires > now) return;  // live: a completed record is final, nothing to change
+    bytes_ -= it->second.bytes;            // expired: replaced by what the engine just answered
+    entries_.erase(it);
   }
-  entries_.emplace(record.key, Entry{std::move(kept), std::chrono::steady_clock::now() + options_.ttl, bytes});
-  order_.push_back(record.key);
+  while (!order_.empty() && (entries_.size() >= options_.max_entries || bytes_ + bytes > options_.max_bytes)) {
+    EvictFrontLocked();
+  }
+  const uint64_t serial = ++next_serial_;
+  entries_.emplace(record.key, Entry{std::move(kept), now + options_.ttl, bytes, serial});
+  order_.emplace_back(record.key, serial);
   bytes_ += bytes;
+  if (order_.size() > 2 * entries_.size() + 1024) {  // refreshes and erasures left stale elements
+    std::erase_if(order_, [this](const std::pair<std::string, uint64_t>& o) {
+      const auto it = entries_.find(o.first);
+      return it == entries_.end() || it->second.serial != o.second;
+    });
+  }
+}
+
+void CachingIdempotencyStore::EvictFrontLocked() {
+  const auto& [key, serial] = order_.front();
+  const auto it = entries_.find(key);
+  if (it != entries_.end() && it->second.serial == serial) {
+    bytes_ -= it->second.bytes;
+    entries_.erase(it);
+  }
+  order_.pop_front();
 }
 
 void CachingIdempotencyStore::EraseLocked(const std::string& key) {

@@ -8,7 +8,8 @@
 // record is final until an operator `idem reset` (or a retention purge), and both go through the
 // operations generation: every call of Generation() that sees a new value drops the whole cache
 // (the host polls it every 200 ms), Reset and Purge in this process drop the key or the cache at
-// once. Entries also expire after |ttl| (a bound on staleness when another host purges a key).
+// once. Entries also expire after |ttl| (a bound on staleness when another host purges a key);
+// the next replay of an expired entry reads the engine again and refreshes it.
 // A cached record answers exactly what the engine answered: kCompleted with the stored status,
 // Content-Type and body, or kFingerprintMismatch for another fingerprint (the record untouched).
 // Everything else (claims, renewals, completion, release, …) goes to the engine unchanged.
@@ -23,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <shared_mutex>
@@ -39,6 +41,8 @@ struct RecordCacheOptions {
   size_t max_entries = 100'000;
   uint64_t max_bytes = 64ull * 1024 * 1024;  // stored answers (body, type, fingerprint, key)
   std::chrono::milliseconds ttl{60'000};
+  // The time source of the TTL (tests); steady_clock::now when empty.
+  std::function<std::chrono::steady_clock::time_point()> now;
 };
 
 class CachingIdempotencyStore final : public IdempotencyStore {
@@ -80,6 +84,7 @@ class CachingIdempotencyStore final : public IdempotencyStore {
     IdempotencyRecord record;  // completed: key, fingerprint, status, content type, body
     std::chrono::steady_clock::time_point expires;
     uint64_t bytes = 0;
+    uint64_t serial = 0;  // which order_ element is this entry's (older ones for its key are stale)
   };
   CachingIdempotencyStore(std::unique_ptr<IdempotencyStore> inner, RecordCacheOptions options)
       : inner_(std::move(inner)), options_(options) {}
@@ -88,12 +93,20 @@ class CachingIdempotencyStore final : public IdempotencyStore {
   std::optional<ClaimOutcome> Lookup(const std::string& key, const std::string& fingerprint) const;
   void ObserveGeneration(int64_t generation);
   void EraseLocked(const std::string& key);
+  // EvictFrontLocked pops the oldest order_ element and erases its entry unless it is stale.
+  void EvictFrontLocked();
+  std::chrono::steady_clock::time_point Now() const {
+    return options_.now ? options_.now() : std::chrono::steady_clock::now();
+  }
 
   const std::unique_ptr<IdempotencyStore> inner_;
   const RecordCacheOptions options_;
   mutable std::shared_mutex mu_;
   std::unordered_map<std::string, Entry> entries_;
-  std::deque<std::string> order_;  // insertion order, for eviction (may hold erased keys)
+  // Insertion order, for eviction: (key, serial). An element whose serial is not its key's entry's
+  // (erased, or refreshed since) is stale; compacted when stale ones outnumber the entries.
+  std::deque<std::pair<std::string, uint64_t>> order_;
+  uint64_t next_serial_ = 0;
   uint64_t bytes_ = 0;
   std::optional<int64_t> generation_;
   std::atomic<uint64_t> hits_{0};

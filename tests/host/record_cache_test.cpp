@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "clawguard/clock.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "support/temp_dir.h"
@@ -107,7 +109,52 @@ TEST_F(RecordCacheTest, BoundsEvictTheOldestAndInProgressIsNeverCached) {
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second->kind, ClaimOutcome::Kind::kInProgress);
   EXPECT_EQ(cached->size(), 2u);
-  EXPECT_FALSE(CachingIdempotencyStore::Create(OpenEngine(), RecordCacheOptions{0, 1, std::chrono::seconds(1)}).ok());
+  RecordCacheOptions zero;
+  zero.max_entries = 0;
+  EXPECT_FALSE(CachingIdempotencyStore::Create(OpenEngine(), zero).ok());
+}
+
+TEST_F(RecordCacheTest, AnExpiredEntryIsRefreshedFromTheEngineAndStillEvictedInOrder) {
+  // A steady time the test moves (the TTL is the cache's only use of time).
+  auto now = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::time_point{});
+  RecordCacheOptions options;
+  options.max_entries = 2;
+  options.ttl = std::chrono::seconds(60);
+  options.now = [now] { return *now; };
+  auto cached = OpenCached(options);
+  const auto replay = [&](char c) {
+    auto r = cached->Claim(Key(c), std::string("fp-") + c, ClaimMeta{}, kLease);
+    EXPECT_TRUE(r.ok());
+    EXPECT_EQ(r->kind, ClaimOutcome::Kind::kCompleted);
+  };
+  for (char c : {'h', 'i'}) {
+    ASSERT_NO_FATAL_FAILURE(Complete(*cached, Key(c), std::string("fp-") + c, "{}"));
+  }
+  replay('h');  // fills h
+  *now += std::chrono::seconds(30);
+  replay('i');  // fills i
+  EXPECT_EQ(cached->hits(), 0u);
+  *now += std::chrono::seconds(31);  // h expired, i live
+  replay('h');                       // a miss: read from the engine, and the entry refreshed
+  EXPECT_EQ(cached->hits(), 0u);
+  replay('h');  // from memory again (before the fix, an expired entry was never replaced)
+  replay('i');
+  EXPECT_EQ(cached->hits(), 2u);
+  // A third key evicts the oldest live entry (i), not h, whose first insertion is older but stale.
+  ASSERT_NO_FATAL_FAILURE(Complete(*cached, Key('j'), "fp-j", "{}"));
+  replay('j');
+  EXPECT_EQ(cached->size(), 2u);
+  const uint64_t before = cached->hits();
+  replay('h');
+  EXPECT_EQ(cached->hits(), before + 1);  // h still held
+  replay('i');
+  EXPECT_EQ(cached->hits(), before + 1);  // i was evicted: read from the engine
+  // Many refreshes keep the bookkeeping bounded and the answers right.
+  for (int k = 0; k < 3000; ++k) {
+    *now += std::chrono::seconds(61);
+    replay(k % 2 == 0 ? 'h' : 'i');
+  }
+  EXPECT_EQ(cached->size(), 2u);
 }
 
 }  // namespace
