@@ -16,8 +16,16 @@
 
 namespace clawguard::host {
 
-// ExtractBusinessKey returns the value at |pointer| in |raw_body|.
+// ExtractBusinessKey returns the value at |pointer| in |raw_body|. It reads the body in one
+// streaming pass that builds no document; every refusal (and any body it does not stream: an
+// object of more than 64 keys, an overflowing array index in the pointer) is decided and worded
+// by ExtractBusinessKeyReference, so the two never differ (tests/fuzz/business_key_fuzz.cpp
+// compares them on every input).
 Result<std::string> ExtractBusinessKey(std::string_view raw_body, std::string_view pointer);
+
+// ExtractBusinessKeyReference is the document-based definition: ParseJsonStrict, then
+// nlohmann::json_pointer's contains/at.
+Result<std::string> ExtractBusinessKeyReference(std::string_view raw_body, std::string_view pointer);
 
 }  // namespace clawguard::host
 

@@ -175,21 +175,33 @@ Result<std::unique_ptr<HostMetrics>> HostMetrics::Create(const MetricsNames& nam
   return std::unique_ptr<HostMetrics>(new HostMetrics(std::move(registry)));
 }
 
+Counter HostMetrics::WebhookCounter(std::string_view plugin, std::string_view route, std::string_view outcome) const {
+  if (auto c = registry_->FindCounter(kRequests, {plugin, route, outcome})) return *c;
+  if (auto c = registry_->FindCounter(kRequests, {kUnknownLabel, kUnknownLabel, outcome})) return *c;
+  if (auto c = registry_->FindCounter(kRequests, {plugin, route, kUnknownLabel})) return *c;
+  return *registry_->FindCounter(kRequests, {kUnknownLabel, kUnknownLabel, kUnknownLabel});
+}
+
+Counter HostMetrics::DuplicateCounter(std::string_view plugin, std::string_view route) const {
+  auto c = registry_->FindCounter(kDuplicates, {plugin, route});
+  return c ? *c : *registry_->FindCounter(kDuplicates, {kUnknownLabel, kUnknownLabel});
+}
+
+Histogram HostMetrics::ProcessingHistogram(std::string_view plugin, std::string_view route) const {
+  auto h = registry_->FindHistogram(kDuration, {plugin, route});
+  return h ? *h : *registry_->FindHistogram(kDuration, {kUnknownLabel, kUnknownLabel});
+}
+
 void HostMetrics::RecordWebhook(std::string_view plugin, std::string_view route, std::string_view outcome) const {
-  if (auto c = registry_->FindCounter(kRequests, {plugin, route, outcome})) return c->Inc();
-  if (auto c = registry_->FindCounter(kRequests, {kUnknownLabel, kUnknownLabel, outcome})) return c->Inc();
-  if (auto c = registry_->FindCounter(kRequests, {plugin, route, kUnknownLabel})) return c->Inc();
-  registry_->FindCounter(kRequests, {kUnknownLabel, kUnknownLabel, kUnknownLabel})->Inc();
+  WebhookCounter(plugin, route, outcome).Inc();
 }
 
 void HostMetrics::RecordDuplicate(std::string_view plugin, std::string_view route) const {
-  auto c = registry_->FindCounter(kDuplicates, {plugin, route});
-  (c ? c : registry_->FindCounter(kDuplicates, {kUnknownLabel, kUnknownLabel}))->Inc();
+  DuplicateCounter(plugin, route).Inc();
 }
 
 void HostMetrics::ObserveProcessingSeconds(std::string_view plugin, std::string_view route, double seconds) const {
-  auto h = registry_->FindHistogram(kDuration, {plugin, route});
-  (h ? h : registry_->FindHistogram(kDuration, {kUnknownLabel, kUnknownLabel}))->Observe(seconds);
+  ProcessingHistogram(plugin, route).Observe(seconds);
 }
 
 void HostMetrics::SetCacheHitRatio(double ratio) const {

@@ -67,6 +67,12 @@ class HostMetrics {
 
   // webhook_requests_total{plugin,route,outcome}; |outcome| is a WebhookOutcomeName value.
   void RecordWebhook(std::string_view plugin, std::string_view route, std::string_view outcome) const;
+  // The series RecordWebhook, RecordDuplicate and ObserveProcessingSeconds update for these
+  // labels (with the same fallbacks), for callers that resolve them once and then update only
+  // the atomics.
+  Counter WebhookCounter(std::string_view plugin, std::string_view route, std::string_view outcome) const;
+  Counter DuplicateCounter(std::string_view plugin, std::string_view route) const;
+  Histogram ProcessingHistogram(std::string_view plugin, std::string_view route) const;
   // webhook_duplicate_requests_total{plugin,route}: a delivery answered from its stored record
   // or refused because another delivery of the same key holds the lease.
   void RecordDuplicate(std::string_view plugin, std::string_view route) const;

@@ -39,31 +39,37 @@ std::optional<Mac> ComputeMac(const SecretBytes& key, std::string_view id, std::
   return mac;
 }
 
-// OneHeader returns the single value of |name|: nullopt if absent, kHeaderConflict if repeated
-// with different bytes.
-Result<std::optional<std::string>> OneHeader(const HttpHeaders& headers, std::string_view name) {
-  std::optional<std::string> value;
-  for (const auto& [n, v] : headers) {
-    if (!AsciiCaseEqual(n, name)) continue;
-    if (value && *value != v) {
-      return Status(Reason::kHeaderConflict, "header " + std::string(name) + " appears twice with different values");
-    }
-    value = v;
-  }
-  return value;
-}
+// The three headers under their two names each, in the order their errors are reported.
+constexpr std::array<std::string_view, 3> kSuffixes = {"id", "timestamp", "signature"};
+constexpr std::array<std::string_view, 3> kStdNames = {"webhook-id", "webhook-timestamp", "webhook-signature"};
+constexpr std::array<std::string_view, 3> kSvixNames = {"svix-id", "svix-timestamp", "svix-signature"};
 
-Result<std::string> MergedHeader(const HttpHeaders& headers, std::string_view suffix) {
-  const std::string std_name = "webhook-" + std::string(suffix);
-  const std::string svix_name = "svix-" + std::string(suffix);
-  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<std::string> a, OneHeader(headers, std_name));
-  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<std::string> b, OneHeader(headers, svix_name));
-  if (a && b && *a != *b) {
-    return Status(Reason::kHeaderConflict, std_name + " and " + svix_name + " are both present and differ");
+// Seen is one name's value: absent, or its first value and whether a repeat differed from it.
+struct Seen {
+  std::optional<std::string_view> value;
+  bool conflict = false;
+  void Add(std::string_view v) {
+    if (value && *value != v) conflict = true;
+    if (!value) value = v;
   }
-  if (a) return *a;
-  if (b) return *b;
-  return Status(Reason::kSignatureInvalid, "missing header " + std_name + " (or " + svix_name + ")");
+};
+
+// DecodeMac decodes one signature's base64 (standard alphabet, padded, nothing else) when it is
+// exactly a MAC's size, without an allocation; nullopt otherwise (such an entry is skipped).
+std::optional<Mac> DecodeMac(std::string_view b64) {
+  constexpr size_t kB64Size = (kMacSize + 2) / 3 * 4;  // 44
+  if (b64.size() != kB64Size) return std::nullopt;
+  std::array<unsigned char, kB64Size / 4 * 3> buf{};  // 33: room for what 44 characters can hold
+  size_t len = 0;
+  const char* end = nullptr;
+  if (sodium_base642bin(buf.data(), buf.size(), b64.data(), b64.size(), /*ignore=*/nullptr, &len, &end,
+                        sodium_base64_VARIANT_ORIGINAL) != 0 ||
+      end != b64.data() + b64.size() || len != kMacSize) {
+    return std::nullopt;
+  }
+  Mac mac{};
+  std::copy_n(buf.begin(), kMacSize, mac.begin());
+  return mac;
 }
 
 bool IsVisibleAscii(std::string_view s) {
@@ -100,19 +106,38 @@ std::string WebhookSignature(const SecretBytes& key, std::string_view id, int64_
 }
 
 Result<WebhookHeaders> ExtractWebhookHeaders(const HttpHeaders& headers) {
-  // Conflicts first: a conflicting pair is a 400 even when another header is missing.
+  // One pass over the fields, then the checks in order. Conflicts first: a conflicting pair is a
+  // 400 even when another header is missing.
+  std::array<Seen, 3> std_seen;
+  std::array<Seen, 3> svix_seen;
+  for (const auto& [n, v] : headers) {
+    for (size_t i = 0; i < kSuffixes.size(); ++i) {
+      if (n.size() == kStdNames[i].size() && AsciiCaseEqual(n, kStdNames[i])) std_seen[i].Add(v);
+      if (n.size() == kSvixNames[i].size() && AsciiCaseEqual(n, kSvixNames[i])) svix_seen[i].Add(v);
+    }
+  }
   WebhookHeaders out;
+  std::array<std::string*, 3> fields = {&out.id, &out.timestamp, &out.signature};
   Status missing;
-  for (auto [suffix, field] : {std::pair<std::string_view, std::string*>{"id", &out.id},
-                               {"timestamp", &out.timestamp},
-                               {"signature", &out.signature}}) {
-    auto v = MergedHeader(headers, suffix);
-    if (!v.ok()) {
-      if (v.error().reason() == Reason::kHeaderConflict) return v.error();
-      if (missing.ok()) missing = v.error();
+  for (size_t i = 0; i < kSuffixes.size(); ++i) {
+    const Seen& a = std_seen[i];
+    const Seen& b = svix_seen[i];
+    if (a.conflict || b.conflict) {
+      return Status(Reason::kHeaderConflict, "header " + std::string(a.conflict ? kStdNames[i] : kSvixNames[i]) +
+                                                 " appears twice with different values");
+    }
+    if (a.value && b.value && *a.value != *b.value) {
+      return Status(Reason::kHeaderConflict,
+                    std::string(kStdNames[i]) + " and " + std::string(kSvixNames[i]) + " are both present and differ");
+    }
+    if (!a.value && !b.value) {
+      if (missing.ok()) {
+        missing = Status(Reason::kSignatureInvalid,
+                         "missing header " + std::string(kStdNames[i]) + " (or " + std::string(kSvixNames[i]) + ")");
+      }
       continue;
     }
-    *field = std::move(v).value();
+    *fields[i] = std::string(a.value ? *a.value : *b.value);
   }
   if (!missing.ok()) return missing;
   return out;
@@ -177,10 +202,10 @@ Result<VerifiedWebhook> WebhookVerifier::Verify(const HttpHeaders& headers, std:
     ++examined;
     const size_t comma = entry.find(',');
     if (comma == std::string_view::npos || entry.substr(0, comma) != "v1") continue;  // other versions ignored
-    std::optional<std::string> mac = Base64Decode(entry.substr(comma + 1));
-    if (!mac || mac->size() != kMacSize) continue;
-    matched_current = ConstantTimeEquals(*mac, view(*cur)) || matched_current;
-    matched_previous = (prev && ConstantTimeEquals(*mac, view(*prev))) || matched_previous;
+    const std::optional<Mac> mac = DecodeMac(entry.substr(comma + 1));
+    if (!mac) continue;
+    matched_current = ConstantTimeEquals(view(*mac), view(*cur)) || matched_current;
+    matched_previous = (prev && ConstantTimeEquals(view(*mac), view(*prev))) || matched_previous;
   }
   if (matched_current || matched_previous) return VerifiedWebhook{h.id, ts, !matched_current};
   return Status(Reason::kSignatureInvalid, "no v1 signature in webhook-signature matches the route's secret");

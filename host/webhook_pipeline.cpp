@@ -7,7 +7,7 @@
 #include "clawguard/limits.h"
 #include "host/business_key.h"
 #include "host/idempotency_key.h"
-#include "host/metrics.h"
+#include "host/host_metrics.h"
 #include "host/problem.h"
 
 namespace clawguard::host {
@@ -94,7 +94,7 @@ Result<std::unique_ptr<WebhookPipeline>> WebhookPipeline::Create(PipelineOptions
     return Status(Reason::kConfigInvalid, "webhook pipeline: max_body, max_headers and lease must be > 0");
   }
   if (!dispatcher) return Status(Reason::kConfigInvalid, "webhook pipeline: no dispatcher");
-  std::map<std::string, PipelineRoute> table;
+  std::map<std::string, PipelineRoute, std::less<>> table;
   for (PipelineRoute& r : routes) {
     const std::string name = r.plugin + "/" + r.route;
     if (r.plugin.empty() || r.route.empty() || r.plugin.find('/') != std::string::npos ||
@@ -142,7 +142,7 @@ WebhookPipeline::Handled WebhookPipeline::Finish(const HttpRequest& request, con
   return h;
 }
 
-std::optional<WebhookPipeline::Handled> WebhookPipeline::Answered(const ClaimOutcome& claim) const {
+std::optional<WebhookPipeline::Handled> WebhookPipeline::Answered(ClaimOutcome& claim) const {
   switch (claim.kind) {
     case ClaimOutcome::Kind::kFingerprintMismatch:
       ObserveRedelivery(guards_, claim.record.created_ms);
@@ -150,8 +150,11 @@ std::optional<WebhookPipeline::Handled> WebhookPipeline::Answered(const ClaimOut
                     "this idempotency key was first used with another request; the stored record is unchanged");
     case ClaimOutcome::Kind::kCompleted: {
       ObserveRedelivery(guards_, claim.record.created_ms);
-      HttpResponse r = Answer(claim.record.status, claim.record.content_type, claim.record.body);
-      r.headers.Set(kReplayedHeader, "true");
+      HttpResponse r;
+      r.status = claim.record.status;
+      if (!claim.record.content_type.empty()) r.headers.Add("Content-Type", std::move(claim.record.content_type));
+      r.headers.Add(std::string(kReplayedHeader), "true");
+      r.body = std::move(claim.record.body);
       return Handled{std::move(r), WebhookOutcome::kReplayed};
     }
     case ClaimOutcome::Kind::kInProgress:
@@ -162,19 +165,36 @@ std::optional<WebhookPipeline::Handled> WebhookPipeline::Answered(const ClaimOut
   return std::nullopt;
 }
 
+std::unordered_map<const PipelineRoute*, WebhookPipeline::RouteSeries> WebhookPipeline::ResolveSeries(
+    const std::map<std::string, PipelineRoute, std::less<>>& routes, const PipelineGuards& guards) {
+  std::unordered_map<const PipelineRoute*, RouteSeries> out;
+  if (guards.metrics == nullptr) return out;
+  for (const auto& [name, route] : routes) {
+    RouteSeries& s = out[&route];
+    for (size_t i = 0; i < s.requests.size(); ++i) {
+      s.requests[i] =
+          guards.metrics->WebhookCounter(route.plugin, route.route, WebhookOutcomeName(static_cast<WebhookOutcome>(i)));
+    }
+    s.duplicates = guards.metrics->DuplicateCounter(route.plugin, route.route);
+    s.duration = guards.metrics->ProcessingHistogram(route.plugin, route.route);
+  }
+  return out;
+}
+
 void WebhookPipeline::Count(const PipelineRoute* route, const Handled& h,
                             std::chrono::steady_clock::time_point start) const {
   if (guards_.metrics == nullptr) return;
-  const std::string_view plugin = route != nullptr ? std::string_view(route->plugin) : kUnknownLabel;
-  const std::string_view name = route != nullptr ? std::string_view(route->route) : kUnknownLabel;
-  guards_.metrics->RecordWebhook(plugin, name, WebhookOutcomeName(h.outcome));
-  if (h.outcome == WebhookOutcome::kReplayed || h.outcome == WebhookOutcome::kInProgress) {
-    guards_.metrics->RecordDuplicate(plugin, name);
+  const bool duplicate = h.outcome == WebhookOutcome::kReplayed || h.outcome == WebhookOutcome::kInProgress;
+  if (route == nullptr) {
+    guards_.metrics->RecordWebhook(kUnknownLabel, kUnknownLabel, WebhookOutcomeName(h.outcome));
+    if (duplicate) guards_.metrics->RecordDuplicate(kUnknownLabel, kUnknownLabel);
+    return;
   }
-  if (route != nullptr) {
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    guards_.metrics->ObserveProcessingSeconds(plugin, name, took.count());
-  }
+  const RouteSeries& s = series_.at(route);
+  s.requests[static_cast<size_t>(h.outcome)].Inc();
+  if (duplicate) s.duplicates.Inc();
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  s.duration.Observe(took.count());
 }
 
 std::variant<WebhookPipeline::Handled, WebhookPipeline::Admitted> WebhookPipeline::Gate(
@@ -184,7 +204,7 @@ std::variant<WebhookPipeline::Handled, WebhookPipeline::Admitted> WebhookPipelin
   const bool webhook_path =
       request.method == "POST" && target.substr(0, kWebhookPathPrefix.size()) == kWebhookPathPrefix;
   const auto it =
-      webhook_path ? routes_.find(std::string(target.substr(kWebhookPathPrefix.size()))) : routes_.end();
+      webhook_path ? routes_.find(target.substr(kWebhookPathPrefix.size())) : routes_.end();
   if (it != routes_.end()) route_out = &it->second;
 
   // 1. Limits, then routing (no echo of the unknown names).

@@ -31,6 +31,7 @@
 #ifndef CLAWGUARD_HOST_WEBHOOK_PIPELINE_H_
 #define CLAWGUARD_HOST_WEBHOOK_PIPELINE_H_
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -39,6 +40,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -47,6 +49,7 @@
 #include "clawguard/store/idempotency_store.h"
 #include "host/host_config.h"
 #include "host/http_types.h"
+#include "host/metrics.h"
 #include "host/pipeline_guards.h"
 #include "host/webhook_auth.h"
 
@@ -195,15 +198,15 @@ class WebhookPipeline {
   static bool IsStorableStatus(int status);
 
  private:
-  WebhookPipeline(PipelineOptions options, std::map<std::string, PipelineRoute> routes, IdempotencyStore& store,
+  WebhookPipeline(PipelineOptions options, std::map<std::string, PipelineRoute, std::less<>> routes, IdempotencyStore& store,
                   Dispatcher dispatcher, PipelineGuards guards)
       : options_(options), routes_(std::move(routes)), store_(store), dispatcher_(std::move(dispatcher)),
-        guards_(std::move(guards)) {}
+        guards_(std::move(guards)), series_(ResolveSeries(routes_, guards_)) {}
   // Gate runs stages 1–5 and the in-memory claim; |route| is set once the path names a known route.
   std::variant<Handled, Admitted> Gate(const HttpRequest& request, const PipelineRoute*& route) const;
   // Answered turns a completed (or mismatching) claim into its answer: the stored answer with
-  // Idempotent-Replayed, or 422. nullopt for any other claim outcome.
-  std::optional<Handled> Answered(const ClaimOutcome& claim) const;
+  // Idempotent-Replayed (moved out of |claim|), or 422. nullopt for any other claim outcome.
+  std::optional<Handled> Answered(ClaimOutcome& claim) const;
   // ClaimAndDispatch runs stage 6 and dispatches a claimed event. |delivery|: a platform's
   // delivery (outcomes count in the key breaker, a tombstone hit is dead-lettered); false for
   // Redeliver (the event comes from the DLQ and an operator asked for it).
@@ -215,10 +218,19 @@ class WebhookPipeline {
   void Count(const PipelineRoute* route, const Handled& h, std::chrono::steady_clock::time_point start) const;
 
   const PipelineOptions options_;
-  const std::map<std::string, PipelineRoute> routes_;  // "plugin/route"
+  const std::map<std::string, PipelineRoute, std::less<>> routes_;  // "plugin/route"
   IdempotencyStore& store_;
   const Dispatcher dispatcher_;
   const PipelineGuards guards_;
+  // RouteSeries: a route's metric series, resolved once (Count then touches only atomics).
+  struct RouteSeries {
+    std::array<Counter, static_cast<size_t>(WebhookOutcome::kExpiredKeySeen) + 1> requests;
+    Counter duplicates;
+    Histogram duration;
+  };
+  static std::unordered_map<const PipelineRoute*, RouteSeries> ResolveSeries(
+      const std::map<std::string, PipelineRoute, std::less<>>& routes, const PipelineGuards& guards);
+  const std::unordered_map<const PipelineRoute*, RouteSeries> series_;  // empty without metrics
 };
 
 }  // namespace clawguard::host

@@ -1,7 +1,10 @@
 // fuzz-requires: clawguard_host
 // business_key_fuzz.cpp — JSON Pointer business-key extraction. Input: pointer \n raw body.
+// Differential: the streaming extractor and the document-based reference must agree on every
+// input (the same value, or the same refusal with the same words).
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string_view>
 
 #include "host/business_key.h"
@@ -11,6 +14,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t nl = in.find('\n');
   const std::string_view pointer = nl == std::string_view::npos ? std::string_view("/order_id") : in.substr(0, nl);
   const std::string_view body = nl == std::string_view::npos ? in : in.substr(nl + 1);
-  (void)clawguard::host::ExtractBusinessKey(body, pointer);
+  const auto fast = clawguard::host::ExtractBusinessKey(body, pointer);
+  const auto reference = clawguard::host::ExtractBusinessKeyReference(body, pointer);
+  if (fast.ok() != reference.ok()) std::abort();
+  if (fast.ok() && *fast != *reference) std::abort();
+  if (!fast.ok() && (fast.error().reason() != reference.error().reason() ||
+                     fast.error().message() != reference.error().message())) {
+    std::abort();
+  }
   return 0;
 }
