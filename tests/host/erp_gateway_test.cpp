@@ -10,6 +10,7 @@
 #include "host/host_metrics.h"
 #include "host/idempotency_key.h"
 #include "plugins/erp_harness.h"
+#include "support/erp_metric_line.h"
 
 namespace clawguard::host {
 namespace {
@@ -334,20 +335,8 @@ class ErpGatewayWritesTest : public ErpGatewayTest {
   }
   // MetricCount is erp_calls_total{endpoint=|endpoint|,outcome=|outcome|}, −1 when not found.
   double MetricCount(std::string_view endpoint, std::string_view outcome) const {
-    const std::string text = metrics_->RenderPrometheus();
-    size_t start = 0;
-    while (start < text.size()) {
-      size_t end = text.find('\n', start);
-      if (end == std::string::npos) end = text.size();
-      const std::string line = text.substr(start, end - start);
-      if (line.find("erp_calls_total{") != std::string::npos &&
-          line.find("\"" + std::string(endpoint) + "\"") != std::string::npos &&
-          line.find("outcome=\"" + std::string(outcome) + "\"") != std::string::npos) {
-        return std::stod(line.substr(line.rfind(' ') + 1));
-      }
-      start = end + 1;
-    }
-    return -1;
+    const std::string line = clawguard::testing::ErpCallsLine(metrics_->RenderPrometheus(), endpoint, outcome);
+    return line.empty() ? -1 : std::stod(line.substr(line.rfind(' ') + 1));
   }
   OutboxRow Row(int64_t i = 0) {
     auto r = h_.outbox().Get(key_, i);

@@ -23,6 +23,7 @@
 #include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_outbox.h"
+#include "support/erp_metric_line.h"
 #include "support/temp_dir.h"
 #include "support/test_erp_server.h"
 
@@ -152,20 +153,7 @@ class ErpTriageFixture : public ::testing::Test {
   }
   // MetricLine finds the erp_calls_total{endpoint=|endpoint|,outcome=|outcome|} line of /metrics.
   std::string MetricLine(std::string_view endpoint, std::string_view outcome) {
-    const std::string text = metrics_->RenderPrometheus();
-    size_t start = 0;
-    while (start < text.size()) {
-      size_t end = text.find('\n', start);
-      if (end == std::string::npos) end = text.size();
-      const std::string line = text.substr(start, end - start);
-      if (line.find("erp_calls_total{") != std::string::npos &&
-          line.find("\"" + std::string(endpoint) + "\"") != std::string::npos &&
-          line.find("outcome=\"" + std::string(outcome) + "\"") != std::string::npos) {
-        return line;
-      }
-      start = end + 1;
-    }
-    return "";
+    return clawguard::testing::ErpCallsLine(metrics_->RenderPrometheus(), endpoint, outcome);
   }
   // MetricCount is the value of that line, −1 when there is none.
   double MetricCount(std::string_view endpoint, std::string_view outcome) {
