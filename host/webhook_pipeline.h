@@ -197,6 +197,10 @@ class WebhookPipeline {
   // IsStorableStatus: 2xx, or 4xx except 408, 409, 425 and 429.
   static bool IsStorableStatus(int status);
 
+  // Not copyable or movable: series_ is keyed by the addresses of routes_' elements.
+  WebhookPipeline(const WebhookPipeline&) = delete;
+  WebhookPipeline& operator=(const WebhookPipeline&) = delete;
+
  private:
   WebhookPipeline(PipelineOptions options, std::map<std::string, PipelineRoute, std::less<>> routes, IdempotencyStore& store,
                   Dispatcher dispatcher, PipelineGuards guards)
