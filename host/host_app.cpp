@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 
+#include "clawguard/thread_name.h"
 #include "host/admin_auth.h"
 #include "host/json_log.h"
 #include "host/ops_page.h"
@@ -373,7 +374,10 @@ Status HostApp::Start() {
   }
   CLAWGUARD_RETURN_IF_ERROR(main_->Start());
   CLAWGUARD_RETURN_IF_ERROR(admin_->Start());
-  background_thread_ = std::thread([this] { BackgroundLoop(); });
+  background_thread_ = std::thread([this] {
+    NameThisThread("cg-background");
+    BackgroundLoop();
+  });
   ready_.store(true);
   return Status();
 }

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "clawguard/ossl.h"
+#include "clawguard/thread_name.h"
 #include "host/http_server_checks.h"
 #include "host/problem.h"
 
@@ -227,6 +228,8 @@ class Session final : public SessionBase {
       if (!run) return Write(ProblemResponse(Reason::kInternal, "the request handler failed"));
     }
     asio::post(*state_.handler_pool, [self = Self(), request = std::move(request), run = std::move(run)] {
+      thread_local const bool named = (NameThisThread("cg-http-handler"), true);
+      (void)named;
       HttpResponse response = run ? RunHandler(run, request) : RunHandler(self->state_.handler, request);
       asio::post(self->stream_.get_executor(),
                  [self, response = std::move(response)]() mutable { self->Write(std::move(response)); });
@@ -462,6 +465,7 @@ Status HttpServer::Start() {
     asio::dispatch(impl_->acceptor->get_executor(), [impl = impl_.get()] { impl->DoAccept(); });
     for (auto& ioc : impl_->iocs) {
       impl_->io_threads.emplace_back([ioc = ioc.get()] {
+        NameThisThread("cg-http-io");
         // Session code catches what it can; anything else ends only the handler that threw,
         // and this thread goes on serving (the Asio pattern for exceptions from run()).
         for (;;) {

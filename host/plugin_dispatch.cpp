@@ -214,8 +214,8 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
         call->finished = true;
         call->rc = rc;
         call->erp = std::move(erp);
-        call->done_cv.notify_all();
       }
+      call->done_cv.notify_all();  // after unlocking: the waiter need not block on call->mu again
       finished();  // the last touch of anything but |call| and |self| (shared, freed with the task)
     });
   } catch (const std::exception&) {

@@ -106,7 +106,7 @@ class PluginDispatcher : public std::enable_shared_from_this<PluginDispatcher> {
   const std::shared_ptr<ThreadCount> threads_ = std::make_shared<ThreadCount>();
   // Each delivery runs on a thread of its own (a hung plugin keeps only its own), reused from an
   // earlier delivery when one is spare.
-  mutable SpareThreads spare_threads_;
+  mutable SpareThreads spare_threads_{std::chrono::seconds(10), "cg-plugin"};
 };
 
 }  // namespace clawguard::host

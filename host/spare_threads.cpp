@@ -6,10 +6,13 @@
 #include <mutex>
 #include <thread>
 
+#include "clawguard/thread_name.h"
+
 namespace clawguard::host {
 
 struct SpareThreads::Shared {
   std::chrono::milliseconds spare_for;
+  std::string name;  // the threads' name (clawguard/thread_name.h)
   std::mutex mu;
   std::condition_variable cv;
   // Tasks handed to waiting threads. Run queues a task only when more threads wait than tasks
@@ -21,6 +24,7 @@ struct SpareThreads::Shared {
   // Loop runs |task|, then the tasks it is handed while it waits, and ends after |spare_for|
   // without one.
   static void Loop(const std::shared_ptr<Shared>& self, std::function<void()> task) {
+    NameThisThread(self->name);
     for (;;) {
       task();
       task = nullptr;  // its captures are released before the wait
@@ -37,18 +41,21 @@ struct SpareThreads::Shared {
   }
 };
 
-SpareThreads::SpareThreads(std::chrono::milliseconds spare_for) : shared_(std::make_shared<Shared>()) {
+SpareThreads::SpareThreads(std::chrono::milliseconds spare_for, std::string name)
+    : shared_(std::make_shared<Shared>()) {
   shared_->spare_for = spare_for;
+  shared_->name = std::move(name);
 }
 
 SpareThreads::~SpareThreads() = default;
 
 void SpareThreads::Run(std::function<void()> task) {
   {
-    std::lock_guard lock(shared_->mu);
+    std::unique_lock lock(shared_->mu);
     if (shared_->waiting > static_cast<int64_t>(shared_->queue.size())) {
       shared_->queue.push_back(std::move(task));
-      shared_->cv.notify_one();
+      lock.unlock();
+      shared_->cv.notify_one();  // after unlocking: the woken thread need not block on mu again
       return;
     }
     ++shared_->started;

@@ -8,6 +8,7 @@
 // the delivery's own work under load (clone, a fresh stack, and the madvise that frees the old one,
 // which interrupts every core to flush its TLB).
 //
+// The threads are named |name| (clawguard/thread_name.h: at most 15 bytes are kept).
 // A thread that finished its task waits up to |spare_for| for the next one, then ends. Thread-safe.
 // The threads are detached and keep the shared state alive; the object may be destroyed while
 // tasks still run (they finish, and their threads end when they find no next task).
@@ -17,12 +18,14 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 
 namespace clawguard::host {
 
 class SpareThreads {
  public:
-  explicit SpareThreads(std::chrono::milliseconds spare_for = std::chrono::seconds(10));
+  explicit SpareThreads(std::chrono::milliseconds spare_for = std::chrono::seconds(10),
+                        std::string name = "cg-spare");
   ~SpareThreads();
   SpareThreads(const SpareThreads&) = delete;
   SpareThreads& operator=(const SpareThreads&) = delete;

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 
 namespace clawguard::host {
@@ -59,6 +62,20 @@ TEST(SpareThreadsTest, AFinishedThreadRunsTheNextTask) {
   done2.Wait();
   EXPECT_EQ(first, second);
   EXPECT_EQ(pool.started(), 1);
+}
+
+TEST(SpareThreadsTest, ThreadsCarryTheGivenName) {
+  SpareThreads pool(std::chrono::minutes(1), "cg-test-threads-long-name");
+  std::string name;
+  Gate done;
+  pool.Run([&] {
+    char buf[16] = {};
+    pthread_getname_np(pthread_self(), buf, sizeof(buf));
+    name = buf;
+    done.Open();
+  });
+  done.Wait();
+  EXPECT_EQ(name, "cg-test-threads");  // Linux keeps 15 bytes
 }
 
 TEST(SpareThreadsTest, ABusyThreadNeverDelaysAnotherTask) {
