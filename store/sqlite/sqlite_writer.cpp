@@ -175,32 +175,32 @@ void SqliteWriter::SetSyncForTesting(SyncFn sync) {
 }
 
 Status SqliteWriter::Write(const Op& op, Durability durability) {
-  auto mine = std::make_shared<Pending>();
-  mine->op = &op;
-  mine->durability = durability;
+  Pending mine;
+  mine.op = &op;
+  mine.durability = durability;
   std::unique_lock lock(mu_);
   if (poisoned_) return *poisoned_;
-  queue_.push_back(mine);
-  while (!mine->done) {
+  queue_.push_back(&mine);
+  while (!mine.done) {
     if (leading_) {
-      mine->cv.wait(lock);
+      mine.cv.wait(lock);
       continue;
     }
     LeadBatch(lock);
   }
-  if (durability == Durability::kLazy || !mine->result.ok() || mine->flushed) return mine->result;
-  return AwaitSync(lock, mine->seq, mine->result);
+  if (durability == Durability::kLazy || !mine.result.ok() || mine.flushed) return mine.result;
+  return AwaitSync(lock, mine.seq, mine.result);
 }
 
 void SqliteWriter::Submit(Op op) {
-  auto mine = std::make_shared<Pending>();
+  auto mine = std::make_unique<Pending>();
   mine->owned = std::move(op);
   mine->op = &mine->owned;
   mine->durability = Durability::kLazy;
   mine->detached = true;
   std::unique_lock lock(mu_);
   if (poisoned_) return;
-  queue_.push_back(std::move(mine));  // the queue and then its batch keep it until it has run
+  queue_.push_back(mine.release());  // owned by the queue now; the leader of its batch deletes it
   if (!leading_) LeadBatch(lock);
 }
 
@@ -208,15 +208,15 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock) {
   for (;;) {
     // Lead: take everything queued so far (the caller's op included) into one transaction.
     leading_ = true;
-    std::vector<std::shared_ptr<Pending>> batch;
+    std::vector<Pending*> batch;
     batch.swap(queue_);
     if (poisoned_) {
-      for (const auto& p : batch) p->result = *poisoned_;  // a failed flush refuses every op not yet run
+      for (Pending* p : batch) p->result = *poisoned_;  // a failed flush refuses every op not yet run
     } else {
       // A durable op is flushed through the WAL descriptor after its commit; without one its
       // batch commits with FULL (SQLite flushes before COMMIT returns).
       const bool full = std::any_of(batch.begin(), batch.end(),
-                                    [](const auto& p) { return p->durability == Durability::kBeforeReturn; }) &&
+                                    [](const Pending* p) { return p->durability == Durability::kBeforeReturn; }) &&
                         !WalOpenLocked();
       lock.unlock();
       RunBatch(batch, full);
@@ -224,44 +224,38 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock) {
       ++commits_;
       if (normal_sync_) ++lazy_commits_;
     }
-    for (const auto& p : batch) {
+    for (Pending* p : batch) {
+      if (p->detached) {
+        delete p;  // nobody waits for a Submit'ed op
+        continue;
+      }
       p->seq = commits_;
       p->flushed = !normal_sync_;
       p->done = true;
+      p->cv.notify_one();  // under the lock: |p| lives on its waiter's stack until it sees done
     }
     leading_ = false;
     // The oldest queued waiter leads the next batch (it takes the whole queue).
-    std::shared_ptr<Pending> next;
-    const auto waiter = std::find_if(queue_.begin(), queue_.end(), [](const auto& p) { return !p->detached; });
-    if (waiter != queue_.end()) next = *waiter;
-    const bool only_submitted = next == nullptr && !queue_.empty();
-    // Wake outside the lock: a thread woken while the waker still holds mu_ runs only to block on
-    // mu_ again — two context switches instead of one, per op (seen as futex lock waits in
-    // profiles of first-time deliveries). The shared Pending keeps each condition variable alive
-    // here even if its waiter has already returned.
-    lock.unlock();
-    for (const auto& p : batch) {
-      if (!p->detached) p->cv.notify_one();
+    const auto waiter = std::find_if(queue_.begin(), queue_.end(), [](const Pending* p) { return !p->detached; });
+    if (waiter != queue_.end()) {
+      (*waiter)->cv.notify_one();
+      return;
     }
-    if (next != nullptr) next->cv.notify_one();
-    batch.clear();  // a Submit'ed op (and what it captured) is freed here, outside the lock
-    lock.lock();
-    // Only Submit'ed ops were queued: nobody would lead them, so this caller runs them now —
-    // unless a caller that came while the lock was free leads them already (or has).
-    if (!only_submitted || leading_ || queue_.empty()) return;
+    if (queue_.empty()) return;
+    // Only Submit'ed ops are queued: nobody would lead them, so this caller runs them now.
   }
 }
 
-void SqliteWriter::RunBatch(const std::vector<std::shared_ptr<Pending>>& batch, bool full) {
+void SqliteWriter::RunBatch(const std::vector<Pending*>& batch, bool full) {
   SqliteDb& db = *db_;
   if (Status s = SetSynchronous(full); !s.ok() && full) {
     // A durable op must not commit unflushed: fail the batch rather than risk it. (If NORMAL
     // could not be set the connection is still FULL, which is only safer.)
-    for (const auto& p : batch) p->result = s;
+    for (Pending* p : batch) p->result = s;
     return;
   }
   if (Status begin = db.Exec("BEGIN IMMEDIATE"); !begin.ok()) {
-    for (const auto& p : batch) p->result = begin;
+    for (Pending* p : batch) p->result = begin;
     return;
   }
   RunOps(batch);
@@ -271,17 +265,17 @@ void SqliteWriter::RunBatch(const std::vector<std::shared_ptr<Pending>>& batch, 
   }
   if (Status commit = db.Exec("COMMIT"); !commit.ok()) {
     (void)db.Exec("ROLLBACK");
-    for (const auto& p : batch) p->result = commit;
+    for (Pending* p : batch) p->result = commit;
   }
 }
 
-void SqliteWriter::RunOps(const std::vector<std::shared_ptr<Pending>>& batch) {
+void SqliteWriter::RunOps(const std::vector<Pending*>& batch) {
   SqliteDb& db = *db_;
   if (batch.size() == 1) {  // no SAVEPOINT needed: RunBatch rolls back the batch if the op fails
     batch.front()->result = (*batch.front()->op)(db);
     return;
   }
-  for (const auto& p : batch) {
+  for (Pending* p : batch) {
     if (Status s = db.Exec("SAVEPOINT op"); !s.ok()) {
       p->result = s;
       continue;
@@ -335,10 +329,7 @@ void SqliteWriter::LeadSync(std::unique_lock<std::mutex>& lock) {
   } else {
     poisoned_ = std::move(flushed);
   }
-  // Outside the lock (see LeadBatch); the caller expects mu_ held again on return.
-  lock.unlock();
   sync_cv_.notify_all();
-  lock.lock();
 }
 
 Status SqliteWriter::FlushWal(const SyncFn& sync, int fd) {

@@ -141,7 +141,7 @@ class SqliteWriter {
   struct Pending {
     const Op* op = nullptr;
     Op owned;                // a Submit'ed op (|op| points here)
-    bool detached = false;   // Submit'ed: nobody waits; freed when its batch has run
+    bool detached = false;   // Submit'ed: nobody waits; the leader deletes it after its batch
     Durability durability = Durability::kBeforeReturn;
     Status result;
     int64_t seq = 0;       // the batch's number in commit order
@@ -149,8 +149,7 @@ class SqliteWriter {
     bool done = false;
     // Each waiter sleeps on its own condition variable: a finished batch wakes its members and
     // the next leader only, not every thread queued (a notify_all per batch made every waiting
-    // handler thread runnable once per commit). Shared by the queue, the batch and the waiter, so
-    // the leader can notify after it released mu_ even if the waiter has already returned.
+    // handler thread runnable once per commit).
     std::condition_variable cv;
   };
   class Checkpointer;
@@ -165,8 +164,8 @@ class SqliteWriter {
   // runs them too (nobody else would).
   void LeadBatch(std::unique_lock<std::mutex>& lock);
   // RunBatch runs |batch| in one transaction, with synchronous=FULL if |full|.
-  void RunBatch(const std::vector<std::shared_ptr<Pending>>& batch, bool full);
-  void RunOps(const std::vector<std::shared_ptr<Pending>>& batch);
+  void RunBatch(const std::vector<Pending*>& batch, bool full);
+  void RunOps(const std::vector<Pending*>& batch);
   // SetSynchronous switches the connection to FULL or NORMAL if it is not already.
   Status SetSynchronous(bool full);
   // AwaitSync waits (leading a flush if none runs) until batch |seq| is flushed; mu_ is held.
@@ -183,7 +182,7 @@ class SqliteWriter {
   const std::string wal_file_;  // db_file_ + "-wal" ("" if none)
   mutable std::mutex mu_;
   std::condition_variable sync_cv_;  // durable waiters: a flush finished
-  std::vector<std::shared_ptr<Pending>> queue_;  // guarded by mu_
+  std::vector<Pending*> queue_;      // guarded by mu_
   bool leading_ = false;             // a caller is running a batch; guarded by mu_
   int64_t commits_ = 0;              // batches run = the number of the last one; guarded by mu_
   int64_t lazy_commits_ = 0;         // guarded by mu_

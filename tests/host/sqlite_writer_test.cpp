@@ -111,11 +111,9 @@ TEST(SqliteWriterTest, ConcurrentOpsShareCommitsAndAreAllDurable) {
   std::cout << "[ group ] " << kThreads * kOpsPerThread << " ops in " << commits << " commits\n";
 }
 
-// The leader wakes its batch's waiters after releasing the writer's lock, so a waiter may see its
-// op done (on a spurious wake-up) and return before the leader has notified it: each waiter's
-// state is shared with the batch (a stack-held one would be notified after it was freed: ASan
-// runs this test). Threads mix lazy, durable and Submit'ed ops; each thread's ops keep their
-// order (a Submit'ed op is seen by the same thread's next Write), and every op runs exactly once.
+// Threads mix lazy, durable and Submit'ed ops: each thread's ops keep their order (a Submit'ed op
+// is seen by the same thread's next Write, whoever leads the batches) and every op runs exactly
+// once. ASan runs this test too (a waiter's state must outlive the leader's wake-up of it).
 TEST(SqliteWriterTest, MixedWritesAndSubmitsFromManyThreadsAllRunOnceInEachThreadsOrder) {
   clawguard::testing::TempDir dir;
   const std::string path = dir.Sub("w.db");
