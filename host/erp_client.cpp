@@ -1,6 +1,11 @@
 // erp_client.cpp — ErpClient on Boost.Beast (see erp_client.h). Each pooled connection owns a
 // private io_context; an async operation is started and that io_context is run until it
-// completes, so the tcp_stream deadline bounds every step. Beast stays in this file (pimpl).
+// completes. Connecting and the TLS handshake are bounded by the stream's own timeout; an
+// exchange (write, read the header, read the body) by one deadline timer armed once per call,
+// which cancels the socket's pending operation when it fires (the stream's timeout re-armed a
+// timer — a timerfd update — before and after each of the three operations, and every operation
+// ended with an extra poll of the context to reap the cancelled wait). Beast stays in this file
+// (pimpl).
 #include "host/erp_client.h"
 
 #include <openssl/ssl.h>
@@ -16,6 +21,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -160,6 +166,7 @@ class Connection {
         return Failure(ErpFailure::kTls, method, path, "TLS handshake with " + target_.host_header + " failed: " + why);
       }
     }
+    Lowest().expires_never();  // exchanges are bounded by deadline_ (ArmDeadline), not the stream's timer
     connected_ = true;
     return Status::Ok();
   }
@@ -168,7 +175,17 @@ class Connection {
   Result<ErpReply> Exchange(http::request<http::string_body>& req, SteadyTime deadline, std::string_view method,
                             std::string_view path, bool* got_some) {
     *got_some = false;
-    Lowest().expires_at(deadline);
+    ArmDeadline(deadline);
+    Result<ErpReply> reply = ExchangeArmed(req, method, path, got_some);
+    deadline_.cancel();  // its handler (operation_aborted) runs in a later Run, as a no-op
+    return reply;
+  }
+
+  bool reusable() const { return reusable_; }
+
+ private:
+  Result<ErpReply> ExchangeArmed(http::request<http::string_body>& req, std::string_view method,
+                                 std::string_view path, bool* got_some) {
     beast::error_code ec = Run([&](auto done) {
       if (tls_) {
         http::async_write(*tls_, req, [done](beast::error_code e, size_t) { done(e); });
@@ -185,7 +202,6 @@ class Connection {
     if (req.method() == http::verb::head) parser.skip(true);
     // The header is read on its own first: Beast 1.74's eager parse does not report body_limit
     // when body bytes arrive in the same read as a Content-Length header over the limit.
-    Lowest().expires_at(deadline);
     ec = Run([&](auto done) {
       if (tls_) {
         http::async_read_header(*tls_, buffer_, parser, [done](beast::error_code e, size_t) { done(e); });
@@ -220,12 +236,27 @@ class Connection {
     return reply;
   }
 
-  bool reusable() const { return reusable_; }
+  // ArmDeadline starts the exchange's one timer. When it fires it cancels what the socket has
+  // pending; Run then reports beast::error::timeout for that operation and for every later one.
+  // Each arming has a number: a wait that completed for an earlier exchange (its handler may run
+  // during this one) is ignored.
+  void ArmDeadline(SteadyTime deadline) {
+    timed_out_ = false;
+    const uint64_t armed = ++armed_;
+    deadline_.expires_at(deadline);
+    deadline_.async_wait([this, armed](beast::error_code ec) {
+      if (ec || armed != armed_) return;  // cancelled, or an earlier exchange's
+      timed_out_ = true;
+      beast::error_code ignored;
+      Lowest().socket().cancel(ignored);
+    });
+  }
 
- private:
-  // Run starts one async operation and runs the private io_context until it completes.
+  // Run starts one async operation and runs the private io_context until it completes. Handlers
+  // left over from an earlier Run (a cancelled deadline wait) run here first and do nothing.
   template <class Start>
   beast::error_code Run(Start start) {
+    if (timed_out_) return beast::error::timeout;  // never start an operation past the deadline
     beast::error_code result;
     bool finished = false;
     start([&result, &finished](beast::error_code ec) {
@@ -235,14 +266,18 @@ class Connection {
     ioc_.restart();
     while (!finished && ioc_.run_one() > 0) {
     }
-    // Let cancelled timer waits finish so the next Run starts clean.
-    ioc_.restart();
-    ioc_.poll();
-    return finished ? result : beast::error_code(asio::error::operation_aborted);
+    if (!finished) return asio::error::operation_aborted;
+    if (timed_out_ && result) return beast::error::timeout;  // cancelled by the deadline
+    return result;
   }
 
   const Target& target_;
   asio::io_context ioc_{1};
+  asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>,
+                             asio::io_context::executor_type>
+      deadline_{ioc_.get_executor()};
+  uint64_t armed_ = 0;      // the number of the latest ArmDeadline
+  bool timed_out_ = false;  // the current exchange's deadline fired
   std::optional<ClientStream> plain_;
   std::optional<beast::ssl_stream<ClientStream>> tls_;
   beast::flat_buffer buffer_;

@@ -148,6 +148,31 @@ TEST(TestErpServerTest, SlowAnswerIsReportedAsTimeoutAndTheRetryIsADuplicate) {
   EXPECT_EQ(erp->duplicates(), 1u);
 }
 
+// One deadline timer per exchange (erp_client.cpp): an exchange's leftover timer wait must not
+// cut a later exchange on the same kept-alive connection short, and a timed-out connection is
+// never reused. Each call below has 300 ms; the fast ones answer at once.
+TEST(TestErpServerTest, CallsAfterATimeoutAndManyKeptAliveCallsAreNeverCutShort) {
+  auto erp = StartErp();
+  ASSERT_NE(erp, nullptr);
+  ht::ErpAnswer slow;
+  slow.delay = std::chrono::seconds(30);  // cut short by Stop at the end of the test
+  erp->SetAnswer("/slow", slow);
+  auto client = ClientFor(erp->base_url(), std::chrono::milliseconds(300));
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->Send("POST", "/fast", KeyHeaders("warm"), "{}").ok());
+  auto timed_out = client->Send("POST", "/slow", KeyHeaders("slow-1"), "{}");
+  ASSERT_FALSE(timed_out.ok());
+  EXPECT_EQ(ErpFailureOf(timed_out.error()), ErpFailure::kTimeout) << timed_out.error().ToString();
+  int ok = 0;
+  for (int i = 0; i < 200; ++i) {
+    auto r = client->Send("POST", "/fast", KeyHeaders("fast-" + std::to_string(i)), "{}");
+    if (r.ok() && r->status == 200) ++ok;
+  }
+  EXPECT_EQ(ok, 200);
+  EXPECT_EQ(erp->effects("/fast"), 201u);
+  EXPECT_TRUE(erp->AtMostOneEffectPerKey());
+}
+
 TEST(TestErpServerTest, DroppedConnectionIsAProtocolFailure) {
   auto erp = StartErp();
   ASSERT_NE(erp, nullptr);
@@ -188,6 +213,32 @@ TEST(TestErpServerTest, TlsVerifiesAgainstTheTestCaAndAWrongCaFails) {
   EXPECT_EQ(ErpFailureOf(refused.error()), ErpFailure::kTls) << refused.error().ToString();
   EXPECT_EQ(refused.error().message().find("do-not-leak"), std::string::npos);
   EXPECT_EQ(erp->requests_total(), 1u);  // nothing reached the ERP over the untrusted channel
+}
+
+TEST(TestErpServerTest, TlsSlowAnswerIsATimeoutAndTheConnectionIsNotReused) {
+  clawguard::testing::TempDir dir;
+  ht::TestPki pki;
+  std::string error;
+  ASSERT_TRUE(ht::MakeTestPki(dir.path().string(), "erp", &pki, &error)) << error;
+  ht::TestErpOptions options;
+  options.tls = ServerTls{pki.leaf_cert, pki.leaf_key};
+  auto erp = StartErp(std::move(options));
+  ASSERT_NE(erp, nullptr);
+  ht::ErpAnswer slow;
+  slow.delay = std::chrono::seconds(30);  // cut short by Stop at the end of the test
+  erp->SetAnswer("/slow", slow);
+  auto client = ClientFor(erp->base_url(), std::chrono::milliseconds(500), pki.ca_cert);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->Send("POST", "/fast", KeyHeaders("tls-fast-1"), "{}").ok());
+  auto reply = client->Send("POST", "/slow", KeyHeaders("tls-slow"), "{}");
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(ErpFailureOf(reply.error()), ErpFailure::kTimeout) << reply.error().ToString();
+  for (int i = 2; i <= 20; ++i) {
+    auto r = client->Send("POST", "/fast", KeyHeaders("tls-fast-" + std::to_string(i)), "{}");
+    ASSERT_TRUE(r.ok()) << r.error().ToString();
+    EXPECT_EQ(r->status, 200);
+  }
+  EXPECT_EQ(erp->effects("/fast"), 20u);
 }
 
 TEST(TestErpServerTest, TlsRefusesACertificateForAnotherName) {
