@@ -61,6 +61,16 @@
 // commits (WAL mode lets a checkpoint and a writer run at once), once the WAL holds
 // kCheckpointFrames frames. Durability is unchanged: a checkpoint flushes the WAL before it copies
 // and the database file after.
+// A checkpoint beside the commits never catches up under sustained load: the frames committed
+// while it copies are left for the next one, so the WAL is never complete in the database file and
+// SQLite never starts writing it from its beginning again — the WAL file grew without bound (242 MB
+// after 60,000 first-time deliveries in the host benchmark, and more the longer the load lasted:
+// disk, crash-recovery time and wal-index searches with it). So once the WAL holds
+// kWalRestartFrames frames, the leader checkpoints on its own connection between two batches
+// (BoundWal); no batch commits meanwhile, so that checkpoint copies everything (unless a reader
+// still uses an old snapshot: then it is tried again after the next batch), and the next batch
+// writes the WAL from its start. In the same benchmark the WAL file stayed at 86 MB instead of
+// 242 MB (it can pass the mark while the checkpointer's own run makes the leader's one busy).
 // Shared: ForPath returns one writer per database file per process. Thread-safe.
 #ifndef CLAWGUARD_STORE_SQLITE_SQLITE_WRITER_H_
 #define CLAWGUARD_STORE_SQLITE_SQLITE_WRITER_H_
@@ -95,6 +105,9 @@ class SqliteWriter {
   // deliveries +7 % against 1000 in an interleaved A/B (bench/README.md). Readers pay a longer
   // wal-index search, which is hashed.
   static constexpr int kCheckpointFrames = 8000;
+  // The WAL size (frames) at which the leader, between two batches, checkpoints on its own
+  // connection (see the file comment, "Checkpoints"): 2× kCheckpointFrames, ~64 MiB.
+  static constexpr int kWalRestartFrames = 2 * kCheckpointFrames;
 
   using Op = std::function<Status(SqliteDb& db)>;
   // SyncFn flushes the open file |fd| to disk: 0 on success, else an errno value.
@@ -126,8 +139,10 @@ class SqliteWriter {
   int64_t queued() const;
 
   // checkpoints is how many WAL checkpoints the background checkpointer ran (see the file comment,
-  // "Checkpoints"); 0 when SQLite's own auto-checkpoint is in use.
+  // "Checkpoints"); 0 when SQLite's own auto-checkpoint is in use. wal_restarts is how many
+  // checkpoints the leader ran that copied the whole WAL (kWalRestartFrames).
   int64_t checkpoints() const;
+  int64_t wal_restarts() const;
 
   ~SqliteWriter();
   SqliteWriter(const SqliteWriter&) = delete;
@@ -136,6 +151,8 @@ class SqliteWriter {
   // SetSyncForTesting replaces fdatasync for this writer's flushes (tests block it, count it or
   // make it fail). Test-only; call before the writer is used concurrently.
   void SetSyncForTesting(SyncFn sync);
+  // SetWalRestartFramesForTesting replaces kWalRestartFrames for this writer. Test-only.
+  void SetWalRestartFramesForTesting(int frames);
 
  private:
   struct Pending {
@@ -159,6 +176,9 @@ class SqliteWriter {
   // connection cannot be opened the auto-checkpoint stays (correct, only slower).
   void StartCheckpointer(const std::string& path);
   static int OnWalCommit(void* self, sqlite3* db, const char* name, int pages);
+  // BoundWal runs after each batch, on the leader's thread: once the WAL holds
+  // wal_restart_frames_ frames it checkpoints on the writer's connection (see the file comment).
+  void BoundWal();
   // LeadBatch runs everything queued as one batch (the caller holds |lock| and takes the leader
   // role), then hands the role to the oldest queued waiter; if only Submit'ed ops are queued it
   // runs them too (nobody else would).
@@ -197,6 +217,9 @@ class SqliteWriter {
   // The connection's synchronous setting: true once NORMAL was set (Open sets FULL). Only the
   // leader (leading_ == true) touches it.
   bool normal_sync_ = false;
+  int wal_frames_ = 0;  // frames in the WAL after the last commit (the WAL hook); leader only
+  int wal_restart_frames_ = kWalRestartFrames;  // set before concurrent use (tests)
+  int64_t wal_restarts_ = 0;  // written by the leader without mu_, read under mu_ (see wal_restarts)
   std::unique_ptr<Checkpointer> checkpointer_;  // destroyed first (declared last)
 };
 

@@ -693,6 +693,66 @@ TEST(SqliteWriterTest, CheckpointsRunBesideTheWriter) {
   EXPECT_EQ(CountRows(path, "big"), rows);
 }
 
+// Writes that never pause: without the leader's own checkpoint the WAL only grows (here the
+// background checkpointer's mark is never reached, as under load it is never caught up with);
+// with it, the WAL is copied into the database file and written from its start again, so its file
+// stays near the mark.
+TEST(SqliteWriterTest, TheLeaderRestartsTheWalOnceItHoldsTheMarksFrames) {
+  const std::string blob(4000, 'x');  // one 4 KiB page per row
+  constexpr int kRows = 400;
+  const auto fill = [&](SqliteWriter& w) {
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < kRows / 4; ++i) {
+          const Status s = w.Write(
+              [&](SqliteDb& db) {
+                auto st = db.Prepare("INSERT INTO big (b) VALUES (?1)");
+                if (!st.ok()) return st.error();
+                st->BindBlob(1, blob);
+                return st->Run();
+              },
+              Durability::kLazy);
+          if (!s.ok()) ++failures;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    return failures.load();
+  };
+  const auto open = [](const std::string& path) {
+    auto writer = SqliteWriter::ForPath(path);
+    EXPECT_TRUE(writer.ok()) << writer.error().ToString();
+    std::shared_ptr<SqliteWriter> w = writer.ok() ? *writer : nullptr;
+    if (w) {
+      EXPECT_TRUE(
+          w->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE big (id INTEGER PRIMARY KEY, b BLOB)"); }).ok());
+    }
+    return w;
+  };
+  clawguard::testing::TempDir dir;
+  const std::string grows = dir.Sub("grows.db");
+  const std::string bounded = dir.Sub("bounded.db");
+  std::shared_ptr<SqliteWriter> unbounded_writer = open(grows);
+  std::shared_ptr<SqliteWriter> bounded_writer = open(bounded);
+  ASSERT_NE(unbounded_writer, nullptr);
+  ASSERT_NE(bounded_writer, nullptr);
+  bounded_writer->SetWalRestartFramesForTesting(50);
+  ASSERT_EQ(fill(*unbounded_writer), 0);
+  ASSERT_EQ(fill(*bounded_writer), 0);
+
+  const uint64_t page_frame = 4096 + 24;
+  EXPECT_EQ(unbounded_writer->wal_restarts(), 0);
+  EXPECT_GE(std::filesystem::file_size(grows + "-wal"), kRows * page_frame);  // every row's page, at least
+  EXPECT_GE(bounded_writer->wal_restarts(), 2);
+  // The mark (50) plus the batches committed before the leader's checkpoint ran: 4 writers, each
+  // op a few pages.
+  EXPECT_LE(std::filesystem::file_size(bounded + "-wal"), 100 * page_frame);
+  EXPECT_EQ(CountRows(grows, "big"), kRows);
+  EXPECT_EQ(CountRows(bounded, "big"), kRows);
+}
+
 TEST(SqliteWriterTest, OneWriterPerFileIsShared) {
   clawguard::testing::TempDir dir;
   auto a = SqliteWriter::ForPath(dir.Sub("w.db"));
