@@ -42,6 +42,14 @@ std::unique_ptr<ErpClient> ClientFor(const std::string& base_url, std::chrono::m
   return std::move(client).value();
 }
 
+// SetSlow makes |path| answer only after 30 s: past every client timeout here (the wait is cut
+// short by Stop at the end of the test).
+void SetSlow(ht::TestErpServer& erp, const std::string& path) {
+  ht::ErpAnswer slow;
+  slow.delay = std::chrono::seconds(30);
+  erp.SetAnswer(path, slow);
+}
+
 HttpHeaders KeyHeaders(const std::string& key) {
   return HttpHeaders{{"Idempotency-Key", key}, {"Content-Type", "application/json"}};
 }
@@ -130,9 +138,7 @@ TEST(TestErpServerTest, ProgrammedAnswerCarriesStatusAndRetryAfterAndIsNoEffect)
 TEST(TestErpServerTest, SlowAnswerIsReportedAsTimeoutAndTheRetryIsADuplicate) {
   auto erp = StartErp();
   ASSERT_NE(erp, nullptr);
-  ht::ErpAnswer slow;
-  slow.delay = std::chrono::seconds(30);  // cut short by Stop at the end of the test
-  erp->SetAnswer("/orders/9/fulfil", slow);
+  SetSlow(*erp, "/orders/9/fulfil");
   auto client = ClientFor(erp->base_url(), std::chrono::milliseconds(200));
   ASSERT_NE(client, nullptr);
   auto reply = client->Send("POST", "/orders/9/fulfil", KeyHeaders("k-9"), "{}");
@@ -154,9 +160,7 @@ TEST(TestErpServerTest, SlowAnswerIsReportedAsTimeoutAndTheRetryIsADuplicate) {
 TEST(TestErpServerTest, CallsAfterATimeoutAndManyKeptAliveCallsAreNeverCutShort) {
   auto erp = StartErp();
   ASSERT_NE(erp, nullptr);
-  ht::ErpAnswer slow;
-  slow.delay = std::chrono::seconds(30);  // cut short by Stop at the end of the test
-  erp->SetAnswer("/slow", slow);
+  SetSlow(*erp, "/slow");
   auto client = ClientFor(erp->base_url(), std::chrono::milliseconds(300));
   ASSERT_NE(client, nullptr);
   ASSERT_TRUE(client->Send("POST", "/fast", KeyHeaders("warm"), "{}").ok());
@@ -224,9 +228,7 @@ TEST(TestErpServerTest, TlsSlowAnswerIsATimeoutAndTheConnectionIsNotReused) {
   options.tls = ServerTls{pki.leaf_cert, pki.leaf_key};
   auto erp = StartErp(std::move(options));
   ASSERT_NE(erp, nullptr);
-  ht::ErpAnswer slow;
-  slow.delay = std::chrono::seconds(30);  // cut short by Stop at the end of the test
-  erp->SetAnswer("/slow", slow);
+  SetSlow(*erp, "/slow");
   auto client = ClientFor(erp->base_url(), std::chrono::milliseconds(500), pki.ca_cert);
   ASSERT_NE(client, nullptr);
   ASSERT_TRUE(client->Send("POST", "/fast", KeyHeaders("tls-fast-1"), "{}").ok());
