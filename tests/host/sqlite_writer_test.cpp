@@ -117,17 +117,10 @@ TEST(SqliteWriterTest, ConcurrentOpsShareCommitsAndAreAllDurable) {
 TEST(SqliteWriterTest, MixedWritesAndSubmitsFromManyThreadsAllRunOnceInEachThreadsOrder) {
   clawguard::testing::TempDir dir;
   const std::string path = dir.Sub("w.db");
-  auto writer = SqliteWriter::ForPath(path);
-  ASSERT_TRUE(writer.ok()) << writer.error().ToString();
-  ASSERT_TRUE((*writer)->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
-  const auto insert = [](int64_t v) {
-    return [v](SqliteDb& db) {
-      auto stmt = db.Prepare("INSERT INTO t (v) VALUES (?1)");
-      if (!stmt.ok()) return stmt.error();
-      stmt->Bind(1, v);
-      return stmt->Run();
-    };
-  };
+  std::shared_ptr<SqliteWriter> writer = NewTable(path);
+  ASSERT_NE(writer, nullptr);
+  std::atomic<int64_t> level{0};  // InsertOp's record of the level; not checked here
+  const auto insert = [&level](int64_t v) { return InsertOp(v, level); };
   std::atomic<int> failures{0}, unseen{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
@@ -135,13 +128,13 @@ TEST(SqliteWriterTest, MixedWritesAndSubmitsFromManyThreadsAllRunOnceInEachThrea
       for (int i = 0; i < kOpsPerThread; ++i) {
         const int64_t v = t * 1000 + i;
         if (i % 3 == 1) {
-          (*writer)->Submit(insert(v));
+          writer->Submit(insert(v));
           continue;
         }
         // A Write after a Submit by this thread sees the Submit'ed row (arrival order).
         const int64_t previous = v - 1;
         const bool check = i % 3 == 2;
-        const Status s = (*writer)->Write(
+        const Status s = writer->Write(
             [&, v, previous, check](SqliteDb& db) {
               if (check) {
                 auto q = db.Prepare("SELECT count(*) FROM t WHERE v = ?1");
@@ -160,10 +153,10 @@ TEST(SqliteWriterTest, MixedWritesAndSubmitsFromManyThreadsAllRunOnceInEachThrea
   }
   for (auto& t : threads) t.join();
   // Whatever Submit'ed ops are still queued run with the next Write.
-  ASSERT_TRUE((*writer)->Write([](SqliteDb&) { return Status::Ok(); }).ok());
+  ASSERT_TRUE(writer->Write([](SqliteDb&) { return Status::Ok(); }).ok());
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(unseen.load(), 0);
-  EXPECT_EQ((*writer)->queued(), 0);
+  EXPECT_EQ(writer->queued(), 0);
   EXPECT_EQ(CountRows(path, "t"), kThreads * kOpsPerThread);
 }
 
