@@ -2,10 +2,12 @@
 // (never edit a released version; append one).
 #include "sqlite/sqlite_idempotency_store.h"
 
+#include <iterator>
+
 namespace clawguard::sqlite {
 namespace {
 
-constexpr int64_t kSchemaVersion = 3;
+constexpr int64_t kSchemaVersion = 4;
 
 constexpr std::string_view kSchemaV1 = R"sql(
 CREATE TABLE IF NOT EXISTS idem_records (
@@ -113,9 +115,30 @@ CREATE INDEX idem_records_tombstones ON idem_records (tombstone_until_ms) WHERE 
 CREATE INDEX idem_records_stuck ON idem_records (lease_until_ms) WHERE state = 'in_progress';
 )sql";
 
+// v4: outbox_rows_due indexes only the rows the retry worker looks for (pending, sent), as
+// PostgreSQL's index does, instead of every row. The full index moved each answered row's entry
+// from ('sent', t) to ('answered', t) and kept every final row: in the host benchmark it was 2.4 of
+// the 11 WAL frames each commit wrote; the partial one is a few hot pages (0.9 frames per commit).
+// DuePending's query names the same state list, so SQLite uses it (in next_attempt_ms order; only
+// rows due at the same millisecond are sorted by event key and call index, up to its LIMIT).
+constexpr std::string_view kSchemaV4 = R"sql(
+DROP INDEX outbox_rows_due;
+CREATE INDEX outbox_rows_due ON outbox_rows (next_attempt_ms) WHERE state IN ('pending', 'sent');
+)sql";
+
+// kMigrations[v - 1] brings a database at version v - 1 to version v.
+constexpr std::string_view kMigrations[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4};
+static_assert(std::size(kMigrations) == kSchemaVersion);
+
 }  // namespace
 
-Status MigrateIdempotencySchema(SqliteDb& db) {
+Status MigrateIdempotencySchema(SqliteDb& db) { return MigrateIdempotencySchemaTo(db, kSchemaVersion); }
+
+Status MigrateIdempotencySchemaTo(SqliteDb& db, int64_t target) {
+  if (target < 1 || target > kSchemaVersion) {
+    return Status(Reason::kInternal, "idempotency schema version " + std::to_string(target) + " does not exist (1.." +
+                                         std::to_string(kSchemaVersion) + ")");
+  }
   CLAWGUARD_RETURN_IF_ERROR(db.Exec("CREATE TABLE IF NOT EXISTS idem_schema_version (version INTEGER NOT NULL)"));
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db));
   int64_t version = 0;
@@ -129,17 +152,9 @@ Status MigrateIdempotencySchema(SqliteDb& db) {
                                                  std::to_string(version) + ", newer than this build (" +
                                                  std::to_string(kSchemaVersion) + "): upgrade clawguard");
   }
-  if (version < 1) {
-    CLAWGUARD_RETURN_IF_ERROR(db.Exec(kSchemaV1));
-    CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO idem_schema_version (version) VALUES (1)"));
-  }
-  if (version < 2) {
-    CLAWGUARD_RETURN_IF_ERROR(db.Exec(kSchemaV2));
-    CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO idem_schema_version (version) VALUES (2)"));
-  }
-  if (version < 3) {
-    CLAWGUARD_RETURN_IF_ERROR(db.Exec(kSchemaV3));
-    CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO idem_schema_version (version) VALUES (3)"));
+  for (int64_t v = version + 1; v <= target; ++v) {
+    CLAWGUARD_RETURN_IF_ERROR(db.Exec(kMigrations[v - 1]));
+    CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO idem_schema_version (version) VALUES (" + std::to_string(v) + ")"));
   }
   return tx.Commit();
 }

@@ -31,6 +31,8 @@ namespace clawguard::sqlite {
 // MigrateIdempotencySchema creates or upgrades the idem_* and outbox_* tables (idempotent).
 // kStoreUnavailable if the file holds a newer schema than this build knows.
 Status MigrateIdempotencySchema(SqliteDb& db);
+// MigrateIdempotencySchemaTo stops at version |target| (tests build older databases with it).
+Status MigrateIdempotencySchemaTo(SqliteDb& db, int64_t target);
 
 class SqliteIdempotencyStore final : public IdempotencyStore {
  public:
