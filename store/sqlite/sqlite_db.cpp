@@ -41,10 +41,10 @@ bool OnlySeparators(std::string_view tail) {
 
 }  // namespace
 
-Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
+Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, const char* vfs) {
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);
   if (rc != SQLITE_OK) {
     std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
     if (raw) sqlite3_close(raw);

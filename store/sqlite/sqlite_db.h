@@ -42,7 +42,8 @@ class Stmt;
 
 class SqliteDb {
  public:
-  static Result<std::unique_ptr<SqliteDb>> Open(const std::string& path);
+  // |vfs|: the name of a registered VFS, nullptr for the default one.
+  static Result<std::unique_ptr<SqliteDb>> Open(const std::string& path, const char* vfs = nullptr);
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;

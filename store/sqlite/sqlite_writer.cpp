@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "clawguard/thread_name.h"
+#include "sqlite/sqlite_wal_vfs.h"
 
 namespace clawguard::sqlite {
 namespace {
@@ -169,7 +170,8 @@ Result<std::shared_ptr<SqliteWriter>> SqliteWriter::ForPath(const std::string& p
   if (auto it = registry->find(key); it != registry->end()) {
     if (std::shared_ptr<SqliteWriter> w = it->second.lock()) return w;
   }
-  CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
+  // The WAL VFS writes each commit's frames with one write() (sqlite_wal_vfs.h).
+  CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, WalVfsName()));
   std::shared_ptr<SqliteWriter> w(new SqliteWriter(std::move(db)));
   w->StartCheckpointer(path);
   (*registry)[key] = w;
@@ -246,9 +248,10 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock) {
                                     [](const Pending* p) { return p->durability == Durability::kBeforeReturn; }) &&
                         !WalOpenLocked();
       lock.unlock();
-      RunBatch(batch, full);
+      Status lost = RunBatch(batch, full);
       BoundWal();
       lock.lock();
+      if (!lost.ok() && !poisoned_) poisoned_ = std::move(lost);
       ++commits_;
       if (normal_sync_) ++lazy_commits_;
     }
@@ -274,27 +277,37 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock) {
   }
 }
 
-void SqliteWriter::RunBatch(const std::vector<Pending*>& batch, bool full) {
+Status SqliteWriter::RunBatch(const std::vector<Pending*>& batch, bool full) {
   SqliteDb& db = *db_;
   if (Status s = SetSynchronous(full); !s.ok() && full) {
     // A durable op must not commit unflushed: fail the batch rather than risk it. (If NORMAL
     // could not be set the connection is still FULL, which is only safer.)
     for (Pending* p : batch) p->result = s;
-    return;
+    return Status::Ok();
   }
   if (Status begin = db.Exec("BEGIN IMMEDIATE"); !begin.ok()) {
     for (Pending* p : batch) p->result = begin;
-    return;
+    return Status::Ok();
   }
   RunOps(batch);
   if (batch.size() == 1 && !batch.front()->result.ok()) {
     (void)db.Exec("ROLLBACK");  // undoes the one op's changes, and nothing else was in the batch
-    return;
+    return Status::Ok();
   }
   if (Status commit = db.Exec("COMMIT"); !commit.ok()) {
     (void)db.Exec("ROLLBACK");
     for (Pending* p : batch) p->result = commit;
+    return Status::Ok();
   }
+  // The WAL VFS wrote the commit's frames before COMMIT returned (sqlite_wal_vfs.h); this only
+  // makes sure nothing is left buffered before a flush (fdatasync) can acknowledge the batch.
+  if (const int rc = FlushWalWrites(db.raw()); rc != SQLITE_OK) {
+    Status failed(Reason::kStoreUnavailable, "SQLite store '" + db.path() + "': writing the WAL after a commit failed: " +
+                                                 sqlite3_errstr(rc) + "; restart the host (SQLite recovers the WAL)");
+    for (Pending* p : batch) p->result = failed;
+    return failed;  // the commit is visible but not in the file: refuse everything until restart
+  }
+  return Status::Ok();
 }
 
 void SqliteWriter::RunOps(const std::vector<Pending*>& batch) {

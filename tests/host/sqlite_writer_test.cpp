@@ -26,6 +26,7 @@
 
 #include "clawguard/clock.h"
 #include "sqlite/sqlite_idempotency_store.h"
+#include "sqlite/sqlite_wal_vfs.h"
 #include "support/temp_dir.h"
 
 namespace clawguard::sqlite {
@@ -744,6 +745,40 @@ TEST(SqliteWriterTest, TheLeaderRestartsTheWalOnceItHoldsTheMarksFrames) {
   EXPECT_LE(std::filesystem::file_size(bounded + "-wal"), 100 * page_frame);
   EXPECT_EQ(CountRows(grows, "big"), kRows);
   EXPECT_EQ(CountRows(bounded, "big"), kRows);
+}
+
+TEST(SqliteWriterTest, EachBatchReachesTheWalWithOneWriteThroughTheWalVfs) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  std::shared_ptr<SqliteWriter> writer = NewTable(path);
+  ASSERT_NE(writer, nullptr);
+  ASSERT_TRUE(writer->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE pad (x BLOB)"); }).ok());
+  const int64_t commits0 = writer->commits();
+  const WalWriteCounts before = WalWriteCountsForTesting();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&writer, t] {
+      for (int i = 0; i < 10; ++i) {
+        // A 6,000-byte row in pad fills overflow pages: every batch writes several frames.
+        const Status s = writer->Write([t, i](SqliteDb& db) -> Status {
+          auto stmt = db.Prepare("INSERT INTO t (v) VALUES (?1)");
+          if (!stmt.ok()) return stmt.error();
+          stmt->Bind(1, int64_t{t * 1000 + i});
+          CLAWGUARD_RETURN_IF_ERROR(stmt->Run());
+          return db.Exec("INSERT INTO pad VALUES (randomblob(6000))");
+        });
+        EXPECT_TRUE(s.ok()) << s.ToString();
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  const WalWriteCounts after = WalWriteCountsForTesting();
+  const int64_t commits = writer->commits() - commits0;
+  EXPECT_EQ(after.buffered, 0);
+  EXPECT_EQ(CountRows(path, "t"), kThreads * 10);
+  // One write per commit (plus the WAL header once); SQLite alone writes two per frame.
+  EXPECT_LE(after.writes - before.writes, commits + 1);
+  EXPECT_GT(after.bytes - before.bytes, commits * 2 * (24 + 4096));
 }
 
 TEST(SqliteWriterTest, OneWriterPerFileIsShared) {
