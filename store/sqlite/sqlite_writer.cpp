@@ -157,6 +157,16 @@ int64_t SqliteWriter::wal_restarts() const {
   return wal_restarts_;
 }
 
+int64_t SqliteWriter::gathers() const {
+  std::lock_guard lock(mu_);
+  return gathers_;
+}
+
+void SqliteWriter::SetGatherForTesting(std::chrono::microseconds gather_for) {
+  std::lock_guard lock(mu_);
+  gather_for_ = gather_for;
+}
+
 void SqliteWriter::SetWalRestartFramesForTesting(int frames) {
   std::lock_guard lock(mu_);
   wal_restart_frames_ = frames;
@@ -210,6 +220,7 @@ Status SqliteWriter::Write(const Op& op, Durability durability) {
   std::unique_lock lock(mu_);
   if (poisoned_) return *poisoned_;
   queue_.push_back(&mine);
+  if (gathering_ && queue_.size() >= kGatherOps) gather_cv_.notify_one();
   while (!mine.done) {
     if (leading_) {
       mine.cv.wait(lock);
@@ -230,15 +241,27 @@ void SqliteWriter::Submit(Op op) {
   std::unique_lock lock(mu_);
   if (poisoned_) return;
   queue_.push_back(mine.release());  // owned by the queue now; the leader of its batch deletes it
+  if (gathering_ && queue_.size() >= kGatherOps) gather_cv_.notify_one();
   if (!leading_) LeadBatch(lock);
+}
+
+void SqliteWriter::Gather(std::unique_lock<std::mutex>& lock) {
+  // Only under concurrency (the last batch had several ops): a lone writer never waits.
+  if (gather_for_.count() <= 0 || last_batch_ops_ < kGatherAfterOps || queue_.size() >= kGatherOps) return;
+  ++gathers_;
+  gathering_ = true;
+  gather_cv_.wait_for(lock, gather_for_, [this] { return queue_.size() >= kGatherOps; });
+  gathering_ = false;
 }
 
 void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock) {
   for (;;) {
     // Lead: take everything queued so far (the caller's op included) into one transaction.
     leading_ = true;
+    Gather(lock);
     std::vector<Pending*> batch;
     batch.swap(queue_);
+    last_batch_ops_ = batch.size();
     if (poisoned_) {
       for (Pending* p : batch) p->result = *poisoned_;  // a failed flush refuses every op not yet run
     } else {

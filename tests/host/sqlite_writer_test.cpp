@@ -781,6 +781,56 @@ TEST(SqliteWriterTest, EachBatchReachesTheWalWithOneWriteThroughTheWalVfs) {
   EXPECT_GT(after.bytes - before.bytes, commits * 2 * (24 + 4096));
 }
 
+TEST(SqliteWriterTest, ALoneWriterNeverWaitsToGather) {
+  testing::TempDir dir;
+  std::shared_ptr<SqliteWriter> writer = NewTable(dir.Sub("w.db"));
+  ASSERT_NE(writer, nullptr);
+  std::atomic<int64_t> level{0};
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(writer->Write(InsertOp(i, level), Durability::kLazy).ok());
+  EXPECT_EQ(writer->gathers(), 0);
+}
+
+// Under concurrency a leader waits for more ops: batch 1 (one op) is held until four ops are
+// queued; they form batch 2, whose first op, once running, lets a sixth op be queued and waits
+// for it; the sixth follows a batch of four, so its leader gathers before committing it — and
+// every op still runs once.
+TEST(SqliteWriterTest, AfterABatchOfSeveralOpsTheNextLeaderGathers) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  std::shared_ptr<SqliteWriter> writer = NewTable(path);
+  ASSERT_NE(writer, nullptr);
+  std::atomic<int64_t> level{0};
+  std::promise<void> batch1_runs;
+  std::promise<void> batch2_runs;
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] {
+    EXPECT_TRUE(writer->Write([&](SqliteDb& db) -> Status {
+                        batch1_runs.set_value();
+                        WaitQueued(*writer, 4);  // the leader runs ops without the writer's lock
+                        return InsertOp(1, level)(db);
+                      }).ok());
+  });
+  batch1_runs.get_future().wait();
+  for (int64_t v = 2; v <= 5; ++v) {
+    threads.emplace_back([&, v] {
+      if (v > 2) {
+        EXPECT_TRUE(writer->Write(InsertOp(v, level)).ok());
+        return;
+      }
+      EXPECT_TRUE(writer->Write([&](SqliteDb& db) -> Status {
+                          batch2_runs.set_value();
+                          WaitQueued(*writer, 1);
+                          return InsertOp(2, level)(db);
+                        }).ok());
+    });
+  }
+  batch2_runs.get_future().wait();
+  threads.emplace_back([&] { EXPECT_TRUE(writer->Write(InsertOp(6, level)).ok()); });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(CountRows(path, "t"), 6);
+  EXPECT_GE(writer->gathers(), 1);
+}
+
 TEST(SqliteWriterTest, OneWriterPerFileIsShared) {
   clawguard::testing::TempDir dir;
   auto a = SqliteWriter::ForPath(dir.Sub("w.db"));
