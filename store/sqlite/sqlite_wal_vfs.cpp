@@ -128,11 +128,9 @@ int WalCheckReservedLock(sqlite3_file* f, int* out) {
   return Real(Wal(f)).xCheckReservedLock(Wal(f)->real, out);
 }
 
-int WalFileControl(sqlite3_file* f, int op, void* arg) {
-  WalFile* w = Wal(f);
-  if (const int rc = Flush(w); rc != SQLITE_OK) return rc;
-  return Real(w).xFileControl(w->real, op, arg);
-}
+// Not flushed first: SQLite ignores the result of some file controls (hints), so a write that
+// failed here could go unnoticed; no file control reads or syncs the WAL's contents.
+int WalFileControl(sqlite3_file* f, int op, void* arg) { return Real(Wal(f)).xFileControl(Wal(f)->real, op, arg); }
 
 int WalSectorSize(sqlite3_file* f) { return Real(Wal(f)).xSectorSize(Wal(f)->real); }
 int WalDeviceCharacteristics(sqlite3_file* f) { return Real(Wal(f)).xDeviceCharacteristics(Wal(f)->real); }

@@ -15,9 +15,10 @@
 //     COMMIT that returns SQLITE_OK has all its frames in the file (the page cache), exactly as
 //     before, and a failed write fails the COMMIT as before (the buffer is dropped; SQLite writes
 //     those frames again);
-//   - anything else touches the file through this handle (read, sync, truncate, size, file
-//     control, close) — so the connection's own reads of frames it spilled before its commit see
-//     them, and nothing is ever synced or truncated around unwritten bytes;
+//   - anything else reads or changes the file through this handle (read, sync, truncate, size,
+//     close; not file controls, whose results SQLite may ignore) — so the connection's own reads
+//     of frames it spilled before its commit see them, and nothing is ever synced or truncated
+//     around unwritten bytes;
 //   - the run would outgrow the buffer (kWalBufferBytes), or a write does not continue it.
 // A write below the highest offset this handle has written (SQLite rewriting a frame or a header
 // within one transaction, or the WAL header at a restart) is never buffered: it is written at once,

@@ -162,11 +162,6 @@ int64_t SqliteWriter::gathers() const {
   return gathers_;
 }
 
-void SqliteWriter::SetGatherForTesting(std::chrono::microseconds gather_for) {
-  std::lock_guard lock(mu_);
-  gather_for_ = gather_for;
-}
-
 void SqliteWriter::SetWalRestartFramesForTesting(int frames) {
   std::lock_guard lock(mu_);
   wal_restart_frames_ = frames;
@@ -247,10 +242,10 @@ void SqliteWriter::Submit(Op op) {
 
 void SqliteWriter::Gather(std::unique_lock<std::mutex>& lock) {
   // Only under concurrency (the last batch had several ops): a lone writer never waits.
-  if (gather_for_.count() <= 0 || last_batch_ops_ < kGatherAfterOps || queue_.size() >= kGatherOps) return;
+  if (last_batch_ops_ < kGatherAfterOps || queue_.size() >= kGatherOps) return;
   ++gathers_;
   gathering_ = true;
-  gather_cv_.wait_for(lock, gather_for_, [this] { return queue_.size() >= kGatherOps; });
+  gather_cv_.wait_for(lock, kGatherFor, [this] { return queue_.size() >= kGatherOps; });
   gathering_ = false;
 }
 

@@ -174,8 +174,6 @@ class SqliteWriter {
   // SetSyncForTesting replaces fdatasync for this writer's flushes (tests block it, count it or
   // make it fail). Test-only; call before the writer is used concurrently.
   void SetSyncForTesting(SyncFn sync);
-  // SetGatherForTesting replaces kGatherFor for this writer (0: never wait). Test-only.
-  void SetGatherForTesting(std::chrono::microseconds gather_for);
   // SetWalRestartFramesForTesting replaces kWalRestartFrames for this writer. Test-only.
   void SetWalRestartFramesForTesting(int frames);
 
@@ -243,7 +241,6 @@ class SqliteWriter {
   bool gathering_ = false;             // guarded by mu_
   size_t last_batch_ops_ = 0;          // ops in the last batch; guarded by mu_
   int64_t gathers_ = 0;                // guarded by mu_
-  std::chrono::microseconds gather_for_ = kGatherFor;  // guarded by mu_
   SyncFn sync_;                      // guarded by mu_
   // The WAL descriptor: opened under mu_ (once valid it stays valid); replaced only by the sync
   // leader (under mu_), which is also the only one using it without mu_.
