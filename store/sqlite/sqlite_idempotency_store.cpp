@@ -161,6 +161,30 @@ void BindClaim(Stmt& u, const std::string& key, const std::string& fingerprint, 
   u.Bind(13, int64_t{storable ? 1 : 0});
 }
 
+// InsertedRecord is the record kInsertSql writes (the request columns are not read back by a
+// claim: LoadRow without the request).
+IdempotencyRecord InsertedRecord(const std::string& key, const std::string& fingerprint, const ClaimMeta& meta,
+                                 int64_t now, int64_t lease_ms) {
+  IdempotencyRecord r;
+  r.key = key;
+  r.plugin = meta.plugin;
+  r.route = meta.route;
+  r.level = meta.level;
+  r.fingerprint = fingerprint;
+  r.state = IdemState::kInProgress;
+  r.lease_until_ms = now + lease_ms;
+  r.fencing_token = 1;
+  r.status = 0;
+  r.created_ms = now;
+  r.updated_ms = now;
+  r.webhook_id = meta.webhook_id;
+  r.x_idempotency_key = meta.x_idempotency_key;
+  r.has_request = IdemRequestStorable(meta);
+  r.reconcile_attempts = 0;
+  r.tombstone_until_ms = 0;
+  return r;
+}
+
 // The takeover keeps a stored request (the first claim's); the request columns are assigned
 // from the row's values before the update (SQLite evaluates every SET expression first).
 constexpr std::string_view kTakeOverSql =
@@ -246,9 +270,16 @@ Result<ClaimOutcome> SqliteIdempotencyStore::Claim(const std::string& key, const
     BindClaim(u, key, fingerprint, meta, now, lease_ms, seen_token);
     CLAWGUARD_RETURN_IF_ERROR(u.Run());
     if (sqlite3_changes(db.raw()) != 1) return db.Error("claim of an idempotency record changed no row");
+    out.kind = ClaimOutcome::Kind::kClaimed;
+    if (!row) {
+      // A new record is exactly what kInsertSql wrote: no read back inside the writer's batch
+      // (the writer is the host's serial section; ClaimsANewKeyWithTokenOne compares it with Get).
+      out.record = InsertedRecord(key, fingerprint, meta, now, lease_ms);
+      out.fencing_token = out.record.fencing_token;
+      return Status::Ok();
+    }
     CLAWGUARD_ASSIGN_OR_RETURN(std::optional<Row> after, LoadRow(db, key, /*with_request=*/false));
     CLAWGUARD_CHECK(after.has_value());
-    out.kind = ClaimOutcome::Kind::kClaimed;
     out.fencing_token = after->rec.fencing_token;
     out.record = std::move(after->rec);
     return Status::Ok();

@@ -61,8 +61,22 @@ Status AppendIn(SqliteDb& db, const OutboxRow& row, OutboxAppend& out) {
       return Status::Ok();
     }
   }
-  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<OutboxRow> existing, LoadRow(db, row.event_key, row.call_index));
-  if (existing) {
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      Stmt i, db.Prepare("INSERT INTO outbox_rows (event_key, fencing_token, call_index, method, path, body, "
+                         "body_sha256, state, attempts, next_attempt_ms, idempotency_key) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, ?11, ?8, ?9) "
+                         "ON CONFLICT (event_key, call_index) DO NOTHING"));
+  // A row appended as sent records the gateway's first send attempt (outbox.h).
+  const int64_t attempts = row.state == OutboxState::kSent ? 1 : 0;
+  i.Bind(1, row.event_key).Bind(2, row.fencing_token).Bind(3, row.call_index).Bind(4, row.method).Bind(5, row.path);
+  i.BindBlob(6, row.body).Bind(7, row.body_sha256).Bind(8, row.next_attempt_ms).Bind(9, row.idempotency_key);
+  i.Bind(10, std::string(OutboxStateName(row.state))).Bind(11, attempts);
+  CLAWGUARD_RETURN_IF_ERROR(i.Run());
+  if (sqlite3_changes(db.raw()) == 0) {
+    // The call index has a row already (a re-run plugin): compare, never overwrite. The insert is
+    // tried first because a first-time call (the common case) then needs no lookup before it.
+    CLAWGUARD_ASSIGN_OR_RETURN(std::optional<OutboxRow> existing, LoadRow(db, row.event_key, row.call_index));
+    if (!existing) return db.Error("outbox append: the row that blocked the insert is gone");
     const bool same = existing->method == row.method && existing->path == row.path &&
                       existing->body_sha256 == row.body_sha256 && existing->body == row.body;
     out.kind = same ? OutboxAppend::Kind::kExisting : OutboxAppend::Kind::kMismatch;
@@ -77,16 +91,6 @@ Status AppendIn(SqliteDb& db, const OutboxRow& row, OutboxAppend& out) {
     out.row = std::move(*existing);
     return Status::Ok();
   }
-  CLAWGUARD_ASSIGN_OR_RETURN(
-      Stmt i, db.Prepare("INSERT INTO outbox_rows (event_key, fencing_token, call_index, method, path, body, "
-                         "body_sha256, state, attempts, next_attempt_ms, idempotency_key) "
-                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, ?11, ?8, ?9)"));
-  // A row appended as sent records the gateway's first send attempt (outbox.h).
-  const int64_t attempts = row.state == OutboxState::kSent ? 1 : 0;
-  i.Bind(1, row.event_key).Bind(2, row.fencing_token).Bind(3, row.call_index).Bind(4, row.method).Bind(5, row.path);
-  i.BindBlob(6, row.body).Bind(7, row.body_sha256).Bind(8, row.next_attempt_ms).Bind(9, row.idempotency_key);
-  i.Bind(10, std::string(OutboxStateName(row.state))).Bind(11, attempts);
-  CLAWGUARD_RETURN_IF_ERROR(i.Run());
   out.kind = OutboxAppend::Kind::kAppended;
   out.row = row;
   out.row.attempts = attempts;

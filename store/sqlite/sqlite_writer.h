@@ -89,6 +89,7 @@
 #ifndef CLAWGUARD_STORE_SQLITE_SQLITE_WRITER_H_
 #define CLAWGUARD_STORE_SQLITE_SQLITE_WRITER_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -186,11 +187,11 @@ class SqliteWriter {
     Status result;
     int64_t seq = 0;       // the batch's number in commit order
     bool flushed = false;  // the batch committed with synchronous=FULL
-    bool done = false;
-    // Each waiter sleeps on its own condition variable: a finished batch wakes its members and
-    // the next leader only, not every thread queued (a notify_all per batch made every waiting
-    // handler thread runnable once per commit).
-    std::condition_variable cv;
+    // What the waiter is told (kDone, kLead, kSynced; see "Wake-ups" in sqlite_writer.cpp). Each
+    // waiter sleeps on its own word: a finished batch wakes its members and the next leader only.
+    // Bits are set under mu_, and the futex wake follows after mu_ is released, so a woken
+    // waiter never blocks on mu_ again at once.
+    std::atomic<uint32_t> signal{0};
   };
   class Checkpointer;
   explicit SqliteWriter(std::unique_ptr<SqliteDb> db);
@@ -204,8 +205,11 @@ class SqliteWriter {
   void BoundWal();
   // LeadBatch runs everything queued as one batch (the caller holds |lock| and takes the leader
   // role), then hands the role to the oldest queued waiter; if only Submit'ed ops are queued it
-  // runs them too (nobody else would).
+  // runs them too (nobody else would). It releases |lock| to wake the batch's waiters and holds it
+  // again when it returns.
   void LeadBatch(std::unique_lock<std::mutex>& lock);
+  // AwaitDone waits (without mu_) until |mine|'s batch ran, leading a batch when handed the role.
+  void AwaitDone(Pending& mine);
   // Gather waits (releasing |lock|, the leader role kept) for more ops before a batch (see
   // "Gathering"); returns at once unless the last batch had kGatherAfterOps ops or more.
   void Gather(std::unique_lock<std::mutex>& lock);
@@ -215,8 +219,8 @@ class SqliteWriter {
   void RunOps(const std::vector<Pending*>& batch);
   // SetSynchronous switches the connection to FULL or NORMAL if it is not already.
   Status SetSynchronous(bool full);
-  // AwaitSync waits (leading a flush if none runs) until batch |seq| is flushed; mu_ is held.
-  Status AwaitSync(std::unique_lock<std::mutex>& lock, int64_t seq, Status committed);
+  // AwaitSync waits (leading a flush if none runs) until |mine|'s batch is flushed.
+  Status AwaitSync(Pending& mine);
   void LeadSync(std::unique_lock<std::mutex>& lock);
   // FlushWal flushes the WAL through |fd| (and more if the WAL was replaced); runs without mu_.
   Status FlushWal(const SyncFn& sync, int fd);
@@ -228,7 +232,7 @@ class SqliteWriter {
   const std::string db_file_;   // absolute, as SQLite resolved it ("" for a temporary database)
   const std::string wal_file_;  // db_file_ + "-wal" ("" if none)
   mutable std::mutex mu_;
-  std::condition_variable sync_cv_;  // durable waiters: a flush finished
+  std::vector<Pending*> sync_waiters_;  // durable ops waiting for the running flush; guarded by mu_
   std::vector<Pending*> queue_;      // guarded by mu_
   bool leading_ = false;             // a caller is running a batch; guarded by mu_
   int64_t commits_ = 0;              // batches run = the number of the last one; guarded by mu_

@@ -141,6 +141,38 @@ TYPED_TEST(StoreConformanceTest, ClaimsANewKeyWithTokenOne) {
   EXPECT_EQ(r.webhook_id, "msg_1");
   EXPECT_EQ(r.x_idempotency_key, "client-key-1");
   EXPECT_EQ(r.created_ms, kT0);
+  // The claim's record is the stored one (an engine may build it without reading it back).
+  const IdempotencyRecord& claimed = c.record;
+  EXPECT_EQ(claimed.key, r.key);
+  EXPECT_EQ(claimed.plugin, r.plugin);
+  EXPECT_EQ(claimed.route, r.route);
+  EXPECT_EQ(claimed.level, r.level);
+  EXPECT_EQ(claimed.fingerprint, r.fingerprint);
+  EXPECT_EQ(claimed.state, r.state);
+  EXPECT_EQ(claimed.lease_until_ms, r.lease_until_ms);
+  EXPECT_EQ(claimed.fencing_token, r.fencing_token);
+  EXPECT_EQ(claimed.status, r.status);
+  EXPECT_EQ(claimed.content_type, r.content_type);
+  EXPECT_EQ(claimed.body, r.body);
+  EXPECT_EQ(claimed.created_ms, r.created_ms);
+  EXPECT_EQ(claimed.updated_ms, r.updated_ms);
+  EXPECT_EQ(claimed.webhook_id, r.webhook_id);
+  EXPECT_EQ(claimed.x_idempotency_key, r.x_idempotency_key);
+  EXPECT_EQ(claimed.has_request, r.has_request);
+  EXPECT_EQ(claimed.reconcile_attempts, r.reconcile_attempts);
+  EXPECT_EQ(claimed.tombstone_until_ms, r.tombstone_until_ms);
+  // With a request to store: has_request as stored.
+  ClaimMeta with_request = this->Meta("msg_2");
+  with_request.request_content_type = "application/json";
+  with_request.request_body = R"({"id":1})";
+  const std::string key2(64, 'b');
+  auto c2 = this->store_->Claim(key2, kFp, with_request, kLease);
+  ASSERT_TRUE(c2.ok()) << c2.error().ToString();
+  auto rec2 = this->store_->Get(key2);
+  ASSERT_TRUE(rec2.ok() && rec2->has_value());
+  EXPECT_TRUE((*rec2)->has_request);
+  EXPECT_EQ(c2->record.has_request, (*rec2)->has_request);
+  EXPECT_EQ(c2->record.webhook_id, "msg_2");
 }
 
 TYPED_TEST(StoreConformanceTest, ReplaysTheCompletedAnswer) {
