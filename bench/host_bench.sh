@@ -72,31 +72,7 @@ bench_start_nginx auto
 export BENCH_ADMIN_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export BENCH_WHSEC="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
 export BENCH_ERP_AUTH="Bearer bench-erp-token"
-cat >host.yaml <<YAML
-schema: clawguard/host/v1
-listen: { address: 127.0.0.1:0, tls: null, max_body: 1MiB, max_headers: 16KiB, workers: $workers }
-admin: { address: 127.0.0.1:0, token: env:BENCH_ADMIN_TOKEN, tls: null }
-store: sqlite:state/state.db
-plugins: { dir: plugins, trust: trust.yaml, allowlist: allowlist.yaml, handler_timeout: 5s }
-webhooks:
-  tolerance: 300s
-  clock_skew: 5m
-  platform_retry: { schedule: [1m, 2m, 4m, 8m, 16m] }
-  routes:
-    acme-orders/order.created: { current: env:BENCH_WHSEC }
-  rate_limit: { per_plugin: 1000000/s, burst: 1000000 }
-idempotency: { retention: 24h, lease: 30s, tombstones: 30d, intent_expiry: 24h }
-erp:
-  base_url: http://127.0.0.1:$nginx_port
-  timeout: 5s
-  ca: pki/root.pem
-  auth: env:BENCH_ERP_AUTH
-  retry: { base: 1s, max: 1m, attempts: 3, jitter: 20%, floor_429: 60s }
-breaker:
-  key: { failures: 3, window: 5s, cooldown: 30s }
-  erp: { failures: 1000, window: 30s, cooldown: 60s, half_open_probes: 1 }
-log: { audit: audit.jsonl, redact: [token] }
-YAML
+bench_host_yaml . sqlite:state/state.db
 "$cg" host --config host.yaml >host.out 2>host.err &
 host_pid=$!
 pids+=("$host_pid")

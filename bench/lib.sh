@@ -91,3 +91,37 @@ NGINX
 
 # gen N PREFIX OUT: N distinct pre-signed first-time requests (clawguard-webhook gen) into OUT.
 gen() { "$hook" gen "$1" --secret-env BENCH_WHSEC --template "$here/host_event_template.json" --id-prefix "$2" --out "$3" >/dev/null; }
+
+# bench_host_yaml DIR STORE: DIR/host.yaml for the signed acme-orders plugin of bench_sign_plugin
+# ($work/plugins, trust.yaml, allowlist.yaml) with nginx as the ERP ($nginx_port), STORE as the
+# store URL (a relative sqlite: path is relative to where the host is started) and DIR's own audit
+# log; $workers I/O threads. The secrets come from BENCH_ADMIN_TOKEN, BENCH_WHSEC and
+# BENCH_ERP_AUTH in the environment.
+bench_host_yaml() {
+  mkdir -p "$1"
+  cat >"$1/host.yaml" <<YAML
+schema: clawguard/host/v1
+listen: { address: 127.0.0.1:0, tls: null, max_body: 1MiB, max_headers: 16KiB, workers: $workers }
+admin: { address: 127.0.0.1:0, token: env:BENCH_ADMIN_TOKEN, tls: null }
+store: $2
+plugins: { dir: $work/plugins, trust: $work/trust.yaml, allowlist: $work/allowlist.yaml, handler_timeout: 5s }
+webhooks:
+  tolerance: 300s
+  clock_skew: 5m
+  platform_retry: { schedule: [1m, 2m, 4m, 8m, 16m] }
+  routes:
+    acme-orders/order.created: { current: env:BENCH_WHSEC }
+  rate_limit: { per_plugin: 1000000/s, burst: 1000000 }
+idempotency: { retention: 24h, lease: 30s, tombstones: 30d, intent_expiry: 24h }
+erp:
+  base_url: http://127.0.0.1:$nginx_port
+  timeout: 5s
+  ca: $work/pki/root.pem
+  auth: env:BENCH_ERP_AUTH
+  retry: { base: 1s, max: 1m, attempts: 3, jitter: 20%, floor_429: 60s }
+breaker:
+  key: { failures: 3, window: 5s, cooldown: 30s }
+  erp: { failures: 1000, window: 30s, cooldown: 60s, half_open_probes: 1 }
+log: { audit: audit.jsonl, redact: [token] }
+YAML
+}
