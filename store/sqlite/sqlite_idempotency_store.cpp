@@ -164,7 +164,7 @@ void BindClaim(Stmt& u, const std::string& key, const std::string& fingerprint, 
 // InsertedRecord is the record kInsertSql writes (the request columns are not read back by a
 // claim: LoadRow without the request).
 IdempotencyRecord InsertedRecord(const std::string& key, const std::string& fingerprint, const ClaimMeta& meta,
-                                 int64_t now, int64_t lease_ms) {
+                                 int64_t now, int64_t lease_ms, int64_t token) {
   IdempotencyRecord r;
   r.key = key;
   r.plugin = meta.plugin;
@@ -173,7 +173,7 @@ IdempotencyRecord InsertedRecord(const std::string& key, const std::string& fing
   r.fingerprint = fingerprint;
   r.state = IdemState::kInProgress;
   r.lease_until_ms = now + lease_ms;
-  r.fencing_token = 1;
+  r.fencing_token = token;  // the ?10 BindClaim bound
   r.status = 0;
   r.created_ms = now;
   r.updated_ms = now;
@@ -274,7 +274,7 @@ Result<ClaimOutcome> SqliteIdempotencyStore::Claim(const std::string& key, const
     if (!row) {
       // A new record is exactly what kInsertSql wrote: no read back inside the writer's batch
       // (the writer is the host's serial section; ClaimsANewKeyWithTokenOne compares it with Get).
-      out.record = InsertedRecord(key, fingerprint, meta, now, lease_ms);
+      out.record = InsertedRecord(key, fingerprint, meta, now, lease_ms, seen_token);
       out.fencing_token = out.record.fencing_token;
       return Status::Ok();
     }
