@@ -266,7 +266,7 @@ Status SqliteWriter::Write(const Op& op, Durability durability) {
     if (poisoned_) return *poisoned_;
     queue_.push_back(&mine);
     if (!leading_) {
-      LeadBatch(lock);
+      LeadBatch(lock, &mine);
     } else if (gathering_ && queue_.size() >= kGatherOps) {
       lock.unlock();
       gather_cv_.notify_one();  // the gathering leader re-checks the queue under mu_
@@ -274,6 +274,9 @@ Status SqliteWriter::Write(const Op& op, Durability durability) {
   }
   AwaitDone(mine);
   if (durability == Durability::kLazy || !mine.result.ok() || mine.flushed) return mine.result;
+  // Registered for a flush by its batch's leader, it was woken by that flush's end (kSynced with
+  // kDone); the bit is spent here, AwaitSync checks under mu_ what the flush covered.
+  mine.signal.fetch_and(~kSynced, std::memory_order_relaxed);
   return AwaitSync(mine);
 }
 
@@ -285,7 +288,7 @@ void SqliteWriter::AwaitDone(Pending& mine) {
       mine.signal.fetch_and(~kLead, std::memory_order_relaxed);
       std::unique_lock lock(mu_);
       // Not done and nobody leads: the op is still queued (a batch sets kDone before it ends).
-      if (!leading_ && (mine.signal.load(std::memory_order_acquire) & kDone) == 0) LeadBatch(lock);
+      if (!leading_ && (mine.signal.load(std::memory_order_acquire) & kDone) == 0) LeadBatch(lock, &mine);
       continue;
     }
     Sleep(mine.signal, s);
@@ -302,7 +305,7 @@ void SqliteWriter::Submit(Op op) {
   if (poisoned_) return;
   queue_.push_back(mine.release());  // owned by the queue now; the leader of its batch deletes it
   if (!leading_) {
-    LeadBatch(lock);
+    LeadBatch(lock, nullptr);
   } else if (gathering_ && queue_.size() >= kGatherOps) {
     lock.unlock();
     gather_cv_.notify_one();
@@ -318,7 +321,7 @@ void SqliteWriter::Gather(std::unique_lock<std::mutex>& lock) {
   gathering_ = false;
 }
 
-void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock) {
+void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self) {
   while (!leading_ && !queue_.empty()) {
     // Lead: take everything queued so far (the caller's op included) into one transaction.
     leading_ = true;
@@ -342,6 +345,23 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock) {
       ++commits_;
       if (normal_sync_) ++lazy_commits_;
     }
+    // A durable op that still needs a flush sleeps once (see "Durable wake-ups"): the flush
+    // leader is this caller if its own op needs one, else the first such op (woken now with
+    // kDone); the others are registered as sync waiters at once and woken when a flush ends.
+    // While a flush runs, nobody is woken to lead: that flush's end wakes them all.
+    const auto needs_flush = [this](const Pending* p) {
+      return !p->detached && p->durability == Durability::kBeforeReturn && p->result.ok() && normal_sync_ &&
+             !poisoned_;
+    };
+    Pending* sync_leader = nullptr;
+    if (!syncing_) {
+      const bool self_in_batch = self != nullptr && std::find(batch.begin(), batch.end(), self) != batch.end();
+      if (self_in_batch && needs_flush(self)) {
+        sync_leader = self;
+      } else if (const auto it = std::find_if(batch.begin(), batch.end(), needs_flush); it != batch.end()) {
+        sync_leader = *it;
+      }
+    }
     Wakes wakes;
     wakes.reserve(batch.size() + 1);
     for (Pending* p : batch) {
@@ -351,6 +371,10 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock) {
       }
       p->seq = commits_;
       p->flushed = !normal_sync_;
+      if (p != self && p != sync_leader && needs_flush(p)) {
+        sync_waiters_.push_back(p);  // LeadSync posts kDone with kSynced: the last touch of |p|
+        continue;
+      }
       Post(p->signal, kDone, wakes);  // the last touch of |p|: its waiter may return at once
     }
     leading_ = false;
@@ -438,7 +462,11 @@ Status SqliteWriter::AwaitSync(Pending& mine) {
   std::unique_lock lock(mu_);
   while (true) {
     if (synced_seq_ >= mine.seq) return mine.result;  // a flush that succeeded covered it
-    if (poisoned_) return *poisoned_;
+    if (poisoned_) {
+      // No flush will start: release the waiters a batch leader registered for this one to lead.
+      if (!syncing_) WakeSyncWaiters(lock);
+      return *poisoned_;
+    }
     if (!syncing_) {
       LeadSync(lock);
       continue;
@@ -467,8 +495,13 @@ void SqliteWriter::LeadSync(std::unique_lock<std::mutex>& lock) {
   } else {
     poisoned_ = std::move(flushed);
   }
+  WakeSyncWaiters(lock);
+}
+
+void SqliteWriter::WakeSyncWaiters(std::unique_lock<std::mutex>& lock) {
   Wakes wakes;
-  for (Pending* p : sync_waiters_) Post(p->signal, kSynced, wakes);
+  // kDone too: a waiter registered by its batch's leader still sleeps in AwaitDone.
+  for (Pending* p : sync_waiters_) Post(p->signal, kSynced | kDone, wakes);
   sync_waiters_.clear();
   if (!wakes.empty()) {
     lock.unlock();

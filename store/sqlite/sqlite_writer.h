@@ -23,6 +23,14 @@
 // fdatasync()s the WAL through a descriptor the writer opened itself, then marks everything up to
 // that number synced and wakes the waiters. Batches keep committing during the flush, so a lazy
 // op never waits for a disk, and one flush serves every durable op committed before it.
+// Durable wake-ups: a durable op sleeps once, not once for its commit and again for its flush.
+// When a batch commits, the leader registers its durable ops as sync waiters at once (kept
+// asleep until a flush ends, which posts kDone with kSynced), except one that it wakes now to
+// lead the flush if none is running — the leader's own op when it is durable (it is awake
+// anyway). Any flush that starts after the commit covers it, so whichever one ends next
+// releases them; one that had started before only wakes them to check and lead the next. A
+// flush leader that finds the writer poisoned releases them too (host benchmark: −0.9 voluntary
+// context switches per first-time delivery; bench/README.md, session 9).
 // Why this is as durable as synchronous=FULL: in WAL mode a commit appends its frames to the WAL
 // with write(); FULL only adds an fsync of the WAL before COMMIT returns. fsync/fdatasync act on
 // the file (the inode), not on the descriptor, so fdatasync on our own descriptor after COMMIT
@@ -209,8 +217,9 @@ class SqliteWriter {
   // LeadBatch runs everything queued as one batch (the caller holds |lock| and takes the leader
   // role), then hands the role to the oldest queued waiter; if only Submit'ed ops are queued it
   // runs them too (nobody else would). It releases |lock| to wake the batch's waiters and holds it
-  // again when it returns.
-  void LeadBatch(std::unique_lock<std::mutex>& lock);
+  // again when it returns. |self| is the caller's own op (nullptr for Submit): it is awake, so it
+  // is never registered as a sync waiter and is the preferred flush leader.
+  void LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self);
   // AwaitDone waits (without mu_) until |mine|'s batch ran, leading a batch when handed the role.
   void AwaitDone(Pending& mine);
   // Gather waits (releasing |lock|, the leader role kept) for more ops before a batch (see
@@ -225,6 +234,8 @@ class SqliteWriter {
   // AwaitSync waits (leading a flush if none runs) until |mine|'s batch is flushed.
   Status AwaitSync(Pending& mine);
   void LeadSync(std::unique_lock<std::mutex>& lock);
+  // WakeSyncWaiters wakes every registered sync waiter (kSynced | kDone); mu_ held by |lock|.
+  void WakeSyncWaiters(std::unique_lock<std::mutex>& lock);
   // FlushWal flushes the WAL through |fd| (and more if the WAL was replaced); runs without mu_.
   Status FlushWal(const SyncFn& sync, int fd);
   Status Flush(const SyncFn& sync, int fd, const std::string& file) const;

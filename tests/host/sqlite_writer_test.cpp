@@ -500,6 +500,56 @@ TEST(SqliteWriterTest, ConcurrentDurableWritesShareFlushes) {
   EXPECT_EQ(CountRows(path, "t"), kThreads);
 }
 
+// Durable wake-ups (sqlite_writer.h): a batch led by a LAZY op holds several durable ops and no
+// flush runs. The leader wakes one of them to lead the flush and registers the others as sync
+// waiters at once: the lazy op returns without a flush, the flush starts without anyone else
+// writing, no durable op returns before that flush ended, and one flush covers them all. (Were
+// no flush leader woken, WaitEntered would time out; were a registered waiter never released, the
+// test would hang.)
+TEST(SqliteWriterTest, DurableOpsInABatchLedByALazyOpShareOneFlushThatOneOfThemLeads) {
+  clawguard::testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  std::shared_ptr<SqliteWriter> w = NewTable(path);
+  ASSERT_NE(w, nullptr);
+  std::atomic<int64_t> level{0};
+  Gate gate;
+  w->SetSyncForTesting(gate.Hook());
+  const int64_t syncs_before = w->syncs();
+
+  // A running batch holds the leader role while the next batch is queued behind it.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> in_blocker{false};
+  std::future<Status> blocker = std::async(std::launch::async, [&] {
+    return w->Write(
+        [&](SqliteDb&) {
+          in_blocker = true;
+          released.wait();
+          return Status::Ok();
+        },
+        Durability::kLazy);
+  });
+  while (!in_blocker.load()) std::this_thread::yield();
+  std::future<Status> lazy =
+      std::async(std::launch::async, [&] { return w->Write(InsertOp(100, level), Durability::kLazy); });
+  WaitQueued(*w, 1);  // the lazy op is the oldest queued waiter: it leads the next batch
+  std::vector<std::future<Status>> durable;
+  for (int64_t v = 1; v <= kThreads; ++v) {
+    durable.push_back(std::async(std::launch::async, [&, v] { return w->Write(InsertOp(v, level)); }));
+  }
+  WaitQueued(*w, 1 + kThreads);
+  release.set_value();
+  EXPECT_TRUE(blocker.get().ok());
+  ASSERT_EQ(lazy.wait_for(std::chrono::seconds(60)), std::future_status::ready);  // no flush for it
+  EXPECT_TRUE(lazy.get().ok());
+  ASSERT_TRUE(gate.WaitEntered());  // one durable op leads the flush
+  for (auto& f : durable) EXPECT_EQ(f.wait_for(kNow), std::future_status::timeout);  // all wait for it
+  gate.Open();
+  for (auto& f : durable) EXPECT_TRUE(f.get().ok());
+  EXPECT_EQ(w->syncs() - syncs_before, 1);
+  EXPECT_EQ(CountRows(path, "t"), kThreads + 1);
+}
+
 // fsyncgate: after a failed flush the writer refuses every write, durable or lazy, for good.
 TEST(SqliteWriterTest, FailedFlushPoisonsTheWriter) {
   clawguard::testing::TempDir dir;
