@@ -1,17 +1,21 @@
 // erp_client.cpp — ErpClient on Boost.Beast (see erp_client.h). Each pooled connection owns a
-// private io_context; an async operation is started and that io_context is run until it
-// completes. Connecting and the TLS handshake are bounded by the stream's own timeout; an
-// exchange (write, read the header, read the body) by one deadline timer armed once per call,
-// which cancels the socket's pending operation when it fires (the stream's timeout re-armed a
-// timer — a timerfd update — before and after each of the three operations, and every operation
-// ended with an extra poll of the context to reap the cancelled wait). Beast stays in this file
-// (pimpl).
+// private io_context, used to connect (bounded by the stream's own timeout) and for https. A
+// plain-HTTP exchange (write, read the header, read the body) runs Beast's synchronous algorithms
+// on PollingStream: non-blocking send and receive, poll() with what is left of the call's one
+// deadline. An https exchange starts each async operation and runs the io_context until it
+// completes, bounded by one deadline timer armed once per call, which cancels the socket's
+// pending operation when it fires. Beast stays in this file (pimpl).
 #include "host/erp_client.h"
 
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
+#include <cerrno>
 #include <charconv>
+#include <climits>
 #include <mutex>
 #include <vector>
 // GCC 12 reports -Wnull-dereference inside Asio's scheduler after inlining (a false positive in
@@ -112,6 +116,113 @@ bool HasControl(std::string_view s) {
 // building and destroying an erased executor each time (as in http_server.cpp).
 using ClientStream = beast::basic_stream<tcp, asio::io_context::executor_type>;
 
+// PollingStream is Beast's SyncReadStream/SyncWriteStream over a connected TCP socket, every
+// operation bounded by one deadline: it sends and receives without blocking (MSG_DONTWAIT) and
+// waits in poll() for the rest. A plain-HTTP exchange then costs a send, a poll and a receive;
+// the io_context path cost a timerfd update, the send, a blocking epoll_wait, the receive and two
+// empty epoll_waits to reap the completions (host benchmark, bench/README.md session 9).
+class PollingStream {
+ public:
+  PollingStream(int fd, SteadyTime deadline) : fd_(fd), deadline_(deadline) {}
+
+  template <class Buffers>
+  size_t read_some(const Buffers& buffers, beast::error_code& ec) {
+    ec = {};
+    Iovecs iov(buffers);
+    if (iov.count == 0) return 0;
+    for (;;) {
+      if (!Wait(POLLIN, ec)) return 0;  // the answer is never there before it is waited for
+      msghdr msg{};
+      msg.msg_iov = iov.v;
+      msg.msg_iovlen = iov.count;
+      const ssize_t n = ::recvmsg(fd_, &msg, MSG_DONTWAIT);
+      if (n > 0) return static_cast<size_t>(n);
+      if (n == 0) {
+        ec = asio::error::eof;
+        return 0;
+      }
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        ec = beast::error_code(errno, boost::system::system_category());
+        return 0;
+      }
+    }
+  }
+  template <class Buffers>
+  size_t read_some(const Buffers& buffers) {
+    beast::error_code ec;
+    const size_t n = read_some(buffers, ec);
+    if (ec) throw boost::system::system_error(ec);
+    return n;
+  }
+
+  template <class Buffers>
+  size_t write_some(const Buffers& buffers, beast::error_code& ec) {
+    ec = {};
+    Iovecs iov(buffers);
+    if (iov.count == 0) return 0;
+    for (;;) {
+      msghdr msg{};
+      msg.msg_iov = iov.v;
+      msg.msg_iovlen = iov.count;
+      const ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n >= 0) return static_cast<size_t>(n);
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        ec = beast::error_code(errno, boost::system::system_category());
+        return 0;
+      }
+      if (!Wait(POLLOUT, ec)) return 0;
+    }
+  }
+  template <class Buffers>
+  size_t write_some(const Buffers& buffers) {
+    beast::error_code ec;
+    const size_t n = write_some(buffers, ec);
+    if (ec) throw boost::system::system_error(ec);
+    return n;
+  }
+
+ private:
+  // Iovecs holds the first buffers of a sequence (the rest go in a later call, as with any
+  // partial read or write).
+  struct Iovecs {
+    static constexpr size_t kMax = 16;
+    iovec v[kMax];
+    size_t count = 0;
+    template <class Buffers>
+    explicit Iovecs(const Buffers& buffers) {
+      for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers) && count < kMax;
+           ++it) {
+        const auto b = *it;
+        if (b.size() == 0) continue;
+        v[count].iov_base = const_cast<void*>(static_cast<const void*>(b.data()));
+        v[count].iov_len = b.size();
+        ++count;
+      }
+    }
+  };
+
+  // Wait polls for |events| until the deadline: false with |ec| = timeout when it passed.
+  bool Wait(short events, beast::error_code& ec) {
+    for (;;) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        ec = beast::error::timeout;
+        return false;
+      }
+      pollfd p{fd_, events, 0};
+      const int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), INT_MAX)));
+      if (n > 0) return true;  // ready, or an error/hang-up the next send or receive reports
+      if (n < 0 && errno != EINTR) {
+        ec = beast::error_code(errno, boost::system::system_category());
+        return false;
+      }
+    }
+  }
+
+  int fd_;
+  SteadyTime deadline_;
+};
+
 // Connection is one TCP (or TLS) connection with its own io_context. Used by one thread at a time.
 class Connection {
  public:
@@ -172,11 +283,46 @@ class Connection {
   }
 
   // Exchange writes |req| and reads the answer. |*got_some| tells whether any answer byte came.
+  // Plain HTTP runs on PollingStream; https on the io_context (OpenSSL's stream needs it).
   Result<ErpReply> Exchange(http::request<http::string_body>& req, SteadyTime deadline, std::string_view method,
                             std::string_view path, bool* got_some) {
     *got_some = false;
+    if (!tls_) {
+      PollingStream stream(plain_->socket().native_handle(), deadline);
+      return ExchangeWith(
+          req, method, path, got_some,
+          [&](auto& r) {
+            beast::error_code e;
+            http::write(stream, r, e);
+            return e;
+          },
+          [&](auto& parser) {
+            beast::error_code e;
+            http::read_header(stream, buffer_, parser, e);
+            return e;
+          },
+          [&](auto& parser) {
+            beast::error_code e;
+            http::read(stream, buffer_, parser, e);
+            return e;
+          });
+    }
     ArmDeadline(deadline);
-    Result<ErpReply> reply = ExchangeArmed(req, method, path, got_some);
+    Result<ErpReply> reply = ExchangeWith(
+        req, method, path, got_some,
+        [&](auto& r) {
+          return Run([&](auto done) { http::async_write(*tls_, r, [done](beast::error_code e, size_t) { done(e); }); });
+        },
+        [&](auto& parser) {
+          return Run([&](auto done) {
+            http::async_read_header(*tls_, buffer_, parser, [done](beast::error_code e, size_t) { done(e); });
+          });
+        },
+        [&](auto& parser) {
+          return Run([&](auto done) {
+            http::async_read(*tls_, buffer_, parser, [done](beast::error_code e, size_t) { done(e); });
+          });
+        });
     deadline_.cancel();  // its handler (operation_aborted) runs in a later Run, as a no-op
     return reply;
   }
@@ -184,15 +330,12 @@ class Connection {
   bool reusable() const { return reusable_; }
 
  private:
-  Result<ErpReply> ExchangeArmed(http::request<http::string_body>& req, std::string_view method,
-                                 std::string_view path, bool* got_some) {
-    beast::error_code ec = Run([&](auto done) {
-      if (tls_) {
-        http::async_write(*tls_, req, [done](beast::error_code e, size_t) { done(e); });
-      } else {
-        http::async_write(*plain_, req, [done](beast::error_code e, size_t) { done(e); });
-      }
-    });
+  // ExchangeWith writes |req| and reads the answer with the three operations given (each returns
+  // an error_code; beast::error::timeout once the deadline passed).
+  template <class Write, class ReadHeader, class Read>
+  Result<ErpReply> ExchangeWith(http::request<http::string_body>& req, std::string_view method, std::string_view path,
+                                bool* got_some, Write write, ReadHeader read_header, Read read) {
+    beast::error_code ec = write(req);
     if (ec == beast::error::timeout) return Failure(ErpFailure::kTimeout, method, path, "sending timed out");
     if (ec) return Failure(ErpFailure::kProtocol, method, path, "connection lost while sending: " + ec.message());
 
@@ -202,24 +345,10 @@ class Connection {
     if (req.method() == http::verb::head) parser.skip(true);
     // The header is read on its own first: Beast 1.74's eager parse does not report body_limit
     // when body bytes arrive in the same read as a Content-Length header over the limit.
-    ec = Run([&](auto done) {
-      if (tls_) {
-        http::async_read_header(*tls_, buffer_, parser, [done](beast::error_code e, size_t) { done(e); });
-      } else {
-        http::async_read_header(*plain_, buffer_, parser, [done](beast::error_code e, size_t) { done(e); });
-      }
-    });
+    ec = read_header(parser);
     const uint64_t limit = limits::kMaxErpResponseBody;
     if (!ec && parser.content_length() && *parser.content_length() > limit) ec = http::error::body_limit;
-    if (!ec && !parser.is_done()) {
-      ec = Run([&](auto done) {
-        if (tls_) {
-          http::async_read(*tls_, buffer_, parser, [done](beast::error_code e, size_t) { done(e); });
-        } else {
-          http::async_read(*plain_, buffer_, parser, [done](beast::error_code e, size_t) { done(e); });
-        }
-      });
-    }
+    if (!ec && !parser.is_done()) ec = read(parser);
     if (!ec && parser.get().body().size() > limit) ec = http::error::body_limit;
     *got_some = parser.got_some();
     if (ec == beast::error::timeout) return Failure(ErpFailure::kTimeout, method, path, "no answer before the deadline");

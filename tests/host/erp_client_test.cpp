@@ -3,8 +3,14 @@
 #include "host/erp_client.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
 
 #include "clawguard/limits.h"
 #include "host/http_server.h"
@@ -21,6 +27,68 @@ Result<std::unique_ptr<ErpClient>> Make(const std::string& base_url, const std::
   options.base_url = base_url;
   options.ca_file = ca_file;
   options.auth = SecretBytes(auth);
+  return ErpClient::Create(std::move(options));
+}
+
+// RawPeer is a one-connection TCP peer on loopback that runs |serve| on the accepted socket: the
+// tests below shape the bytes and their timing exactly (split answers, stalls, no reading).
+class RawPeer {
+ public:
+  explicit RawPeer(std::function<void(int fd)> serve) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listen_fd_, 4) != 0 ||
+        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "cannot listen on loopback";
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this, serve = std::move(serve)] {
+      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) return;
+      serve(fd);
+      ::close(fd);
+    });
+  }
+  ~RawPeer() {
+    ::shutdown(listen_fd_, SHUT_RDWR);  // ends an accept that never got a connection
+    if (thread_.joinable()) thread_.join();
+    ::close(listen_fd_);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  // ReadRequest reads until the end of a request's header (the tests send no body).
+  static std::string ReadRequest(int fd) {
+    std::string got;
+    char buf[4096];
+    while (got.find("\r\n\r\n") == std::string::npos) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    return got;
+  }
+  static void SendAll(int fd, std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return;
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+Result<std::unique_ptr<ErpClient>> MakeWithTimeout(const std::string& base_url, std::chrono::milliseconds timeout) {
+  ErpClientOptions options;
+  options.base_url = base_url;
+  options.timeout = timeout;
   return ErpClient::Create(std::move(options));
 }
 
@@ -134,6 +202,64 @@ TEST(ErpClientTest, ReusedConnectionDroppedByTheErpIsRetriedOnceOnlyWhenRepeatab
   ASSERT_FALSE(unkeyed.ok());
   EXPECT_EQ(ErpFailureOf(unkeyed.error()), ErpFailure::kProtocol);
   EXPECT_EQ(seen.load(), 4);
+}
+
+// Plain HTTP is read with poll() and non-blocking receives (erp_client.cpp, PollingStream): an
+// answer that arrives in pieces, its header split mid-line and its body later, is read whole.
+TEST(ErpClientTest, AnswerArrivingInPiecesIsReadWhole) {
+  RawPeer peer([](int fd) {
+    RawPeer::ReadRequest(fd);
+    for (std::string_view piece : {"HTTP/1.1 200 OK\r\nContent-Le", "ngth: 11\r\nX-Erp: yes\r\n\r\n", "hello", " world"}) {
+      RawPeer::SendAll(fd, piece);
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    }
+  });
+  auto client = MakeWithTimeout(peer.url(), std::chrono::seconds(30));
+  ASSERT_TRUE(client.ok());
+  auto reply = (*client)->Send("POST", "/orders/1/fulfil", {{"Idempotency-Key", "k"}}, "{}");
+  ASSERT_TRUE(reply.ok()) << reply.error().ToString();
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_EQ(reply->body, "hello world");
+  EXPECT_EQ(reply->headers.Get("X-Erp").value_or(""), "yes");
+}
+
+// The deadline bounds the whole exchange: an ERP that stalls after part of its header is a
+// timeout (the call may have acted: the gateway retries with the same key), not a hang, and the
+// call is not sent again on another connection (bytes of the answer came).
+TEST(ErpClientTest, AnswerStallingMidHeaderIsATimeout) {
+  std::atomic<int> requests{0};
+  RawPeer peer([&](int fd) {
+    RawPeer::ReadRequest(fd);
+    ++requests;
+    RawPeer::SendAll(fd, "HTTP/1.1 200 OK\r\nContent-");
+    char c;
+    (void)::recv(fd, &c, 1, 0);  // until the client closes
+  });
+  auto client = MakeWithTimeout(peer.url(), std::chrono::milliseconds(300));
+  ASSERT_TRUE(client.ok());
+  auto reply = (*client)->Send("POST", "/orders/1/fulfil", {{"Idempotency-Key", "k"}}, "{}");
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(ErpFailureOf(reply.error()), ErpFailure::kTimeout) << reply.error().ToString();
+  EXPECT_NE(reply.error().message().find("no answer before the deadline"), std::string::npos);
+  client->reset();  // closes the connection: the peer's recv returns
+  EXPECT_EQ(requests.load(), 1);
+}
+
+// An ERP that does not read: the request cannot be sent within the deadline (sending waits in
+// poll() for the socket to drain) and the call is a timeout, with nothing of an answer.
+TEST(ErpClientTest, RequestTheErpNeverReadsTimesOutWhileSending) {
+  std::atomic<bool> release{false};
+  RawPeer peer([&](int) {
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  });
+  auto client = MakeWithTimeout(peer.url(), std::chrono::milliseconds(300));
+  ASSERT_TRUE(client.ok());
+  const std::string body(32 << 20, 'x');  // far more than loopback's socket buffers hold
+  auto reply = (*client)->Send("POST", "/orders/1/fulfil", {{"Idempotency-Key", "k"}}, body);
+  release = true;
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(ErpFailureOf(reply.error()), ErpFailure::kTimeout) << reply.error().ToString();
+  EXPECT_NE(reply.error().message().find("sending timed out"), std::string::npos) << reply.error().ToString();
 }
 
 }  // namespace
