@@ -229,17 +229,12 @@ Status CheckLimit(std::string_view what, int64_t limit) {
 Result<ClaimOutcome> SqliteIdempotencyStore::Claim(const std::string& key, const std::string& fingerprint,
                                                    const ClaimMeta& meta, int64_t lease_ms) {
   CLAWGUARD_CHECK(!fingerprint.empty() && lease_ms > 0);
-  {
-    // Fast path without the writer (replays): a completed record, a live tombstone or another
-    // fingerprint is answered from a read snapshot. Each is final until an operator Reset (or the
-    // tombstone's end), so the answer is the one a write transaction at that time would give.
-    std::lock_guard lock(mu_);
-    CLAWGUARD_ASSIGN_OR_RETURN(std::optional<Row> seen, LoadRow(*db_, key, /*with_request=*/false));
-    if (seen) {
-      Verdict v = Decide(std::move(*seen), fingerprint, clock_.NowMillis());
-      if (v.next == Next::kAnswer && v.answer.kind != ClaimOutcome::Kind::kInProgress) return std::move(v.answer);
-    }
-  }
+  // Straight to the writer, which reads the row and answers a completed record, a tombstone or
+  // another fingerprint without writing. (A read-snapshot pre-check on the reader connection was
+  // tried first until 2026-12-05: it served only replays that missed the host's record cache, yet
+  // cost every first-time delivery a read transaction — shared-memory locks, ~3 page reads from a
+  // WAL the writer had just changed, a process-wide mutex. Without it: first-time deliveries +9 %,
+  // cold replays −7 % (~13k/s, still 4–5× a first-time delivery); bench/README.md, session 9.)
   // Lazy (sqlite_writer.h): nothing is answered from a claim alone but "in progress, retry".
   // Lost in a machine crash, the delivery was not answered, so its sender retries and it is
   // claimed again; the ERP calls made meanwhile carry derived Idempotency-Keys and replay.
