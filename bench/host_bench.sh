@@ -7,8 +7,9 @@
 # The host (`clawguard host`, SQLite store, the signed acme-orders plugin) with nginx as the ERP
 # (answers 200 '{}' to every POST, so the host is what is measured), and wrk on the same machine:
 #   (b) first-time deliveries: distinct pre-signed requests (`clawguard-webhook gen`), each sent
-#       once (bench/webhook_requests.lua "once"); each one is claimed, runs the plugin, makes two
-#       ERP calls (fulfil, adjust) through the outbox, and is stored durably before its answer;
+#       once (bench/webhook_requests.lua "once"); each one is claimed, runs the plugin, makes three
+#       ERP calls (fulfil, then one adjust per order line: the template has two) through the
+#       outbox, and is stored durably before its answer;
 #   (a) replays of completed keys: the deliveries (b) completed, cycled ("cycle");
 #   (c) nginx serving a static 200 to the same request bytes (the reference).
 #   (d) clawguard-test-erp --static: the host's HTTP layer (HttpServer, FrontHandler) answering 200 {}
@@ -179,7 +180,7 @@ print()
 print("| what | req/s | p50 | p99 | vs nginx |")
 print("| --- | ---: | ---: | ---: | ---: |")
 print(row("(a) replays of completed keys (stored answer, `Idempotent-Replayed: true`)", replay, nginx))
-print(row("(b) first-time deliveries (claim, plugin, 2 ERP calls via the outbox, durable before the answer)", first, nginx))
+print(row("(b) first-time deliveries (claim, plugin, 3 ERP calls via the outbox, durable before the answer)", first, nginx))
 print(row("(c) nginx, static 200 to the same requests", nginx, nginx))
 if static:
     print(row("(d) the host's HTTP layer alone (clawguard-test-erp --static: 200 {} from the I/O thread)", static, nginx))

@@ -4,7 +4,7 @@
 #   bench/multihost_bench.sh [--build DIR] [--duration 10] [--connections 32] [--workers 4]
 #                            [--first-max 6000] [--pg-clients 8]
 #
-# First-time deliveries per second (each: claim, plugin, two ERP calls through the outbox, stored
+# First-time deliveries per second (each: claim, plugin, three ERP calls through the outbox, stored
 # durably before the answer; ERP = nginx answering 200 '{}'; requests pre-signed with
 # `clawguard-webhook gen`, sent once each by wrk and bench/webhook_requests.lua):
 #   (a) one host on SQLite (the embedded default; WAL, synchronous=FULL), wrk -t2 -cC;
