@@ -127,58 +127,19 @@ class PollingStream {
 
   template <class Buffers>
   size_t read_some(const Buffers& buffers, beast::error_code& ec) {
-    ec = {};
-    Iovecs iov(buffers);
-    if (iov.count == 0) return 0;
-    for (;;) {
-      if (!Wait(POLLIN, ec)) return 0;  // the answer is never there before it is waited for
-      msghdr msg{};
-      msg.msg_iov = iov.v;
-      msg.msg_iovlen = iov.count;
-      const ssize_t n = ::recvmsg(fd_, &msg, MSG_DONTWAIT);
-      if (n > 0) return static_cast<size_t>(n);
-      if (n == 0) {
-        ec = asio::error::eof;
-        return 0;
-      }
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        ec = beast::error_code(errno, boost::system::system_category());
-        return 0;
-      }
-    }
+    return Transfer(buffers, /*send=*/false, ec);
   }
   template <class Buffers>
   size_t read_some(const Buffers& buffers) {
-    beast::error_code ec;
-    const size_t n = read_some(buffers, ec);
-    if (ec) throw boost::system::system_error(ec);
-    return n;
+    return OrThrow([&](beast::error_code& ec) { return Transfer(buffers, /*send=*/false, ec); });
   }
-
   template <class Buffers>
   size_t write_some(const Buffers& buffers, beast::error_code& ec) {
-    ec = {};
-    Iovecs iov(buffers);
-    if (iov.count == 0) return 0;
-    for (;;) {
-      msghdr msg{};
-      msg.msg_iov = iov.v;
-      msg.msg_iovlen = iov.count;
-      const ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n >= 0) return static_cast<size_t>(n);
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        ec = beast::error_code(errno, boost::system::system_category());
-        return 0;
-      }
-      if (!Wait(POLLOUT, ec)) return 0;
-    }
+    return Transfer(buffers, /*send=*/true, ec);
   }
   template <class Buffers>
   size_t write_some(const Buffers& buffers) {
-    beast::error_code ec;
-    const size_t n = write_some(buffers, ec);
-    if (ec) throw boost::system::system_error(ec);
-    return n;
+    return OrThrow([&](beast::error_code& ec) { return Transfer(buffers, /*send=*/true, ec); });
   }
 
  private:
@@ -200,6 +161,41 @@ class PollingStream {
       }
     }
   };
+
+  // Transfer sends |buffers| (|send|) or receives into them, without blocking; it waits in poll()
+  // (bounded by the deadline) while the socket is not ready. A receive waits first: the answer is
+  // never there before it is waited for. End of stream is asio::error::eof.
+  template <class Buffers>
+  size_t Transfer(const Buffers& buffers, bool send, beast::error_code& ec) {
+    ec = {};
+    Iovecs iov(buffers);
+    if (iov.count == 0) return 0;
+    const short ready = send ? POLLOUT : POLLIN;
+    if (!send && !Wait(ready, ec)) return 0;
+    for (;;) {
+      msghdr msg{};
+      msg.msg_iov = iov.v;
+      msg.msg_iovlen = iov.count;
+      const ssize_t n = send ? ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) : ::recvmsg(fd_, &msg, MSG_DONTWAIT);
+      if (n > 0 || (n == 0 && send)) return static_cast<size_t>(n);
+      if (n == 0) {
+        ec = asio::error::eof;
+        return 0;
+      }
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        ec = beast::error_code(errno, boost::system::system_category());
+        return 0;
+      }
+      if (!Wait(ready, ec)) return 0;
+    }
+  }
+  template <class Fn>
+  static size_t OrThrow(Fn fn) {
+    beast::error_code ec;
+    const size_t n = fn(ec);
+    if (ec) throw boost::system::system_error(ec);
+    return n;
+  }
 
   // Wait polls for |events| until the deadline: false with |ec| = timeout when it passed.
   bool Wait(short events, beast::error_code& ec) {
