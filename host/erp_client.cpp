@@ -146,7 +146,7 @@ class PollingStream {
   // Iovecs holds the first buffers of a sequence (the rest go in a later call, as with any
   // partial read or write).
   struct Iovecs {
-    static constexpr size_t kMax = 16;
+    static constexpr size_t kMax = 64;  // as Asio's own socket operations (a header is ~12 buffers)
     iovec v[kMax];
     size_t count = 0;
     template <class Buffers>
