@@ -34,18 +34,9 @@ cd "$work"
 . "$here/lib.sh"
 bench_sign_plugin
 bench_start_nginx auto
-export BENCH_ADMIN_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-export BENCH_WHSEC="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
-export BENCH_ERP_AUTH="Bearer bench-erp-token"
-start_host() { # DIR BIN
-  bench_host_yaml "$1" sqlite:state/state.db
-  (cd $1 && exec "$2" host --config host.yaml >host.out 2>host.err) &
-  pids+=($!); echo $! > $1/pid
-  for _ in $(seq 300); do [ -s $1/host.out ] && break; sleep 0.1; done
-  [ -s $1/host.out ] || { echo "bench/host_ab.sh: host $1 ($2) did not start:" >&2; cat $1/host.err >&2; exit 2; }
-}
-start_host A "$cg"; start_host B "$CGB"
-mainA=$(head -1 A/host.out | json 'd["main"]'); mainB=$(head -1 B/host.out | json 'd["main"]')
+bench_host_secrets
+bench_host_yaml A sqlite:state/state.db; bench_start_host A "$cg"; mainA=$main
+bench_host_yaml B sqlite:state/state.db; bench_start_host B "$CGB"; mainB=$main
 path=/webhooks/acme-orders/order.created
 lua="$here/webhook_requests.lua"
 run_wrk() { wrk -t "$threads" -c "$connections" -d "${1}s" -s "$lua" "$2" -- "$3" "$threads" "$4" "${5:-0}" | grep '^{'; }

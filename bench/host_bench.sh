@@ -61,7 +61,7 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$work"
-. "$here/lib.sh"  # json, free_port, gen, bench_sign_plugin, bench_start_nginx
+. "$here/lib.sh"  # json, free_port, gen, bench_sign_plugin, bench_start_nginx, bench_host_*
 
 # --- a throwaway token, key, PKI; pack and sign the example plugin (bench/lib.sh) -------------
 bench_sign_plugin
@@ -70,16 +70,9 @@ bench_sign_plugin
 bench_start_nginx auto
 
 # --- the host ----------------------------------------------------------------------------------
-export BENCH_ADMIN_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-export BENCH_WHSEC="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
-export BENCH_ERP_AUTH="Bearer bench-erp-token"
+bench_host_secrets
 bench_host_yaml . sqlite:state/state.db
-"$cg" host --config host.yaml >host.out 2>host.err &
-host_pid=$!
-pids+=("$host_pid")
-for _ in $(seq 300); do [ -s host.out ] && break; kill -0 "$host_pid" 2>/dev/null || break; sleep 0.1; done
-[ -s host.out ] || { echo "bench/host_bench.sh: the host did not start:" >&2; cat host.err >&2; exit 2; }
-main=$(head -1 host.out | json 'd["main"]')
+bench_start_host "$work" "$cg"
 path=/webhooks/acme-orders/order.created
 
 # --- requests ----------------------------------------------------------------------------------

@@ -44,15 +44,9 @@ cd "$work"
 . "$here/lib.sh"
 bench_sign_plugin
 bench_start_nginx auto
-export BENCH_ADMIN_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-export BENCH_WHSEC="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
-export BENCH_ERP_AUTH="Bearer bench-erp-token"
+bench_host_secrets
 bench_host_yaml host sqlite:state/state.db
-(cd host && exec "$cg" host --config host.yaml >host.out 2>host.err) &
-pids+=($!); hpid=$!
-for _ in $(seq 300); do [ -s host/host.out ] && break; sleep 0.1; done
-[ -s host/host.out ] || { echo "bench/host_profile.sh: the host did not start:" >&2; cat host/host.err >&2; exit 2; }
-main=$(head -1 host/host.out | json 'd["main"]')
+bench_start_host "$work/host" "$cg"; hpid=$host_pid
 path=/webhooks/acme-orders/order.created
 run_wrk() { wrk -t "$threads" -c "$connections" -d "${1}s" -s "$here/webhook_requests.lua" "$2" -- "$3" "$threads" "$4" 0 | grep '^{'; }
 gen 4000 w_ warm.tsv

@@ -125,3 +125,23 @@ breaker:
 log: { audit: audit.jsonl, redact: [token] }
 YAML
 }
+
+# bench_host_secrets exports the secrets bench_host_yaml's host.yaml reads: a random admin token,
+# a random webhook secret, and the ERP credential nginx ignores.
+bench_host_secrets() {
+  export BENCH_ADMIN_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  export BENCH_WHSEC="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
+  export BENCH_ERP_AUTH="Bearer bench-erp-token"
+}
+
+# bench_start_host DIR BIN: starts `BIN host` on DIR/host.yaml with DIR as its working directory
+# (output in DIR/host.out and DIR/host.err), waits until it prints its addresses, and sets host_pid
+# and main (host:port of the webhook listener); the pid is added to the caller's pids array.
+bench_start_host() {
+  (cd "$1" && exec "$2" host --config host.yaml >host.out 2>host.err) &
+  host_pid=$!
+  pids+=("$host_pid")
+  for _ in $(seq 300); do [ -s "$1/host.out" ] && break; kill -0 "$host_pid" 2>/dev/null || break; sleep 0.1; done
+  [ -s "$1/host.out" ] || { echo "$(basename "$0"): the host in $1 ($2) did not start:" >&2; cat "$1/host.err" >&2; exit 2; }
+  main=$(head -1 "$1/host.out" | json 'd["main"]')
+}

@@ -79,9 +79,7 @@ pgdata="$work/pg/data"
 pg_url="postgresql://postgres@127.0.0.1:$pg_port/cgbench"
 
 # --- hosts -------------------------------------------------------------------------------------
-export BENCH_ADMIN_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-export BENCH_WHSEC="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
-export BENCH_ERP_AUTH="Bearer bench-erp-token"
+bench_host_secrets
 # write_host DIR STORE: DIR/host.yaml (its own audit log) on the shared plugin, trust and allowlist.
 write_host() { bench_host_yaml "$1" "$2"; }
 # start_host DIR: starts the host of DIR; sets host_pid and main (host:port).
