@@ -102,6 +102,7 @@ class HostApp::AuditSink {
 namespace {
 // Abandoned holds what a still-running plugin thread may touch, once its HostApp is gone.
 struct Abandoned {
+  std::unique_ptr<WebhookPipeline> pipeline;  // destroyed first (it uses what follows)
   HostStores stores;  // the DLQ among them
   std::unique_ptr<ErpSender> sender;
   std::unique_ptr<Loader> loader;
@@ -130,12 +131,13 @@ HostApp::~HostApp() {
                 {"threads", dispatcher_->running_threads()},
                 {"detail", "plugin threads still run after shutdown: their plugins, stores, ERP sender, "
                            "breakers, metrics and capability pauses are leaked on purpose"}}));
-    // The objects that use these (pipeline, observer, loop) go first; the plugin threads only
-    // reach what is kept here (through their ErpEnv copy and cg_call).
+    // The objects that use these (observer, loop) go first; the plugin threads only reach what
+    // is kept here (the pipeline whose Dispatch they run in, their ErpEnv copy and cg_call).
     ops_loop_.reset();
     observer_.reset();
-    pipeline_.reset();
     auto a = std::make_unique<Abandoned>();
+    // A plugin thread of FinishAsync runs inside the pipeline's Dispatch until its plugin returns.
+    a->pipeline = std::move(pipeline_);
     a->stores = std::move(stores_);
     a->sender = std::move(sender_);
     a->loader = std::move(loader_);
@@ -259,7 +261,8 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   guards.audit = audit;
   CLAWGUARD_ASSIGN_OR_RETURN(
       app->pipeline_,
-      WebhookPipeline::Create(PipelineOptions{c.listen.max_body, c.listen.max_headers, c.idempotency.lease},
+      WebhookPipeline::Create(PipelineOptions{c.listen.max_body, c.listen.max_headers, c.idempotency.lease,
+                                              c.listen.handlers},
                               std::move(routes), *app->stores_.idempotency, app->dispatcher_->AsDispatcher(),
                               std::move(guards)));
 
@@ -301,7 +304,9 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   main_options.max_body = c.listen.max_body;
   main_options.max_headers = c.listen.max_headers;
   main_options.workers = std::max(1, c.listen.workers);
-  main_options.handler_threads = c.listen.handlers;  // 0 (not from a config file): the server's default
+  // Deliveries run on the pipeline's own threads (FinishAsync, bounded by listen.handlers); the
+  // server's handler pool serves nothing here (FrontMain answers or starts, never defers a run).
+  main_options.handler_threads = 1;
   if (c.listen.tls) main_options.tls = ServerTls{c.listen.tls->cert, c.listen.tls->key};
   CLAWGUARD_ASSIGN_OR_RETURN(app->main_,
                              HttpServer::CreateWithFront(std::move(main_options),
@@ -440,9 +445,12 @@ std::variant<HttpResponse, Deferred> HostApp::FrontMain(const HttpRequest& reque
   std::variant<WebhookPipeline::Handled, WebhookPipeline::Admitted> front = pipeline_->Front(request);
   if (auto* h = std::get_if<WebhookPipeline::Handled>(&front)) return std::move(h->response);
   const WebhookPipeline* pipeline = pipeline_.get();
-  return Deferred{[pipeline, admitted = std::get<WebhookPipeline::Admitted>(std::move(front))](const HttpRequest& r) {
-    return pipeline->Finish(r, admitted).response;
-  }};
+  Deferred later;
+  later.start = [pipeline, admitted = std::get<WebhookPipeline::Admitted>(std::move(front))](HttpRequest r,
+                                                                                           Responder respond) {
+    pipeline->FinishAsync(std::move(r), admitted, std::move(respond));
+  };
+  return later;
 }
 
 HttpResponse HostApp::HandleAdmin(const HttpRequest& request) const {

@@ -224,7 +224,9 @@ class Session final : public SessionBase {
       // Inline on this connection's I/O thread: an answer needs no thread hop.
       std::variant<HttpResponse, Deferred> front = RunFront(state_.front, request);
       if (HttpResponse* answer = std::get_if<HttpResponse>(&front)) return Write(std::move(*answer));
-      run = std::move(std::get<Deferred>(front).run);
+      Deferred& later = std::get<Deferred>(front);
+      if (later.start) return Start(later.start, std::move(request));
+      run = std::move(later.run);
       if (!run) return Write(ProblemResponse(Reason::kInternal, "the request handler failed"));
     }
     asio::post(*state_.handler_pool, [self = Self(), request = std::move(request), run = std::move(run)] {
@@ -234,6 +236,20 @@ class Session final : public SessionBase {
       asio::post(self->stream_.get_executor(),
                  [self, response = std::move(response)]() mutable { self->Write(std::move(response)); });
     });
+  }
+
+  // Start hands the request to |start| with a Responder that writes the answer on this
+  // connection's I/O thread. The Responder holds the session until it is answered.
+  void Start(const std::function<void(HttpRequest, Responder)>& start, HttpRequest request) {
+    Responder respond([self = Self()](HttpResponse response) {
+      asio::post(self->stream_.get_executor(),
+                 [self, response = std::move(response)]() mutable { self->Write(std::move(response)); });
+    });
+    try {
+      start(std::move(request), respond);
+    } catch (...) {
+      respond.Answer(ProblemResponse(Reason::kInternal, "the request handler failed"));
+    }
   }
 
   void Write(HttpResponse response) {

@@ -10,7 +10,9 @@
 // thread, so handler_threads bounds the requests in flight (and what a group commit can merge).
 // An optional FrontHandler runs first, inline on the I/O thread that read the request: what it
 // can answer without blocking (refusals, replays from memory) never crosses threads, which is
-// most of the cost of a small answer; the rest it defers to the handler pool.
+// most of the cost of a small answer; the rest it defers to the handler pool, or starts on
+// threads of its own and answers later through a Responder (Deferred::start: the host's webhook
+// deliveries, so the thread that runs a delivery's plugin is the one that answers it).
 //
 // Limits (checked by the HTTP parser, before the Handler runs): a header block over max_headers
 // or a body over max_body is answered 413 application/problem+json (`request_too_large`) and the
@@ -32,6 +34,7 @@
 #include "clawguard/error.h"
 #include "clawguard/limits.h"
 #include "host/http_types.h"
+#include "host/responder.h"
 
 namespace clawguard::host {
 
@@ -39,10 +42,17 @@ namespace clawguard::host {
 // thread-safe (several requests run at once). An exception escaping it becomes a 500.
 using Handler = std::function<HttpResponse(const HttpRequest&)>;
 
-// Deferred is a FrontHandler's "not now": |run| answers the request on a handler thread (it may
-// block). Whatever Front learnt (e.g. the authenticated id) travels in |run|'s captures.
+// Deferred is a FrontHandler's "not now", in one of two forms (set exactly one):
+//   - |run| answers the request on a handler thread of the server's pool (it may block);
+//   - |start| is called at once, on the I/O thread (it must not block), with the request and a
+//     Responder; the request is answered when a copy of the Responder is answered, from any
+//     thread, at any later time (host/responder.h: the first answer wins; all copies destroyed
+//     unanswered → 500). The caller owns where the work runs — e.g. the webhook pipeline's
+//     DeliveryRunner, whose watchdog can answer for a delivery whose thread a plugin keeps.
+// Whatever Front learnt (e.g. the authenticated id) travels in the function's captures.
 struct Deferred {
   std::function<HttpResponse(const HttpRequest&)> run;
+  std::function<void(HttpRequest, Responder)> start;
 };
 // FrontHandler answers a request on the I/O thread, or defers it. It must never block (no store,
 // disk, network or plugin wait) and must be thread-safe. An exception escaping it becomes a 500.
@@ -96,7 +106,8 @@ class HttpServer {
 
   // Stop stops accepting, closes idle connections, lets requests already read finish and their
   // answers be written (with `Connection: close`), then joins every thread. Idempotent.
-  // WARNING: it waits for running Handlers; a Handler that never returns blocks Stop.
+  // WARNING: it waits for running Handlers and for every Deferred::start's Responder to be
+  // answered (or dropped); a Handler that never returns blocks Stop.
   void Stop();
 
  private:

@@ -7,6 +7,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <map>
+#include <thread>
+
+#include "clawguard/thread_name.h"
 
 namespace {
 constexpr size_t kMaxContentType = 256;
@@ -80,7 +84,8 @@ const cg_host_api kHostApi = {CLAWGUARD_PLUGIN_ABI, &ErpCallFn, &RespondFn, &Log
 
 // Audited returns |report| after writing its failure (if any) to the audit sink.
 DispatchReport Audited(const AuditFn& audit, const DispatchContext& ctx, DispatchReport report) {
-  if (audit && report.outcome.kind != PluginOutcome::Kind::kAnswered) {
+  // An abandoned outcome was audited by the watchdog when it gave up.
+  if (audit && report.outcome.kind != PluginOutcome::Kind::kAnswered && !report.outcome.abandoned) {
     const char* event = "plugin_failed";
     if (report.outcome.kind == PluginOutcome::Kind::kTimedOut) event = "plugin_timeout";
     if (report.outcome.kind == PluginOutcome::Kind::kDeadLettered) event = "event_dead_lettered";
@@ -123,7 +128,216 @@ std::shared_ptr<cg_call> MakeCall(const DispatchContext& ctx) {
   return call;
 }
 
+// RunPlugin runs handle_webhook for |call| on the calling thread (under the plugin's serial
+// mutex if it has one), then records its result in |call| and wakes a waiter.
+void RunPlugin(const cg_plugin* plugin, std::mutex* serial_mu, cg_call& call) {
+  int rc = -1;
+  {
+    std::unique_lock<std::mutex> serial;
+    if (serial_mu != nullptr) serial = std::unique_lock<std::mutex>(*serial_mu);
+    // Given up on while waiting for the serial mutex: nothing it did would count.
+    if (!call.abandoned.load()) {
+      try {
+        rc = plugin->handle_webhook(&call, call.route.c_str(), &call.request);
+      } catch (...) {
+        rc = -1;  // a C++ plugin must not throw across the C ABI
+      }
+    }
+  }
+  GatewayOutcome erp;
+  {
+    std::lock_guard erp_lock(call.erp_mu);
+    erp = call.gateway->outcome();
+  }
+  {
+    std::lock_guard lock(call.mu);
+    call.finished = true;
+    call.rc = rc;
+    call.erp = std::move(erp);
+  }
+  call.done_cv.notify_all();  // after unlocking: the waiter need not block on call.mu again
+}
+
+// ReportOf turns a finished call into its report. |call.mu| must be held.
+DispatchReport ReportOf(const cg_call& call) {
+  DispatchReport report;
+  report.erp = call.erp;
+  if (call.erp.dead_lettered) {
+    report.outcome = PluginOutcome::DeadLettered(call.erp.dead_letter_reason,
+                                                 "event dead-lettered: " + call.erp.dead_letter_reason);
+  } else if (call.rc != 0) {
+    report.outcome = PluginOutcome::Failed("handle_webhook returned " + std::to_string(call.rc));
+  } else if (call.responds != 1) {
+    report.outcome = PluginOutcome::Failed("respond() was called " + std::to_string(call.responds) +
+                                           " times; exactly once is required");
+  } else if (call.bad_respond || call.status < 100 || call.status > 599) {
+    report.outcome = PluginOutcome::Failed("respond() got an invalid status, content type or body");
+  } else {
+    report.outcome = PluginOutcome::Answered(call.status, call.content_type, call.answer);
+  }
+  return report;
+}
+
+constexpr const char* kTimedOutDetail = "the plugin did not return within handler_timeout";
+constexpr const char* kLeaseLostDetail = "the lease was taken over while the plugin ran";
+
 }  // namespace
+
+// Watchdog enforces handler_timeout and renews the lease of the deliveries a dispatcher runs on
+// their callers' threads (DispatchContext::on_abandon). One thread sleeps until the earliest
+// deadline or renewal of the watched deliveries; what is due then runs as a task on a spare
+// thread (a renewal is a store round trip, giving up calls the caller's on_abandon, which stores
+// and answers), so one slow store call delays no other delivery's deadline. Deliveries start in
+// time order with the same timeout, so a new watch is never earlier than the planned wake-up and
+// adding one wakes nobody (except an idle watchdog); a finished delivery is just removed.
+struct PluginDispatcher::Watchdog : std::enable_shared_from_this<PluginDispatcher::Watchdog> {
+  using SteadyClock = std::chrono::steady_clock;
+  struct Watch {
+    std::shared_ptr<cg_call> call;
+    const DispatchContext* ctx = nullptr;  // valid until Finish returns
+    SteadyClock::time_point deadline;
+    SteadyClock::time_point next_renew;
+    // Guarded by Watchdog::mu:
+    bool done = false;  // the plugin returned: no task is started any more
+    int busy = 0;       // tasks running for this watch
+    std::condition_variable idle;
+    std::multimap<SteadyClock::time_point, std::shared_ptr<Watch>>::iterator where;
+    bool queued = false;  // |where| is valid
+    // Set by the task that gave up (before on_abandon; read after Finish).
+    PluginOutcome outcome;
+  };
+
+  Watchdog(std::chrono::milliseconds renew_period, AuditFn audit_fn)
+      : renew_every(renew_period), audit(std::move(audit_fn)) {}
+
+  // Start runs the watchdog's thread; it keeps the watchdog alive until Stop.
+  void Start() {
+    std::thread([self = shared_from_this()] { self->Loop(); }).detach();
+  }
+  void Stop() {
+    {
+      std::lock_guard lock(mu);
+      stopping = true;
+    }
+    cv.notify_all();
+  }
+
+  void Add(const std::shared_ptr<Watch>& w) {
+    bool wake = false;
+    {
+      std::lock_guard lock(mu);
+      const SteadyClock::time_point at = std::min(w->deadline, w->next_renew);
+      Queue(w, at);
+      wake = at < planned;
+    }
+    if (wake) cv.notify_one();
+  }
+
+  // Finish ends the watch: no task starts for it any more, and a running one is waited for.
+  void Finish(const std::shared_ptr<Watch>& w) {
+    std::unique_lock lock(mu);
+    w->done = true;
+    if (w->queued) {
+      due.erase(w->where);
+      w->queued = false;
+    }
+    w->idle.wait(lock, [&] { return w->busy == 0; });
+  }
+
+ private:
+  void Queue(const std::shared_ptr<Watch>& w, SteadyClock::time_point at) {  // mu held
+    w->where = due.emplace(at, w);
+    w->queued = true;
+  }
+
+  void Loop() {
+    NameThisThread("cg-watchdog");
+    std::unique_lock lock(mu);
+    while (!stopping) {
+      if (due.empty()) {
+        planned = SteadyClock::time_point::max();
+        cv.wait(lock);
+        continue;
+      }
+      planned = due.begin()->first;
+      if (SteadyClock::now() < planned) {
+        cv.wait_until(lock, planned);
+        continue;
+      }
+      std::vector<std::shared_ptr<Watch>> ripe;
+      const auto now = SteadyClock::now();
+      while (!due.empty() && due.begin()->first <= now) {
+        std::shared_ptr<Watch> w = due.begin()->second;
+        due.erase(due.begin());
+        w->queued = false;
+        ++w->busy;
+        ripe.push_back(std::move(w));
+      }
+      lock.unlock();
+      for (auto& w : ripe) {
+        try {
+          tasks.Run([self = shared_from_this(), w] { self->Check(w); });
+        } catch (...) {
+          Check(w);  // no thread to spare: do it here
+        }
+      }
+      lock.lock();
+    }
+  }
+
+  // Check runs for a due watch: give up after the deadline, else renew the lease.
+  void Check(const std::shared_ptr<Watch>& w) {
+    const DispatchContext& ctx = *w->ctx;
+    if (SteadyClock::now() >= w->deadline) {
+      GiveUp(*w, PluginOutcome::TimedOut(kTimedOutDetail));
+    } else if (ctx.renew_lease && !ctx.renew_lease()) {
+      GiveUp(*w, PluginOutcome::Failed(kLeaseLostDetail));
+    } else {
+      bool wake = false;
+      {
+        std::lock_guard lock(mu);
+        if (!w->done) {
+          w->next_renew = SteadyClock::now() + renew_every;
+          const SteadyClock::time_point at = std::min(w->deadline, w->next_renew);
+          Queue(w, at);
+          wake = at < planned;  // e.g. the watchdog went idle while this task ran
+        }
+      }
+      if (wake) cv.notify_one();
+    }
+    std::lock_guard lock(mu);
+    if (--w->busy == 0) w->idle.notify_all();
+  }
+
+  void GiveUp(Watch& w, PluginOutcome outcome) {
+    {
+      std::lock_guard lock(w.call->mu);
+      if (w.call->finished) return;  // the plugin returned first: its result stands
+      w.call->abandoned.store(true);
+    }
+    (void)Audited(audit, *w.ctx, DispatchReport{outcome, {}});
+    outcome.abandoned = true;
+    w.outcome = outcome;
+    try {
+      w.ctx->on_abandon(outcome);
+    } catch (...) {
+      // The caller's answer path must not throw; nothing more can be done here.
+    }
+  }
+
+  const std::chrono::milliseconds renew_every;
+  const AuditFn audit;
+  SpareThreads tasks{std::chrono::seconds(10), "cg-watchdog"};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::multimap<SteadyClock::time_point, std::shared_ptr<Watch>> due;  // guarded by mu
+  SteadyClock::time_point planned = SteadyClock::time_point::max();   // guarded by mu
+  bool stopping = false;                                               // guarded by mu
+};
+
+PluginDispatcher::~PluginDispatcher() {
+  if (watchdog_ != nullptr) watchdog_->Stop();
+}
 
 const cg_host_api* HostApi() { return &kHostApi; }
 
@@ -166,7 +380,21 @@ bool PluginDispatcher::WaitIdle(std::chrono::milliseconds bound) const {
 }
 
 DispatchReport PluginDispatcher::DispatchDetailed(const DispatchContext& ctx) const {
-  return Audited(options_.erp.audit, ctx, Run(ctx));
+  if (!ctx.on_abandon) return Audited(options_.erp.audit, ctx, Run(ctx));
+  // Inline, the calling thread is the plugin's: it counts in running_threads until it is out of
+  // the dispatcher, and keeps the dispatcher alive meanwhile — after a late return (the delivery
+  // was answered long ago) it may be the last owner.
+  std::shared_ptr<const PluginDispatcher> self = shared_from_this();
+  {
+    std::lock_guard count(threads_->mu);
+    ++threads_->running;
+  }
+  DispatchReport report = Audited(options_.erp.audit, ctx, Run(ctx));
+  {
+    std::lock_guard count(threads_->mu);
+    if (--threads_->running == 0) threads_->idle.notify_all();
+  }
+  return report;
 }
 
 DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
@@ -181,6 +409,32 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
   if (!gw.ok()) return {PluginOutcome::Failed(gw.error().message()), {}};
   call->gateway = std::move(gw).value();
 
+  const cg_plugin* plugin = entry.plugin;
+  std::mutex* serial = entry.serial.get();
+
+  using SteadyClock = std::chrono::steady_clock;
+  const auto deadline = SteadyClock::now() + options_.handler_timeout;
+  const auto renew_every = std::max(std::chrono::milliseconds(1), options_.lease / 3);
+
+  if (ctx.on_abandon) {
+    // Inline: the plugin runs on this thread; the watchdog may give up on it (see DispatchContext).
+    std::call_once(watchdog_once_, [&] {
+      watchdog_ = std::make_shared<Watchdog>(renew_every, options_.erp.audit);
+      watchdog_->Start();
+    });
+    auto watch = std::make_shared<Watchdog::Watch>();
+    watch->call = call;
+    watch->ctx = &ctx;
+    watch->deadline = deadline;
+    watch->next_renew = SteadyClock::now() + renew_every;
+    watchdog_->Add(watch);
+    RunPlugin(plugin, serial, *call);  // counted in running_threads by DispatchDetailed
+    watchdog_->Finish(watch);
+    if (call->abandoned.load()) return {watch->outcome, {}};
+    std::lock_guard lock(call->mu);
+    return ReportOf(*call);
+  }
+
   // The thread keeps the dispatcher (its options and capabilities) and the call alive.
   std::shared_ptr<const PluginDispatcher> self = shared_from_this();
   std::shared_ptr<ThreadCount> threads = threads_;
@@ -193,29 +447,8 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
     if (--threads->running == 0) threads->idle.notify_all();
   };
   try {
-    spare_threads_.Run([self, call, &entry, finished]() {
-      int rc = -1;
-      {
-        std::unique_lock<std::mutex> serial;
-        if (entry.serial) serial = std::unique_lock<std::mutex>(*entry.serial);
-        try {
-          rc = entry.plugin->handle_webhook(call.get(), call->route.c_str(), &call->request);
-        } catch (...) {
-          rc = -1;  // a C++ plugin must not throw across the C ABI
-        }
-      }
-      GatewayOutcome erp;
-      {
-        std::lock_guard erp_lock(call->erp_mu);
-        erp = call->gateway->outcome();
-      }
-      {
-        std::lock_guard lock(call->mu);
-        call->finished = true;
-        call->rc = rc;
-        call->erp = std::move(erp);
-      }
-      call->done_cv.notify_all();  // after unlocking: the waiter need not block on call->mu again
+    spare_threads_.Run([self, call, plugin, serial, finished]() {
+      RunPlugin(plugin, serial, *call);
       finished();  // the last touch of anything but |call| and |self| (shared, freed with the task)
     });
   } catch (const std::exception&) {
@@ -223,9 +456,6 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
     return {PluginOutcome::Failed("could not start the plugin's thread"), {}};
   }
 
-  using SteadyClock = std::chrono::steady_clock;
-  const auto deadline = SteadyClock::now() + options_.handler_timeout;
-  const auto renew_every = std::max(std::chrono::milliseconds(1), options_.lease / 3);
   std::unique_lock lock(call->mu);
   while (!call->finished) {
     const auto slice = std::min(deadline, SteadyClock::now() + renew_every);
@@ -233,33 +463,17 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
     if (call->finished) break;
     if (SteadyClock::now() >= deadline) {
       call->abandoned.store(true);
-      return {PluginOutcome::TimedOut("the plugin did not return within handler_timeout"), {}};
+      return {PluginOutcome::TimedOut(kTimedOutDetail), {}};
     }
     lock.unlock();
     const bool held = !ctx.renew_lease || ctx.renew_lease();
     lock.lock();
     if (!held && !call->finished) {
       call->abandoned.store(true);
-      return {PluginOutcome::Failed("the lease was taken over while the plugin ran"), {}};
+      return {PluginOutcome::Failed(kLeaseLostDetail), {}};
     }
   }
-
-  DispatchReport report;
-  report.erp = call->erp;
-  if (call->erp.dead_lettered) {
-    report.outcome = PluginOutcome::DeadLettered(call->erp.dead_letter_reason,
-                                                 "event dead-lettered: " + call->erp.dead_letter_reason);
-  } else if (call->rc != 0) {
-    report.outcome = PluginOutcome::Failed("handle_webhook returned " + std::to_string(call->rc));
-  } else if (call->responds != 1) {
-    report.outcome = PluginOutcome::Failed("respond() was called " + std::to_string(call->responds) +
-                                           " times; exactly once is required");
-  } else if (call->bad_respond || call->status < 100 || call->status > 599) {
-    report.outcome = PluginOutcome::Failed("respond() got an invalid status, content type or body");
-  } else {
-    report.outcome = PluginOutcome::Answered(call->status, call->content_type, call->answer);
-  }
-  return report;
+  return ReportOf(*call);
 }
 
 }  // namespace clawguard::host

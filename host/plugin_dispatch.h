@@ -3,18 +3,30 @@
 //
 // Per delivery it builds a cg_call (opaque; defined in plugin_dispatch.cpp) holding host-owned
 // copies of the request (method, path, body, idempotency_key = the event key, headers) and an
-// ErpGateway, then runs handle_webhook on a thread of its own (a spare one that an earlier
-// delivery left, if any: host/spare_threads.h) and waits at most handler_timeout, renewing the
-// lease (DispatchContext::renew_lease) every lease/3 meanwhile.
+// ErpGateway, then runs handle_webhook in one of two ways:
+//   - handed off (no DispatchContext::on_abandon: DLQ replays, tests): on a thread of its own (a
+//     spare one that an earlier delivery left, if any: host/spare_threads.h) while the caller
+//     waits at most handler_timeout, renewing the lease (DispatchContext::renew_lease) every
+//     lease/3 meanwhile;
+//   - inline (on_abandon set: the host's webhook deliveries, WebhookPipeline::FinishAsync): on the
+//     calling thread, which is then not woken by another one (two context switches fewer per
+//     delivery). A watchdog thread (one per dispatcher, started by the first inline dispatch)
+//     sleeps until the earliest deadline or renewal among the inline deliveries and hands what is
+//     due to a spare task thread: renew the lease every lease/3, or give up — at handler_timeout,
+//     or when a renewal finds the lease taken over — by marking the cg_call abandoned, auditing it
+//     and calling on_abandon(outcome) (the caller answers from there) while the plugin may still
+//     run. The dispatch returns that outcome with |abandoned| set when the plugin returns, never
+//     while a renewal or on_abandon for it runs, and none starts after it returned.
 // Results, as PluginOutcome:
 //   - handle_webhook returned 0 after exactly one respond() → kAnswered (its status, type, body);
 //   - an ERP call refused CG_MISMATCH (the plugin changed its calls on a re-run: the event is
 //     dead-lettered, class "mismatch") → kDeadLettered, whatever the plugin returned or answered;
 //   - non-zero return, zero or two+ respond() calls, a status outside 100..599 or a lost lease
 //     → kFailed (500 plugin_failed, retryable, audited);
-//   - no return within handler_timeout → kTimedOut (503 plugin_timeout).
-// WARNING: a C function cannot be cancelled. A timed-out plugin's thread keeps running until it
-// returns; its cg_call is marked abandoned, so its later erp_call gets CG_FENCED (nothing is
+//   - no return within handler_timeout → kTimedOut (503 plugin_timeout); inline, given to
+//     on_abandon at that moment (and a lost lease there as kFailed).
+// WARNING: a C function cannot be cancelled. A timed-out plugin's thread (inline: the caller's
+// thread) keeps running until it returns; its cg_call is marked abandoned, so its later erp_call gets CG_FENCED (nothing is
 // written or sent) and its respond() is ignored. Its lease is not renewed any more. The thread
 // keeps the dispatcher and its cg_call alive (shared ownership) and calls the ErpEnv's audit
 // function (make it own what it writes to), but it may still be inside an ERP call (outbox,
@@ -73,6 +85,8 @@ class PluginDispatcher : public std::enable_shared_from_this<PluginDispatcher> {
   static Result<std::shared_ptr<PluginDispatcher>> Create(DispatchOptions options,
                                                           std::vector<DispatchTarget> targets);
 
+  ~PluginDispatcher();
+
   // Dispatch runs one delivery (see the file comment). An unknown plugin is kFailed.
   DispatchReport DispatchDetailed(const DispatchContext& ctx) const;
   PluginOutcome Dispatch(const DispatchContext& ctx) const { return DispatchDetailed(ctx).outcome; }
@@ -80,7 +94,8 @@ class PluginDispatcher : public std::enable_shared_from_this<PluginDispatcher> {
   // AsDispatcher returns the std::function the pipeline holds (it keeps this object alive).
   Dispatcher AsDispatcher() const;
 
-  // running_threads is how many plugin threads (answered or abandoned) have not finished yet.
+  // running_threads is how many plugin threads (answered or abandoned; inline: callers' threads
+  // inside Dispatch) have not finished yet.
   int64_t running_threads() const;
   // WaitIdle waits up to |bound| until running_threads() is 0; true if it is.
   bool WaitIdle(std::chrono::milliseconds bound) const;
@@ -97,6 +112,7 @@ class PluginDispatcher : public std::enable_shared_from_this<PluginDispatcher> {
     std::condition_variable idle;
     int64_t running = 0;
   };
+  struct Watchdog;
   PluginDispatcher(DispatchOptions options, std::map<std::string, Entry> entries)
       : options_(std::move(options)), entries_(std::move(entries)) {}
   DispatchReport Run(const DispatchContext& ctx) const;
@@ -107,6 +123,9 @@ class PluginDispatcher : public std::enable_shared_from_this<PluginDispatcher> {
   // Each delivery runs on a thread of its own (a hung plugin keeps only its own), reused from an
   // earlier delivery when one is spare.
   mutable SpareThreads spare_threads_{std::chrono::seconds(10), "cg-plugin"};
+  // Started by the first inline dispatch (DispatchContext::on_abandon); its thread keeps it.
+  mutable std::once_flag watchdog_once_;
+  mutable std::shared_ptr<Watchdog> watchdog_;
 };
 
 }  // namespace clawguard::host

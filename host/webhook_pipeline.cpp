@@ -142,6 +142,34 @@ WebhookPipeline::Handled WebhookPipeline::Finish(const HttpRequest& request, con
   return h;
 }
 
+void WebhookPipeline::FinishAsync(HttpRequest request, Admitted admitted, Responder respond) const {
+  auto task = [this, request = std::move(request), admitted = std::move(admitted),
+               respond](const std::shared_ptr<DeliveryRunner::Slot>& slot) {
+    const PipelineRoute& route = *admitted.route;
+    // Set on the watchdog's thread; read here after the dispatch returned, which it does only
+    // after on_abandon has (DispatchContext), so the two are ordered.
+    bool answered = false;
+    const AnswerNow answer_now = [&](Handled h) {
+      Count(&route, h, admitted.start);
+      answered = true;
+      slot->Release();  // this thread may stay in the plugin: later deliveries need not wait
+      respond.Answer(std::move(h.response));
+    };
+    Handled h = ClaimAndDispatch(route, request, admitted.webhook_id, admitted.key, admitted.fingerprint,
+                                 /*delivery=*/true, &answer_now);
+    if (answered) return;
+    Count(&route, h, admitted.start);
+    respond.Answer(std::move(h.response));
+  };
+  try {
+    runner_.Run(std::move(task));
+  } catch (const std::exception&) {
+    // No thread could be started: nothing was claimed, the sender retries.
+    respond.Answer(ProblemResponse(Reason::kStoreUnavailable, "the host cannot take this delivery now; retry later",
+                                   /*retry_after_s=*/1));
+  }
+}
+
 std::optional<WebhookPipeline::Handled> WebhookPipeline::Answered(ClaimOutcome& claim) const {
   switch (claim.kind) {
     case ClaimOutcome::Kind::kFingerprintMismatch:
@@ -268,7 +296,8 @@ std::variant<WebhookPipeline::Handled, WebhookPipeline::Admitted> WebhookPipelin
 
 WebhookPipeline::Handled WebhookPipeline::ClaimAndDispatch(const PipelineRoute& route, const HttpRequest& request,
                                                            const std::string& webhook_id, const std::string& key,
-                                                           const std::string& fingerprint, bool delivery) const {
+                                                           const std::string& fingerprint, bool delivery,
+                                                           const AnswerNow* answer_now) const {
   // 6. One atomic claim.
   ClaimMeta meta;
   meta.plugin = route.plugin;
@@ -314,12 +343,32 @@ WebhookPipeline::Handled WebhookPipeline::ClaimAndDispatch(const PipelineRoute& 
       break;
   }
   if (claim->taken_over && guards_.metrics != nullptr) guards_.metrics->RecordLeaseTakeover();
-  return Dispatch(route, request, key, claim->fencing_token, webhook_id, delivery);
+  return Dispatch(route, request, key, claim->fencing_token, webhook_id, delivery, answer_now);
+}
+
+WebhookPipeline::Handled WebhookPipeline::GaveUp(const PipelineRoute& route, const HttpRequest& request,
+                                                 const std::string& key, int64_t token,
+                                                 const std::string& webhook_id, bool delivery,
+                                                 const PluginOutcome& out) const {
+  const GuardEvent ev{route.plugin, route.route, key};
+  const auto failure = [&](std::string_view why) {
+    if (delivery) RecordKeyFailure(guards_, ev, request, webhook_id, why);
+  };
+  if (out.kind == PluginOutcome::Kind::kTimedOut) {
+    // Not released: the hung plugin may still run; its lease expires and is never renewed.
+    failure("plugin timed out: " + out.detail);
+    return Refuse(WebhookOutcome::kPluginTimeout, Reason::kPluginTimeout, "the plugin timed out; retry later",
+                  CeilSeconds(options_.lease.count()));
+  }
+  (void)store_.Release(key, token);  // best effort: the lease expires anyway
+  failure("plugin failed: " + out.detail);
+  return Refuse(WebhookOutcome::kPluginFailed, Reason::kPluginFailed, "the plugin failed; the event may be retried");
 }
 
 WebhookPipeline::Handled WebhookPipeline::Dispatch(const PipelineRoute& route, const HttpRequest& request,
                                                    const std::string& key, int64_t token,
-                                                   const std::string& webhook_id, bool delivery) const {
+                                                   const std::string& webhook_id, bool delivery,
+                                                   const AnswerNow* answer_now) const {
   DispatchContext ctx;
   ctx.plugin = route.plugin;
   ctx.route = route.route;
@@ -332,7 +381,14 @@ WebhookPipeline::Handled WebhookPipeline::Dispatch(const PipelineRoute& route, c
     auto r = store_.Renew(key, token, options_.lease.count());
     return r.ok() && *r == FencedWrite::kApplied;
   };
+  if (answer_now != nullptr) {
+    ctx.on_abandon = [&](const PluginOutcome& gave_up) {
+      (*answer_now)(GaveUp(route, request, key, token, webhook_id, delivery, gave_up));
+    };
+  }
   const PluginOutcome out = dispatcher_(ctx);
+  // Given up on and answered by on_abandon; this thread is back from the plugin, late.
+  if (out.abandoned) return Handled{HttpResponse{}, WebhookOutcome::kPluginTimeout};
 
   const GuardEvent ev{route.plugin, route.route, key};
   const auto failure = [&](std::string_view why) {
@@ -341,14 +397,8 @@ WebhookPipeline::Handled WebhookPipeline::Dispatch(const PipelineRoute& route, c
   const auto release = [&]() { (void)store_.Release(key, token); };  // best effort: the lease expires anyway
   switch (out.kind) {
     case PluginOutcome::Kind::kFailed:
-      release();
-      failure("plugin failed: " + out.detail);
-      return Refuse(WebhookOutcome::kPluginFailed, Reason::kPluginFailed, "the plugin failed; the event may be retried");
     case PluginOutcome::Kind::kTimedOut:
-      // Not released: the hung plugin may still run; its lease expires and is never renewed.
-      failure("plugin timed out: " + out.detail);
-      return Refuse(WebhookOutcome::kPluginTimeout, Reason::kPluginTimeout, "the plugin timed out; retry later",
-                    CeilSeconds(options_.lease.count()));
+      return GaveUp(route, request, key, token, webhook_id, delivery, out);
     case PluginOutcome::Kind::kDeadLettered:
       // Written whether or not the 202 below can be stored: the outbox row is dead already.
       AddDeadLetter(guards_, DlqClassFromName(out.dead_letter_class).value_or(DlqClass::kMismatch), ev,

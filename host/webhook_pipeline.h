@@ -46,11 +46,14 @@
 
 #include "clawguard/clock.h"
 #include "clawguard/error.h"
+#include "clawguard/limits.h"
 #include "clawguard/store/idempotency_store.h"
+#include "host/delivery_runner.h"
 #include "host/host_config.h"
 #include "host/http_types.h"
 #include "host/metrics.h"
 #include "host/pipeline_guards.h"
+#include "host/responder.h"
 #include "host/webhook_auth.h"
 
 namespace clawguard::host {
@@ -79,18 +82,21 @@ struct PluginOutcome {
   std::string body;
   std::string detail;            // why it failed (audited; never a secret)
   std::string dead_letter_class;  // kDeadLettered: the DLQ class ("mismatch")
+  // abandoned: the dispatcher gave up on the delivery while the plugin ran and handed this
+  // outcome to DispatchContext::on_abandon, which answered it; the caller does nothing more.
+  bool abandoned = false;
 
   static PluginOutcome Answered(int status, std::string content_type, std::string body) {
-    return PluginOutcome{Kind::kAnswered, status, std::move(content_type), std::move(body), {}, {}};
+    return PluginOutcome{Kind::kAnswered, status, std::move(content_type), std::move(body), {}, {}, false};
   }
   static PluginOutcome Failed(std::string detail) {
-    return PluginOutcome{Kind::kFailed, 0, {}, {}, std::move(detail), {}};
+    return PluginOutcome{Kind::kFailed, 0, {}, {}, std::move(detail), {}, false};
   }
   static PluginOutcome TimedOut(std::string detail) {
-    return PluginOutcome{Kind::kTimedOut, 0, {}, {}, std::move(detail), {}};
+    return PluginOutcome{Kind::kTimedOut, 0, {}, {}, std::move(detail), {}, false};
   }
   static PluginOutcome DeadLettered(std::string dlq_class, std::string detail) {
-    return PluginOutcome{Kind::kDeadLettered, 0, {}, {}, std::move(detail), std::move(dlq_class)};
+    return PluginOutcome{Kind::kDeadLettered, 0, {}, {}, std::move(detail), std::move(dlq_class), false};
   }
 };
 
@@ -105,6 +111,14 @@ struct DispatchContext {
   const HttpRequest* request = nullptr;
   // renew_lease extends the lease by the configured lease; false once fenced (stop at once).
   std::function<bool()> renew_lease;
+  // on_abandon, when set, lets the dispatcher run the plugin on the calling thread (no hand-off
+  // to a thread of its own): a watchdog thread then enforces handler_timeout and renews the lease,
+  // and when it gives up on the delivery (timed out, or the lease was taken over) it calls
+  // on_abandon(outcome) on another thread while the plugin may still run — the caller answers
+  // from there. The dispatch itself then returns that outcome with |abandoned| set when (if ever)
+  // the plugin returns. Contract: renew_lease and on_abandon are never called after the dispatch
+  // returned, and it does not return while either runs (so they may use the caller's frame).
+  std::function<void(const PluginOutcome&)> on_abandon;
 };
 
 using Dispatcher = std::function<PluginOutcome(const DispatchContext&)>;
@@ -133,6 +147,8 @@ struct PipelineOptions {
   uint64_t max_body = 0;
   uint64_t max_headers = 0;
   std::chrono::milliseconds lease{0};
+  // FinishAsync: deliveries running at once (host.yaml listen.handlers); 0: kDefaultHandlerThreads.
+  int64_t max_in_flight = 0;
 };
 
 // MakeVerifier builds a route's verifier from host.yaml secrets (keys are cloned).
@@ -180,6 +196,17 @@ class WebhookPipeline {
   // Finish runs stage 6 onwards for a request Front admitted (store claim, plugin, outcome).
   // |request| must be the request Front admitted.
   Handled Finish(const HttpRequest& request, const Admitted& admitted) const;
+  // FinishAsync is Finish without a thread hop to the plugin: it returns at once (it never
+  // blocks; an I/O thread may call it) and runs the delivery — claim, plugin, outcome — on a
+  // thread of the pipeline's DeliveryRunner (at most options.max_in_flight at once, the rest
+  // queued), the plugin on that same thread (DispatchContext::on_abandon). The answer goes to
+  // |respond| when the delivery ends — or, if the dispatcher's watchdog gives up on the plugin
+  // (handler_timeout, lost lease), from the watchdog at that moment, with the same answer and
+  // stored state as Finish would give (503 plugin_timeout / 500 plugin_failed), while the plugin's
+  // thread is left to the plugin; its slot in max_in_flight is freed then. WARNING: such a thread
+  // still runs inside this pipeline's Dispatch until the plugin returns: the pipeline must outlive
+  // it (HostApp keeps it with the other objects a plugin thread may reach).
+  void FinishAsync(HttpRequest request, Admitted admitted, Responder respond) const;
 
   using RedeliverResult = ::clawguard::host::RedeliverResult;
   // Redeliver re-runs the event |event_key| of |plugin|/|route| from its stored request (a DLQ
@@ -205,7 +232,10 @@ class WebhookPipeline {
   WebhookPipeline(PipelineOptions options, std::map<std::string, PipelineRoute, std::less<>> routes, IdempotencyStore& store,
                   Dispatcher dispatcher, PipelineGuards guards)
       : options_(options), routes_(std::move(routes)), store_(store), dispatcher_(std::move(dispatcher)),
-        guards_(std::move(guards)), series_(ResolveSeries(routes_, guards_)) {}
+        guards_(std::move(guards)), series_(ResolveSeries(routes_, guards_)),
+        runner_(options.max_in_flight > 0 ? options.max_in_flight
+                                           : static_cast<int64_t>(limits::kDefaultHandlerThreads),
+                "cg-delivery") {}
   // Gate runs stages 1–5 and the in-memory claim; |route| is set once the path names a known route.
   std::variant<Handled, Admitted> Gate(const HttpRequest& request, const PipelineRoute*& route) const;
   // Answered turns a completed (or mismatching) claim into its answer: the stored answer with
@@ -214,10 +244,18 @@ class WebhookPipeline {
   // ClaimAndDispatch runs stage 6 and dispatches a claimed event. |delivery|: a platform's
   // delivery (outcomes count in the key breaker, a tombstone hit is dead-lettered); false for
   // Redeliver (the event comes from the DLQ and an operator asked for it).
+  // |answer_now|, when set, runs the plugin inline and receives the answer of a delivery the
+  // dispatcher gave up on (DispatchContext::on_abandon); the Handled returned then is not an answer.
+  using AnswerNow = std::function<void(Handled)>;
   Handled ClaimAndDispatch(const PipelineRoute& route, const HttpRequest& request, const std::string& webhook_id,
-                           const std::string& key, const std::string& fingerprint, bool delivery) const;
+                           const std::string& key, const std::string& fingerprint, bool delivery,
+                           const AnswerNow* answer_now = nullptr) const;
   Handled Dispatch(const PipelineRoute& route, const HttpRequest& request, const std::string& key,
-                   int64_t token, const std::string& webhook_id, bool delivery) const;
+                   int64_t token, const std::string& webhook_id, bool delivery, const AnswerNow* answer_now) const;
+  // GaveUp stores and answers a failed or timed-out plugin run (releases or keeps the lease,
+  // counts the key's failure).
+  Handled GaveUp(const PipelineRoute& route, const HttpRequest& request, const std::string& key, int64_t token,
+                 const std::string& webhook_id, bool delivery, const PluginOutcome& out) const;
   // Count records |h| in the metrics (labels "_unknown" when |route| is null).
   void Count(const PipelineRoute* route, const Handled& h, std::chrono::steady_clock::time_point start) const;
 
@@ -235,6 +273,7 @@ class WebhookPipeline {
   static std::unordered_map<const PipelineRoute*, RouteSeries> ResolveSeries(
       const std::map<std::string, PipelineRoute, std::less<>>& routes, const PipelineGuards& guards);
   const std::unordered_map<const PipelineRoute*, RouteSeries> series_;  // empty without metrics
+  mutable DeliveryRunner runner_;  // FinishAsync's threads
 };
 
 }  // namespace clawguard::host

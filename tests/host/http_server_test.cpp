@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "host/erp_client.h"
+#include "host/problem.h"
 #include "support/raw_client.h"
 #include "support/temp_dir.h"
 #include "support/test_pki.h"
@@ -332,7 +333,8 @@ TEST(HttpServerTest, FrontAnswersInlineAndDefersTheRestWithItsState) {
     }
     if (r.target == "/inline") return Echo(r);
     const std::string learnt = "front saw " + r.target;
-    return Deferred{[&, learnt](const HttpRequest& again) {
+    Deferred later;
+    later.run = [&, learnt](const HttpRequest& again) {
       {
         std::lock_guard lock(mu);
         deferred_threads.insert(std::this_thread::get_id());
@@ -340,7 +342,8 @@ TEST(HttpServerTest, FrontAnswersInlineAndDefersTheRestWithItsState) {
       HttpResponse res = Echo(again);
       res.body += " / " + learnt;
       return res;
-    }};
+    };
+    return later;
   });
   ASSERT_TRUE(server.ok()) << server.error().ToString();
   ASSERT_TRUE((*server)->Start().ok());
@@ -415,6 +418,125 @@ TEST(HttpServerTest, TlsRoundTripWithAThrowawayCertificate) {
   ASSERT_NE(conn, nullptr);
   ASSERT_TRUE(conn->Send(ht::SimpleRequest("GET", "/", "")));
   EXPECT_FALSE(conn->ReadResponse().ok);
+}
+
+
+// Started is a Deferred whose start hands the request and its Responder to |sink|.
+Deferred Started(std::function<void(HttpRequest, Responder)> sink) {
+  Deferred later;
+  later.start = std::move(sink);
+  return later;
+}
+
+// A started request is answered whenever, and from whichever thread, its Responder is answered;
+// the connection meanwhile waits (keep-alive intact), and the first answer wins.
+TEST(HttpServerTest, StartedRequestIsAnsweredLaterFromAnotherThreadFirstAnswerWins) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<HttpRequest, Responder>> pending;
+  auto server = HttpServer::CreateWithFront({}, [&](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
+    if (r.target == "/inline") return Echo(r);
+    return Started([&](HttpRequest req, Responder respond) {
+      std::lock_guard lock(mu);
+      pending.emplace_back(std::move(req), std::move(respond));
+      cv.notify_all();
+    });
+  });
+  ASSERT_TRUE(server.ok()) << server.error().ToString();
+  ASSERT_TRUE((*server)->Start().ok());
+  auto conn = ht::RawConnection::Connect((*server)->port());
+  ASSERT_NE(conn, nullptr);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(conn->Send(ht::SimpleRequest("POST", "/later", "b" + std::to_string(i))));
+    std::pair<HttpRequest, Responder> got;
+    {
+      std::unique_lock lock(mu);
+      ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return !pending.empty(); }));
+      got = std::move(pending.front());
+      pending.clear();
+    }
+    EXPECT_EQ(got.first.body, "b" + std::to_string(i));
+    Responder copy = got.second;
+    std::thread([respond = got.second, req = got.first] { EXPECT_TRUE(respond.Answer(Echo(req))); }).join();
+    EXPECT_TRUE(copy.answered());
+    EXPECT_FALSE(copy.Answer(BlankProblemResponse(503, "too late")));  // ignored: answered already
+    ht::RawResponse r = conn->ReadResponse();
+    ASSERT_TRUE(r.ok) << i;
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "POST /later b" + std::to_string(i));
+  }
+  ASSERT_TRUE(conn->Send(ht::SimpleRequest("POST", "/inline", "c")));  // same connection, still alive
+  ht::RawResponse r = conn->ReadResponse();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.body, "POST /inline c");
+}
+
+// A Responder dropped unanswered answers 500; a start that throws answers 500; neither leaks
+// what was thrown.
+TEST(HttpServerTest, StartedRequestWhoseResponderIsLostOrWhoseStartThrowsIs500) {
+  auto server = HttpServer::CreateWithFront({}, [](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
+    if (r.target == "/throw") {
+      return Started([](HttpRequest, Responder) { throw std::runtime_error("secret-ish detail"); });
+    }
+    return Started([](HttpRequest, Responder respond) {
+      std::thread([dropped = std::move(respond)] {}).join();  // the last copy dies on another thread
+    });
+  });
+  ASSERT_TRUE(server.ok()) << server.error().ToString();
+  ASSERT_TRUE((*server)->Start().ok());
+  auto conn = ht::RawConnection::Connect((*server)->port());
+  ASSERT_NE(conn, nullptr);
+  for (const char* target : {"/throw", "/lost", "/throw"}) {
+    ASSERT_TRUE(conn->Send(ht::SimpleRequest("POST", target, "")));
+    ht::RawResponse r = conn->ReadResponse();
+    ASSERT_TRUE(r.ok) << target;
+    EXPECT_EQ(r.status, 500) << target;
+    EXPECT_EQ(r.body.find("secret-ish"), std::string::npos);
+  }
+}
+
+// Stop waits for a started request's answer, not for the thread that gave it: a thread that
+// answers and then stays busy (a hung plugin's) neither blocks Stop nor keeps the server alive.
+TEST(HttpServerTest, StopWaitsForTheAnswerNotForTheThreadThatKeepsItsResponder) {
+  std::atomic<bool> release{false};
+  std::atomic<bool> thread_done{false};
+  std::thread stuck;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool started = false;
+  auto server = HttpServer::CreateWithFront({}, [&](const HttpRequest&) -> std::variant<HttpResponse, Deferred> {
+    return Started([&](HttpRequest, Responder respond) {
+      stuck = std::thread([&, respond] {
+        respond.Answer(BlankProblemResponse(503, "given up"));
+        while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        EXPECT_FALSE(respond.Answer(BlankProblemResponse(200, "late")));
+        thread_done.store(true);
+      });
+      std::lock_guard lock(mu);
+      started = true;
+      cv.notify_all();
+    });
+  });
+  ASSERT_TRUE(server.ok()) << server.error().ToString();
+  ASSERT_TRUE((*server)->Start().ok());
+  {
+    auto conn = ht::RawConnection::Connect((*server)->port());
+    ASSERT_NE(conn, nullptr);
+    ASSERT_TRUE(conn->Send(ht::SimpleRequest("POST", "/x", "")));
+    ht::RawResponse r = conn->ReadResponse();
+    ASSERT_TRUE(r.ok);
+    EXPECT_EQ(r.status, 503);
+  }
+  (*server)->Stop();  // returns although the thread still holds a copy of the Responder
+  server->reset();    // and the server is gone
+  EXPECT_FALSE(thread_done.load());
+  release.store(true);
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(started);
+  }
+  stuck.join();
+  EXPECT_TRUE(thread_done.load());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <future>
 #include <map>
 #include <thread>
 
@@ -308,6 +309,149 @@ TEST_F(PluginDispatchTest, CreateRefusesBadTargets) {
             Reason::kManifestInvalid);
   o.handler_timeout = std::chrono::milliseconds(0);
   EXPECT_EQ(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, p, kCaps}}).error().reason(), Reason::kConfigInvalid);
+}
+
+// Inline mode (DispatchContext::on_abandon, what the host's FinishAsync uses): the plugin runs
+// on the calling thread; the watchdog gives up on a hung one at handler_timeout, calls on_abandon
+// from another thread (audited once) while the plugin still runs, and the call returns the same
+// outcome, marked abandoned, only when the plugin does; its late calls are fenced.
+TEST_F(PluginDispatchTest, InlineHungPluginIsGivenUpByTheWatchdogWhileItsThreadStaysInThePlugin) {
+  ResetHang(/*release=*/0);
+  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(100));
+  DispatchContext ctx = Context(h_.Claim(key_));
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<PluginOutcome> abandoned;
+  std::thread::id abandon_thread;
+  ctx.on_abandon = [&](const PluginOutcome& out) {
+    std::lock_guard lock(mu);
+    abandoned.push_back(out);
+    abandon_thread = std::this_thread::get_id();
+    cv.notify_all();
+  };
+  DispatchReport late;
+  std::thread::id caller;
+  std::thread delivery([&] {
+    caller = std::this_thread::get_id();
+    late = d->DispatchDetailed(ctx);
+  });
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return !abandoned.empty(); }));
+    EXPECT_EQ(abandoned[0].kind, PluginOutcome::Kind::kTimedOut);
+    EXPECT_TRUE(abandoned[0].abandoned);
+    EXPECT_EQ(abandoned[0].detail, "the plugin did not return within handler_timeout");
+  }
+  EXPECT_EQ(h_.AuditCount("\"plugin_timeout\""), 1u);
+  EXPECT_EQ(d->running_threads(), 1);  // the caller's thread, still in the plugin
+  ResetHang(/*release=*/1);
+  delivery.join();
+  EXPECT_NE(abandon_thread, caller);
+  EXPECT_TRUE(late.outcome.abandoned);
+  EXPECT_EQ(late.outcome.kind, PluginOutcome::Kind::kTimedOut);
+  EXPECT_EQ(WaitForHangResult(), CG_FENCED);
+  EXPECT_EQ(abandoned.size(), 1u);
+  EXPECT_EQ(h_.AuditCount("\"plugin_timeout\""), 1u);  // not audited again on the late return
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
+  EXPECT_EQ(d->running_threads(), 0);
+}
+
+// The watchdog renews the lease of an inline delivery every lease/3 while the plugin runs; a
+// plugin that returns in time is answered normally and on_abandon is never called.
+TEST_F(PluginDispatchTest, InlineDeliveryHasItsLeaseRenewedWhileItRunsAndAnswersNormally) {
+  ResetHang(/*release=*/0);
+  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(60'000), std::chrono::milliseconds(30));
+  DispatchContext ctx = Context(h_.Claim(key_));
+  std::atomic<int> renewals{0};
+  std::atomic<int> abandons{0};
+  ctx.renew_lease = [&] {
+    ++renewals;
+    return true;
+  };
+  ctx.on_abandon = [&](const PluginOutcome&) { ++abandons; };
+  DispatchReport r;
+  std::thread delivery([&] { r = d->DispatchDetailed(ctx); });
+  for (int i = 0; i < 20'000 && renewals.load() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_GE(renewals.load(), 3);
+  ResetHang(/*release=*/1);
+  delivery.join();
+  ASSERT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
+  EXPECT_FALSE(r.outcome.abandoned);
+  EXPECT_EQ(r.outcome.body, R"({"late":true})");
+  EXPECT_EQ(abandons.load(), 0);
+  const int after = renewals.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // no renewal after the return
+  EXPECT_EQ(renewals.load(), after);
+}
+
+TEST_F(PluginDispatchTest, InlineLostLeaseIsGivenUpWithPluginFailed) {
+  ResetHang(/*release=*/0);
+  lease_held_ = false;  // the first renewal finds the lease taken over
+  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(60'000), std::chrono::milliseconds(30));
+  DispatchContext ctx = Context(h_.Claim(key_));
+  std::promise<PluginOutcome> gave_up;
+  ctx.on_abandon = [&](const PluginOutcome& out) { gave_up.set_value(out); };
+  std::thread delivery([&] { (void)d->DispatchDetailed(ctx); });
+  auto f = gave_up.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  const PluginOutcome out = f.get();
+  EXPECT_EQ(out.kind, PluginOutcome::Kind::kFailed);
+  EXPECT_EQ(out.detail, "the lease was taken over while the plugin ran");
+  ResetHang(/*release=*/1);
+  delivery.join();
+  EXPECT_EQ(WaitForHangResult(), CG_FENCED);
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
+}
+
+// Through the whole gate: FinishAsync answers a hung plugin's delivery 503 plugin_timeout from
+// the watchdog and frees its slot, so with max_in_flight 1 the next delivery still runs (and is
+// answered the same way); nothing is answered twice when the plugins return late.
+TEST_F(PluginDispatchTest, FinishAsyncAnswersAHungDeliveryAtTheTimeoutAndTheNextOneStillRuns) {
+  ResetHang(/*release=*/0);
+  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(100));
+  constexpr char kSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  auto verifier = WebhookVerifier::Create(DecodeWebhookSecret(kSecret).value(), std::nullopt, std::nullopt,
+                                          std::chrono::milliseconds(300'000), h_.clock);
+  ASSERT_TRUE(verifier.ok());
+  std::vector<PipelineRoute> routes;
+  routes.push_back(PipelineRoute{kPlugin, kRoute, 2, std::nullopt, std::move(verifier).value()});
+  auto pipeline = WebhookPipeline::Create(PipelineOptions{4096, 4096, std::chrono::milliseconds(30'000), 1},
+                                          std::move(routes), h_.idem(), d->AsDispatcher());
+  ASSERT_TRUE(pipeline.ok()) << pipeline.error().ToString();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<std::string, HttpResponse>> answers;
+  for (const std::string id : {"msg_a", "msg_b"}) {
+    const std::string body = R"({"order_id":9})";
+    const int64_t ts = h_.clock.NowSeconds();
+    HttpRequest r{"POST", "/webhooks/acme-orders/order.created", {}, body};
+    r.headers.Add("webhook-id", id);
+    r.headers.Add("webhook-timestamp", std::to_string(ts));
+    r.headers.Add("webhook-signature", WebhookSignature(DecodeWebhookSecret(kSecret).value(), id, ts, body));
+    auto front = (*pipeline)->Front(r);
+    ASSERT_TRUE(std::holds_alternative<WebhookPipeline::Admitted>(front));
+    (*pipeline)->FinishAsync(r, std::get<WebhookPipeline::Admitted>(std::move(front)), Responder([&, id](HttpResponse a) {
+      std::lock_guard lock(mu);
+      answers.emplace_back(id, std::move(a));
+      cv.notify_all();
+    }));
+  }
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return answers.size() == 2; }));
+    for (const auto& [id, a] : answers) {
+      EXPECT_EQ(a.status, 503) << id;
+      EXPECT_NE(a.body.find("plugin_timeout"), std::string::npos) << a.body;
+      EXPECT_EQ(a.headers.Get("Retry-After").value_or(""), "30") << id;
+    }
+  }
+  EXPECT_EQ(d->running_threads(), 2);  // both threads are still in the plugin
+  ResetHang(/*release=*/1);
+  EXPECT_TRUE(d->WaitIdle(std::chrono::milliseconds(60'000)));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(answers.size(), 2u);
+  EXPECT_EQ(h_.AuditCount("\"plugin_timeout\""), 2u);
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
 }
 
 }  // namespace
