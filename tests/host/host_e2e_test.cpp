@@ -95,5 +95,44 @@ TEST(HostEndToEndTest, OrderLinesAreCheckedBeforeAnyEffect) {
   EXPECT_EQ(f.StopHost(), 0);
 }
 
+// A plugin stuck in a slow ERP call past handler_timeout: the delivery is answered 503
+// plugin_timeout by the watchdog while the plugin's thread still waits for the ERP (the effect
+// happened); the host shuts down cleanly meanwhile (it waits for that thread, bounded), and after a
+// restart the platform's retry — once the lease expired — completes the event with no second
+// effect: the re-run's calls carry the same Idempotency-Keys.
+TEST(HostEndToEndTest, PluginPastHandlerTimeoutIsAnswered503AndItsRetryAddsNoEffect) {
+  HostFixture f;
+  testing::HostFixtureOptions o;
+  o.handler_timeout = "1s";
+  o.lease = "3s";
+  o.erp_timeout = "5s";
+  ASSERT_NO_FATAL_FAILURE(f.Prepare(o));
+  testing::ErpAnswer slow;
+  slow.delay = std::chrono::milliseconds(2500);
+  f.erp().SetAnswer("/orders/ord_10042/fulfil", slow);
+  ASSERT_TRUE(f.StartHost());
+  const std::string body = ReadFile(std::string(CLAWGUARD_SOURCE_DIR) + "/examples/acme-orders/sample-event.json");
+
+  const Reply timed_out = f.Deliver("msg_slow_1", body);
+  ASSERT_TRUE(timed_out.ok);
+  EXPECT_EQ(timed_out.status, 503) << timed_out.body;
+  EXPECT_NE(timed_out.body.find("plugin_timeout"), std::string::npos) << timed_out.body;
+  EXPECT_EQ(f.StopHost(), 0);  // while the plugin may still wait for the ERP
+  EXPECT_EQ(f.erp().effects("/orders/ord_10042/fulfil"), 1u);
+  EXPECT_EQ(f.erp().effects("/inventory/adjust"), 0u);  // abandoned: its later calls are fenced
+
+  f.erp().SetAnswer("/orders/ord_10042/fulfil", testing::ErpAnswer{});
+  ASSERT_TRUE(f.StartHost());
+  const Reply done = f.DeliverUntilStored("msg_slow_1", body);
+  ASSERT_TRUE(done.ok);
+  EXPECT_EQ(done.status, 200) << done.body;
+  EXPECT_EQ(done.body, R"({"status":"fulfilled"})");
+  EXPECT_EQ(f.erp().effects("/orders/ord_10042/fulfil"), 1u);
+  EXPECT_EQ(f.erp().effects("/inventory/adjust"), 2u);
+  EXPECT_TRUE(f.erp().AtMostOneEffectPerKey());
+  EXPECT_NE(ReadFile(f.audit_log()).find(R"("event":"plugin_timeout")"), std::string::npos);
+  EXPECT_EQ(f.StopHost(), 0);
+}
+
 }  // namespace
 }  // namespace clawguard::host
