@@ -6,7 +6,7 @@
 # Starts the host as bench/host_bench.sh does (SQLite store, the signed acme-orders plugin, nginx as
 # the ERP), warms it up, then loads it with fresh pre-signed first-time deliveries (wrk -t2 -c32,
 # bench/webhook_requests.lua "once") and prints, per delivery: the host's CPU by thread role
-# (cg-http-io, cg-http-handler, cg-plugin, cg-checkpoint, … from /proc/PID/task/*/stat), its
+# (cg-http-io, cg-delivery, cg-watchdog, cg-checkpoint, … from /proc/PID/task/*/stat), its
 # voluntary and involuntary context switches, and how busy the machine was (/proc/stat).
 # MODE adds one recording of the running host (perf must be installed; its data stays in the
 # work directory printed at the start, for `perf report -i DIR/perf.data`):
