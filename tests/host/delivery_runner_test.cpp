@@ -12,37 +12,13 @@
 #include <thread>
 #include <vector>
 
+#include "support/gate.h"
+
 namespace clawguard::host {
 namespace {
 
-// Gate is a one-shot latch.
-class Gate {
- public:
-  void Open() {
-    std::lock_guard lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  void Wait() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return open_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-};
-
-// WaitFor polls |pred| (bounded: a broken runner fails the test instead of hanging it).
-template <class Pred>
-bool WaitFor(Pred pred) {
-  for (int i = 0; i < 20'000; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return pred();
-}
+using testing::Gate;
+using testing::WaitFor;
 
 TEST(DeliveryRunnerTest, AtMostMaxActiveRunTheRestWaitInOrderAndAnEarlyReleaseStartsTheNext) {
   DeliveryRunner runner(2, "cg-test");

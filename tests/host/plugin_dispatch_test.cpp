@@ -24,6 +24,7 @@ namespace fs = std::filesystem;
 constexpr const char* kPlugin = "acme-orders";
 constexpr const char* kRoute = "order.created";
 const std::vector<std::string> kCaps = {"POST /orders/{id}/fulfil", "POST /inventory/adjust"};
+constexpr char kHookSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 // TestPlugins compiles every test plugin once per test binary and keeps it loaded (never
 // dlclosed: a timed-out plugin's thread may still run).
@@ -107,6 +108,28 @@ class PluginDispatchTest : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     return __atomic_load_n(result, __ATOMIC_SEQ_CST);
+  }
+  // Pipeline is the whole gate in front of |d| (one level-2 route signed with kHookSecret).
+  std::unique_ptr<WebhookPipeline> Pipeline(const std::shared_ptr<PluginDispatcher>& d, int64_t max_in_flight = 0) {
+    auto verifier = WebhookVerifier::Create(DecodeWebhookSecret(kHookSecret).value(), std::nullopt, std::nullopt,
+                                            std::chrono::milliseconds(300'000), h_.clock);
+    CLAWGUARD_CHECK(verifier.ok());
+    std::vector<PipelineRoute> routes;
+    routes.push_back(PipelineRoute{kPlugin, kRoute, 2, std::nullopt, std::move(verifier).value()});
+    auto pipeline =
+        WebhookPipeline::Create(PipelineOptions{4096, 4096, std::chrono::milliseconds(30'000), max_in_flight},
+                                std::move(routes), h_.idem(), d->AsDispatcher());
+    CLAWGUARD_CHECK(pipeline.ok());
+    return std::move(pipeline).value();
+  }
+  // Signed is a delivery of |body| as |id|, signed now for Pipeline's route.
+  HttpRequest Signed(const std::string& id, const std::string& body) {
+    const int64_t ts = h_.clock.NowSeconds();
+    HttpRequest r{"POST", "/webhooks/acme-orders/order.created", {}, body};
+    r.headers.Add("webhook-id", id);
+    r.headers.Add("webhook-timestamp", std::to_string(ts));
+    r.headers.Add("webhook-signature", WebhookSignature(DecodeWebhookSecret(kHookSecret).value(), id, ts, body));
+    return r;
   }
   void ResetHang(int release) {
     TestPlugins::Get().Open("hang");
@@ -240,24 +263,8 @@ TEST_F(PluginDispatchTest, PluginChangingCallOrderOnRetryIsDeadLettered) {
 // plugin never runs again.
 TEST_F(PluginDispatchTest, DeadLetteredEventIsAnswered202OnceAndReplayedWithoutRerun) {
   auto d = Dispatcher("reorder");
-  constexpr char kSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-  auto verifier = WebhookVerifier::Create(DecodeWebhookSecret(kSecret).value(), std::nullopt, std::nullopt,
-                                          std::chrono::milliseconds(300'000), h_.clock);
-  ASSERT_TRUE(verifier.ok());
-  std::vector<PipelineRoute> routes;
-  routes.push_back(PipelineRoute{kPlugin, kRoute, 2, std::nullopt, std::move(verifier).value()});
-  auto pipeline = WebhookPipeline::Create(PipelineOptions{4096, 4096, std::chrono::milliseconds(30'000)},
-                                          std::move(routes), h_.idem(), d->AsDispatcher());
-  ASSERT_TRUE(pipeline.ok()) << pipeline.error().ToString();
-  const auto deliver = [&] {
-    const std::string body = R"({"order_id":7})";
-    const int64_t ts = h_.clock.NowSeconds();
-    HttpRequest r{"POST", "/webhooks/acme-orders/order.created", {}, body};
-    r.headers.Add("webhook-id", "msg_reorder");
-    r.headers.Add("webhook-timestamp", std::to_string(ts));
-    r.headers.Add("webhook-signature", WebhookSignature(DecodeWebhookSecret(kSecret).value(), "msg_reorder", ts, body));
-    return (*pipeline)->HandleDetailed(r);
-  };
+  std::unique_ptr<WebhookPipeline> pipeline = Pipeline(d);
+  const auto deliver = [&] { return pipeline->HandleDetailed(Signed("msg_reorder", R"({"order_id":7})")); };
 
   h_.sender().down = true;
   const auto failed = deliver();
@@ -409,28 +416,15 @@ TEST_F(PluginDispatchTest, InlineLostLeaseIsGivenUpWithPluginFailed) {
 TEST_F(PluginDispatchTest, FinishAsyncAnswersAHungDeliveryAtTheTimeoutAndTheNextOneStillRuns) {
   ResetHang(/*release=*/0);
   auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(100));
-  constexpr char kSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-  auto verifier = WebhookVerifier::Create(DecodeWebhookSecret(kSecret).value(), std::nullopt, std::nullopt,
-                                          std::chrono::milliseconds(300'000), h_.clock);
-  ASSERT_TRUE(verifier.ok());
-  std::vector<PipelineRoute> routes;
-  routes.push_back(PipelineRoute{kPlugin, kRoute, 2, std::nullopt, std::move(verifier).value()});
-  auto pipeline = WebhookPipeline::Create(PipelineOptions{4096, 4096, std::chrono::milliseconds(30'000), 1},
-                                          std::move(routes), h_.idem(), d->AsDispatcher());
-  ASSERT_TRUE(pipeline.ok()) << pipeline.error().ToString();
+  std::unique_ptr<WebhookPipeline> pipeline = Pipeline(d, /*max_in_flight=*/1);
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::pair<std::string, HttpResponse>> answers;
   for (const std::string id : {"msg_a", "msg_b"}) {
-    const std::string body = R"({"order_id":9})";
-    const int64_t ts = h_.clock.NowSeconds();
-    HttpRequest r{"POST", "/webhooks/acme-orders/order.created", {}, body};
-    r.headers.Add("webhook-id", id);
-    r.headers.Add("webhook-timestamp", std::to_string(ts));
-    r.headers.Add("webhook-signature", WebhookSignature(DecodeWebhookSecret(kSecret).value(), id, ts, body));
-    auto front = (*pipeline)->Front(r);
+    const HttpRequest r = Signed(id, R"({"order_id":9})");
+    auto front = pipeline->Front(r);
     ASSERT_TRUE(std::holds_alternative<WebhookPipeline::Admitted>(front));
-    (*pipeline)->FinishAsync(r, std::get<WebhookPipeline::Admitted>(std::move(front)), Responder([&, id](HttpResponse a) {
+    pipeline->FinishAsync(r, std::get<WebhookPipeline::Admitted>(std::move(front)), Responder([&, id](HttpResponse a) {
       std::lock_guard lock(mu);
       answers.emplace_back(id, std::move(a));
       cv.notify_all();
