@@ -294,6 +294,7 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   deps.reconciler = app->reconciler_.get();
   deps.cache = app->cache_;
   deps.metrics = app->metrics_.get();
+  deps.plugin_threads = [dispatcher = app->dispatcher_.get()] { return dispatcher->running_threads(); };
   CLAWGUARD_ASSIGN_OR_RETURN(app->ops_loop_, HostOpsLoop::Create(std::move(deps)));
   HostObserver* observer = app->observer_.get();
   app->ops_page_ = MakeOpsHandler([observer] { return observer->Snapshot(); });

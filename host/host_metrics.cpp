@@ -22,6 +22,9 @@ constexpr std::string_view kLeaseTakeovers = "clawguard_lease_takeovers_total";
 constexpr std::string_view kSignatureFailures = "clawguard_webhook_signature_failures_total";
 constexpr std::string_view kCertExpiry = "clawguard_plugin_certificate_expiry_seconds";
 constexpr std::string_view kLedgerRows = "clawguard_ledger_rows";
+constexpr std::string_view kInFlight = "clawguard_deliveries_in_flight";
+constexpr std::string_view kQueued = "clawguard_deliveries_queued";
+constexpr std::string_view kPluginThreads = "clawguard_plugin_threads";
 constexpr std::string_view kKeyBreakers = "_keys";  // endpoint label of the per-key breaker count
 
 constexpr ErpCallOutcome kErpOutcomes[] = {
@@ -171,6 +174,12 @@ Result<std::unique_ptr<HostMetrics>> HostMetrics::Create(const MetricsNames& nam
                      MetricType::kGauge, {"plugin"}, {{n(kUnknownLabel)}}, {}});
   }
   specs.push_back({n(kLedgerRows), "Rows in the release/deploy ledger.", MetricType::kGauge, {}, {}, {}});
+  specs.push_back({n(kInFlight), "Webhook deliveries running now (claim, plugin, outcome; at most listen.handlers).",
+                   MetricType::kGauge, {}, {}, {}});
+  specs.push_back({n(kQueued), "Webhook deliveries waiting for a free delivery slot.", MetricType::kGauge, {}, {}, {}});
+  specs.push_back({n(kPluginThreads),
+                   "Threads inside a plugin, including those a timed-out plugin still keeps (hung plugins).",
+                   MetricType::kGauge, {}, {}, {}});
   CLAWGUARD_ASSIGN_OR_RETURN(auto registry, MetricsRegistry::Create(std::move(specs)));
   return std::unique_ptr<HostMetrics>(new HostMetrics(std::move(registry)));
 }
@@ -247,6 +256,12 @@ void HostMetrics::SetCertificateExpiry(std::string_view plugin, int64_t unix_sec
 
 void HostMetrics::SetLedgerRows(int64_t rows) const {
   registry_->FindGauge(kLedgerRows, {})->Set(static_cast<double>(rows));
+}
+
+void HostMetrics::SetDeliveries(int64_t in_flight, int64_t queued, int64_t plugin_threads) const {
+  registry_->FindGauge(kInFlight, {})->Set(static_cast<double>(in_flight));
+  registry_->FindGauge(kQueued, {})->Set(static_cast<double>(queued));
+  registry_->FindGauge(kPluginThreads, {})->Set(static_cast<double>(plugin_threads));
 }
 
 uint64_t HostMetrics::DeliveriesTotal() const { return registry_->CounterTotal(kRequests); }

@@ -100,6 +100,10 @@ class HostMetrics {
   void SetCertificateExpiry(std::string_view plugin, int64_t unix_seconds) const;
   // ledger_rows.
   void SetLedgerRows(int64_t rows) const;
+  // deliveries_in_flight (running, at most listen.handlers), deliveries_queued (waiting for one of
+  // those slots) and plugin_threads (threads inside a plugin, including ones a timed-out plugin
+  // still keeps: a value that stays above deliveries_in_flight means hung plugins).
+  void SetDeliveries(int64_t in_flight, int64_t queued, int64_t plugin_threads) const;
 
   // DeliveriesTotal / DuplicatesTotal sum webhook_requests_total and
   // webhook_duplicate_requests_total over all series (the operator page's duplicate rate).

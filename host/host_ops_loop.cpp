@@ -139,6 +139,10 @@ void HostOpsLoop::PublishPeriodic(int64_t now_ms) {
     deps_.metrics->SetCacheHitRatio(static_cast<double>(deps_.cache->hits()) /
                                     static_cast<double>(deps_.cache->lookups()));
   }
+  if (deps_.metrics != nullptr && deps_.pipeline != nullptr) {
+    deps_.metrics->SetDeliveries(deps_.pipeline->deliveries_in_flight(), deps_.pipeline->deliveries_queued(),
+                                 deps_.plugin_threads ? deps_.plugin_threads() : 0);
+  }
   if (Status s = deps_.observer->PublishGauges(); !s.ok()) {
     Audit(Dump({{"event", "metrics_gauges_error"}, {"detail", s.message()}}));
   }

@@ -23,6 +23,7 @@
 #define CLAWGUARD_HOST_HOST_OPS_LOOP_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,7 +70,8 @@ struct OpsLoopDeps {
   int64_t retention_ms = 0;        // idempotency.retention
   Reconciler* reconciler = nullptr;                     // optional
   const CachingIdempotencyStore* cache = nullptr;       // optional: its hit ratio is published
-  const HostMetrics* metrics = nullptr;                 // optional (with cache)
+  const HostMetrics* metrics = nullptr;                 // optional: cache ratio, delivery gauges
+  std::function<int64_t()> plugin_threads;              // optional: PluginDispatcher::running_threads
 };
 
 class HostOpsLoop {

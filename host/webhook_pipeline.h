@@ -207,6 +207,9 @@ class WebhookPipeline {
   // still runs inside this pipeline's Dispatch until the plugin returns: the pipeline must outlive
   // it (HostApp keeps it with the other objects a plugin thread may reach).
   void FinishAsync(HttpRequest request, Admitted admitted, Responder respond) const;
+  // FinishAsync's deliveries holding a slot now, and waiting for one (gauges).
+  int64_t deliveries_in_flight() const { return runner_.active(); }
+  int64_t deliveries_queued() const { return runner_.queued(); }
 
   using RedeliverResult = ::clawguard::host::RedeliverResult;
   // Redeliver re-runs the event |event_key| of |plugin|/|route| from its stored request (a DLQ

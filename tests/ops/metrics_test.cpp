@@ -200,6 +200,11 @@ TEST(HostMetricsTest, ValuesAfterScriptedSequence) {
   EXPECT_EQ(p.Value("clawguard_lease_takeovers_total"), 1);
   EXPECT_EQ(p.Value("clawguard_plugin_certificate_expiry_seconds", {{"plugin", "acme-orders"}}), 1'800'000'000);
   EXPECT_EQ(p.Value("clawguard_ledger_rows"), 42);
+  metrics.SetDeliveries(3, 1, 5);
+  const PromText d = MustParse(metrics.RenderPrometheus());
+  EXPECT_EQ(d.Value("clawguard_deliveries_in_flight"), 3);
+  EXPECT_EQ(d.Value("clawguard_deliveries_queued"), 1);
+  EXPECT_EQ(d.Value("clawguard_plugin_threads"), 5);
   EXPECT_EQ(metrics.DeliveriesTotal(), 8u);
   EXPECT_EQ(metrics.DuplicatesTotal(), 4u);
   EXPECT_EQ(metrics.registry().CounterTotal("clawguard_ledger_rows"), 0u);  // a gauge
@@ -235,7 +240,8 @@ TEST(HostMetricsTest, EveryArchitectureMetricIsDeclaredAndParses) {
                            "webhook_processing_duration_seconds", "idempotency_cache_hit_ratio",
                            "dead_letter_queue_size", "plugin_load_refusals_total", "erp_calls_total",
                            "circuit_breaker_open", "lease_takeovers_total", "webhook_signature_failures_total",
-                           "plugin_certificate_expiry_seconds", "ledger_rows"}) {
+                           "plugin_certificate_expiry_seconds", "ledger_rows", "deliveries_in_flight",
+                           "deliveries_queued", "plugin_threads"}) {
     EXPECT_EQ(p.families.count(std::string("clawguard_") + name), 1u) << name;
   }
   EXPECT_EQ(p.families.at("clawguard_webhook_processing_duration_seconds").type, "histogram");

@@ -6,6 +6,8 @@
 #include "host/host_ops_loop.h"
 
 #include <gtest/gtest.h>
+
+#include <atomic>
 #include <nlohmann/json.hpp>
 
 #include <mutex>
@@ -82,6 +84,8 @@ class HostOpsLoopTest : public ::testing::Test {
     };
     deps.owner = ReplayOwner();
     deps.retention_ms = 3'600'000;
+    deps.metrics = metrics_.get();
+    deps.plugin_threads = [this] { return plugin_threads_.load(); };
     auto loop = HostOpsLoop::Create(std::move(deps));
     ASSERT_TRUE(loop.ok()) << loop.error().ToString();
     loop_ = std::move(loop).value();
@@ -111,9 +115,21 @@ class HostOpsLoopTest : public ::testing::Test {
   CapabilityPauses pauses_;
   RetentionAdvisor advisor_;
   std::unique_ptr<HostOpsLoop> loop_;
+  std::atomic<int64_t> plugin_threads_{0};
   std::mutex mu_;
   std::vector<nlohmann::json> audit_;
 };
+
+// The delivery gauges come with the others: deliveries holding a slot and waiting for one (the
+// pipeline's DeliveryRunner; none here) and threads inside a plugin (the dispatcher's count).
+TEST_F(HostOpsLoopTest, PublishesTheDeliveryGauges) {
+  plugin_threads_ = 7;  // e.g. hung plugins a timed-out delivery left behind
+  loop_->Tick();
+  const std::string text = metrics_->RenderPrometheus();
+  EXPECT_NE(text.find("\nclawguard_plugin_threads 7\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nclawguard_deliveries_in_flight 0\n"), std::string::npos);
+  EXPECT_NE(text.find("\nclawguard_deliveries_queued 0\n"), std::string::npos);
+}
 
 TEST_F(HostOpsLoopTest, NewGenerationReReadsThePauses) {
   loop_->Tick();  // first generation seen: nothing to compare with
