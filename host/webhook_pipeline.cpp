@@ -164,8 +164,9 @@ void WebhookPipeline::FinishAsync(HttpRequest request, Admitted admitted, Respon
   try {
     runner_.Run(std::move(task));
   } catch (const std::exception&) {
-    // No thread could be started: nothing was claimed, the sender retries.
-    respond.Answer(ProblemResponse(Reason::kStoreUnavailable, "the host cannot take this delivery now; retry later",
+    // No thread could be started (as before, when the plugin's thread could not be): nothing was
+    // claimed; a 5xx with Retry-After, so the sender retries. Not the store's fault.
+    respond.Answer(ProblemResponse(Reason::kInternal, "the host cannot take this delivery now; retry later",
                                    /*retry_after_s=*/1));
   }
 }

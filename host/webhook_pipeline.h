@@ -205,7 +205,8 @@ class WebhookPipeline {
   // stored state as Finish would give (503 plugin_timeout / 500 plugin_failed), while the plugin's
   // thread is left to the plugin; its slot in max_in_flight is freed then. WARNING: such a thread
   // still runs inside this pipeline's Dispatch until the plugin returns: the pipeline must outlive
-  // it (HostApp keeps it with the other objects a plugin thread may reach).
+  // it (HostApp keeps it with the other objects a plugin thread may reach). If no thread can be
+  // started, the request is answered 500 `internal` with Retry-After: 1 and nothing is claimed.
   void FinishAsync(HttpRequest request, Admitted admitted, Responder respond) const;
   // FinishAsync's deliveries holding a slot now, and waiting for one (gauges).
   int64_t deliveries_in_flight() const { return runner_.active(); }

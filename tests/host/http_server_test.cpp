@@ -491,6 +491,7 @@ TEST(HttpServerTest, StartedRequestWhoseResponderIsLostOrWhoseStartThrowsIs500) 
     ht::RawResponse r = conn->ReadResponse();
     ASSERT_TRUE(r.ok) << target;
     EXPECT_EQ(r.status, 500) << target;
+    EXPECT_NE(r.body.find("/problems/internal\""), std::string::npos) << r.body;
     EXPECT_EQ(r.body.find("secret-ish"), std::string::npos);
   }
 }
