@@ -55,8 +55,8 @@ gen $((5000 * duration)) r_ first.tsv
 
 # Counters: machine busy/idle ticks, the host's context switches, CPU ticks per thread name.
 machine() { awk '/^cpu /{print $2+$3+$4+$6+$7+$8, $5}' /proc/stat; }
-switches() { cat /proc/$hpid/task/*/status 2>/dev/null | awk '/^voluntary_ctxt/{v+=$2}/^nonvoluntary_ctxt/{n+=$2}END{print v, n}'; }
-cpu_by_role() { for t in /proc/$hpid/task/*; do awk '{print $2, $14+$15}' $t/stat 2>/dev/null; done | awk '{a[$1]+=$2}END{for(k in a) print k, a[k]}' | sort; }
+switches() { { cat /proc/$hpid/task/*/status 2>/dev/null || true; } | awk '/^voluntary_ctxt/{v+=$2}/^nonvoluntary_ctxt/{n+=$2}END{print v, n}'; }
+cpu_by_role() { for t in /proc/$hpid/task/*; do awk '{print $2, $14+$15}' $t/stat 2>/dev/null || true; done | awk '{a[$1]+=$2}END{for(k in a) print k, a[k]}' | sort; }
 m0=$(machine); s0=$(switches); cpu_by_role >cpu0
 recorder=""
 case "$mode" in

@@ -8,7 +8,7 @@ find_package(LibArchive REQUIRED)
 find_package(yaml-cpp REQUIRED)            # target: yaml-cpp (0.7 on Debian 12)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
-find_package(Boost 1.74 REQUIRED COMPONENTS filesystem)
+find_package(Boost 1.74 REQUIRED COMPONENTS filesystem context)
 find_package(SQLite3 REQUIRED)
 # libpq for ClawGuard::store_postgresql (target PostgreSQL::PostgreSQL; its "server headers not
 # found" note is harmless: only the client library is used). Optional: without it the engine,

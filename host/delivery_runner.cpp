@@ -9,8 +9,10 @@
 namespace clawguard::host {
 
 struct DeliveryRunner::Shared {
-  Shared(int64_t max, std::string name) : max_active(max), threads(std::chrono::seconds(10), std::move(name)) {}
+  Shared(int64_t max, std::string name, fiber::Carriers* c)
+      : max_active(max), carriers(c), threads(std::chrono::seconds(10), std::move(name)) {}
   const int64_t max_active;
+  fiber::Carriers* const carriers;  // nullptr: a thread per task
   SpareThreads threads;
   mutable std::mutex mu;
   int64_t active = 0;      // guarded by mu
@@ -19,7 +21,12 @@ struct DeliveryRunner::Shared {
   // Start runs |task| (which already holds a slot) on a thread; on failure the slot is released.
   static void Start(const std::shared_ptr<Shared>& self, Task task) {
     try {
-      self->threads.Run([self, task = std::move(task)]() mutable { Loop(self, std::move(task)); });
+      auto run = [self, task = std::move(task)]() mutable { Loop(self, std::move(task)); };
+      if (self->carriers != nullptr) {
+        self->carriers->Spawn(std::move(run));
+      } else {
+        self->threads.Run(std::move(run));
+      }
     } catch (...) {
       {
         std::lock_guard lock(self->mu);
@@ -73,8 +80,8 @@ bool DeliveryRunner::Slot::TakeNext(Task* next) {
   return true;
 }
 
-DeliveryRunner::DeliveryRunner(int64_t max_active, std::string thread_name)
-    : shared_(std::make_shared<Shared>(max_active < 1 ? 1 : max_active, std::move(thread_name))) {}
+DeliveryRunner::DeliveryRunner(int64_t max_active, std::string thread_name, fiber::Carriers* carriers)
+    : shared_(std::make_shared<Shared>(max_active < 1 ? 1 : max_active, std::move(thread_name), carriers)) {}
 
 DeliveryRunner::~DeliveryRunner() = default;
 

@@ -10,7 +10,9 @@
 // its slot back, so later deliveries are not held behind it (what the handler pool's bound
 // did before: the handler thread returned at handler_timeout and left the plugin's thread behind).
 // A task that returns with the slot still held runs the next queued task on the same thread (no
-// hand-off to another thread). Thread-safe. The threads are detached and keep the shared state
+// hand-off to another thread). With |carriers| (host.yaml `listen.execution: fibers`) each task
+// runs as a fiber on those carrier threads instead (clawguard/fiber.h); the bound, the queue and
+// the slots work the same. Thread-safe. The threads are detached and keep the shared state
 // alive; the runner may be destroyed while tasks run (queued tasks still run).
 #ifndef CLAWGUARD_HOST_DELIVERY_RUNNER_H_
 #define CLAWGUARD_HOST_DELIVERY_RUNNER_H_
@@ -20,6 +22,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+
+#include "clawguard/fiber.h"
 
 namespace clawguard::host {
 
@@ -42,13 +46,14 @@ class DeliveryRunner {
   };
   using Task = std::function<void(const std::shared_ptr<Slot>&)>;
 
-  DeliveryRunner(int64_t max_active, std::string thread_name);
+  // |carriers|, if not nullptr, must outlive every task (its destructor waits for them).
+  DeliveryRunner(int64_t max_active, std::string thread_name, fiber::Carriers* carriers = nullptr);
   ~DeliveryRunner();
   DeliveryRunner(const DeliveryRunner&) = delete;
   DeliveryRunner& operator=(const DeliveryRunner&) = delete;
 
   // Run starts |task| now if fewer than max_active run, else queues it. Throws what std::thread
-  // throws if a thread cannot be started (the task is then dropped, unrun, and its captures
+  // throws if a thread (or a carrier) cannot be started (the task is then dropped, unrun, and its captures
   // destroyed). A task must not throw (what escapes is swallowed).
   void Run(Task task);
 

@@ -31,6 +31,7 @@
 #include <boost/beast/ssl.hpp>
 #pragma GCC diagnostic pop
 
+#include "clawguard/fiber.h"
 #include "clawguard/limits.h"
 #include "clawguard/ossl.h"
 
@@ -205,8 +206,8 @@ class PollingStream {
         ec = beast::error::timeout;
         return false;
       }
-      pollfd p{fd_, events, 0};
-      const int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), INT_MAX)));
+      // poll() on a thread; through the carrier's epoll on a fiber (the carrier runs others meanwhile).
+      const int n = fiber::WaitFd(fd_, events, static_cast<int>(std::min<int64_t>(left.count(), INT_MAX)));
       if (n > 0) return true;  // ready, or an error/hang-up the next send or receive reports
       if (n < 0 && errno != EINTR) {
         ec = beast::error_code(errno, boost::system::system_category());
@@ -232,6 +233,7 @@ class Connection {
 
   ClientStream& Lowest() { return tls_ ? beast::get_lowest_layer(*tls_) : *plain_; }
   bool connected() const { return connected_; }
+  bool tls() const { return tls_.has_value(); }
 
   // Connect resolves, connects and (for https) handshakes with hostname verification.
   Status Connect(SteadyTime deadline, std::string_view method, std::string_view path) {
@@ -541,9 +543,21 @@ Result<ErpReply> ErpClient::Send(std::string_view method, std::string_view path,
     for (int attempt = 0;; ++attempt) {
       bool reused = false;
       auto conn = impl_->Acquire(/*fresh=*/attempt > 0, &reused);
-      if (!conn->connected()) CLAWGUARD_RETURN_IF_ERROR(conn->Connect(deadline, method, path));
+      // On a fiber (fiber.h), what waits inside Asio's own io_context — name resolution, connect,
+      // the TLS handshake and every https exchange — runs on a helper thread while the fiber is
+      // parked; a plain-HTTP exchange waits through the carrier's epoll (PollingStream::Wait).
+      if (!conn->connected()) {
+        Status connected = Status::Ok();
+        fiber::RunBlocking([&] { connected = conn->Connect(deadline, method, path); });
+        CLAWGUARD_RETURN_IF_ERROR(connected);
+      }
       bool got_some = false;
-      Result<ErpReply> reply = conn->Exchange(req, deadline, method, path, &got_some);
+      Result<ErpReply> reply = Status(Reason::kInternal, "not sent");
+      if (conn->tls()) {
+        fiber::RunBlocking([&] { reply = conn->Exchange(req, deadline, method, path, &got_some); });
+      } else {
+        reply = conn->Exchange(req, deadline, method, path, &got_some);
+      }
       if (reply.ok()) {
         if (conn->reusable()) impl_->Release(std::move(conn));
         return reply;

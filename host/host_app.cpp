@@ -103,6 +103,7 @@ namespace {
 // Abandoned holds what a still-running plugin thread may touch, once its HostApp is gone.
 struct Abandoned {
   std::unique_ptr<WebhookPipeline> pipeline;  // destroyed first (it uses what follows)
+  std::unique_ptr<fiber::Carriers> carriers;  // a hung plugin's fiber never returns to its carrier
   HostStores stores;  // the DLQ among them
   std::unique_ptr<ErpSender> sender;
   std::unique_ptr<Loader> loader;
@@ -138,6 +139,7 @@ HostApp::~HostApp() {
     auto a = std::make_unique<Abandoned>();
     // A plugin thread of FinishAsync runs inside the pipeline's Dispatch until its plugin returns.
     a->pipeline = std::move(pipeline_);
+    a->carriers = std::move(carriers_);
     a->stores = std::move(stores_);
     a->sender = std::move(sender_);
     a->loader = std::move(loader_);
@@ -259,10 +261,18 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   guards.advisor = app->advisor_.get();
   guards.clock = &clock;
   guards.audit = audit;
+  if (c.listen.fibers) {
+    try {
+      app->carriers_ = std::make_unique<fiber::Carriers>(c.listen.carriers, "cg-carrier");
+    } catch (const std::exception& e) {
+      return Status(Reason::kInternal, std::string("host: cannot start the carrier threads (listen.execution: fibers): ") +
+                                           e.what());
+    }
+  }
   CLAWGUARD_ASSIGN_OR_RETURN(
       app->pipeline_,
       WebhookPipeline::Create(PipelineOptions{c.listen.max_body, c.listen.max_headers, c.idempotency.lease,
-                                              c.listen.handlers},
+                                              c.listen.handlers, app->carriers_.get()},
                               std::move(routes), *app->stores_.idempotency, app->dispatcher_->AsDispatcher(),
                               std::move(guards)));
 

@@ -46,6 +46,7 @@
 
 #include "clawguard/clock.h"
 #include "clawguard/error.h"
+#include "clawguard/fiber.h"
 #include "clawguard/loader.h"
 #include "clawguard/store/dlq.h"
 #include "clawguard/store/idempotency_store.h"
@@ -148,6 +149,7 @@ class HostApp {
   std::unique_ptr<RetentionAdvisor> advisor_;
   std::unique_ptr<RetryWorker> retry_;
   std::shared_ptr<PluginDispatcher> dispatcher_;
+  std::unique_ptr<fiber::Carriers> carriers_;  // listen.execution: fibers; outlives the pipeline
   std::unique_ptr<WebhookPipeline> pipeline_;
   std::unique_ptr<HostObserver> observer_;
   std::unique_ptr<Reconciler> reconciler_;

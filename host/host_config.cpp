@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "clawguard/clock.h"
 #include "clawguard/file_io.h"
@@ -36,6 +37,17 @@ Result<ListenConfig> ReadListen(Reader& r, YamlMap& top) {
   CLAWGUARD_ASSIGN_OR_RETURN(std::optional<int64_t> handlers,
                              m.OptionalInt("handlers", 1, static_cast<int64_t>(limits::kMaxHandlerThreads)));
   c.handlers = static_cast<int>(handlers.value_or(static_cast<int64_t>(limits::kDefaultHandlerThreads)));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<std::string> execution, m.OptionalString("execution"));
+  if (execution && *execution != "threads" && *execution != "fibers") {
+    return m.Error(m.node()["execution"], "execution", "expected threads or fibers, found '" + *execution + "'");
+  }
+  c.fibers = execution.value_or("threads") == "fibers";
+  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<int64_t> carriers,
+                             m.OptionalInt("carriers", 1, static_cast<int64_t>(limits::kMaxServerWorkers)));
+  if (carriers && !c.fibers) {
+    return m.Error(m.node()["carriers"], "carriers", "carriers applies only to execution: fibers");
+  }
+  c.carriers = static_cast<int>(carriers.value_or(std::max(1u, std::thread::hardware_concurrency())));
   CLAWGUARD_RETURN_IF_ERROR(m.Finish());
   return c;
 }
@@ -299,6 +311,13 @@ Result<std::shared_ptr<const HostConfig>> HostConfig::Parse(std::string_view tex
                       std::to_string(Secs(span)) + " s) + 2 × clock_skew " + FormatDuration(c->webhooks.clock_skew) +
                       " (" + std::to_string(Secs(2 * c->webhooks.clock_skew)) + " s) = " +
                       std::to_string(Secs(needed)) + " s; raise retention to at least " + FormatDuration(needed));
+  }
+  if (c->listen.fibers && c->store.rfind("sqlite:", 0) != 0) {
+    return Status(Reason::kConfigInvalid,
+                  YamlWhere(path, top.node()["listen"]["execution"]) +
+                      ": listen.execution fibers needs the SQLite store; the PostgreSQL engine's client library "
+                      "blocks its thread on every round trip, which would hold a carrier's other deliveries "
+                      "(use execution: threads with postgresql://)");
   }
   if (c->plugins.handler_timeout >= c->idempotency.lease) {
     return Status(Reason::kConfigInvalid,

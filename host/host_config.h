@@ -45,7 +45,11 @@ struct ListenConfig {
   uint64_t max_body = 0;
   uint64_t max_headers = 0;
   int workers = 0;   // I/O threads
-  int handlers = 0;  // threads that run deliveries (listen.handlers; default kDefaultHandlerThreads)
+  int handlers = 0;  // deliveries run at once (listen.handlers; default kDefaultHandlerThreads)
+  // listen.execution: how deliveries run (ARCHITECTURE.md "Execution model"): a thread each
+  // (false, "threads") or fibers on |carriers| carrier threads (true, "fibers"; SQLite only).
+  bool fibers = false;
+  int carriers = 0;  // listen.carriers (fibers only); default: the number of CPUs
 };
 
 struct AdminConfig {

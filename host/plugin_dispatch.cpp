@@ -10,6 +10,7 @@
 #include <map>
 #include <thread>
 
+#include "clawguard/fiber.h"
 #include "clawguard/thread_name.h"
 
 namespace {
@@ -134,7 +135,16 @@ void RunPlugin(const cg_plugin* plugin, std::mutex* serial_mu, cg_call& call) {
   int rc = -1;
   {
     std::unique_lock<std::mutex> serial;
-    if (serial_mu != nullptr) serial = std::unique_lock<std::mutex>(*serial_mu);
+    if (serial_mu != nullptr) {
+      if (fiber::Current() == nullptr) {
+        serial = std::unique_lock<std::mutex>(*serial_mu);
+      } else {
+        // On a fiber the holder may be a fiber of this same carrier, parked in an ERP call:
+        // blocking here would never let it finish. Poll instead (CG_PLUGIN_SERIAL is rare).
+        while (!serial_mu->try_lock()) fiber::SleepFor(std::chrono::microseconds(200));
+        serial = std::unique_lock<std::mutex>(*serial_mu, std::adopt_lock);
+      }
+    }
     // Given up on while waiting for the serial mutex: nothing it did would count.
     if (!call.abandoned.load()) {
       try {
@@ -241,7 +251,17 @@ struct PluginDispatcher::Watchdog : std::enable_shared_from_this<PluginDispatche
       due.erase(w->where);
       w->queued = false;
     }
-    w->idle.wait(lock, [&] { return w->busy == 0; });
+    if (fiber::Current() == nullptr) {
+      w->idle.wait(lock, [&] { return w->busy == 0; });
+      return;
+    }
+    // On a fiber: a renewal or give-up runs on a task thread for at most a store write; poll for
+    // it rather than hold the carrier's other fibers in a condition variable.
+    while (w->busy != 0) {
+      lock.unlock();
+      fiber::SleepFor(std::chrono::microseconds(200));
+      lock.lock();
+    }
   }
 
  private:

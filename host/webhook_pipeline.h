@@ -149,6 +149,9 @@ struct PipelineOptions {
   std::chrono::milliseconds lease{0};
   // FinishAsync: deliveries running at once (host.yaml listen.handlers); 0: kDefaultHandlerThreads.
   int64_t max_in_flight = 0;
+  // FinishAsync: run deliveries as fibers on these carriers (listen.execution: fibers); nullptr:
+  // a thread each. Must outlive the pipeline's deliveries.
+  fiber::Carriers* carriers = nullptr;
 };
 
 // MakeVerifier builds a route's verifier from host.yaml secrets (keys are cloned).
@@ -239,7 +242,7 @@ class WebhookPipeline {
         guards_(std::move(guards)), series_(ResolveSeries(routes_, guards_)),
         runner_(options.max_in_flight > 0 ? options.max_in_flight
                                            : static_cast<int64_t>(limits::kDefaultHandlerThreads),
-                "cg-delivery") {}
+                "cg-delivery", options.carriers) {}
   // Gate runs stages 1–5 and the in-memory claim; |route| is set once the path names a known route.
   std::variant<Handled, Admitted> Gate(const HttpRequest& request, const PipelineRoute*& route) const;
   // Answered turns a completed (or mismatching) claim into its answer: the stored answer with

@@ -15,6 +15,7 @@
 #include <system_error>
 #include <thread>
 
+#include "clawguard/fiber.h"
 #include "clawguard/thread_name.h"
 #include "sqlite/sqlite_wal_vfs.h"
 
@@ -45,16 +46,24 @@ constexpr uint32_t kSynced = 4;
 constexpr uint32_t kSleeping = 8;  // the waiter slept (or may sleep): a setter must wake it
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free);
 
-using Wakes = std::vector<std::atomic<uint32_t>*>;
+// A waiter on a fiber (fiber.h) parks instead of sleeping in the kernel: Post pins its fiber
+// (under mu_, while the waiter is known to be alive) and WakeAll unparks it.
+using Wakes = std::vector<std::pair<std::atomic<uint32_t>*, fiber::Fiber*>>;
 
-// Post sets |bit| in |word| (mu_ held) and notes a wake if its waiter may sleep.
-void Post(std::atomic<uint32_t>& word, uint32_t bit, Wakes& wakes) {
-  if (word.fetch_or(bit, std::memory_order_acq_rel) & kSleeping) wakes.push_back(&word);
+// Post sets |bit| in |word| (mu_ held) and notes a wake if its waiter (on |f| if not nullptr) may sleep.
+void Post(std::atomic<uint32_t>& word, fiber::Fiber* f, uint32_t bit, Wakes& wakes) {
+  if ((word.fetch_or(bit, std::memory_order_acq_rel) & kSleeping) == 0) return;
+  if (f != nullptr) fiber::Pin(f);
+  wakes.emplace_back(&word, f);
 }
 
 void WakeAll(const Wakes& wakes) {
-  for (std::atomic<uint32_t>* w : wakes) {
-    ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(w), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  for (const auto& [word, f] : wakes) {
+    if (f != nullptr) {
+      fiber::UnparkPinned(f);
+      continue;
+    }
+    ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
   }
 }
 
@@ -64,6 +73,10 @@ void Sleep(std::atomic<uint32_t>& word, uint32_t seen) {
   if ((seen & kSleeping) == 0) {
     if (!word.compare_exchange_strong(seen, seen | kSleeping, std::memory_order_acq_rel)) return;
     seen |= kSleeping;
+  }
+  if (fiber::Current() != nullptr) {
+    fiber::Park();  // a setter saw kSleeping and unparks us (or already did: Park returns at once)
+    return;
   }
   ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
 }
@@ -163,7 +176,43 @@ class SqliteWriter::Checkpointer {
 SqliteWriter::SqliteWriter(std::unique_ptr<SqliteDb> db)
     : db_(std::move(db)), db_file_(DbFile(*db_)), wal_file_(WalFile(*db_)), sync_(Fdatasync) {}
 
+void SqliteWriter::StartFlusherLocked() {
+  try {
+    flusher_ = std::thread([this] { FlusherLoop(); });
+    flusher_on_ = true;
+  } catch (...) {
+    // No thread: fibers lead their flushes on their carrier, as threads do (correct, slower).
+  }
+}
+
+void SqliteWriter::RequestFlushLocked() {
+  flush_requested_ = true;
+  flusher_cv_.notify_one();
+}
+
+void SqliteWriter::FlusherLoop() {
+  NameThisThread("cg-flush");
+  std::unique_lock lock(mu_);
+  for (;;) {
+    flusher_cv_.wait(lock, [this] { return flush_requested_ || flusher_stop_; });
+    if (flusher_stop_) return;
+    flush_requested_ = false;
+    if (syncing_) continue;  // that flush's end wakes the waiters; any it did not cover ask again
+    if (poisoned_ || !WalOpenLocked()) {
+      WakeSyncWaiters(lock);  // they see the poison (a durable op commits FULL while no WAL is open)
+      continue;
+    }
+    LeadSync(lock);
+  }
+}
+
 SqliteWriter::~SqliteWriter() {
+  {
+    std::lock_guard lock(mu_);
+    flusher_stop_ = true;
+  }
+  flusher_cv_.notify_one();
+  if (flusher_.joinable()) flusher_.join();
   if (checkpointer_ != nullptr) sqlite3_wal_hook(db_->raw(), nullptr, nullptr);
   checkpointer_.reset();
 }
@@ -264,6 +313,7 @@ Status SqliteWriter::Write(const Op& op, Durability durability) {
   {
     std::unique_lock lock(mu_);
     if (poisoned_) return *poisoned_;
+    if (mine.fiber != nullptr && durability == Durability::kBeforeReturn && !flusher_on_) StartFlusherLocked();
     queue_.push_back(&mine);
     if (!leading_) {
       LeadBatch(lock, &mine);
@@ -313,6 +363,18 @@ void SqliteWriter::Submit(Op op) {
 }
 
 void SqliteWriter::Gather(std::unique_lock<std::mutex>& lock) {
+  if (fiber::Current() != nullptr) {
+    // A fiber leader: the other fibers of its carrier cannot queue ops while it waits on a
+    // condition variable, so it yields instead — they run (and queue theirs) first, up to
+    // kFiberGatherYields rounds while fewer than kGatherOps are queued.
+    for (int i = 0; i < kFiberGatherYields && queue_.size() < kGatherOps; ++i) {
+      ++gathers_;
+      lock.unlock();
+      fiber::Yield();
+      lock.lock();
+    }
+    return;
+  }
   // Only under concurrency (the last batch had several ops): a lone writer never waits.
   if (last_batch_ops_ < kGatherAfterOps || queue_.size() >= kGatherOps) return;
   ++gathers_;
@@ -353,15 +415,20 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self) 
       return !p->detached && p->durability == Durability::kBeforeReturn && p->result.ok() && normal_sync_ &&
              !poisoned_;
     };
+    // A fiber never flushes on its carrier (an fdatasync would hold every fiber of it): the
+    // flusher thread flushes for it ("Fibers" in the header).
+    const auto offloaded = [this](const Pending* p) { return p->fiber != nullptr && flusher_on_; };
+    const auto may_lead_flush = [&](const Pending* p) { return needs_flush(p) && !offloaded(p); };
     Pending* sync_leader = nullptr;
     if (!syncing_) {
       const bool self_in_batch = self != nullptr && std::find(batch.begin(), batch.end(), self) != batch.end();
-      if (self_in_batch && needs_flush(self)) {
+      if (self_in_batch && may_lead_flush(self)) {
         sync_leader = self;
-      } else if (const auto it = std::find_if(batch.begin(), batch.end(), needs_flush); it != batch.end()) {
+      } else if (const auto it = std::find_if(batch.begin(), batch.end(), may_lead_flush); it != batch.end()) {
         sync_leader = *it;
       }
     }
+    bool request_flush = false;
     Wakes wakes;
     wakes.reserve(batch.size() + 1);
     for (Pending* p : batch) {
@@ -371,16 +438,19 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self) 
       }
       p->seq = commits_;
       p->flushed = !normal_sync_;
-      if (p != self && p != sync_leader && needs_flush(p)) {
+      if (p != sync_leader && needs_flush(p) && (p != self || offloaded(p))) {
         sync_waiters_.push_back(p);  // LeadSync posts kDone with kSynced: the last touch of |p|
+        request_flush = request_flush || offloaded(p);
         continue;
       }
-      Post(p->signal, kDone, wakes);  // the last touch of |p|: its waiter may return at once
+      Post(p->signal, p->fiber, kDone, wakes);  // the last touch of |p|: its waiter may return at once
     }
+    // Nobody else will flush for the fibers registered above: the flusher does.
+    if (request_flush && sync_leader == nullptr && !syncing_) RequestFlushLocked();
     leading_ = false;
     // The oldest queued waiter leads the next batch (it takes the whole queue).
     const auto waiter = std::find_if(queue_.begin(), queue_.end(), [](const Pending* p) { return !p->detached; });
-    if (waiter != queue_.end()) Post((*waiter)->signal, kLead, wakes);
+    if (waiter != queue_.end()) Post((*waiter)->signal, (*waiter)->fiber, kLead, wakes);
     const bool only_submitted = waiter == queue_.end() && !queue_.empty();
     if (!wakes.empty()) {
       lock.unlock();
@@ -468,8 +538,11 @@ Status SqliteWriter::AwaitSync(Pending& mine) {
       return *poisoned_;
     }
     if (!syncing_) {
-      LeadSync(lock);
-      continue;
+      if (mine.fiber == nullptr || !flusher_on_) {
+        LeadSync(lock);
+        continue;
+      }
+      RequestFlushLocked();  // a fiber waits for the flusher (see LeadBatch)
     }
     // That flush may have started before our commit: check again after it.
     sync_waiters_.push_back(&mine);
@@ -501,7 +574,7 @@ void SqliteWriter::LeadSync(std::unique_lock<std::mutex>& lock) {
 void SqliteWriter::WakeSyncWaiters(std::unique_lock<std::mutex>& lock) {
   Wakes wakes;
   // kDone too: a waiter registered by its batch's leader still sleeps in AwaitDone.
-  for (Pending* p : sync_waiters_) Post(p->signal, kSynced | kDone, wakes);
+  for (Pending* p : sync_waiters_) Post(p->signal, p->fiber, kSynced | kDone, wakes);
   sync_waiters_.clear();
   if (!wakes.empty()) {
     lock.unlock();

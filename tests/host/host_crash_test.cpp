@@ -5,6 +5,8 @@
 // ERP still sees exactly one effect per call (two requests with one key around the crash).
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include <chrono>
 #include <map>
 #include <thread>
@@ -13,6 +15,18 @@
 
 namespace clawguard::host {
 namespace {
+
+// Each test runs with deliveries on threads and as fibers (host.yaml listen.execution).
+class HostCrashTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  testing::HostFixtureOptions Options() const {
+    testing::HostFixtureOptions o;
+    o.execution = GetParam();
+    return o;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Execution, HostCrashTest, ::testing::Values("threads", "fibers"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 using testing::ErpAnswer;
 using testing::HostFixture;
@@ -41,9 +55,9 @@ std::map<std::string, std::vector<RecordedRequest>> ByKey(const std::vector<Reco
   return out;
 }
 
-TEST(HostCrashTest, KilledInsideAnErpCallRestartsWithOneEffectPerCall) {
+TEST_P(HostCrashTest, KilledInsideAnErpCallRestartsWithOneEffectPerCall) {
   HostFixture f;
-  HostFixtureOptions o;
+  testing::HostFixtureOptions o = Options();
   o.lease = "4s";  // the crashed delivery's lease must expire before its retries can run
   o.handler_timeout = "3s";
   ASSERT_NO_FATAL_FAILURE(f.Prepare(o));

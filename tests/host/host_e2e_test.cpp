@@ -5,6 +5,8 @@
 // reach the ERP, and every stored answer the platform gets is the first one.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include <mutex>
 #include <thread>
 
@@ -13,15 +15,27 @@
 namespace clawguard::host {
 namespace {
 
+// Each test runs with deliveries on threads and as fibers (host.yaml listen.execution).
+class HostEndToEndTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  testing::HostFixtureOptions Options() const {
+    testing::HostFixtureOptions o;
+    o.execution = GetParam();
+    return o;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Execution, HostEndToEndTest, ::testing::Values("threads", "fibers"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
 using clawguard::testing::ReadFile;
 using testing::HostFixture;
 using testing::Reply;
 
 constexpr int kDeliveries = 17;
 
-TEST(HostEndToEndTest, RetryStormOfSignedPluginHasOneEffectPerCall) {
+TEST_P(HostEndToEndTest, RetryStormOfSignedPluginHasOneEffectPerCall) {
   HostFixture f;
-  ASSERT_NO_FATAL_FAILURE(f.Prepare());
+  ASSERT_NO_FATAL_FAILURE(f.Prepare(Options()));
   ASSERT_TRUE(f.StartHost());
 
   // The storm: one event (one webhook-id, one body), each delivery freshly signed.
@@ -72,9 +86,9 @@ TEST(HostEndToEndTest, RetryStormOfSignedPluginHasOneEffectPerCall) {
   EXPECT_EQ(f.StopHost(), 0);
 }
 
-TEST(HostEndToEndTest, OrderLinesAreCheckedBeforeAnyEffect) {
+TEST_P(HostEndToEndTest, OrderLinesAreCheckedBeforeAnyEffect) {
   HostFixture f;
-  ASSERT_NO_FATAL_FAILURE(f.Prepare());
+  ASSERT_NO_FATAL_FAILURE(f.Prepare(Options()));
   ASSERT_TRUE(f.StartHost());
   // A line without a SKU: the plugin answers 422 (stored: a 4xx is the plugin's decision) and
   // calls nothing, so the ERP sees no effect at all.
@@ -100,9 +114,9 @@ TEST(HostEndToEndTest, OrderLinesAreCheckedBeforeAnyEffect) {
 // happened); the host shuts down cleanly meanwhile (it waits for that thread, bounded), and after a
 // restart the platform's retry — once the lease expired — completes the event with no second
 // effect: the re-run's calls carry the same Idempotency-Keys.
-TEST(HostEndToEndTest, PluginPastHandlerTimeoutIsAnswered503AndItsRetryAddsNoEffect) {
+TEST_P(HostEndToEndTest, PluginPastHandlerTimeoutIsAnswered503AndItsRetryAddsNoEffect) {
   HostFixture f;
-  testing::HostFixtureOptions o;
+  testing::HostFixtureOptions o = Options();
   o.handler_timeout = "1s";
   o.lease = "3s";
   o.erp_timeout = "5s";

@@ -3,6 +3,8 @@
 // each event is processed once, and every replay carries the first answer.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,6 +17,18 @@
 
 namespace clawguard::host {
 namespace {
+
+// Each test runs with deliveries on threads and as fibers (host.yaml listen.execution).
+class HostLoadTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  testing::HostFixtureOptions Options() const {
+    testing::HostFixtureOptions o;
+    o.execution = GetParam();
+    return o;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Execution, HostLoadTest, ::testing::Values("threads", "fibers"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 using testing::HostFixture;
 using testing::HostFixtureOptions;
@@ -34,9 +48,9 @@ struct EventLog {
   std::vector<int> other_statuses;
 };
 
-TEST(HostLoadTest, ThousandEventsFiveDeliveriesEightKeepAliveClients) {
+TEST_P(HostLoadTest, ThousandEventsFiveDeliveriesEightKeepAliveClients) {
   HostFixture f;
-  HostFixtureOptions o;
+  testing::HostFixtureOptions o = Options();
   o.workers = 8;
   ASSERT_NO_FATAL_FAILURE(f.Prepare(o));
   ASSERT_TRUE(f.StartHost());

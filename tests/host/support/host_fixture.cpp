@@ -123,6 +123,7 @@ void HostFixture::Prepare(const HostFixtureOptions& options) {
             "schema: clawguard/host/v1\n"
             "listen: { address: 127.0.0.1:0, tls: null, max_body: 1MiB, max_headers: 16KiB, workers: " +
                 std::to_string(options.workers) +
+                (options.execution == "fibers" ? ", execution: fibers, carriers: 2" : "") +
                 " }\n"
                 "admin: { address: 127.0.0.1:0, token: env:E2E_ADMIN, tls: null }\n"
                 "store: sqlite:state/state.db\n"

@@ -63,6 +63,7 @@ struct HostFixtureOptions {
   std::string erp_timeout = "5s";     // erp.timeout
   std::string erp_retry = "{ base: 1s, max: 1m, attempts: 3, jitter: 20%, floor_429: 60s }";
   int workers = 4;
+  std::string execution = "threads";  // listen.execution: threads or fibers (then 2 carriers)
 };
 
 // Reply is one HTTP answer as a test client saw it.

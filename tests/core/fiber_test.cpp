@@ -1,0 +1,294 @@
+// fiber_test.cpp — the carrier threads and fibers of clawguard/fiber.h.
+#include "clawguard/fiber.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace clawguard::fiber {
+namespace {
+
+using namespace std::chrono_literals;
+
+// WaitUntil polls |pred| for up to 20 s (tests never assert wall-clock times: this only bounds a hang).
+template <class Pred>
+bool WaitUntil(Pred pred) {
+  for (int i = 0; i < 20000; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return pred();
+}
+
+TEST(FiberTest, PlainThreadHasNoFiberAndItsHelpersBlockTheThread) {
+  EXPECT_EQ(Current(), nullptr);
+  Yield();  // nothing to do
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  EXPECT_EQ(WaitFd(fds[0], POLLIN, 0), 0);  // nothing to read
+  ASSERT_EQ(::write(fds[1], "x", 1), 1);
+  EXPECT_EQ(WaitFd(fds[0], POLLIN, 1000), 1);
+  bool ran = false;
+  RunBlocking([&] { ran = true; });
+  EXPECT_TRUE(ran);
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+TEST(FiberTest, SpawnedFunctionsRunAsFibersAndTheDestructorWaitsForThem) {
+  std::atomic<int> ran{0};
+  std::atomic<int> on_fiber{0};
+  {
+    Carriers carriers(2, "cg-test-fiber");
+    EXPECT_EQ(carriers.carriers(), 2);
+    for (int i = 0; i < 200; ++i) {
+      carriers.Spawn([&] {
+        if (Current() != nullptr) ++on_fiber;
+        Yield();
+        ++ran;
+      });
+    }
+  }  // ~Carriers: every spawned function has returned
+  EXPECT_EQ(ran.load(), 200);
+  EXPECT_EQ(on_fiber.load(), 200);
+}
+
+TEST(FiberTest, ParkedFiberIsResumedByUnparkFromAnotherThreadAndItsCarrierRunsOthersMeanwhile) {
+  Carriers carriers(1, "cg-test-fiber");  // one carrier: the second fiber can only run while the first is parked
+  std::mutex mu;
+  Fiber* parked = nullptr;  // guarded by mu
+  bool go = false;          // guarded by mu
+  std::atomic<bool> first_done{false}, second_ran{false};
+  carriers.Spawn([&] {
+    for (;;) {
+      {
+        std::lock_guard lock(mu);
+        if (go) break;
+        parked = Current();
+      }
+      Park();
+    }
+    first_done = true;
+  });
+  carriers.Spawn([&] { second_ran = true; });
+  ASSERT_TRUE(WaitUntil([&] { return second_ran.load(); }));
+  EXPECT_FALSE(first_done.load());
+  {
+    std::lock_guard lock(mu);  // the fiber cannot leave its wait while we hold mu: Unpark is safe
+    ASSERT_NE(parked, nullptr);
+    go = true;
+    Unpark(parked);
+  }
+  ASSERT_TRUE(WaitUntil([&] { return first_done.load(); }));
+}
+
+TEST(FiberTest, UnparkBeforeParkIsNotLost) {
+  Carriers carriers(1, "cg-test-fiber");
+  std::atomic<bool> done{false};
+  carriers.Spawn([&] {
+    Unpark(Current());  // as a waker that ran before the fiber parked
+    Park();             // returns at once
+    done = true;
+  });
+  ASSERT_TRUE(WaitUntil([&] { return done.load(); }));
+}
+
+TEST(FiberTest, PinnedUnparkFromAnotherThreadWakesTheFiber) {
+  Carriers carriers(1, "cg-test-fiber");
+  std::mutex mu;
+  Fiber* waiter = nullptr;  // guarded by mu
+  bool set = false;         // guarded by mu
+  std::atomic<bool> done{false};
+  carriers.Spawn([&] {
+    for (;;) {
+      {
+        std::lock_guard lock(mu);
+        if (set) break;
+        waiter = Current();
+      }
+      Park();
+    }
+    done = true;
+  });
+  ASSERT_TRUE(WaitUntil([&] {
+    std::lock_guard lock(mu);
+    return waiter != nullptr;
+  }));
+  Fiber* f = nullptr;
+  {
+    std::lock_guard lock(mu);
+    set = true;
+    f = waiter;
+    Pin(f);  // under the lock: the fiber is alive
+  }
+  UnparkPinned(f);  // after the lock, as the SQLite writer wakes its waiters
+  ASSERT_TRUE(WaitUntil([&] { return done.load(); }));
+}
+
+TEST(FiberTest, WaitFdParksUntilTheDescriptorIsReadyOrTheTimeoutPasses) {
+  Carriers carriers(1, "cg-test-fiber");
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  std::atomic<int> timed_out{-2}, ready{-2};
+  std::atomic<bool> other_ran{false};
+  carriers.Spawn([&] {
+    timed_out = WaitFd(fds[0], POLLIN, 20);  // nothing comes
+    ready = WaitFd(fds[0], POLLIN, 20000);   // the test writes
+  });
+  carriers.Spawn([&] { other_ran = true; });  // runs while the first fiber waits
+  ASSERT_TRUE(WaitUntil([&] { return timed_out.load() != -2; }));
+  EXPECT_EQ(timed_out.load(), 0);
+  EXPECT_TRUE(other_ran.load());
+  ASSERT_EQ(::write(fds[1], "x", 1), 1);
+  ASSERT_TRUE(WaitUntil([&] { return ready.load() != -2; }));
+  EXPECT_EQ(ready.load(), 1);
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+TEST(FiberTest, SleepForAndRunBlockingParkOnlyTheFiber) {
+  Carriers carriers(1, "cg-test-fiber");
+  std::atomic<bool> slept{false}, blocked_done{false}, other_ran{false};
+  std::atomic<bool> release{false};
+  std::thread::id helper;
+  carriers.Spawn([&] {
+    SleepFor(5ms);
+    slept = true;
+    RunBlocking([&] {
+      helper = std::this_thread::get_id();
+      while (!release.load()) std::this_thread::sleep_for(1ms);  // blocks its helper thread, not the carrier
+    });
+    blocked_done = true;
+  });
+  ASSERT_TRUE(WaitUntil([&] { return slept.load(); }));
+  carriers.Spawn([&] { other_ran = true; });
+  ASSERT_TRUE(WaitUntil([&] { return other_ran.load(); }));
+  EXPECT_FALSE(blocked_done.load());
+  release = true;
+  ASSERT_TRUE(WaitUntil([&] { return blocked_done.load(); }));
+}
+
+TEST(FiberTest, RunBlockingRethrowsOnTheFiber) {
+  Carriers carriers(1, "cg-test-fiber");
+  std::atomic<int> caught{0};
+  carriers.Spawn([&] {
+    try {
+      RunBlocking([] { throw std::runtime_error("boom"); });
+    } catch (const std::runtime_error& e) {
+      if (std::string(e.what()) == "boom") caught = 1;
+    }
+  });
+  ASSERT_TRUE(WaitUntil([&] { return caught.load() == 1; }));
+}
+
+TEST(FiberTest, YieldLetsTheOtherRunnableFibersRunFirst) {
+  Carriers carriers(1, "cg-test-fiber");
+  std::mutex mu;
+  std::vector<int> order;
+  std::atomic<int> done{0};
+  carriers.Spawn([&] {
+    {
+      std::lock_guard lock(mu);
+      order.push_back(1);
+    }
+    Yield();
+    {
+      std::lock_guard lock(mu);
+      order.push_back(3);
+    }
+    ++done;
+  });
+  carriers.Spawn([&] {
+    std::lock_guard lock(mu);
+    order.push_back(2);
+    ++done;
+  });
+  ASSERT_TRUE(WaitUntil([&] { return done.load() == 2; }));
+  std::lock_guard lock(mu);
+  // The second fiber may also have run before the first started; either way 3 comes last.
+  ASSERT_EQ(order.size(), 3u);
+  EXPECT_EQ(order.back(), 3);
+}
+
+TEST(FiberTest, AStuckCarrierGetsNoNewFibersAndAnotherCarrierIsAdded) {
+  Carriers carriers(1, "cg-test-fiber");
+  std::atomic<bool> release{false}, stuck_started{false};
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  carriers.Spawn([&] {
+    {
+      std::lock_guard lock(mu);
+      threads.insert(std::this_thread::get_id());
+    }
+    stuck_started = true;
+    while (!release.load()) std::this_thread::sleep_for(1ms);  // a plugin that blocks its carrier
+  });
+  ASSERT_TRUE(WaitUntil([&] { return stuck_started.load(); }));
+  std::this_thread::sleep_for(Carriers::kStuckAfter + 50ms);
+  std::atomic<bool> ran{false};
+  carriers.Spawn([&] {
+    {
+      std::lock_guard lock(mu);
+      threads.insert(std::this_thread::get_id());
+    }
+    ran = true;
+  });
+  ASSERT_TRUE(WaitUntil([&] { return ran.load(); }));  // not held behind the stuck fiber
+  EXPECT_EQ(carriers.carriers(), 2);
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(threads.size(), 2u);
+  }
+  release = true;
+}
+
+TEST(FiberTest, FibersAreReusedAndSpawnSpreadsWorkOverTheCarriers) {
+  Carriers carriers(2, "cg-test-fiber");
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  std::atomic<int> parked_count{0};
+  std::vector<Fiber*> parked;  // guarded by mu
+  bool go = false;             // guarded by mu
+  std::atomic<int> done{0};
+  for (int i = 0; i < 8; ++i) {
+    carriers.Spawn([&] {
+      for (;;) {
+        {
+          std::lock_guard lock(mu);
+          threads.insert(std::this_thread::get_id());
+          if (go) break;
+          if (std::find(parked.begin(), parked.end(), Current()) == parked.end()) {
+            parked.push_back(Current());
+            ++parked_count;
+          }
+        }
+        Park();
+      }
+      ++done;
+    });
+  }
+  ASSERT_TRUE(WaitUntil([&] { return parked_count.load() == 8; }));
+  EXPECT_EQ(carriers.live(), 8);
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(threads.size(), 2u);  // 8 live fibers were spread over both carriers
+    go = true;
+    for (Fiber* f : parked) Unpark(f);
+  }
+  ASSERT_TRUE(WaitUntil([&] { return done.load() == 8; }));
+  ASSERT_TRUE(WaitUntil([&] { return carriers.live() == 0; }));
+}
+
+}  // namespace
+}  // namespace clawguard::fiber

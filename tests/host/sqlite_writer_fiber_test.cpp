@@ -1,0 +1,135 @@
+// sqlite_writer_fiber_test.cpp — SqliteWriter used from fibers (clawguard/fiber.h): every op runs
+// once and durably, commits are shared, a fiber's durable op is flushed by the flusher thread and
+// never on a carrier, and a failed flush reaches the fibers waiting for it and poisons the writer.
+#include <gtest/gtest.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "clawguard/fiber.h"
+#include "sqlite/sqlite_writer.h"
+#include "support/temp_dir.h"
+
+namespace clawguard::sqlite {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string ThreadName() {
+  char name[16] = {};
+  pthread_getname_np(pthread_self(), name, sizeof name);
+  return name;
+}
+
+int64_t CountRows(const std::string& path) {
+  auto db = SqliteDb::Open(path);
+  EXPECT_TRUE(db.ok());
+  auto s = (*db)->Prepare("SELECT COUNT(*) FROM t");
+  EXPECT_TRUE(s.ok());
+  auto row = s->Step();
+  EXPECT_TRUE(row.ok() && *row);
+  return s->Int(0);
+}
+
+SqliteWriter::Op Insert(int64_t v) {
+  return [v](SqliteDb& db) -> Status {
+    auto stmt = db.Prepare("INSERT INTO t (v) VALUES (?1)");
+    if (!stmt.ok()) return stmt.error();
+    stmt->Bind(1, v);
+    return stmt->Run();
+  };
+}
+
+template <class Pred>
+bool WaitUntil(Pred pred) {  // bounds a hang only; no wall-clock assertion
+  for (int i = 0; i < 30000 && !pred(); ++i) std::this_thread::sleep_for(1ms);
+  return pred();
+}
+
+TEST(SqliteWriterFiberTest, FibersWritesRunOnceDurablyShareCommitsAndAreFlushedOffTheCarriers) {
+  clawguard::testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  auto writer = SqliteWriter::ForPath(path);
+  ASSERT_TRUE(writer.ok()) << writer.error().ToString();
+  std::shared_ptr<SqliteWriter> w = *writer;
+  ASSERT_TRUE(w->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  std::mutex mu;
+  std::set<std::string> flushed_on;  // guarded by mu
+  w->SetSyncForTesting([&](int fd) {
+    {
+      std::lock_guard lock(mu);
+      flushed_on.insert(ThreadName());
+    }
+    return ::fdatasync(fd) == 0 ? 0 : errno;
+  });
+  const int64_t commits_before = w->commits();
+  constexpr int kFibers = 24;
+  constexpr int kOps = 30;  // per fiber: durable, lazy and submitted in turn
+  std::atomic<int> failures{0}, finished{0};
+  {
+    fiber::Carriers carriers(2, "cg-test-carrier");
+    for (int f = 0; f < kFibers; ++f) {
+      carriers.Spawn([&, f] {
+        for (int i = 0; i < kOps; ++i) {
+          const int64_t v = f * 1000 + i;
+          switch (i % 3) {
+            case 0:
+              if (!w->Write(Insert(v)).ok()) ++failures;
+              break;
+            case 1:
+              if (!w->Write(Insert(v), Durability::kLazy).ok()) ++failures;
+              break;
+            default:
+              w->Submit(Insert(v));
+          }
+        }
+        // A durable write makes every earlier op of this fiber durable too.
+        if (!w->Write([](SqliteDb&) { return Status::Ok(); }).ok()) ++failures;
+        ++finished;
+      });
+    }
+  }  // every fiber returned
+  EXPECT_EQ(finished.load(), kFibers);
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(CountRows(path), kFibers * kOps);
+  const int64_t ops = kFibers * (kOps * 2 / 3 + 1) + kFibers * kOps / 3;
+  EXPECT_LT(w->commits() - commits_before, ops);  // commits were shared
+  EXPECT_GT(w->gathers(), 0);                      // fiber leaders yielded to gather
+  std::lock_guard lock(mu);
+  EXPECT_EQ(flushed_on, std::set<std::string>{"cg-flush"});  // never on a carrier ("cg-test-carri")
+}
+
+TEST(SqliteWriterFiberTest, FailedFlushReachesTheFibersWaitingForItAndPoisonsTheWriter) {
+  clawguard::testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  auto writer = SqliteWriter::ForPath(path);
+  ASSERT_TRUE(writer.ok());
+  std::shared_ptr<SqliteWriter> w = *writer;
+  ASSERT_TRUE(w->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  w->SetSyncForTesting([](int) { return EIO; });
+  std::atomic<int> unavailable{0}, done{0};
+  {
+    fiber::Carriers carriers(1, "cg-test-carrier");
+    for (int f = 0; f < 4; ++f) {
+      carriers.Spawn([&, f] {
+        const Status s = w->Write(Insert(f));
+        if (s.reason() == Reason::kStoreUnavailable && s.message().find("could not be flushed") != std::string::npos) {
+          ++unavailable;
+        }
+        ++done;
+      });
+    }
+    ASSERT_TRUE(WaitUntil([&] { return done.load() == 4; }));
+  }
+  EXPECT_EQ(unavailable.load(), 4);
+  EXPECT_EQ(w->Write(Insert(99), Durability::kLazy).reason(), Reason::kStoreUnavailable);
+}
+
+}  // namespace
+}  // namespace clawguard::sqlite
