@@ -22,6 +22,10 @@
 
 #include "clawguard/thread_name.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace clawguard::fiber {
 namespace ctx = boost::context;
 using Clock = std::chrono::steady_clock;
@@ -42,11 +46,73 @@ struct Fiber {
   bool has_timer = false;
   std::multimap<Clock::time_point, Fiber*>::iterator timer;
   std::atomic<int> pins{0};
+  bool exit = false;  // set by the carrier's destructor: the fiber returns instead of taking a task
+  // ASan: the fiber's stack and its fake stack while it is switched out (see SwitchTo*).
+  const void* stack_bottom = nullptr;
+  size_t stack_size = 0;
+  void* fake_stack = nullptr;
+  // The stack it switches back to (its carrier's), learned when it is switched in.
+  const void* caller_bottom = nullptr;
+  size_t caller_size = 0;
 };
 
 namespace {
 
 thread_local Fiber* t_current = nullptr;
+
+// AddressSanitizer must be told of every stack switch (its fake stacks for use-after-return
+// detection, and the stack bounds it unpoisons when an exception unwinds); Boost.Context 1.74
+// does not tell it for fcontext fibers. These are no-ops in builds without ASan.
+// IntoFiber/BackFromFiber: the carrier's side of a resume; OutOfFiber/IntoFiberDone: the fiber's.
+void IntoFiber(void** carrier_fake, const Fiber* f) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(carrier_fake, f->stack_bottom, f->stack_size);
+#else
+  (void)carrier_fake;
+  (void)f;
+#endif
+}
+void BackFromFiber(void* carrier_fake) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(carrier_fake, nullptr, nullptr);
+#else
+  (void)carrier_fake;
+#endif
+}
+// OutOfFiber: the fiber switches back to its caller; |dying|: it will not run again.
+void OutOfFiber(Fiber* f, bool dying) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(dying ? nullptr : &f->fake_stack, f->caller_bottom, f->caller_size);
+#else
+  (void)f;
+  (void)dying;
+#endif
+}
+// IntoFiberDone: the fiber runs again (or for the first time); notes its caller's stack.
+void IntoFiberDone(Fiber* f) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(f->fake_stack, &f->caller_bottom, &f->caller_size);
+#else
+  (void)f;
+#endif
+}
+
+// RecordingStack allocates guarded stacks and notes each one's bounds in its fiber (for ASan).
+class RecordingStack {
+ public:
+  RecordingStack(size_t size, Fiber* f) : inner_(size), fiber_(f) {}
+  ctx::stack_context allocate() {
+    ctx::stack_context sctx = inner_.allocate();
+    fiber_->stack_size = sctx.size;
+    fiber_->stack_bottom = static_cast<const char*>(sctx.sp) - sctx.size;
+    return sctx;
+  }
+  void deallocate(ctx::stack_context& sctx) noexcept { inner_.deallocate(sctx); }
+
+ private:
+  ctx::protected_fixedsize_stack inner_;
+  Fiber* fiber_;
+};
 
 int64_t NowNs() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
 
@@ -132,7 +198,17 @@ struct Carrier {
     }
   }
   ~Carrier() {
-    all.clear();  // idle fibers only (the pool waited for the rest): each is unwound and freed
+    // Idle fibers only (the pool waited for the rest): each returns from its function when
+    // resumed with |exit| set, so Boost frees its stack without a forced unwind.
+    for (auto& f : all) {
+      if (!f->self) continue;
+      f->exit = true;
+      void* fake = nullptr;
+      IntoFiber(&fake, f.get());
+      f->self = std::move(f->self).resume();
+      BackFromFiber(fake);
+    }
+    all.clear();
     Close();
   }
   void Close() {
@@ -165,21 +241,25 @@ struct Carrier {
     auto owned = std::make_unique<Fiber>();
     Fiber* f = owned.get();
     f->carrier = this;
-    f->self = ctx::fiber(std::allocator_arg, ctx::protected_fixedsize_stack(stack_bytes), [f](ctx::fiber&& caller) {
+    f->self = ctx::fiber(std::allocator_arg, RecordingStack(stack_bytes, f), [f](ctx::fiber&& caller) {
+      IntoFiberDone(f);
       f->caller = std::move(caller);
-      for (;;) {
+      while (!f->exit) {
         {
           std::function<void()> task = std::move(f->task);
           f->task = nullptr;
           try {
-            task();
+            if (task) task();
           } catch (...) {
           }
         }
         f->action = Fiber::kIdle;
-        f->caller = std::move(f->caller).resume();  // back when given the next task
+        OutOfFiber(f, /*dying=*/false);
+        f->caller = std::move(f->caller).resume();  // back when given the next task (or |exit|)
+        IntoFiberDone(f);
       }
-      return std::move(f->caller);  // not reached; a forced unwind leaves through the resume above
+      OutOfFiber(f, /*dying=*/true);
+      return std::move(f->caller);
     });
     all.push_back(std::move(owned));
     return f;
@@ -188,7 +268,10 @@ struct Carrier {
   void Resume(Fiber* f) {
     t_current = f;
     running_since_ns.store(NowNs(), std::memory_order_relaxed);
+    void* fake = nullptr;
+    IntoFiber(&fake, f);
     f->self = std::move(f->self).resume();
+    BackFromFiber(fake);
     running_since_ns.store(0, std::memory_order_relaxed);
     t_current = nullptr;
     switch (f->action) {
@@ -314,7 +397,9 @@ Fiber* Current() { return t_current; }
 void Park() {
   Fiber* f = t_current;
   f->action = Fiber::kPark;
+  OutOfFiber(f, /*dying=*/false);
   f->caller = std::move(f->caller).resume();
+  IntoFiberDone(f);
 }
 
 void Unpark(Fiber* f) {
@@ -347,7 +432,9 @@ void Yield() {
   Fiber* f = t_current;
   if (f == nullptr) return;
   f->action = Fiber::kYield;
+  OutOfFiber(f, /*dying=*/false);
   f->caller = std::move(f->caller).resume();
+  IntoFiberDone(f);
 }
 
 namespace {

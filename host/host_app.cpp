@@ -272,7 +272,8 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   CLAWGUARD_ASSIGN_OR_RETURN(
       app->pipeline_,
       WebhookPipeline::Create(PipelineOptions{c.listen.max_body, c.listen.max_headers, c.idempotency.lease,
-                                              c.listen.handlers, app->carriers_.get()},
+                                              c.listen.handlers, app->carriers_.get(),
+                                              c.plugins.handler_timeout + std::chrono::seconds(1)},
                               std::move(routes), *app->stores_.idempotency, app->dispatcher_->AsDispatcher(),
                               std::move(guards)));
 

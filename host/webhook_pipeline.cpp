@@ -2,7 +2,10 @@
 // gate, outcome storage and the DLQ entries of the outcomes; Redeliver (DLQ replays).
 #include "host/webhook_pipeline.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
+#include <optional>
 
 #include "clawguard/limits.h"
 #include "host/business_key.h"
@@ -142,9 +145,30 @@ WebhookPipeline::Handled WebhookPipeline::Finish(const HttpRequest& request, con
   return h;
 }
 
+void WebhookPipeline::AnswerLate(const Responder& respond, bool started) const {
+  if (guards_.audit) {
+    guards_.audit(nlohmann::json{{"event", "delivery_answer_deadline"}, {"started", started}}.dump());
+  }
+  respond.Answer(ProblemResponse(
+      Reason::kPluginTimeout,
+      started ? "this delivery is still running after handler_timeout (its carrier thread is held by a plugin that "
+                "does not return); retry later"
+              : "this delivery could not start within handler_timeout (its carrier thread is held by a plugin that "
+                "does not return); nothing was stored; retry later",
+      /*retry_after_s=*/1));
+}
+
 void WebhookPipeline::FinishAsync(HttpRequest request, Admitted admitted, Responder respond) const {
-  auto task = [this, request = std::move(request), admitted = std::move(admitted),
-               respond](const std::shared_ptr<DeliveryRunner::Slot>& slot) {
+  std::optional<AnswerDeadlines::Ticket> ticket;
+  if (deadlines_ != nullptr) ticket = deadlines_->Arm(admitted.start + options_.answer_deadline, respond);
+  auto task = [this, request = std::move(request), admitted = std::move(admitted), respond,
+               ticket](const std::shared_ptr<DeliveryRunner::Slot>& slot) {
+    // Cancelled by the safety net before it started: answered already, nothing claimed.
+    if (ticket && !ticket->Start()) return;
+    // Disarm before answering: once answered, the server may stop and the pipeline go.
+    const auto disarm = [&] {
+      if (ticket) deadlines_->Disarm(*ticket);
+    };
     const PipelineRoute& route = *admitted.route;
     // Set on the watchdog's thread; read here after the dispatch returned, which it does only
     // after on_abandon has (DispatchContext), so the two are ordered.
@@ -153,12 +177,14 @@ void WebhookPipeline::FinishAsync(HttpRequest request, Admitted admitted, Respon
       Count(&route, h, admitted.start);
       answered = true;
       slot->Release();  // this thread may stay in the plugin: later deliveries need not wait
+      disarm();
       respond.Answer(std::move(h.response));
     };
     Handled h = ClaimAndDispatch(route, request, admitted.webhook_id, admitted.key, admitted.fingerprint,
                                  /*delivery=*/true, &answer_now);
     if (answered) return;
     Count(&route, h, admitted.start);
+    disarm();
     respond.Answer(std::move(h.response));
   };
   try {
@@ -166,6 +192,7 @@ void WebhookPipeline::FinishAsync(HttpRequest request, Admitted admitted, Respon
   } catch (const std::exception&) {
     // No thread could be started (as before, when the plugin's thread could not be): nothing was
     // claimed; a 5xx with Retry-After, so the sender retries. Not the store's fault.
+    if (ticket) deadlines_->Disarm(*ticket);
     respond.Answer(ProblemResponse(Reason::kInternal, "the host cannot take this delivery now; retry later",
                                    /*retry_after_s=*/1));
   }

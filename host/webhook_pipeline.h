@@ -48,6 +48,7 @@
 #include "clawguard/error.h"
 #include "clawguard/limits.h"
 #include "clawguard/store/idempotency_store.h"
+#include "host/answer_deadlines.h"
 #include "host/delivery_runner.h"
 #include "host/host_config.h"
 #include "host/http_types.h"
@@ -152,6 +153,9 @@ struct PipelineOptions {
   // FinishAsync: run deliveries as fibers on these carriers (listen.execution: fibers); nullptr:
   // a thread each. Must outlive the pipeline's deliveries.
   fiber::Carriers* carriers = nullptr;
+  // With carriers: a delivery not answered this long after it was admitted is answered 503 by
+  // a safety net (host/answer_deadlines.h); HostApp sets handler_timeout + 1 s. 0: none.
+  std::chrono::milliseconds answer_deadline{0};
 };
 
 // MakeVerifier builds a route's verifier from host.yaml secrets (keys are cloned).
@@ -242,7 +246,14 @@ class WebhookPipeline {
         guards_(std::move(guards)), series_(ResolveSeries(routes_, guards_)),
         runner_(options.max_in_flight > 0 ? options.max_in_flight
                                            : static_cast<int64_t>(limits::kDefaultHandlerThreads),
-                "cg-delivery", options.carriers) {}
+                "cg-delivery", options.carriers) {
+    if (options.carriers != nullptr && options.answer_deadline.count() > 0) {
+      deadlines_ = std::make_unique<AnswerDeadlines>(
+          [this](const Responder& respond, bool started) { AnswerLate(respond, started); });
+    }
+  }
+  // AnswerLate is the safety net's answer (see PipelineOptions::answer_deadline).
+  void AnswerLate(const Responder& respond, bool started) const;
   // Gate runs stages 1–5 and the in-memory claim; |route| is set once the path names a known route.
   std::variant<Handled, Admitted> Gate(const HttpRequest& request, const PipelineRoute*& route) const;
   // Answered turns a completed (or mismatching) claim into its answer: the stored answer with
@@ -281,6 +292,7 @@ class WebhookPipeline {
       const std::map<std::string, PipelineRoute, std::less<>>& routes, const PipelineGuards& guards);
   const std::unordered_map<const PipelineRoute*, RouteSeries> series_;  // empty without metrics
   mutable DeliveryRunner runner_;  // FinishAsync's threads
+  std::unique_ptr<AnswerDeadlines> deadlines_;  // with carriers only; destroyed first
 };
 
 }  // namespace clawguard::host

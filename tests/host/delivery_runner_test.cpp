@@ -6,12 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "clawguard/fiber.h"
 #include "support/gate.h"
 
 namespace clawguard::host {
@@ -112,6 +114,53 @@ TEST(DeliveryRunnerTest, TheRunnerMayGoWhileATaskStillRuns) {
   }
   go.Open();
   EXPECT_TRUE(WaitFor([&] { return done.load(); }));
+}
+
+// With carriers (listen.execution: fibers) each task runs as a fiber: the same bound and order.
+TEST(DeliveryRunnerTest, WithCarriersTasksRunAsFibersWithTheSameBoundAndOrder) {
+  fiber::Carriers carriers(1, "cg-test-carrier");  // one carrier: the order is deterministic
+  DeliveryRunner runner(2, "cg-test", &carriers);
+  std::mutex mu;
+  std::vector<int> order;               // guarded by mu
+  std::vector<fiber::Fiber*> parked;    // guarded by mu
+  bool go = false;                      // guarded by mu
+  std::atomic<int> on_fiber{0}, done{0};
+  for (int i = 0; i < 5; ++i) {
+    runner.Run([&, i](const std::shared_ptr<DeliveryRunner::Slot>&) {
+      {
+        std::lock_guard lock(mu);
+        order.push_back(i);
+        if (fiber::Current() != nullptr) ++on_fiber;
+      }
+      for (;;) {
+        {
+          std::lock_guard lock(mu);  // the test unparks under mu: the fiber cannot leave meanwhile
+          if (go) break;
+          if (std::find(parked.begin(), parked.end(), fiber::Current()) == parked.end()) {
+            parked.push_back(fiber::Current());
+          }
+        }
+        fiber::Park();
+      }
+      ++done;
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard lock(mu);
+    return parked.size() == 2;
+  }));
+  EXPECT_EQ(runner.active(), 2);
+  EXPECT_EQ(runner.queued(), 3);
+  {
+    std::lock_guard lock(mu);
+    go = true;
+    for (fiber::Fiber* f : parked) fiber::Unpark(f);
+  }
+  ASSERT_TRUE(WaitFor([&] { return done.load() == 5; }));
+  EXPECT_TRUE(WaitFor([&] { return runner.active() == 0; }));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(on_fiber.load(), 5);
 }
 
 }  // namespace

@@ -152,6 +152,37 @@ TEST(HostConfigTest, HandlerThreadsDefaultAndAreBounded) {
   EXPECT_NE(zero.error().message().find("handlers"), std::string::npos) << zero.error().message();
 }
 
+TEST(HostConfigTest, ExecutionIsThreadsByDefaultAndFibersOnlyWithTheSqliteStore) {
+  auto plain = ParseText(DataText());
+  ASSERT_TRUE(plain.ok()) << plain.error().ToString();
+  EXPECT_FALSE((*plain)->listen.fibers);
+  auto fibers = ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, execution: fibers, carriers: 3 }"));
+  ASSERT_TRUE(fibers.ok()) << fibers.error().ToString();
+  EXPECT_TRUE((*fibers)->listen.fibers);
+  EXPECT_EQ((*fibers)->listen.carriers, 3);
+  auto cpus = ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, execution: fibers }"));
+  ASSERT_TRUE(cpus.ok()) << cpus.error().ToString();
+  EXPECT_GE((*cpus)->listen.carriers, 1);  // the number of CPUs
+  auto threads = ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, execution: threads }"));
+  ASSERT_TRUE(threads.ok()) << threads.error().ToString();
+  EXPECT_FALSE((*threads)->listen.fibers);
+
+  const auto refused = [](const Result<std::shared_ptr<const HostConfig>>& c, const std::string& what) {
+    ASSERT_FALSE(c.ok()) << what;
+    EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid);
+    EXPECT_NE(c.error().message().find(what), std::string::npos) << c.error().message();
+  };
+  refused(ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, execution: green }")),
+          "expected threads or fibers, found 'green'");
+  refused(ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, carriers: 2 }")),
+          "carriers applies only to execution: fibers");
+  refused(ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, execution: fibers, carriers: 0 }")),
+          "carriers");
+  const std::string pg = Replace(DataText(), "store: sqlite:state/state.db", "store: postgresql://cg@127.0.0.1:5432/cg");
+  refused(ParseText(Replace(pg, "workers: 4 }", "workers: 4, execution: fibers }")),
+          "listen.execution fibers needs the SQLite store");
+}
+
 TEST(HostConfigTest, RefusesMissingEnvVarNamingItNeverAValue) {
   auto env = DefaultEnv();
   env.erase("CG_TEST_ERP_TOKEN");

@@ -11,14 +11,17 @@
 #include <map>
 #include <thread>
 
+#include "clawguard/fiber.h"
 #include "host/idempotency_key.h"
 #include "host/webhook_auth.h"
 #include "plugins/erp_harness.h"
+#include "support/gate.h"
 
 namespace clawguard::host {
 namespace {
 
 using testing::ErpHarness;
+using testing::WaitFor;
 namespace fs = std::filesystem;
 
 constexpr const char* kPlugin = "acme-orders";
@@ -110,14 +113,17 @@ class PluginDispatchTest : public ::testing::Test {
     return __atomic_load_n(result, __ATOMIC_SEQ_CST);
   }
   // Pipeline is the whole gate in front of |d| (one level-2 route signed with kHookSecret).
-  std::unique_ptr<WebhookPipeline> Pipeline(const std::shared_ptr<PluginDispatcher>& d, int64_t max_in_flight = 0) {
+  std::unique_ptr<WebhookPipeline> Pipeline(const std::shared_ptr<PluginDispatcher>& d, int64_t max_in_flight = 0,
+                                           fiber::Carriers* carriers = nullptr,
+                                           std::chrono::milliseconds answer_deadline = std::chrono::milliseconds(0)) {
     auto verifier = WebhookVerifier::Create(DecodeWebhookSecret(kHookSecret).value(), std::nullopt, std::nullopt,
                                             std::chrono::milliseconds(300'000), h_.clock);
     CLAWGUARD_CHECK(verifier.ok());
     std::vector<PipelineRoute> routes;
     routes.push_back(PipelineRoute{kPlugin, kRoute, 2, std::nullopt, std::move(verifier).value()});
     auto pipeline =
-        WebhookPipeline::Create(PipelineOptions{4096, 4096, std::chrono::milliseconds(30'000), max_in_flight},
+        WebhookPipeline::Create(PipelineOptions{4096, 4096, std::chrono::milliseconds(30'000), max_in_flight,
+                                                carriers, answer_deadline},
                                 std::move(routes), h_.idem(), d->AsDispatcher());
     CLAWGUARD_CHECK(pipeline.ok());
     return std::move(pipeline).value();
@@ -445,6 +451,50 @@ TEST_F(PluginDispatchTest, FinishAsyncAnswersAHungDeliveryAtTheTimeoutAndTheNext
   std::lock_guard lock(mu);
   EXPECT_EQ(answers.size(), 2u);
   EXPECT_EQ(h_.AuditCount("\"plugin_timeout\""), 2u);
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
+}
+
+// listen.execution: fibers, one carrier, one delivery at a time. The hung plugin holds the
+// carrier; the watchdog answers the first delivery and frees its slot, so the second starts — on
+// the held carrier, where no plugin watchdog covers it yet: the answer deadline answers it 503
+// (nothing claimed) and it never runs. (A delivery that had started, e.g. parked in its claim, is
+// answered the same way, "still running"; the e2e tests cover the restart after such answers.)
+TEST_F(PluginDispatchTest, WithFibersADeliveryHeldBehindAHungPluginIsAnsweredByTheDeadlineAndNeverRuns) {
+  ResetHang(/*release=*/0);
+  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(100));
+  fiber::Carriers carriers(1, "cg-test-carrier");
+  {
+    std::unique_ptr<WebhookPipeline> pipeline =
+        Pipeline(d, /*max_in_flight=*/1, &carriers, std::chrono::milliseconds(300));
+    std::mutex mu;
+    std::condition_variable cv;
+    std::map<std::string, HttpResponse> answers;
+    for (const std::string id : {"msg_a", "msg_b"}) {
+      const HttpRequest r = Signed(id, R"({"order_id":9})");
+      auto front = pipeline->Front(r);
+      ASSERT_TRUE(std::holds_alternative<WebhookPipeline::Admitted>(front));
+      pipeline->FinishAsync(r, std::get<WebhookPipeline::Admitted>(std::move(front)), Responder([&, id](HttpResponse a) {
+        std::lock_guard lock(mu);
+        answers.emplace(id, std::move(a));
+        cv.notify_all();
+      }));
+    }
+    {
+      std::unique_lock lock(mu);
+      ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return answers.size() == 2; }));
+      const HttpResponse& a = answers.at("msg_a");
+      EXPECT_EQ(a.status, 503);
+      EXPECT_EQ(a.headers.Get("Retry-After").value_or(""), "30");  // the watchdog's answer
+      const HttpResponse& b = answers.at("msg_b");
+      EXPECT_EQ(b.status, 503);
+      EXPECT_NE(b.body.find("could not start"), std::string::npos) << b.body;
+      EXPECT_EQ(b.headers.Get("Retry-After").value_or(""), "1");
+    }
+    ResetHang(/*release=*/1);
+    EXPECT_TRUE(d->WaitIdle(std::chrono::milliseconds(60'000)));
+    EXPECT_TRUE(WaitFor([&] { return pipeline->deliveries_in_flight() == 0; }));
+  }
+  EXPECT_EQ(h_.AuditCount("\"plugin_timeout\""), 1u);  // only msg_a's plugin ran
   EXPECT_EQ(h_.erp().requests_total(), 0u);
 }
 
