@@ -11,6 +11,7 @@
 #       ERP calls (fulfil, then one adjust per order line: the template has two) through the
 #       outbox, and is stored durably before its answer;
 #   (a) replays of completed keys: the deliveries (b) completed, cycled ("cycle");
+#   (e) as (b), on a second host with listen.execution: fibers (its own store; one run after (b));
 #   (c) nginx serving a static 200 to the same request bytes (the reference).
 #   (d) clawguard-test-erp --static: the host's HTTP layer (HttpServer, FrontHandler) answering 200 {}
 #       inline, without the pipeline: the ceiling of the replay path on this server design.
@@ -74,6 +75,12 @@ bench_host_secrets
 bench_host_yaml . sqlite:state/state.db
 bench_start_host "$work" "$cg"
 path=/webhooks/acme-orders/order.created
+# (e): a second host, its own store, listen.execution: fibers (loaded only for its own run).
+main_threads=$main host_threads_pid=$host_pid
+BENCH_EXECUTION=fibers bench_host_yaml fib sqlite:state/state.db
+bench_start_host "$work/fib" "$cg"
+main_fibers=$main
+main=$main_threads host_pid=$host_threads_pid
 
 # --- requests ----------------------------------------------------------------------------------
 gen 3000 msg_warm_ warm.tsv
@@ -85,8 +92,12 @@ run_wrk() {
 }
 
 run_wrk 3 "http://$main$path" warm.tsv once >/dev/null                 # warm-up (first-time)
+gen 3000 msg_fwarm_ fwarm.tsv
+gen $((first_max * duration)) msg_ffirst_ ffirst.tsv
+run_wrk 3 "http://$main_fibers$path" fwarm.tsv once >/dev/null         # warm-up (e)
 run_wrk 3 "http://127.0.0.1:$nginx_port$path" first.tsv cycle >/dev/null  # warm-up nginx
 first=$(run_wrk "$duration" "http://$main$path" first.tsv once)
+fibers=$(run_wrk "$duration" "http://$main_fibers$path" ffirst.tsv once)
 min_used=$(echo "$first" | json 'min(int(u) for u in d["used"])')
 limit=$(( min_used - connections ))
 [ "$limit" -gt 0 ] || { echo "bench/host_bench.sh: too few first-time deliveries completed for the replay run: $first" >&2; exit 1; }
@@ -153,9 +164,10 @@ PY
 )
 
 # --- the table ---------------------------------------------------------------------------------
-python3 - "$first" "$replays" "$nginxes" "$spot" "$threads" "$connections" "$duration" "$workers" "$fsync_line" "$disk_rate" "$statics" "$rounds" <<'PY'
+python3 - "$first" "$replays" "$nginxes" "$spot" "$threads" "$connections" "$duration" "$workers" "$fsync_line" "$disk_rate" "$statics" "$rounds" "$fibers" <<'PY'
 import json, os, sys, datetime, statistics
 first, spot = json.loads(sys.argv[1]), json.loads(sys.argv[4])
+fibers = json.loads(sys.argv[13])
 runs = lambda text: [json.loads(l) for l in text.splitlines() if l.strip()]
 replays, nginxes, statics = runs(sys.argv[2]), runs(sys.argv[3]), runs(sys.argv[11])
 threads, conns, duration, workers, fsync_line, disk_rate = sys.argv[5:11]
@@ -177,14 +189,16 @@ print(row("(b) first-time deliveries (claim, plugin, 3 ERP calls via the outbox,
 print(row("(c) nginx, static 200 to the same requests", nginx, nginx))
 if static:
     print(row("(d) the host's HTTP layer alone (clawguard-test-erp --static: 200 {} from the I/O thread)", static, nginx))
+print(row("(e) first-time deliveries as (b), `listen.execution: fibers` (a second host, its own store)", fibers, nginx))
 print()
 bad = []
-for name, rs in (("replay", replays), ("first-time", [first]), ("nginx", nginxes), ("static", statics)):
+for name, rs in (("replay", replays), ("first-time", [first]), ("first-time, fibers", [fibers]), ("nginx", nginxes), ("static", statics)):
     for r in rs:
         if r["non2xx"] or r["socket_errors"]:
             bad.append(f"{name}: {r['non2xx']} non-2xx, {r['socket_errors']} socket errors")
-if first["exhausted"]:
-    bad.append("first-time: the generated requests ran out (raise --first-max)")
+for name, r in (("first-time", first), ("first-time, fibers", fibers)):
+    if r["exhausted"]:
+        bad.append(f"{name}: the generated requests ran out (raise --first-max)")
 if not spot.get("replayed") or spot.get("status") != 200:
     bad.append(f"spot check of a replay: {spot}")
 print("Validity: " + ("every answer 2xx, no socket errors; a replay spot-checked (200, Idempotent-Replayed)." if not bad else "INVALID — " + "; ".join(bad)))
@@ -194,7 +208,9 @@ ratio = statistics.median(ratios)
 print(f"Targets: replay ≥ 0.5 × nginx: {met(ratio >= 0.5)} (median of per-round ratios {ratio:.2f}×; rounds: "
       f"{', '.join(f'{x:.2f}' for x in ratios)}); "
       f"first-time ≥ 5,000/s: {met(first['rps'] >= 5000)} ({first['rps'] / 5000:.2f}× of target); "
-      f"first-time p99 < 20 ms: {met(first['p99_ms'] < 20)} ({first['p99_ms']:.1f} ms).")
+      f"first-time p99 < 20 ms: {met(first['p99_ms'] < 20)} ({first['p99_ms']:.1f} ms); "
+      f"with fibers (e): ≥ 5,000/s {met(fibers['rps'] >= 5000)} ({fibers['rps'] / 5000:.2f}×), "
+      f"p99 < 20 ms {met(fibers['p99_ms'] < 20)} ({fibers['p99_ms']:.1f} ms).")
 if statics:
     layer = statistics.median(d["rps"] / c["rps"] for d, c in zip(statics, nginxes))
     share = statistics.median(a["rps"] / d["rps"] for a, d in zip(replays, statics))

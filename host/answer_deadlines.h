@@ -52,7 +52,7 @@ class AnswerDeadlines {
   Ticket Arm(std::chrono::steady_clock::time_point at, Responder respond);
   void Disarm(const Ticket& ticket);
   int64_t armed() const;  // for tests
-  int64_t expired() const;
+  int64_t expired() const;  // entries whose deadline passed and were handled (answered or not needed)
 
  private:
   struct Entry {
