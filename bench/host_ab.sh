@@ -9,6 +9,8 @@
 # (wrk -t2 -c32, bench/webhook_requests.lua "once"). One line per run: req/s, p50, p99. On a VM
 # whose speed drifts within minutes, only such interleaved pairs compare; a simultaneous A/B (both
 # loaded at once) rewards the binary that waits least and is not a substitute (bench/README.md).
+# A_EXECUTION / B_EXECUTION (threads or fibers) set one host's listen.execution (BENCH_EXECUTION
+# both): e.g. B_EXECUTION=fibers bench/host_ab.sh OLD NEW compares the old default with fibers.
 # Build the two binaries first (e.g. `cmake --build build/bench --target clawguard` before and
 # after a change, copying build/bench/cli/clawguard aside). Needs what host_bench.sh needs.
 set -euo pipefail
@@ -35,8 +37,10 @@ cd "$work"
 bench_sign_plugin
 bench_start_nginx auto
 bench_host_secrets
-bench_host_yaml A sqlite:state/state.db; bench_start_host A "$cg"; mainA=$main
-bench_host_yaml B sqlite:state/state.db; bench_start_host B "$CGB"; mainB=$main
+BENCH_EXECUTION="${A_EXECUTION:-${BENCH_EXECUTION:-}}" bench_host_yaml A sqlite:state/state.db
+bench_start_host A "$cg"; mainA=$main
+BENCH_EXECUTION="${B_EXECUTION:-${BENCH_EXECUTION:-}}" bench_host_yaml B sqlite:state/state.db
+bench_start_host B "$CGB"; mainB=$main
 path=/webhooks/acme-orders/order.created
 lua="$here/webhook_requests.lua"
 run_wrk() { wrk -t "$threads" -c "$connections" -d "${1}s" -s "$lua" "$2" -- "$3" "$threads" "$4" "${5:-0}" | grep '^{'; }
