@@ -421,6 +421,12 @@ void Unpark(Fiber* f) {
   if (wake) c->Wake();
 }
 
+bool Held(const Fiber* f) {
+  const int64_t since = f->carrier->running_since_ns.load(std::memory_order_relaxed);
+  return since != 0 &&
+         NowNs() - since > std::chrono::duration_cast<std::chrono::nanoseconds>(Carriers::kStuckAfter).count();
+}
+
 void Pin(Fiber* f) { f->pins.fetch_add(1, std::memory_order_relaxed); }
 
 void UnparkPinned(Fiber* f) {

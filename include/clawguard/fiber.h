@@ -65,6 +65,11 @@ void Unpark(Fiber* f);
 void Pin(Fiber* f);
 void UnparkPinned(Fiber* f);
 
+// Held says whether |f|'s carrier has been running another fiber for longer than
+// Carriers::kStuckAfter — |f| cannot run until that one parks (a plugin blocking the carrier).
+// |f| must be alive (e.g. parked or yielded while the caller holds a lock it needs).
+bool Held(const Fiber* f);
+
 // Yield lets every other runnable fiber of this carrier run, and the carrier poll its descriptors,
 // before the current fiber continues. On a plain thread it does nothing.
 void Yield();

@@ -194,8 +194,11 @@ void SqliteWriter::FlusherLoop() {
   NameThisThread("cg-flush");
   std::unique_lock lock(mu_);
   for (;;) {
-    flusher_cv_.wait(lock, [this] { return flush_requested_ || flusher_stop_; });
+    // Every kStealCheck it also checks that no held fiber holds the leader role.
+    flusher_cv_.wait_for(lock, kStealCheck, [this] { return flush_requested_ || flusher_stop_; });
     if (flusher_stop_) return;
+    StealFromHeldFiberLocked(lock);
+    if (!flush_requested_) continue;
     flush_requested_ = false;
     if (syncing_) continue;  // that flush's end wakes the waiters; any it did not cover ask again
     if (poisoned_ || !WalOpenLocked()) {
@@ -260,6 +263,11 @@ int64_t SqliteWriter::gathers() const {
   return gathers_;
 }
 
+int64_t SqliteWriter::steals() const {
+  std::lock_guard lock(mu_);
+  return steals_;
+}
+
 void SqliteWriter::SetWalRestartFramesForTesting(int frames) {
   std::lock_guard lock(mu_);
   wal_restart_frames_ = frames;
@@ -313,7 +321,7 @@ Status SqliteWriter::Write(const Op& op, Durability durability) {
   {
     std::unique_lock lock(mu_);
     if (poisoned_) return *poisoned_;
-    if (mine.fiber != nullptr && durability == Durability::kBeforeReturn && !flusher_on_) StartFlusherLocked();
+    if (mine.fiber != nullptr && !flusher_on_) StartFlusherLocked();
     queue_.push_back(&mine);
     if (!leading_) {
       LeadBatch(lock, &mine);
@@ -362,32 +370,57 @@ void SqliteWriter::Submit(Op op) {
   }
 }
 
-void SqliteWriter::Gather(std::unique_lock<std::mutex>& lock) {
+bool SqliteWriter::Gather(std::unique_lock<std::mutex>& lock) {
   if (fiber::Current() != nullptr) {
     // A fiber leader: the other fibers of its carrier cannot queue ops while it waits on a
     // condition variable, so it yields instead — they run (and queue theirs) first, up to
-    // kFiberGatherYields rounds while fewer than kGatherOps are queued.
+    // kFiberGatherYields rounds while fewer than kGatherOps are queued. If a plugin blocks its
+    // carrier meanwhile, the flusher takes the role over (StealFromHeldFiberLocked): then this
+    // caller is no longer the leader and returns false.
+    const uint64_t epoch = lead_epoch_;
     for (int i = 0; i < kFiberGatherYields && queue_.size() < kGatherOps; ++i) {
       ++gathers_;
+      fiber_leader_ = fiber::Current();
       lock.unlock();
       fiber::Yield();
       lock.lock();
+      if (lead_epoch_ != epoch) return false;
+      fiber_leader_ = nullptr;
     }
-    return;
+    return true;
   }
   // Only under concurrency (the last batch had several ops): a lone writer never waits.
-  if (last_batch_ops_ < kGatherAfterOps || queue_.size() >= kGatherOps) return;
+  if (last_batch_ops_ < kGatherAfterOps || queue_.size() >= kGatherOps) return true;
   ++gathers_;
   gathering_ = true;
   gather_cv_.wait_for(lock, kGatherFor, [this] { return queue_.size() >= kGatherOps; });
   gathering_ = false;
+  return true;
+}
+
+void SqliteWriter::StealFromHeldFiberLocked(std::unique_lock<std::mutex>& lock) {
+  if (!leading_) {
+    // Ops queued and nobody leads: the role was offered (kLead) to a fiber that has not taken
+    // it — perhaps held by a plugin that blocks its carrier — and no writer came since.
+    if (!queue_.empty()) LeadBatch(lock, nullptr);
+    return;
+  }
+  // The leader is a fiber that yielded to gather and its carrier is now held: every writer of the
+  // process would wait for it. Take the role over; the fiber, when it runs again, sees the epoch
+  // changed and leads nothing.
+  if (fiber_leader_ == nullptr || !fiber::Held(fiber_leader_)) return;
+  ++lead_epoch_;
+  ++steals_;
+  fiber_leader_ = nullptr;
+  leading_ = false;
+  LeadBatch(lock, nullptr);
 }
 
 void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self) {
   while (!leading_ && !queue_.empty()) {
     // Lead: take everything queued so far (the caller's op included) into one transaction.
     leading_ = true;
-    Gather(lock);
+    if (!Gather(lock)) return;  // the role was taken over while this fiber was held
     std::vector<Pending*> batch;
     batch.swap(queue_);
     last_batch_ops_ = batch.size();
@@ -448,7 +481,9 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self) 
     // Nobody else will flush for the fibers registered above: the flusher does.
     if (request_flush && sync_leader == nullptr && !syncing_) RequestFlushLocked();
     leading_ = false;
-    // The oldest queued waiter leads the next batch (it takes the whole queue).
+    // The oldest queued waiter leads the next batch (it takes the whole queue). The role is only
+    // offered: until it takes it, any writer that comes leads — and if it is a fiber held by a
+    // plugin that blocks its carrier, the flusher leads the queue (StealFromHeldFiberLocked).
     const auto waiter = std::find_if(queue_.begin(), queue_.end(), [](const Pending* p) { return !p->detached; });
     if (waiter != queue_.end()) Post((*waiter)->signal, (*waiter)->fiber, kLead, wakes);
     const bool only_submitted = waiter == queue_.end() && !queue_.empty();

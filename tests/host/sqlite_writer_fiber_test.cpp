@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <future>
 #include <mutex>
 #include <set>
 #include <string>
@@ -129,6 +130,41 @@ TEST(SqliteWriterFiberTest, FailedFlushReachesTheFibersWaitingForItAndPoisonsThe
   }
   EXPECT_EQ(unavailable.load(), 4);
   EXPECT_EQ(w->Write(Insert(99), Durability::kLazy).reason(), Reason::kStoreUnavailable);
+}
+
+// A fiber leader yields to gather, and then a plugin blocks its carrier (here: a fiber that
+// busy-waits). Nothing else may wait for that fiber for good: the flusher takes the leader role
+// over once the carrier counts as held, so a thread's write still commits — and runs the held
+// fiber's queued op with its own. (With the role kept by the held fiber, this write never returns.)
+TEST(SqliteWriterFiberTest, AFiberHeldWhileGatheringNeverStallsOtherWriters) {
+  clawguard::testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  auto writer = SqliteWriter::ForPath(path);
+  ASSERT_TRUE(writer.ok());
+  std::shared_ptr<SqliteWriter> w = *writer;
+  ASSERT_TRUE(w->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  std::atomic<bool> holding{false}, release{false}, a_done{false};
+  {
+    fiber::Carriers carriers(1, "cg-test-carrier");
+    carriers.Spawn([&] {
+      (void)w->Write(Insert(1));  // queues, yields to gather, and is then held with its carrier
+      a_done = true;
+    });
+    carriers.Spawn([&] {
+      while (w->queued() == 0) fiber::Yield();  // until the first fiber's op waits in the queue
+      holding = true;
+      while (!release.load()) std::this_thread::sleep_for(1ms);  // blocks the carrier
+    });
+    ASSERT_TRUE(WaitUntil([&] { return holding.load(); }));
+    auto other = std::async(std::launch::async, [&] { return w->Write(Insert(2)); });
+    ASSERT_EQ(other.wait_for(30s), std::future_status::ready) << "a write waited for a held fiber";
+    EXPECT_TRUE(other.get().ok());
+    EXPECT_GE(w->steals(), 1);
+    EXPECT_EQ(CountRows(path), 2);  // the held fiber's op ran in this thread's batch
+    EXPECT_FALSE(a_done.load());    // its fiber has not run since
+    release = true;
+  }
+  EXPECT_TRUE(a_done.load());
 }
 
 }  // namespace
