@@ -17,16 +17,8 @@ namespace clawguard::host {
 namespace {
 
 // Each test runs with deliveries on threads and as fibers (host.yaml listen.execution).
-class HostCrashTest : public ::testing::TestWithParam<std::string> {
- protected:
-  testing::HostFixtureOptions Options() const {
-    testing::HostFixtureOptions o;
-    o.execution = GetParam();
-    return o;
-  }
-};
-INSTANTIATE_TEST_SUITE_P(Execution, HostCrashTest, ::testing::Values("threads", "fibers"),
-                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+class HostCrashTest : public testing::ExecutionTest {};
+INSTANTIATE_TEST_SUITE_P(Execution, HostCrashTest, testing::Executions(), testing::ExecutionName);
 
 using testing::ErpAnswer;
 using testing::HostFixture;

@@ -16,16 +16,8 @@ namespace clawguard::host {
 namespace {
 
 // Each test runs with deliveries on threads and as fibers (host.yaml listen.execution).
-class HostEndToEndTest : public ::testing::TestWithParam<std::string> {
- protected:
-  testing::HostFixtureOptions Options() const {
-    testing::HostFixtureOptions o;
-    o.execution = GetParam();
-    return o;
-  }
-};
-INSTANTIATE_TEST_SUITE_P(Execution, HostEndToEndTest, ::testing::Values("threads", "fibers"),
-                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+class HostEndToEndTest : public testing::ExecutionTest {};
+INSTANTIATE_TEST_SUITE_P(Execution, HostEndToEndTest, testing::Executions(), testing::ExecutionName);
 
 using clawguard::testing::ReadFile;
 using testing::HostFixture;

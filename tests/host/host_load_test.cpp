@@ -19,16 +19,8 @@ namespace clawguard::host {
 namespace {
 
 // Each test runs with deliveries on threads and as fibers (host.yaml listen.execution).
-class HostLoadTest : public ::testing::TestWithParam<std::string> {
- protected:
-  testing::HostFixtureOptions Options() const {
-    testing::HostFixtureOptions o;
-    o.execution = GetParam();
-    return o;
-  }
-};
-INSTANTIATE_TEST_SUITE_P(Execution, HostLoadTest, ::testing::Values("threads", "fibers"),
-                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+class HostLoadTest : public testing::ExecutionTest {};
+INSTANTIATE_TEST_SUITE_P(Execution, HostLoadTest, testing::Executions(), testing::ExecutionName);
 
 using testing::HostFixture;
 using testing::HostFixtureOptions;

@@ -6,9 +6,12 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <future>
+#include <initializer_list>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "clawguard/fiber.h"
@@ -127,6 +130,26 @@ class PluginDispatchTest : public ::testing::Test {
                                 std::move(routes), h_.idem(), d->AsDispatcher());
     CLAWGUARD_CHECK(pipeline.ok());
     return std::move(pipeline).value();
+  }
+  // AsyncAnswers collects the answers FinishAsync gives, by webhook-id.
+  struct AsyncAnswers {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::map<std::string, HttpResponse> by_id;  // guarded by mu
+  };
+  // StartAll admits and starts a delivery of {"order_id":9} per id through |pipeline|.
+  void StartAll(WebhookPipeline& pipeline, std::initializer_list<std::string> ids, AsyncAnswers& answers) {
+    for (const std::string& id : ids) {
+      const HttpRequest r = Signed(id, R"({"order_id":9})");
+      auto front = pipeline.Front(r);
+      ASSERT_TRUE(std::holds_alternative<WebhookPipeline::Admitted>(front));
+      pipeline.FinishAsync(r, std::get<WebhookPipeline::Admitted>(std::move(front)),
+                           Responder([&answers, id](HttpResponse a) {
+                             std::lock_guard lock(answers.mu);
+                             answers.by_id.emplace(id, std::move(a));
+                             answers.cv.notify_all();
+                           }));
+    }
   }
   // Signed is a delivery of |body| as |id|, signed now for Pipeline's route.
   HttpRequest Signed(const std::string& id, const std::string& body) {
@@ -423,23 +446,12 @@ TEST_F(PluginDispatchTest, FinishAsyncAnswersAHungDeliveryAtTheTimeoutAndTheNext
   ResetHang(/*release=*/0);
   auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(100));
   std::unique_ptr<WebhookPipeline> pipeline = Pipeline(d, /*max_in_flight=*/1);
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::pair<std::string, HttpResponse>> answers;
-  for (const std::string id : {"msg_a", "msg_b"}) {
-    const HttpRequest r = Signed(id, R"({"order_id":9})");
-    auto front = pipeline->Front(r);
-    ASSERT_TRUE(std::holds_alternative<WebhookPipeline::Admitted>(front));
-    pipeline->FinishAsync(r, std::get<WebhookPipeline::Admitted>(std::move(front)), Responder([&, id](HttpResponse a) {
-      std::lock_guard lock(mu);
-      answers.emplace_back(id, std::move(a));
-      cv.notify_all();
-    }));
-  }
+  AsyncAnswers answers;
+  ASSERT_NO_FATAL_FAILURE(StartAll(*pipeline, {"msg_a", "msg_b"}, answers));
   {
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return answers.size() == 2; }));
-    for (const auto& [id, a] : answers) {
+    std::unique_lock lock(answers.mu);
+    ASSERT_TRUE(answers.cv.wait_for(lock, std::chrono::seconds(60), [&] { return answers.by_id.size() == 2; }));
+    for (const auto& [id, a] : answers.by_id) {
       EXPECT_EQ(a.status, 503) << id;
       EXPECT_NE(a.body.find("plugin_timeout"), std::string::npos) << a.body;
       EXPECT_EQ(a.headers.Get("Retry-After").value_or(""), "30") << id;
@@ -448,8 +460,8 @@ TEST_F(PluginDispatchTest, FinishAsyncAnswersAHungDeliveryAtTheTimeoutAndTheNext
   EXPECT_EQ(d->running_threads(), 2);  // both threads are still in the plugin
   ResetHang(/*release=*/1);
   EXPECT_TRUE(d->WaitIdle(std::chrono::milliseconds(60'000)));
-  std::lock_guard lock(mu);
-  EXPECT_EQ(answers.size(), 2u);
+  std::lock_guard lock(answers.mu);
+  EXPECT_EQ(answers.by_id.size(), 2u);
   EXPECT_EQ(h_.AuditCount("\"plugin_timeout\""), 2u);
   EXPECT_EQ(h_.erp().requests_total(), 0u);
 }
@@ -463,29 +475,18 @@ TEST_F(PluginDispatchTest, WithFibersADeliveryHeldBehindAHungPluginIsAnsweredByT
   ResetHang(/*release=*/0);
   auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(100));
   fiber::Carriers carriers(1, "cg-test-carrier");
+  AsyncAnswers answers;
   {
     std::unique_ptr<WebhookPipeline> pipeline =
         Pipeline(d, /*max_in_flight=*/1, &carriers, std::chrono::milliseconds(300));
-    std::mutex mu;
-    std::condition_variable cv;
-    std::map<std::string, HttpResponse> answers;
-    for (const std::string id : {"msg_a", "msg_b"}) {
-      const HttpRequest r = Signed(id, R"({"order_id":9})");
-      auto front = pipeline->Front(r);
-      ASSERT_TRUE(std::holds_alternative<WebhookPipeline::Admitted>(front));
-      pipeline->FinishAsync(r, std::get<WebhookPipeline::Admitted>(std::move(front)), Responder([&, id](HttpResponse a) {
-        std::lock_guard lock(mu);
-        answers.emplace(id, std::move(a));
-        cv.notify_all();
-      }));
-    }
+    ASSERT_NO_FATAL_FAILURE(StartAll(*pipeline, {"msg_a", "msg_b"}, answers));
     {
-      std::unique_lock lock(mu);
-      ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return answers.size() == 2; }));
-      const HttpResponse& a = answers.at("msg_a");
+      std::unique_lock lock(answers.mu);
+      ASSERT_TRUE(answers.cv.wait_for(lock, std::chrono::seconds(60), [&] { return answers.by_id.size() == 2; }));
+      const HttpResponse& a = answers.by_id.at("msg_a");
       EXPECT_EQ(a.status, 503);
       EXPECT_EQ(a.headers.Get("Retry-After").value_or(""), "30");  // the watchdog's answer
-      const HttpResponse& b = answers.at("msg_b");
+      const HttpResponse& b = answers.by_id.at("msg_b");
       EXPECT_EQ(b.status, 503);
       EXPECT_NE(b.body.find("could not start"), std::string::npos) << b.body;
       EXPECT_EQ(b.headers.Get("Retry-After").value_or(""), "1");

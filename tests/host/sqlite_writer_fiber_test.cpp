@@ -47,6 +47,15 @@ SqliteWriter::Op Insert(int64_t v) {
   };
 }
 
+// NewTable opens the writer of a new file and creates table t.
+std::shared_ptr<SqliteWriter> NewTable(const std::string& path) {
+  auto writer = SqliteWriter::ForPath(path);
+  EXPECT_TRUE(writer.ok()) << writer.error().ToString();
+  if (!writer.ok()) return nullptr;
+  EXPECT_TRUE((*writer)->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  return *writer;
+}
+
 template <class Pred>
 bool WaitUntil(Pred pred) {  // bounds a hang only; no wall-clock assertion
   for (int i = 0; i < 30000 && !pred(); ++i) std::this_thread::sleep_for(1ms);
@@ -56,10 +65,8 @@ bool WaitUntil(Pred pred) {  // bounds a hang only; no wall-clock assertion
 TEST(SqliteWriterFiberTest, FibersWritesRunOnceDurablyShareCommitsAndAreFlushedOffTheCarriers) {
   clawguard::testing::TempDir dir;
   const std::string path = dir.Sub("w.db");
-  auto writer = SqliteWriter::ForPath(path);
-  ASSERT_TRUE(writer.ok()) << writer.error().ToString();
-  std::shared_ptr<SqliteWriter> w = *writer;
-  ASSERT_TRUE(w->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  std::shared_ptr<SqliteWriter> w = NewTable(path);
+  ASSERT_NE(w, nullptr);
   std::mutex mu;
   std::set<std::string> flushed_on;  // guarded by mu
   w->SetSyncForTesting([&](int fd) {
@@ -109,10 +116,8 @@ TEST(SqliteWriterFiberTest, FibersWritesRunOnceDurablyShareCommitsAndAreFlushedO
 TEST(SqliteWriterFiberTest, FailedFlushReachesTheFibersWaitingForItAndPoisonsTheWriter) {
   clawguard::testing::TempDir dir;
   const std::string path = dir.Sub("w.db");
-  auto writer = SqliteWriter::ForPath(path);
-  ASSERT_TRUE(writer.ok());
-  std::shared_ptr<SqliteWriter> w = *writer;
-  ASSERT_TRUE(w->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  std::shared_ptr<SqliteWriter> w = NewTable(path);
+  ASSERT_NE(w, nullptr);
   w->SetSyncForTesting([](int) { return EIO; });
   std::atomic<int> unavailable{0}, done{0};
   {
@@ -139,10 +144,8 @@ TEST(SqliteWriterFiberTest, FailedFlushReachesTheFibersWaitingForItAndPoisonsThe
 TEST(SqliteWriterFiberTest, AFiberHeldWhileGatheringNeverStallsOtherWriters) {
   clawguard::testing::TempDir dir;
   const std::string path = dir.Sub("w.db");
-  auto writer = SqliteWriter::ForPath(path);
-  ASSERT_TRUE(writer.ok());
-  std::shared_ptr<SqliteWriter> w = *writer;
-  ASSERT_TRUE(w->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  std::shared_ptr<SqliteWriter> w = NewTable(path);
+  ASSERT_NE(w, nullptr);
   std::atomic<bool> holding{false}, release{false}, a_done{false};
   {
     fiber::Carriers carriers(1, "cg-test-carrier");

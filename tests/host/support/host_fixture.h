@@ -10,6 +10,7 @@
 #ifndef CLAWGUARD_TESTS_HOST_SUPPORT_HOST_FIXTURE_H_
 #define CLAWGUARD_TESTS_HOST_SUPPORT_HOST_FIXTURE_H_
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -65,6 +66,19 @@ struct HostFixtureOptions {
   int workers = 4;
   std::string execution = "threads";  // listen.execution: threads or fibers (then 2 carriers)
 };
+
+// ExecutionTest runs a host test once per listen.execution: INSTANTIATE_TEST_SUITE_P(Execution,
+// Suite, Executions(), ExecutionName) for `class Suite : public ExecutionTest {}`.
+class ExecutionTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  HostFixtureOptions Options() const {
+    HostFixtureOptions o;
+    o.execution = GetParam();
+    return o;
+  }
+};
+inline auto Executions() { return ::testing::Values(std::string("threads"), std::string("fibers")); }
+inline std::string ExecutionName(const ::testing::TestParamInfo<std::string>& i) { return i.param; }
 
 // Reply is one HTTP answer as a test client saw it.
 struct Reply {
