@@ -488,6 +488,7 @@ TEST_F(PluginDispatchTest, WithFibersADeliveryHeldBehindAHungPluginIsAnsweredByT
       EXPECT_EQ(a.headers.Get("Retry-After").value_or(""), "30");  // the watchdog's answer
       const HttpResponse& b = answers.by_id.at("msg_b");
       EXPECT_EQ(b.status, 503);
+      EXPECT_NE(b.body.find("/plugin_timeout\""), std::string::npos) << b.body;  // the problem type
       EXPECT_NE(b.body.find("could not start"), std::string::npos) << b.body;
       EXPECT_EQ(b.headers.Get("Retry-After").value_or(""), "1");
     }
