@@ -14,6 +14,8 @@
 #   dwarf  perf record --call-graph dwarf for 3 s (full stacks; `--children --sort sym`)
 #   sched  sched:sched_switch with DWARF stacks for 2 s: where the host sleeps
 #   sys    perf stat of the main system calls: calls per delivery
+#   calls  the main system calls with DWARF stacks for 2 s: who makes them
+#          (`perf report -i DIR/perf.data --no-children --sort sym,event`)
 # A recording slows the host; compare builds with bench/host_ab.sh, not with this script.
 # BIN defaults to build/bench/cli/clawguard. Needs what host_bench.sh needs.
 set -euo pipefail
@@ -28,7 +30,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 cg="$(realpath "${args[0]:-$build/cli/clawguard}")"; mode="${args[1]:-none}"; duration="${args[2]:-8}"
-case "$mode" in none|cpu|dwarf|sched|sys) ;; *) echo "bench/host_profile.sh: MODE is none, cpu, dwarf, sched or sys" >&2; exit 2 ;; esac
+case "$mode" in none|cpu|dwarf|sched|sys|calls) ;; *) echo "bench/host_profile.sh: MODE is none, cpu, dwarf, sched, sys or calls" >&2; exit 2 ;; esac
 [ -x "$cg" ] || { echo "bench/host_profile.sh: $cg is not an executable" >&2; exit 2; }
 [ "$mode" = none ] || command -v perf >/dev/null || { echo "bench/host_profile.sh: MODE $mode needs perf" >&2; exit 2; }
 hook="$build/tools/clawguard-webhook"; stage="$build/examples/acme-orders/stage"
@@ -67,6 +69,10 @@ case "$mode" in
     ev=$(for c in futex epoll_wait poll recvmsg sendmsg pread64 pwrite64 fcntl timerfd_settime epoll_ctl write fdatasync; do
       printf 'syscalls:sys_enter_%s,' $c; done)
     perf stat -e "${ev%,}" -p $hpid -o perf-stat.txt -- sleep "$duration" >/dev/null 2>&1 & recorder=$! ;;
+  calls)
+    ev=$(for c in epoll_ctl epoll_wait pread64 pwrite64 fcntl timerfd_settime futex write recvmsg sendmsg; do
+      printf 'syscalls:sys_enter_%s,' $c; done)
+    perf record -e "${ev%,}" -c 1 --call-graph dwarf,16384 -p $hpid -o perf.data -- sleep 2 >/dev/null 2>&1 & recorder=$! ;;
 esac
 out=$(run_wrk "$duration" "http://$main$path" first.tsv once)
 [ -n "$recorder" ] && wait "$recorder" || true

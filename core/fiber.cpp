@@ -483,6 +483,42 @@ int WaitFd(int fd, short events, int timeout_ms) {
   return ready ? 1 : 0;
 }
 
+int FdWatch::Wait(int fd, short events, int timeout_ms) {
+  Fiber* f = t_current;
+  if (f == nullptr) return WaitFd(fd, events, timeout_ms);
+  if (fd != fd_) {
+    fd_ = fd;
+    carriers_.clear();
+  }
+  Carrier* c = f->carrier;
+  epoll_event ev{};
+  ev.events = EPOLLONESHOT | ((events & POLLIN) ? EPOLLIN : 0u) | ((events & POLLOUT) ? EPOLLOUT : 0u);
+  ev.data.ptr = f;
+  const bool known = std::find(carriers_.begin(), carriers_.end(), c) != carriers_.end();
+  // Re-arm where it is registered; a carrier that went (or a closed and reused descriptor) answers
+  // ENOENT, and one registered without our record EEXIST: then the other operation.
+  int rc = ::epoll_ctl(c->epfd, known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
+  if (rc != 0 && errno == (known ? ENOENT : EEXIST)) {
+    rc = ::epoll_ctl(c->epfd, known ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev);
+  }
+  if (rc != 0) return -1;
+  if (!known) carriers_.push_back(c);
+  f->fd_ready = false;
+  f->timed_out = false;
+  if (timeout_ms >= 0) AddTimer(f, Clock::now() + std::chrono::milliseconds(timeout_ms));
+  while (!f->fd_ready && !f->timed_out) Park();
+  DropTimer(f);
+  const bool ready = f->fd_ready;
+  f->fd_ready = false;
+  if (!ready) {
+    // Still armed with this fiber as its target: removed, so no later event names it.
+    (void)::epoll_ctl(c->epfd, EPOLL_CTL_DEL, fd, nullptr);
+    carriers_.erase(std::find(carriers_.begin(), carriers_.end(), c));
+    return 0;
+  }
+  return 1;  // the event was reported: EPOLLONESHOT disarmed the registration
+}
+
 void SleepFor(std::chrono::microseconds d) {
   Fiber* f = t_current;
   if (f == nullptr) {

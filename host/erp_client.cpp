@@ -124,7 +124,7 @@ using ClientStream = beast::basic_stream<tcp, asio::io_context::executor_type>;
 // empty epoll_waits to reap the completions (host benchmark, bench/README.md session 9).
 class PollingStream {
  public:
-  PollingStream(int fd, SteadyTime deadline) : fd_(fd), deadline_(deadline) {}
+  PollingStream(int fd, fiber::FdWatch& watch, SteadyTime deadline) : fd_(fd), watch_(watch), deadline_(deadline) {}
 
   template <class Buffers>
   size_t read_some(const Buffers& buffers, beast::error_code& ec) {
@@ -206,8 +206,9 @@ class PollingStream {
         ec = beast::error::timeout;
         return false;
       }
-      // poll() on a thread; through the carrier's epoll on a fiber (the carrier runs others meanwhile).
-      const int n = fiber::WaitFd(fd_, events, static_cast<int>(std::min<int64_t>(left.count(), INT_MAX)));
+      // poll() on a thread; through the carrier's epoll on a fiber (the carrier runs others
+      // meanwhile), where the connection stays registered between waits (fiber::FdWatch).
+      const int n = watch_.Wait(fd_, events, static_cast<int>(std::min<int64_t>(left.count(), INT_MAX)));
       if (n > 0) return true;  // ready, or an error/hang-up the next send or receive reports
       if (n < 0 && errno != EINTR) {
         ec = beast::error_code(errno, boost::system::system_category());
@@ -217,6 +218,7 @@ class PollingStream {
   }
 
   int fd_;
+  fiber::FdWatch& watch_;
   SteadyTime deadline_;
 };
 
@@ -286,7 +288,7 @@ class Connection {
                             std::string_view path, bool* got_some) {
     *got_some = false;
     if (!tls_) {
-      PollingStream stream(plain_->socket().native_handle(), deadline);
+      PollingStream stream(plain_->socket().native_handle(), watch_, deadline);
       return ExchangeWith(
           req, method, path, got_some,
           [&](auto& r) {
@@ -408,6 +410,7 @@ class Connection {
   std::optional<ClientStream> plain_;
   std::optional<beast::ssl_stream<ClientStream>> tls_;
   beast::flat_buffer buffer_;
+  fiber::FdWatch watch_;  // the plain socket's registrations with carriers' epolls
   bool connected_ = false;
   bool reusable_ = false;
 };

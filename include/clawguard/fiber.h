@@ -41,6 +41,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace clawguard::fiber {
 
@@ -78,6 +79,25 @@ void Yield();
 // (-1: no limit): 1 when ready (or on an error or hang-up, which the next I/O call reports), 0 on
 // time-out, -1 with errno set if the wait itself failed. On a plain thread this is poll().
 int WaitFd(int fd, short events, int timeout_ms);
+
+// FdWatch is WaitFd for one descriptor waited on again and again (a pooled connection): it keeps
+// the descriptor registered with the epoll of each carrier it was waited on, disarmed between
+// waits (EPOLLONESHOT), so a wait re-arms it with one epoll_ctl instead of adding and deleting it
+// (two). A disarmed registration never reports an event, and closing the descriptor removes it.
+// One wait at a time (the owner of the connection); on a plain thread Wait is poll().
+class FdWatch {
+ public:
+  FdWatch() = default;
+  FdWatch(const FdWatch&) = delete;
+  FdWatch& operator=(const FdWatch&) = delete;
+  // Wait is WaitFd(fd, events, timeout_ms). A new |fd| (the owner reconnected) forgets the
+  // carriers of the previous one.
+  int Wait(int fd, short events, int timeout_ms);
+
+ private:
+  int fd_ = -1;
+  std::vector<const void*> carriers_;  // carriers whose epoll holds |fd_| (disarmed)
+};
 
 // SleepFor suspends the current fiber (or thread) for at least |d|.
 void SleepFor(std::chrono::microseconds d);

@@ -157,6 +157,80 @@ TEST(FiberTest, WaitFdParksUntilTheDescriptorIsReadyOrTheTimeoutPasses) {
   ::close(fds[1]);
 }
 
+// A pooled connection's descriptor: waited on by one fiber after another, on either carrier, with
+// the data there before the wait or coming after it, after a timed-out wait, and after the
+// connection was replaced by a new descriptor (most likely the same number).
+TEST(FiberTest, FdWatchWaitsAgainAndAgainOnAnyCarrierAfterATimeoutAndAfterAReconnect) {
+  Carriers carriers(2, "cg-test-fiber");
+  FdWatch watch;
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  std::mutex mu;
+  std::set<std::thread::id> waiters;  // guarded by mu
+  // WaitOnce runs one wait on a fresh fiber (behind a parked holder fiber when |hold|, so that
+  // the wait runs on the other carrier) and returns what Wait returned; a ready wait reads a byte.
+  const auto wait_once = [&](bool data_first, bool hold, int timeout_ms) {
+    std::atomic<Fiber*> holder{nullptr};
+    std::atomic<bool> release{false};
+    if (hold) {
+      carriers.Spawn([&] {
+        holder = Current();
+        while (!release.load()) Park();
+      });
+      EXPECT_TRUE(WaitUntil([&] { return holder.load() != nullptr; }));
+    }
+    if (data_first) {
+      EXPECT_EQ(::write(fds[1], "x", 1), 1);
+    }
+    std::atomic<int> got{-2};
+    carriers.Spawn([&] {
+      {
+        std::lock_guard lock(mu);
+        waiters.insert(std::this_thread::get_id());
+      }
+      const int r = watch.Wait(fds[0], POLLIN, timeout_ms);
+      char c;
+      if (r == 1) {
+        EXPECT_EQ(::read(fds[0], &c, 1), 1);
+      }
+      got = r;
+    });
+    if (!data_first && timeout_ms > 1000) {
+      EXPECT_EQ(::write(fds[1], "x", 1), 1);
+    }
+    EXPECT_TRUE(WaitUntil([&] { return got.load() != -2; }));
+    if (hold) {
+      release = true;
+      Unpark(holder.load());
+      EXPECT_TRUE(WaitUntil([&] { return carriers.live() == 0; }));
+    }
+    return got.load();
+  };
+  for (int round = 0; round < 8; ++round) {
+    EXPECT_EQ(wait_once(/*data_first=*/round % 4 < 2, /*hold=*/round % 2 == 1, 20000), 1) << "round " << round;
+  }
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(waiters.size(), 2u);  // registered with both carriers' epolls
+  }
+  EXPECT_EQ(wait_once(false, false, 20), 0);  // nothing comes: timed out (and deregistered)
+  EXPECT_EQ(wait_once(false, false, 20000), 1);
+  EXPECT_EQ(wait_once(true, true, 20000), 1);
+  // Reconnect: the old descriptor is closed (its registrations go with it).
+  ::close(fds[0]);
+  ::close(fds[1]);
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  for (int round = 0; round < 4; ++round) {
+    EXPECT_EQ(wait_once(round % 2 == 0, round >= 2, 20000), 1) << "after reconnect, round " << round;
+  }
+  // A plain thread polls.
+  EXPECT_EQ(watch.Wait(fds[0], POLLIN, 0), 0);
+  ASSERT_EQ(::write(fds[1], "x", 1), 1);
+  EXPECT_EQ(watch.Wait(fds[0], POLLIN, 1000), 1);
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
 TEST(FiberTest, SleepForAndRunBlockingParkOnlyTheFiber) {
   Carriers carriers(1, "cg-test-fiber");
   std::atomic<bool> slept{false}, blocked_done{false}, other_ran{false};
