@@ -11,6 +11,8 @@
 # loaded at once) rewards the binary that waits least and is not a substitute (bench/README.md).
 # A_EXECUTION / B_EXECUTION (threads or fibers) set one host's listen.execution (BENCH_EXECUTION
 # both): e.g. B_EXECUTION=fibers bench/host_ab.sh OLD NEW compares the old default with fibers.
+# A_WORKERS / B_WORKERS set one host's listen.workers (default 4); A_CARRIERS / B_CARRIERS its
+# listen.carriers (fibers only).
 # Build the two binaries first (e.g. `cmake --build build/bench --target clawguard` before and
 # after a change, copying build/bench/cli/clawguard aside). Needs what host_bench.sh needs.
 set -euo pipefail
@@ -37,9 +39,9 @@ cd "$work"
 bench_sign_plugin
 bench_start_nginx auto
 bench_host_secrets
-BENCH_EXECUTION="${A_EXECUTION:-${BENCH_EXECUTION:-}}" bench_host_yaml A sqlite:state/state.db
+workers=${A_WORKERS:-4} BENCH_CARRIERS="${A_CARRIERS:-${BENCH_CARRIERS:-}}" BENCH_EXECUTION="${A_EXECUTION:-${BENCH_EXECUTION:-}}" bench_host_yaml A sqlite:state/state.db
 bench_start_host A "$cg"; mainA=$main
-BENCH_EXECUTION="${B_EXECUTION:-${BENCH_EXECUTION:-}}" bench_host_yaml B sqlite:state/state.db
+workers=${B_WORKERS:-4} BENCH_CARRIERS="${B_CARRIERS:-${BENCH_CARRIERS:-}}" BENCH_EXECUTION="${B_EXECUTION:-${BENCH_EXECUTION:-}}" bench_host_yaml B sqlite:state/state.db
 bench_start_host B "$CGB"; mainB=$main
 path=/webhooks/acme-orders/order.created
 lua="$here/webhook_requests.lua"
@@ -47,7 +49,7 @@ run_wrk() { wrk -t "$threads" -c "$connections" -d "${1}s" -s "$lua" "$2" -- "$3
 gen 4000 w_ warm.tsv
 run_wrk 3 "http://$mainA$path" warm.tsv once >/dev/null; run_wrk 3 "http://$mainB$path" warm.tsv once >/dev/null
 for r in $(seq $rounds); do
-  gen $((4000*duration)) r${r}_ f.tsv
+  gen $((8000*duration)) r${r}_ f.tsv
   if [ $((r % 2)) = 1 ]; then order="A B"; else order="B A"; fi
   for h in $order; do
     m=mainA; [ $h = B ] && m=mainB

@@ -11,7 +11,10 @@
 #       ERP calls (fulfil, then one adjust per order line: the template has two) through the
 #       outbox, and is stored durably before its answer;
 #   (a) replays of completed keys: the deliveries (b) completed, cycled ("cycle");
-#   (e) as (b), on a second host with listen.execution: fibers (its own store; one run after (b));
+#   (e) as (b), on a second host with listen.execution: fibers (its own store; one run after (b)),
+#       one I/O thread (listen.workers 1) and the default carriers (half the CPUs, at least 1): with
+#       fibers the I/O threads only parse and answer, and fewer threads compete for the 2 cores
+#       (+6.7 %, 3 of 4 interleaved rounds against workers 4; bench/README.md session 12);
 #   (c) nginx serving a static 200 to the same request bytes (the reference).
 #   (d) clawguard-test-erp --static: the host's HTTP layer (HttpServer, FrontHandler) answering 200 {}
 #       inline, without the pipeline: the ceiling of the replay path on this server design.
@@ -77,7 +80,8 @@ bench_start_host "$work" "$cg"
 path=/webhooks/acme-orders/order.created
 # (e): a second host, its own store, listen.execution: fibers (loaded only for its own run).
 main_threads=$main host_threads_pid=$host_pid
-BENCH_EXECUTION=fibers bench_host_yaml fib sqlite:state/state.db
+fib_workers=1
+workers=$fib_workers BENCH_EXECUTION=fibers bench_host_yaml fib sqlite:state/state.db
 bench_start_host "$work/fib" "$cg"
 main_fibers=$main
 main=$main_threads host_pid=$host_threads_pid
@@ -189,7 +193,7 @@ print(row("(b) first-time deliveries (claim, plugin, 3 ERP calls via the outbox,
 print(row("(c) nginx, static 200 to the same requests", nginx, nginx))
 if static:
     print(row("(d) the host's HTTP layer alone (clawguard-test-erp --static: 200 {} from the I/O thread)", static, nginx))
-print(row("(e) first-time deliveries as (b), `listen.execution: fibers` (a second host, its own store)", fibers, nginx))
+print(row("(e) first-time deliveries as (b), `listen.execution: fibers`, workers 1, default carriers (a second host, its own store)", fibers, nginx))
 print()
 bad = []
 for name, rs in (("replay", replays), ("first-time", [first]), ("first-time, fibers", [fibers]), ("nginx", nginxes), ("static", statics)):

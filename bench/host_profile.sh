@@ -53,7 +53,7 @@ path=/webhooks/acme-orders/order.created
 run_wrk() { wrk -t "$threads" -c "$connections" -d "${1}s" -s "$here/webhook_requests.lua" "$2" -- "$3" "$threads" "$4" 0 | grep '^{'; }
 gen 4000 w_ warm.tsv
 run_wrk 3 "http://$main$path" warm.tsv once >/dev/null
-gen $((5000 * duration)) r_ first.tsv
+gen $((8000 * duration)) r_ first.tsv
 
 # Counters: machine busy/idle ticks, the host's context switches, CPU ticks per thread name.
 machine() { awk '/^cpu /{print $2+$3+$4+$6+$7+$8, $5}' /proc/stat; }

@@ -95,8 +95,9 @@ gen() { "$hook" gen "$1" --secret-env BENCH_WHSEC --template "$here/host_event_t
 # bench_host_yaml DIR STORE: DIR/host.yaml for the signed acme-orders plugin of bench_sign_plugin
 # ($work/plugins, trust.yaml, allowlist.yaml) with nginx as the ERP ($nginx_port), STORE as the
 # store URL (a relative sqlite: path is relative to where the host is started) and DIR's own audit
-# log; $workers I/O threads; listen.execution from BENCH_EXECUTION (threads or fibers) when set. The secrets come from BENCH_ADMIN_TOKEN, BENCH_WHSEC and
-# BENCH_ERP_AUTH in the environment.
+# log; $workers I/O threads; listen.execution from BENCH_EXECUTION (threads or fibers) and
+# listen.carriers from BENCH_CARRIERS (fibers only) when set. The secrets come from
+# BENCH_ADMIN_TOKEN, BENCH_WHSEC and BENCH_ERP_AUTH in the environment.
 bench_host_yaml() {
   mkdir -p "$1"
   local execution_yaml=""
@@ -105,6 +106,7 @@ bench_host_yaml() {
     threads|fibers) execution_yaml=", execution: $BENCH_EXECUTION" ;;
     *) echo "bench: BENCH_EXECUTION is threads or fibers, not '$BENCH_EXECUTION'" >&2; exit 2 ;;
   esac
+  [ -n "${BENCH_CARRIERS:-}" ] && execution_yaml="$execution_yaml, carriers: $BENCH_CARRIERS"
   cat >"$1/host.yaml" <<YAML
 schema: clawguard/host/v1
 listen: { address: 127.0.0.1:0, tls: null, max_body: 1MiB, max_headers: 16KiB, workers: $workers$execution_yaml }

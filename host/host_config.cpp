@@ -47,7 +47,7 @@ Result<ListenConfig> ReadListen(Reader& r, YamlMap& top) {
   if (carriers && !c.fibers) {
     return m.Error(m.node()["carriers"], "carriers", "carriers applies only to execution: fibers");
   }
-  c.carriers = static_cast<int>(carriers.value_or(std::max(1u, std::thread::hardware_concurrency())));
+  c.carriers = static_cast<int>(carriers.value_or(DefaultCarriers(std::thread::hardware_concurrency())));
   CLAWGUARD_RETURN_IF_ERROR(m.Finish());
   return c;
 }

@@ -49,8 +49,14 @@ struct ListenConfig {
   // listen.execution: how deliveries run (ARCHITECTURE.md "Execution model"): a thread each
   // (false, "threads") or fibers on |carriers| carrier threads (true, "fibers"; SQLite only).
   bool fibers = false;
-  int carriers = 0;  // listen.carriers (fibers only); default: the number of CPUs
+  int carriers = 0;  // listen.carriers (fibers only); default: DefaultCarriers
 };
+
+// DefaultCarriers is listen.carriers when not set: half the CPUs |cpus| (at least one). The
+// carriers share the machine with the I/O threads, the store's flusher and checkpointer and the
+// kernel's network work; on the 2-CPU benchmark one carrier delivered +13 % more than two (6 of 6
+// interleaved rounds, bench/README.md session 12). |cpus| 0 (unknown) is one.
+inline int DefaultCarriers(unsigned cpus) { return cpus < 4 ? 1 : static_cast<int>(cpus / 2); }
 
 struct AdminConfig {
   std::string address;

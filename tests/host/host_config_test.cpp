@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <thread>
 
 #include "clawguard/clock.h"
 #include "clawguard/encoding.h"
@@ -162,7 +163,14 @@ TEST(HostConfigTest, ExecutionIsThreadsByDefaultAndFibersOnlyWithTheSqliteStore)
   EXPECT_EQ((*fibers)->listen.carriers, 3);
   auto cpus = ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, execution: fibers }"));
   ASSERT_TRUE(cpus.ok()) << cpus.error().ToString();
-  EXPECT_GE((*cpus)->listen.carriers, 1);  // the number of CPUs
+  EXPECT_EQ((*cpus)->listen.carriers, DefaultCarriers(std::thread::hardware_concurrency()));
+  // Half the CPUs, at least one.
+  EXPECT_EQ(DefaultCarriers(0), 1);
+  EXPECT_EQ(DefaultCarriers(1), 1);
+  EXPECT_EQ(DefaultCarriers(2), 1);
+  EXPECT_EQ(DefaultCarriers(3), 1);
+  EXPECT_EQ(DefaultCarriers(4), 2);
+  EXPECT_EQ(DefaultCarriers(16), 8);
   auto threads = ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, execution: threads }"));
   ASSERT_TRUE(threads.ok()) << threads.error().ToString();
   EXPECT_FALSE((*threads)->listen.fibers);
