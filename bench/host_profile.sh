@@ -17,7 +17,9 @@
 #   calls  the main system calls with DWARF stacks for 2 s: who makes them
 #          (`perf report -i DIR/perf.data --no-children --sort sym,event`)
 # A recording slows the host; compare builds with bench/host_ab.sh, not with this script.
-# BIN defaults to build/bench/cli/clawguard. Needs what host_bench.sh needs.
+# BENCH_EXECUTION, BENCH_CARRIERS and BENCH_WORKERS (default 4) set the host's listen.execution,
+# listen.carriers and listen.workers. BIN defaults to build/bench/cli/clawguard. Needs what
+# host_bench.sh needs.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
@@ -37,7 +39,7 @@ hook="$build/tools/clawguard-webhook"; stage="$build/examples/acme-orders/stage"
 [ -x "$hook" ] && [ -f "$stage/manifest.yaml" ] || {
   echo "bench/host_profile.sh: build clawguard-webhook and acme_orders_stage in $build first" >&2; exit 2; }
 module="${CLAWGUARD_PKCS11_MODULE:-/usr/lib/softhsm/libsofthsm2.so}"
-threads=2; connections=32; workers=4
+threads=2; connections=32; workers=${BENCH_WORKERS:-4}
 work="$(mktemp -d "${TMPDIR:-/tmp}/cg-host-profile.XXXXXX")"; pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
