@@ -168,7 +168,7 @@ PY
 )
 
 # --- the table ---------------------------------------------------------------------------------
-python3 - "$first" "$replays" "$nginxes" "$spot" "$threads" "$connections" "$duration" "$workers" "$fsync_line" "$disk_rate" "$statics" "$rounds" "$fibers" <<'PY'
+python3 - "$first" "$replays" "$nginxes" "$spot" "$threads" "$connections" "$duration" "$workers" "$fsync_line" "$disk_rate" "$statics" "$rounds" "$fibers" "$fib_workers" <<'PY'
 import json, os, sys, datetime, statistics
 first, spot = json.loads(sys.argv[1]), json.loads(sys.argv[4])
 fibers = json.loads(sys.argv[13])
@@ -176,13 +176,14 @@ runs = lambda text: [json.loads(l) for l in text.splitlines() if l.strip()]
 replays, nginxes, statics = runs(sys.argv[2]), runs(sys.argv[3]), runs(sys.argv[11])
 threads, conns, duration, workers, fsync_line, disk_rate = sys.argv[5:11]
 rounds = int(sys.argv[12])
+fib_workers = sys.argv[14]
 def median_run(rs):  # the run with the median req/s (an actual run, so its latencies belong to it)
     return sorted(rs, key=lambda r: r["rps"])[(len(rs) - 1) // 2] if rs else None
 replay, nginx, static = median_run(replays), median_run(nginxes), median_run(statics)
 load = open("/proc/loadavg").read().split()[:3]
 def row(name, r, ref):
     return f"| {name} | {r['rps']:.0f} | {r['p50_ms']:.2f} ms | {r['p99_ms']:.2f} ms | {r['rps'] / ref['rps']:.2f}× |"
-print(f"### Host (acme-orders on SQLite, ERP = nginx; wrk -t{threads} -c{conns} -d{duration}s; host workers {workers}; "
+print(f"### Host (acme-orders on SQLite, ERP = nginx; wrk -t{threads} -c{conns} -d{duration}s; host workers {workers}, (e) workers {fib_workers}; "
       f"{rounds} interleaved rounds of (a), (c), (d), median run shown; "
       f"{os.cpu_count()} cores shared by wrk, host and nginx; {datetime.date.today().isoformat()}; load average {', '.join(load)})")
 print()
