@@ -266,12 +266,28 @@ TEST(FiberTest, RunBlockingRethrowsOnTheFiber) {
   ASSERT_TRUE(WaitUntil([&] { return caught.load() == 1; }));
 }
 
+// The other fiber is made runnable (unparked) by the yielding one, so it is runnable when the
+// yield happens whatever the timing of the test thread (a fiber spawned while the first runs
+// may come after it: a new spawn is not yet runnable).
 TEST(FiberTest, YieldLetsTheOtherRunnableFibersRunFirst) {
   Carriers carriers(1, "cg-test-fiber");
   std::mutex mu;
   std::vector<int> order;
+  std::atomic<Fiber*> second{nullptr};
   std::atomic<int> done{0};
   carriers.Spawn([&] {
+    second = Current();
+    Park();  // until the first fiber unparks it (a spurious return would only run it sooner)
+    {
+      std::lock_guard lock(mu);
+      order.push_back(2);
+    }
+    ++done;
+  });
+  // The first fiber starts after the second parked: both are on the one carrier.
+  ASSERT_TRUE(WaitUntil([&] { return second.load() != nullptr; }));
+  carriers.Spawn([&] {
+    Unpark(second.load());
     {
       std::lock_guard lock(mu);
       order.push_back(1);
@@ -283,16 +299,9 @@ TEST(FiberTest, YieldLetsTheOtherRunnableFibersRunFirst) {
     }
     ++done;
   });
-  carriers.Spawn([&] {
-    std::lock_guard lock(mu);
-    order.push_back(2);
-    ++done;
-  });
   ASSERT_TRUE(WaitUntil([&] { return done.load() == 2; }));
   std::lock_guard lock(mu);
-  // The second fiber may also have run before the first started; either way 3 comes last.
-  ASSERT_EQ(order.size(), 3u);
-  EXPECT_EQ(order.back(), 3);
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
 }
 
 TEST(FiberTest, AStuckCarrierGetsNoNewFibersAndAnotherCarrierIsAdded) {
