@@ -455,6 +455,18 @@ void DropTimer(Fiber* f) {
   f->carrier->timers.erase(f->timer);
   f->has_timer = false;
 }
+// AwaitFdEvent parks |f| (armed in its carrier's epoll) until its descriptor is reported or
+// |timeout_ms| passed (-1: no limit); whether it was reported.
+bool AwaitFdEvent(Fiber* f, int timeout_ms) {
+  f->fd_ready = false;
+  f->timed_out = false;
+  if (timeout_ms >= 0) AddTimer(f, Clock::now() + std::chrono::milliseconds(timeout_ms));
+  while (!f->fd_ready && !f->timed_out) Park();
+  DropTimer(f);
+  const bool ready = f->fd_ready;
+  f->fd_ready = false;
+  return ready;
+}
 }  // namespace
 
 int WaitFd(int fd, short events, int timeout_ms) {
@@ -472,14 +484,8 @@ int WaitFd(int fd, short events, int timeout_ms) {
   ev.events = EPOLLONESHOT | ((events & POLLIN) ? EPOLLIN : 0u) | ((events & POLLOUT) ? EPOLLOUT : 0u);
   ev.data.ptr = f;
   if (::epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) return -1;
-  f->fd_ready = false;
-  f->timed_out = false;
-  if (timeout_ms >= 0) AddTimer(f, Clock::now() + std::chrono::milliseconds(timeout_ms));
-  while (!f->fd_ready && !f->timed_out) Park();
+  const bool ready = AwaitFdEvent(f, timeout_ms);
   (void)::epoll_ctl(c->epfd, EPOLL_CTL_DEL, fd, nullptr);
-  DropTimer(f);
-  const bool ready = f->fd_ready;
-  f->fd_ready = false;
   return ready ? 1 : 0;
 }
 
@@ -503,14 +509,7 @@ int FdWatch::Wait(int fd, short events, int timeout_ms) {
   }
   if (rc != 0) return -1;
   if (!known) carriers_.push_back(c);
-  f->fd_ready = false;
-  f->timed_out = false;
-  if (timeout_ms >= 0) AddTimer(f, Clock::now() + std::chrono::milliseconds(timeout_ms));
-  while (!f->fd_ready && !f->timed_out) Park();
-  DropTimer(f);
-  const bool ready = f->fd_ready;
-  f->fd_ready = false;
-  if (!ready) {
+  if (!AwaitFdEvent(f, timeout_ms)) {
     // Still armed with this fiber as its target: removed, so no later event names it.
     (void)::epoll_ctl(c->epfd, EPOLL_CTL_DEL, fd, nullptr);
     carriers_.erase(std::find(carriers_.begin(), carriers_.end(), c));
