@@ -343,8 +343,6 @@ struct Carrier {
         fresh.swap(spawns);
         if (run.empty() && fresh.empty() && yielded.empty()) sleeping = true;
       }
-      for (Fiber* f : yielded) run.push_back(f);  // after the fibers that were waiting to run
-      yielded.clear();
       for (auto& fn : fresh) {
         Fiber* f = nullptr;
         if (!idle.empty()) {
@@ -362,6 +360,10 @@ struct Carrier {
         run.push_back(f);
       }
       fresh.clear();
+      // Yielded fibers run last: after the fibers that were waiting to run and after fresh spawns,
+      // so a yield (a writer leader gathering a batch) lets new work reach its first write too.
+      for (Fiber* f : yielded) run.push_back(f);
+      yielded.clear();
       if (run.empty()) {
         Poll(NextTimeoutMs());
         std::lock_guard lock(mu);

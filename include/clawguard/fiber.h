@@ -71,8 +71,9 @@ void UnparkPinned(Fiber* f);
 // |f| must be alive (e.g. parked or yielded while the caller holds a lock it needs).
 bool Held(const Fiber* f);
 
-// Yield lets every other runnable fiber of this carrier run, and the carrier poll its descriptors,
-// before the current fiber continues. On a plain thread it does nothing.
+// Yield lets every other runnable fiber of this carrier run, the work spawned onto it start, and
+// the carrier poll its descriptors, before the current fiber continues. On a plain thread it does
+// nothing.
 void Yield();
 
 // WaitFd waits until |fd| is ready for |events| (POLLIN and/or POLLOUT) or |timeout_ms| passed

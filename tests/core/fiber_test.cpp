@@ -304,6 +304,37 @@ TEST(FiberTest, YieldLetsTheOtherRunnableFibersRunFirst) {
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
 }
 
+TEST(FiberTest, YieldLetsWorkSpawnedMeanwhileStartFirst) {
+  // A writer leader yields to gather a batch: a delivery spawned meanwhile should reach its first
+  // write in that batch, so fresh spawns run before the yielded fiber continues.
+  Carriers carriers(1, "cg-test-fiber");
+  std::mutex mu;
+  std::vector<int> order;
+  std::atomic<int> done{0};
+  carriers.Spawn([&] {
+    carriers.Spawn([&] {  // one carrier: spawned onto this fiber's own carrier
+      {
+        std::lock_guard lock(mu);
+        order.push_back(2);
+      }
+      ++done;
+    });
+    {
+      std::lock_guard lock(mu);
+      order.push_back(1);
+    }
+    Yield();
+    {
+      std::lock_guard lock(mu);
+      order.push_back(3);
+    }
+    ++done;
+  });
+  ASSERT_TRUE(WaitUntil([&] { return done.load() == 2; }));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+}
+
 TEST(FiberTest, AStuckCarrierGetsNoNewFibersAndAnotherCarrierIsAdded) {
   Carriers carriers(1, "cg-test-fiber");
   std::atomic<bool> release{false}, stuck_started{false};
