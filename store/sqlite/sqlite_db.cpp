@@ -41,7 +41,16 @@ bool OnlySeparators(std::string_view tail) {
 
 }  // namespace
 
+void ConfigureSqlite() {
+  static const bool configured = [] {
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);  // SQLITE_MISUSE once initialized: ignored
+    return true;
+  }();
+  (void)configured;
+}
+
 Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, const char* vfs) {
+  ConfigureSqlite();
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw,
                                  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);

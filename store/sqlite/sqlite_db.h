@@ -40,6 +40,15 @@ inline constexpr size_t kMaxCachedStatements = 128;
 
 class Stmt;
 
+// ConfigureSqlite applies the process-wide settings (sqlite3_config) once, before SQLite
+// initializes: SqliteDb::Open and the WAL VFS call it first, on the start-up thread that opens
+// the stores. Memory statistics are turned off: with them on (Debian's default), every
+// sqlite3_malloc and sqlite3_free takes one process-wide mutex to count bytes that nothing here
+// reads (no soft heap limit is set), and Debian's SQLite has no lookaside allocator, so that is
+// every small allocation a statement makes. If SQLite was initialized first (another component
+// of the process used it), sqlite3_config refuses and the defaults stay: slower, equally correct.
+void ConfigureSqlite();
+
 class SqliteDb {
  public:
   // |vfs|: the name of a registered VFS, nullptr for the default one.

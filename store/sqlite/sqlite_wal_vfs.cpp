@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "sqlite/sqlite_db.h"
+
 namespace clawguard::sqlite {
 namespace {
 
@@ -174,6 +176,7 @@ int Open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* f, int flags, int* o
 }
 
 const char* Register() {
+  ConfigureSqlite();  // sqlite3_vfs_find initializes SQLite
   g_default = sqlite3_vfs_find(nullptr);
   if (g_default == nullptr) return nullptr;
   g_vfs = *g_default;  // every other method (and pAppData) is the default VFS's own

@@ -184,5 +184,15 @@ TEST_F(SqliteDbCacheTest, ErrorsKeepTheirWords) {
   EXPECT_EQ(bad.error().message(), "cannot prepare statement on SQLite store '" + path_ + "': no such column: nope");
 }
 
+// ConfigureSqlite (called by Open) turned SQLite's memory statistics off before SQLite started:
+// no allocation is counted, so none takes the process-wide statistics mutex.
+TEST(SqliteDbConfigTest, MemoryStatisticsAreOff) {
+  testing::TempDir dir;
+  auto db = SqliteDb::Open(dir.Sub("m.db"));
+  ASSERT_TRUE(db.ok()) << db.error().ToString();
+  ASSERT_TRUE((*db)->Exec("CREATE TABLE m (v TEXT); INSERT INTO m VALUES (hex(randomblob(100000)));").ok());
+  EXPECT_EQ(sqlite3_memory_used(), 0);
+}
+
 }  // namespace
 }  // namespace clawguard::sqlite

@@ -1,8 +1,10 @@
 // sqlite_idempotency_schema_test.cpp — migrations of the idem_* and outbox_rows tables: a database
 // made by an older build keeps every row, reaches the current version once, and the retry
-// worker's query runs on the v4 partial index (only pending and sent rows in it).
+// worker's query runs on the v4 partial index (only pending and sent rows in it); v5's state
+// CHECKs admit the same states as before without an ephemeral table per checked row.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -69,7 +71,7 @@ TEST(SqliteIdempotencySchemaTest, AVersion3DatabaseKeepsEveryRowAndTheWorkerQuer
 
   auto db = SqliteDb::Open(path);
   ASSERT_TRUE(db.ok());
-  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4"});
+  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4,5"});
   EXPECT_EQ(Rows(**db, "SELECT event_key, call_index, state, next_attempt_ms - " + std::to_string(kT0) +
                            " FROM outbox_rows ORDER BY event_key, call_index",
                  0, 3),
@@ -98,6 +100,96 @@ TEST(SqliteIdempotencySchemaTest, AVersion3DatabaseKeepsEveryRowAndTheWorkerQuer
   EXPECT_EQ((*outbox)->DuePending(kT0, 10)->size(), 1u);
 }
 
+// Opcodes of |sql|'s compiled program (EXPLAIN's second column).
+std::vector<std::string> Opcodes(SqliteDb& db, const std::string& sql) { return Rows(db, "EXPLAIN " + sql, 1, 1); }
+
+bool Has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+TEST(SqliteIdempotencySchemaTest, AVersion4DatabaseKeepsEveryColumnAndTheStateChecksStillRefuseUnknownStates) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("state.db");
+  const std::string insert_record =
+      "INSERT INTO idem_records (key, plugin, route, level, fingerprint, state, lease_until_ms, fencing_token, "
+      "status, content_type, body, created_ms, updated_ms, webhook_id, x_idempotency_key, has_request, "
+      "request_content_type, request_body, reconcile_attempts, tombstone_until_ms) VALUES ";
+  {
+    auto db = SqliteDb::Open(path);
+    ASSERT_TRUE(db.ok()) << db.error().ToString();
+    ASSERT_TRUE(MigrateIdempotencySchemaTo(**db, 4).ok());  // what builds before v5 made
+    // The v4 insert builds an ephemeral table for its CHECK: the cost v5 removes.
+    EXPECT_TRUE(Has(Opcodes(**db, insert_record + "('k', 'p', 'r', 1, 'f', 'completed', 1, 2, 3, 'c', x'00', 4, "
+                                                  "5, 'w', 'x', 1, 'rc', x'01', 6, 7)"),
+                    "OpenEphemeral"));
+    ASSERT_TRUE((*db)->Exec(insert_record +
+                            "('a', 'acme', 'orders', 2, 'fp-a', 'completed', 10, 3, 200, 'application/json', "
+                            "x'7b7d', 11, 12, 'msg_a', 'xk', 1, 'application/json', x'5b5d', 2, 0), "
+                            "('b', 'acme', 'orders', 1, 'fp-b', 'in_progress', 20, 1, 0, '', x'', 21, 22, '', '', "
+                            "0, x'', x'', 0, 0), "
+                            "('c', 'acme', 'orders', 2, 'fp-c', 'tombstone', 30, 5, 409, '', x'', 31, 32, '', '', "
+                            "0, x'', x'', 0, 99)")
+                    .ok());
+    AddRow(**db, "a", 0, "answered", kT0 - 50);
+    AddRow(**db, "b", 0, "held", kT0 - 40);
+  }
+  FixedClock clock(kT0);
+  auto outbox = SqliteOutbox::Open(path, clock);  // migrates to the current version
+  ASSERT_TRUE(outbox.ok()) << outbox.error().ToString();
+  auto db = SqliteDb::Open(path);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4,5"});
+  EXPECT_EQ(Rows(**db,
+                 "SELECT key, plugin, route, level, fingerprint, state, lease_until_ms, fencing_token, status, "
+                 "content_type, hex(body), created_ms, updated_ms, webhook_id, x_idempotency_key, has_request, "
+                 "request_content_type, hex(request_body), reconcile_attempts, tombstone_until_ms "
+                 "FROM idem_records ORDER BY key",
+                 0, 19),
+            (std::vector<std::string>{
+                "a|acme|orders|2|fp-a|completed|10|3|200|application/json|7B7D|11|12|msg_a|xk|1|application/json|5B5D|2|0",
+                "b|acme|orders|1|fp-b|in_progress|20|1|0|||21|22|||0|||0|0",
+                "c|acme|orders|2|fp-c|tombstone|30|5|409|||31|32|||0|||0|99"}));
+  EXPECT_EQ(Rows(**db, "SELECT event_key, call_index, state, hex(body), idempotency_key FROM outbox_rows "
+                       "ORDER BY event_key",
+                 0, 4),
+            (std::vector<std::string>{"a|0|answered|7B7D|idem-a-0", "b|0|held|7B7D|idem-b-0"}));
+  // The indexes were made again on the copies.
+  EXPECT_EQ(Rows(**db, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema WHERE type = 'index' "
+                       "AND name NOT LIKE 'sqlite_autoindex%' AND tbl_name IN ('idem_records', 'outbox_rows') "
+                       "ORDER BY name)"),
+            std::vector<std::string>{"idem_records_purge,idem_records_stuck,idem_records_tombstones,outbox_rows_due"});
+
+  // Every known state is admitted and nothing else, by insert and by update.
+  for (const char* state : {"in_progress", "completed", "tombstone"}) {
+    EXPECT_TRUE((*db)->Exec(std::string("UPDATE idem_records SET state = '") + state + "' WHERE key = 'b'").ok())
+        << state;
+  }
+  for (const char* state : {"pending", "sent", "answered", "dead", "held"}) {
+    EXPECT_TRUE((*db)->Exec(std::string("UPDATE outbox_rows SET state = '") + state + "' WHERE event_key = 'a'").ok())
+        << state;
+  }
+  for (const char* state : {"done", "", "COMPLETED", "completed "}) {
+    const Status bad = (*db)->Exec(std::string("UPDATE idem_records SET state = '") + state + "' WHERE key = 'b'");
+    EXPECT_FALSE(bad.ok()) << state;
+    EXPECT_NE(bad.message().find("CHECK constraint failed"), std::string::npos) << bad.message();
+    EXPECT_FALSE((*db)->Exec(std::string("UPDATE outbox_rows SET state = '") + state + "' WHERE event_key = 'a'").ok())
+        << state;
+  }
+  EXPECT_FALSE((*db)->Exec(insert_record + "('z', 'p', 'r', 1, 'f', NULL, 1, 2, 3, 'c', x'', 4, 5, '', '', 0, x'', "
+                                           "x'', 0, 0)")
+                   .ok());
+  EXPECT_FALSE((*db)->Exec(insert_record + "('z', 'p', 'r', 1, 'f', 'sent', 1, 2, 3, 'c', x'', 4, 5, '', '', 0, x'', "
+                                           "x'', 0, 0)")
+                   .ok());
+  EXPECT_EQ(Rows(**db, "SELECT count(*) FROM idem_records WHERE key = 'z'"), std::vector<std::string>{"0"});
+  // No ephemeral table per checked row any more.
+  EXPECT_FALSE(Has(Opcodes(**db, insert_record + "('k', 'p', 'r', 1, 'f', 'completed', 1, 2, 3, 'c', x'00', 4, 5, "
+                                                 "'w', 'x', 1, 'rc', x'01', 6, 7)"),
+                   "OpenEphemeral"));
+  EXPECT_FALSE(Has(Opcodes(**db, "UPDATE outbox_rows SET state = 'answered' WHERE event_key = 'a' AND call_index = 0"),
+                   "OpenEphemeral"));
+}
+
 TEST(SqliteIdempotencySchemaTest, ACurrentDatabaseIsNotMigratedAgainAndUnknownVersionsAreRefused) {
   testing::TempDir dir;
   const std::string path = dir.Sub("state.db");
@@ -105,7 +197,7 @@ TEST(SqliteIdempotencySchemaTest, ACurrentDatabaseIsNotMigratedAgainAndUnknownVe
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(MigrateIdempotencySchema(**db).ok());
   ASSERT_TRUE(MigrateIdempotencySchema(**db).ok());
-  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4"});
+  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4,5"});
 
   const Status none = MigrateIdempotencySchemaTo(**db, 99);
   EXPECT_EQ(none.reason(), Reason::kInternal);
