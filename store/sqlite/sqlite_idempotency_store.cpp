@@ -203,7 +203,8 @@ constexpr std::string_view kReviveSql =
 constexpr std::string_view kInsertSql =
     "INSERT INTO idem_records (key, fingerprint, lease_until_ms, created_ms, updated_ms, webhook_id, "
     "x_idempotency_key, plugin, route, level, state, fencing_token, request_content_type, request_body, has_request) "
-    "VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, 'in_progress', ?10, ?11, ?12, ?13)";
+    "VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, 'in_progress', ?10, ?11, ?12, ?13) "
+    "ON CONFLICT (key) DO NOTHING";
 
 // The columns a purge clears: a tombstone keeps key, plugin, route, level, fingerprint, status,
 // fencing token and times — no body, no header values, no request.
@@ -229,8 +230,8 @@ Status CheckLimit(std::string_view what, int64_t limit) {
 Result<ClaimOutcome> SqliteIdempotencyStore::Claim(const std::string& key, const std::string& fingerprint,
                                                    const ClaimMeta& meta, int64_t lease_ms) {
   CLAWGUARD_CHECK(!fingerprint.empty() && lease_ms > 0);
-  // Straight to the writer, which reads the row and answers a completed record, a tombstone or
-  // another fingerprint without writing. (A read-snapshot pre-check on the reader connection was
+  // Straight to the writer, which inserts a new key and otherwise reads the row and answers a
+  // completed record, a tombstone or another fingerprint without writing. (A read-snapshot pre-check on the reader connection was
   // tried first until 2026-12-05: it served only replays that missed the host's record cache, yet
   // cost every first-time delivery a read transaction — shared-memory locks, ~3 page reads from a
   // WAL the writer had just changed, a process-wide mutex. Without it: first-time deliveries +9 %,
@@ -242,37 +243,43 @@ Result<ClaimOutcome> SqliteIdempotencyStore::Claim(const std::string& key, const
   const Status written = writer_->Write([&](SqliteDb& db) -> Status {
     out = ClaimOutcome{};
     const int64_t now = clock_.NowMillis();
+    {
+      // The insert is tried first: a new key (every first-time delivery) then needs no lookup
+      // before it. ON CONFLICT (key) DO NOTHING: an existing record is left as it is, and read.
+      CLAWGUARD_ASSIGN_OR_RETURN(Stmt i, db.Prepare(kInsertSql));
+      BindClaim(i, key, fingerprint, meta, now, lease_ms, /*token=*/1);
+      CLAWGUARD_RETURN_IF_ERROR(i.Run());
+    }
+    if (sqlite3_changes(db.raw()) == 1) {
+      // A new record is exactly what kInsertSql wrote: no read back inside the writer's batch
+      // (the writer is the host's serial section; ClaimsANewKeyWithTokenOne compares it with Get).
+      out.kind = ClaimOutcome::Kind::kClaimed;
+      out.record = InsertedRecord(key, fingerprint, meta, now, lease_ms, /*token=*/1);
+      out.fencing_token = out.record.fencing_token;
+      return Status::Ok();
+    }
     CLAWGUARD_ASSIGN_OR_RETURN(std::optional<Row> row, LoadRow(db, key, /*with_request=*/false));
-    std::string_view sql = kInsertSql;
-    int64_t seen_token = 1;  // the insert's token
-    if (row) {
-      seen_token = row->rec.fencing_token;
-      Verdict v = Decide(std::move(*row), fingerprint, now);
-      switch (v.next) {
-        case Next::kAnswer:
-          out = std::move(v.answer);
-          return Status::Ok();  // nothing written
-        case Next::kTakeOver:
-          sql = kTakeOverSql;
-          out.taken_over = true;
-          break;
-        case Next::kRevive:
-          sql = kReviveSql;
-          break;
-      }
+    if (!row) return db.Error("claim: the record that blocked the insert is gone");
+    std::string_view sql;
+    const int64_t seen_token = row->rec.fencing_token;
+    Verdict v = Decide(std::move(*row), fingerprint, now);
+    switch (v.next) {
+      case Next::kAnswer:
+        out = std::move(v.answer);
+        return Status::Ok();  // nothing written
+      case Next::kTakeOver:
+        sql = kTakeOverSql;
+        out.taken_over = true;
+        break;
+      case Next::kRevive:
+        sql = kReviveSql;
+        break;
     }
     CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare(sql));
     BindClaim(u, key, fingerprint, meta, now, lease_ms, seen_token);
     CLAWGUARD_RETURN_IF_ERROR(u.Run());
     if (sqlite3_changes(db.raw()) != 1) return db.Error("claim of an idempotency record changed no row");
     out.kind = ClaimOutcome::Kind::kClaimed;
-    if (!row) {
-      // A new record is exactly what kInsertSql wrote: no read back inside the writer's batch
-      // (the writer is the host's serial section; ClaimsANewKeyWithTokenOne compares it with Get).
-      out.record = InsertedRecord(key, fingerprint, meta, now, lease_ms, seen_token);
-      out.fencing_token = out.record.fencing_token;
-      return Status::Ok();
-    }
     CLAWGUARD_ASSIGN_OR_RETURN(std::optional<Row> after, LoadRow(db, key, /*with_request=*/false));
     CLAWGUARD_CHECK(after.has_value());
     out.fencing_token = after->rec.fencing_token;
