@@ -266,73 +266,67 @@ TEST(FiberTest, RunBlockingRethrowsOnTheFiber) {
   ASSERT_TRUE(WaitUntil([&] { return caught.load() == 1; }));
 }
 
+// Sequence records the order in which fibers reach their numbered steps.
+class Sequence {
+ public:
+  void Step(int n) {
+    std::lock_guard lock(mu_);
+    order_.push_back(n);
+  }
+  std::vector<int> Order() {
+    std::lock_guard lock(mu_);
+    return order_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<int> order_;
+};
+
 // The other fiber is made runnable (unparked) by the yielding one, so it is runnable when the
-// yield happens whatever the timing of the test thread (a fiber spawned while the first runs
-// may come after it: a new spawn is not yet runnable).
+// yield happens whatever the timing of the test thread.
 TEST(FiberTest, YieldLetsTheOtherRunnableFibersRunFirst) {
   Carriers carriers(1, "cg-test-fiber");
-  std::mutex mu;
-  std::vector<int> order;
+  Sequence seq;
   std::atomic<Fiber*> second{nullptr};
   std::atomic<int> done{0};
   carriers.Spawn([&] {
     second = Current();
     Park();  // until the first fiber unparks it (a spurious return would only run it sooner)
-    {
-      std::lock_guard lock(mu);
-      order.push_back(2);
-    }
+    seq.Step(2);
     ++done;
   });
   // The first fiber starts after the second parked: both are on the one carrier.
   ASSERT_TRUE(WaitUntil([&] { return second.load() != nullptr; }));
   carriers.Spawn([&] {
     Unpark(second.load());
-    {
-      std::lock_guard lock(mu);
-      order.push_back(1);
-    }
+    seq.Step(1);
     Yield();
-    {
-      std::lock_guard lock(mu);
-      order.push_back(3);
-    }
+    seq.Step(3);
     ++done;
   });
   ASSERT_TRUE(WaitUntil([&] { return done.load() == 2; }));
-  std::lock_guard lock(mu);
-  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(seq.Order(), (std::vector<int>{1, 2, 3}));
 }
 
 TEST(FiberTest, YieldLetsWorkSpawnedMeanwhileStartFirst) {
   // A writer leader yields to gather a batch: a delivery spawned meanwhile should reach its first
   // write in that batch, so fresh spawns run before the yielded fiber continues.
   Carriers carriers(1, "cg-test-fiber");
-  std::mutex mu;
-  std::vector<int> order;
+  Sequence seq;
   std::atomic<int> done{0};
   carriers.Spawn([&] {
     carriers.Spawn([&] {  // one carrier: spawned onto this fiber's own carrier
-      {
-        std::lock_guard lock(mu);
-        order.push_back(2);
-      }
+      seq.Step(2);
       ++done;
     });
-    {
-      std::lock_guard lock(mu);
-      order.push_back(1);
-    }
+    seq.Step(1);
     Yield();
-    {
-      std::lock_guard lock(mu);
-      order.push_back(3);
-    }
+    seq.Step(3);
     ++done;
   });
   ASSERT_TRUE(WaitUntil([&] { return done.load() == 2; }));
-  std::lock_guard lock(mu);
-  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(seq.Order(), (std::vector<int>{1, 2, 3}));
 }
 
 TEST(FiberTest, AStuckCarrierGetsNoNewFibersAndAnotherCarrierIsAdded) {
