@@ -131,8 +131,8 @@ CREATE INDEX outbox_rows_due ON outbox_rows (next_attempt_ms) WHERE state IN ('p
 // the list (sqlite3FindInIndex) — every time the constraint is checked, i.e. on every insert and
 // every update that sets the state (a first-time delivery's claim, outbox rows, answers and
 // completion): 4.6 % of the host's carrier thread in the benchmark profile (2026-12-05). An OR
-// chain is a few comparisons. A CHECK cannot be changed in place:
-// both tables are copied, as in v2 and v3, and their indexes made again.
+// chain is a few comparisons. A CHECK cannot be changed in place: both tables are copied, as in
+// v2 and v3, and their indexes made again.
 constexpr std::string_view kSchemaV5 = R"sql(
 CREATE TABLE idem_records_v5 (
   key TEXT PRIMARY KEY,

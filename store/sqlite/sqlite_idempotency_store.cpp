@@ -231,11 +231,12 @@ Result<ClaimOutcome> SqliteIdempotencyStore::Claim(const std::string& key, const
                                                    const ClaimMeta& meta, int64_t lease_ms) {
   CLAWGUARD_CHECK(!fingerprint.empty() && lease_ms > 0);
   // Straight to the writer, which inserts a new key and otherwise reads the row and answers a
-  // completed record, a tombstone or another fingerprint without writing. (A read-snapshot pre-check on the reader connection was
-  // tried first until 2026-12-05: it served only replays that missed the host's record cache, yet
-  // cost every first-time delivery a read transaction — shared-memory locks, ~3 page reads from a
-  // WAL the writer had just changed, a process-wide mutex. Without it: first-time deliveries +9 %,
-  // cold replays −7 % (~13k/s, still 4–5× a first-time delivery); bench/README.md, session 9.)
+  // completed record, a tombstone or another fingerprint without writing. (A read-snapshot
+  // pre-check on the reader connection was tried first until 2026-12-05: it served only replays
+  // that missed the host's record cache, yet cost every first-time delivery a read transaction —
+  // shared-memory locks, ~3 page reads from a WAL the writer had just changed, a process-wide
+  // mutex. Without it: first-time deliveries +9 %, cold replays −7 % (~13k/s, still 4–5× a
+  // first-time delivery); bench/README.md, session 9.)
   // Lazy (sqlite_writer.h): nothing is answered from a claim alone but "in progress, retry".
   // Lost in a machine crash, the delivery was not answered, so its sender retries and it is
   // claimed again; the ERP calls made meanwhile carry derived Idempotency-Keys and replay.
@@ -247,7 +248,7 @@ Result<ClaimOutcome> SqliteIdempotencyStore::Claim(const std::string& key, const
       // The insert is tried first: a new key (every first-time delivery) then needs no lookup
       // before it. ON CONFLICT (key) DO NOTHING: an existing record is left as it is, and read.
       CLAWGUARD_ASSIGN_OR_RETURN(Stmt i, db.Prepare(kInsertSql));
-      BindClaim(i, key, fingerprint, meta, now, lease_ms, /*token=*/1);
+      BindClaim(i, key, fingerprint, meta, now, lease_ms, /*seen_token=*/1);
       CLAWGUARD_RETURN_IF_ERROR(i.Run());
     }
     if (sqlite3_changes(db.raw()) == 1) {

@@ -146,7 +146,8 @@ TEST(SqliteIdempotencySchemaTest, AVersion4DatabaseKeepsEveryColumnAndTheStateCh
                  "FROM idem_records ORDER BY key",
                  0, 19),
             (std::vector<std::string>{
-                "a|acme|orders|2|fp-a|completed|10|3|200|application/json|7B7D|11|12|msg_a|xk|1|application/json|5B5D|2|0",
+                "a|acme|orders|2|fp-a|completed|10|3|200|application/json|7B7D|11|12|msg_a|xk|1|"
+                "application/json|5B5D|2|0",
                 "b|acme|orders|1|fp-b|in_progress|20|1|0|||21|22|||0|||0|0",
                 "c|acme|orders|2|fp-c|tombstone|30|5|409|||31|32|||0|||0|99"}));
   EXPECT_EQ(Rows(**db, "SELECT event_key, call_index, state, hex(body), idempotency_key FROM outbox_rows "
