@@ -42,11 +42,9 @@ bool OnlySeparators(std::string_view tail) {
 }  // namespace
 
 void ConfigureSqlite() {
-  static const bool configured = [] {
-    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);  // SQLITE_MISUSE once initialized: ignored
-    return true;
-  }();
-  (void)configured;
+  // Once per process; SQLITE_MISUSE if SQLite is already initialized: ignored (the defaults stay).
+  static const int rc = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  (void)rc;
 }
 
 Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, const char* vfs) {

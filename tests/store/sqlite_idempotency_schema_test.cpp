@@ -51,6 +51,26 @@ void AddRow(SqliteDb& db, const std::string& key, int64_t call_index, const std:
   ASSERT_TRUE(s->Run().ok());
 }
 
+// Upgraded is a database an older build made, after this build opened its outbox (which migrates
+// it): the outbox, and a connection to look at the file. Both null if either could not open.
+struct Upgraded {
+  std::unique_ptr<SqliteOutbox> outbox;
+  std::unique_ptr<SqliteDb> db;
+};
+
+// Upgrade opens the outbox at |path| with |clock| (which must outlive it) and checks that every
+// schema version was applied once.
+Upgraded Upgrade(const std::string& path, const Clock& clock) {
+  auto outbox = SqliteOutbox::Open(path, clock);
+  auto db = SqliteDb::Open(path);
+  if (!outbox.ok() || !db.ok()) {
+    ADD_FAILURE() << (outbox.ok() ? db.error().ToString() : outbox.error().ToString());
+    return {};
+  }
+  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4,5"});
+  return {std::move(*outbox), std::move(*db)};
+}
+
 TEST(SqliteIdempotencySchemaTest, AVersion3DatabaseKeepsEveryRowAndTheWorkerQueryUsesThePartialIndex) {
   testing::TempDir dir;
   const std::string path = dir.Sub("state.db");
@@ -66,38 +86,36 @@ TEST(SqliteIdempotencySchemaTest, AVersion3DatabaseKeepsEveryRowAndTheWorkerQuer
     AddRow(**db, "e", 0, "pending", kT0 + 60'000);  // not due yet
   }
   FixedClock clock(kT0);
-  auto outbox = SqliteOutbox::Open(path, clock);  // migrates to the current version
-  ASSERT_TRUE(outbox.ok()) << outbox.error().ToString();
-
-  auto db = SqliteDb::Open(path);
-  ASSERT_TRUE(db.ok());
-  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4,5"});
-  EXPECT_EQ(Rows(**db, "SELECT event_key, call_index, state, next_attempt_ms - " + std::to_string(kT0) +
+  Upgraded up = Upgrade(path, clock);
+  ASSERT_NE(up.db, nullptr);
+  SqliteDb* db = up.db.get();
+  SqliteOutbox* outbox = up.outbox.get();
+  EXPECT_EQ(Rows(*db, "SELECT event_key, call_index, state, next_attempt_ms - " + std::to_string(kT0) +
                            " FROM outbox_rows ORDER BY event_key, call_index",
                  0, 3),
             (std::vector<std::string>{"a|0|answered|-50", "a|1|sent|-40", "b|0|pending|-40", "c|0|dead|-90",
                                       "d|0|held|-99", "e|0|pending|60000"}));
   // The index holds only the rows the worker looks for.
-  EXPECT_EQ(Rows(**db, "SELECT sql LIKE '%WHERE state IN (''pending'', ''sent'')%' FROM sqlite_schema "
+  EXPECT_EQ(Rows(*db, "SELECT sql LIKE '%WHERE state IN (''pending'', ''sent'')%' FROM sqlite_schema "
                        "WHERE name = 'outbox_rows_due'"),
             std::vector<std::string>{"1"});
 
   // DuePending: due rows in next-attempt order, ties by event key; the plan searches the index.
-  auto due = (*outbox)->DuePending(kT0, 10);
+  auto due = outbox->DuePending(kT0, 10);
   ASSERT_TRUE(due.ok()) << due.error().ToString();
   std::vector<std::string> keys;
   for (const OutboxRow& r : *due) keys.push_back(r.event_key + "/" + std::to_string(r.call_index));
   EXPECT_EQ(keys, (std::vector<std::string>{"a/1", "b/0"}));
   const std::vector<std::string> plan =
-      Rows(**db, "EXPLAIN QUERY PLAN SELECT event_key FROM outbox_rows WHERE state IN ('pending', 'sent') "
+      Rows(*db, "EXPLAIN QUERY PLAN SELECT event_key FROM outbox_rows WHERE state IN ('pending', 'sent') "
                  "AND next_attempt_ms <= 1 ORDER BY next_attempt_ms, event_key, call_index LIMIT 10",
            3, 3);  // the detail column
   ASSERT_FALSE(plan.empty());
   EXPECT_NE(plan.front().find("USING INDEX outbox_rows_due"), std::string::npos) << plan.front();
 
   // A row that is answered is no longer due.
-  ASSERT_TRUE((*outbox)->MarkAnswered("a", 1, 200, "{}").ok());
-  EXPECT_EQ((*outbox)->DuePending(kT0, 10)->size(), 1u);
+  ASSERT_TRUE(outbox->MarkAnswered("a", 1, 200, "{}").ok());
+  EXPECT_EQ(outbox->DuePending(kT0, 10)->size(), 1u);
 }
 
 // Opcodes of |sql|'s compiled program (EXPLAIN's second column).
@@ -134,12 +152,10 @@ TEST(SqliteIdempotencySchemaTest, AVersion4DatabaseKeepsEveryColumnAndTheStateCh
     AddRow(**db, "b", 0, "held", kT0 - 40);
   }
   FixedClock clock(kT0);
-  auto outbox = SqliteOutbox::Open(path, clock);  // migrates to the current version
-  ASSERT_TRUE(outbox.ok()) << outbox.error().ToString();
-  auto db = SqliteDb::Open(path);
-  ASSERT_TRUE(db.ok());
-  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4,5"});
-  EXPECT_EQ(Rows(**db,
+  Upgraded up = Upgrade(path, clock);
+  ASSERT_NE(up.db, nullptr);
+  SqliteDb* db = up.db.get();
+  EXPECT_EQ(Rows(*db,
                  "SELECT key, plugin, route, level, fingerprint, state, lease_until_ms, fencing_token, status, "
                  "content_type, hex(body), created_ms, updated_ms, webhook_id, x_idempotency_key, has_request, "
                  "request_content_type, hex(request_body), reconcile_attempts, tombstone_until_ms "
@@ -150,44 +166,44 @@ TEST(SqliteIdempotencySchemaTest, AVersion4DatabaseKeepsEveryColumnAndTheStateCh
                 "application/json|5B5D|2|0",
                 "b|acme|orders|1|fp-b|in_progress|20|1|0|||21|22|||0|||0|0",
                 "c|acme|orders|2|fp-c|tombstone|30|5|409|||31|32|||0|||0|99"}));
-  EXPECT_EQ(Rows(**db, "SELECT event_key, call_index, state, hex(body), idempotency_key FROM outbox_rows "
+  EXPECT_EQ(Rows(*db, "SELECT event_key, call_index, state, hex(body), idempotency_key FROM outbox_rows "
                        "ORDER BY event_key",
                  0, 4),
             (std::vector<std::string>{"a|0|answered|7B7D|idem-a-0", "b|0|held|7B7D|idem-b-0"}));
   // The indexes were made again on the copies.
-  EXPECT_EQ(Rows(**db, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema WHERE type = 'index' "
+  EXPECT_EQ(Rows(*db, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema WHERE type = 'index' "
                        "AND name NOT LIKE 'sqlite_autoindex%' AND tbl_name IN ('idem_records', 'outbox_rows') "
                        "ORDER BY name)"),
             std::vector<std::string>{"idem_records_purge,idem_records_stuck,idem_records_tombstones,outbox_rows_due"});
 
   // Every known state is admitted and nothing else, by insert and by update.
   for (const char* state : {"in_progress", "completed", "tombstone"}) {
-    EXPECT_TRUE((*db)->Exec(std::string("UPDATE idem_records SET state = '") + state + "' WHERE key = 'b'").ok())
+    EXPECT_TRUE(db->Exec(std::string("UPDATE idem_records SET state = '") + state + "' WHERE key = 'b'").ok())
         << state;
   }
   for (const char* state : {"pending", "sent", "answered", "dead", "held"}) {
-    EXPECT_TRUE((*db)->Exec(std::string("UPDATE outbox_rows SET state = '") + state + "' WHERE event_key = 'a'").ok())
+    EXPECT_TRUE(db->Exec(std::string("UPDATE outbox_rows SET state = '") + state + "' WHERE event_key = 'a'").ok())
         << state;
   }
   for (const char* state : {"done", "", "COMPLETED", "completed "}) {
-    const Status bad = (*db)->Exec(std::string("UPDATE idem_records SET state = '") + state + "' WHERE key = 'b'");
+    const Status bad = db->Exec(std::string("UPDATE idem_records SET state = '") + state + "' WHERE key = 'b'");
     EXPECT_FALSE(bad.ok()) << state;
     EXPECT_NE(bad.message().find("CHECK constraint failed"), std::string::npos) << bad.message();
-    EXPECT_FALSE((*db)->Exec(std::string("UPDATE outbox_rows SET state = '") + state + "' WHERE event_key = 'a'").ok())
+    EXPECT_FALSE(db->Exec(std::string("UPDATE outbox_rows SET state = '") + state + "' WHERE event_key = 'a'").ok())
         << state;
   }
-  EXPECT_FALSE((*db)->Exec(insert_record + "('z', 'p', 'r', 1, 'f', NULL, 1, 2, 3, 'c', x'', 4, 5, '', '', 0, x'', "
+  EXPECT_FALSE(db->Exec(insert_record + "('z', 'p', 'r', 1, 'f', NULL, 1, 2, 3, 'c', x'', 4, 5, '', '', 0, x'', "
                                            "x'', 0, 0)")
                    .ok());
-  EXPECT_FALSE((*db)->Exec(insert_record + "('z', 'p', 'r', 1, 'f', 'sent', 1, 2, 3, 'c', x'', 4, 5, '', '', 0, x'', "
+  EXPECT_FALSE(db->Exec(insert_record + "('z', 'p', 'r', 1, 'f', 'sent', 1, 2, 3, 'c', x'', 4, 5, '', '', 0, x'', "
                                            "x'', 0, 0)")
                    .ok());
-  EXPECT_EQ(Rows(**db, "SELECT count(*) FROM idem_records WHERE key = 'z'"), std::vector<std::string>{"0"});
+  EXPECT_EQ(Rows(*db, "SELECT count(*) FROM idem_records WHERE key = 'z'"), std::vector<std::string>{"0"});
   // No ephemeral table per checked row any more.
-  EXPECT_FALSE(Has(Opcodes(**db, insert_record + "('k', 'p', 'r', 1, 'f', 'completed', 1, 2, 3, 'c', x'00', 4, 5, "
+  EXPECT_FALSE(Has(Opcodes(*db, insert_record + "('k', 'p', 'r', 1, 'f', 'completed', 1, 2, 3, 'c', x'00', 4, 5, "
                                                  "'w', 'x', 1, 'rc', x'01', 6, 7)"),
                    "OpenEphemeral"));
-  EXPECT_FALSE(Has(Opcodes(**db, "UPDATE outbox_rows SET state = 'answered' WHERE event_key = 'a' AND call_index = 0"),
+  EXPECT_FALSE(Has(Opcodes(*db, "UPDATE outbox_rows SET state = 'answered' WHERE event_key = 'a' AND call_index = 0"),
                    "OpenEphemeral"));
 }
 
