@@ -134,7 +134,13 @@ class JsonLogger {
   //   {"event":"unparseable_log_line","redacted":"<RedactText(line)>"}
   // so no caller-written line is ever lost or written unredacted. Returns one line without '\n'
   // (compact, no spaces). Does not write to the sink; never throws; thread-safe.
+  // A compact object of ASCII strings, integers, true, false and null (every audit line the host
+  // writes itself) is rendered without building a DOM; any other line goes through
+  // RedactJsonLineByDom. Both give the same line (tests/fuzz/log_line_fuzz.cpp).
   std::string RedactJsonLine(std::string_view line) const;
+  // RedactJsonLineByDom: RedactJsonLine through nlohmann's parser for every line (the reference
+  // the fast path is checked against).
+  std::string RedactJsonLineByDom(std::string_view line) const;
 
  private:
   JsonLogger(Options options, LogSink sink, const Clock& clock);

@@ -74,14 +74,60 @@ void RespondFn(cg_call* call, int status, const char* content_type, cg_bytes bod
   call->answer = body.data == nullptr ? std::string() : std::string(body.data, body.len);
 }
 
+// AppendAsciiJson appends |s| as nlohmann's dump (ensure_ascii off) renders an ASCII string;
+// false (and |out| partly written) when |s| has a byte past ASCII.
+bool AppendAsciiJson(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x80) return false;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out += "\\u00";
+          out.push_back(kHex[c >> 4]);
+          out.push_back(kHex[c & 0xf]);
+        } else {
+          out.push_back(ch);
+        }
+    }
+  }
+  out.push_back('"');
+  return true;
+}
+
 void LogFn(cg_call* call, int level, const char* message) {
   if (call == nullptr || message == nullptr || !call->audit) return;
-  std::string text(message, strnlen(message, kMaxLogMessage));
-  nlohmann::json j = {{"event", "plugin_log"}, {"plugin", call->plugin}, {"level", level}, {"message", text}};
-  call->audit(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  call->audit(PluginLogLine(call->plugin, level, std::string_view(message, strnlen(message, kMaxLogMessage))));
 }
 
 const cg_host_api kHostApi = {CLAWGUARD_PLUGIN_ABI, &ErpCallFn, &RespondFn, &LogFn};
+
+}  // namespace
+
+std::string PluginLogLine(std::string_view plugin, int level, std::string_view message) {
+  std::string line = "{\"event\":\"plugin_log\",\"level\":" + std::to_string(level) + ",\"message\":";
+  if (AppendAsciiJson(line, message)) {
+    line += ",\"plugin\":";
+    if (AppendAsciiJson(line, plugin)) {
+      line.push_back('}');
+      return line;
+    }
+  }
+  const nlohmann::json j = {
+      {"event", "plugin_log"}, {"plugin", plugin}, {"level", level}, {"message", message}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+namespace {
 
 // Audited returns |report| after writing its failure (if any) to the audit sink.
 DispatchReport Audited(const AuditFn& audit, const DispatchContext& ctx, DispatchReport report) {

@@ -59,6 +59,12 @@ namespace clawguard::host {
 // HostApi returns the static host table given to every plugin's init.
 const cg_host_api* HostApi();
 
+// PluginLogLine is the audit line of a plugin's log call (|message| already cut at its limit):
+//   {"event":"plugin_log","level":<level>,"message":"<message>","plugin":"<plugin>"}
+// the members in nlohmann::json's (sorted) order and escaped as its dump escapes them. ASCII text
+// is rendered directly; text with other bytes goes through nlohmann (which replaces invalid UTF-8).
+std::string PluginLogLine(std::string_view plugin, int level, std::string_view message);
+
 // DispatchTarget is one loaded plugin. |plugin| is borrowed and must outlive the dispatcher.
 struct DispatchTarget {
   std::string name;

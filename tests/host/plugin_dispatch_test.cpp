@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <condition_variable>
 #include <filesystem>
 #include <future>
@@ -171,6 +173,26 @@ class PluginDispatchTest : public ::testing::Test {
   HttpRequest request_{"POST", "/webhooks/acme-orders/order.created", {{"webhook-id", "msg_1"}}, R"({"order_id":42})"};
   std::atomic<bool> lease_held_{true};
 };
+
+// A plugin's log line is rendered without a DOM for ASCII text; it must be the line nlohmann's
+// dump gave before (sorted members, its escapes, invalid UTF-8 replaced).
+TEST(PluginLogLineTest, IsTheLineNlohmannRenders) {
+  std::vector<std::string> messages = {"order fulfilled", "", "quote \" backslash \\ slash /",
+                                       "tabs\tand\nnew\rlines\b\f", "caf\xc3\xa9 \xe2\x82\xac",
+                                       "bad \xff utf8 \xe2\x82 cut", "\x7f del"};
+  std::string every_ascii;
+  for (int c = 1; c < 128; ++c) every_ascii.push_back(static_cast<char>(c));
+  messages.push_back(every_ascii);
+  for (const std::string& plugin : {std::string(kPlugin), std::string("pl\"ug\x01in"), std::string("pl\xc3\xa9")}) {
+    for (const std::string& message : messages) {
+      for (const int level : {0, 1, -3, 2147483647}) {
+        const nlohmann::json j = {{"event", "plugin_log"}, {"plugin", plugin}, {"level", level}, {"message", message}};
+        EXPECT_EQ(PluginLogLine(plugin, level, message), j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+            << message;
+      }
+    }
+  }
+}
 
 TEST_F(PluginDispatchTest, WellBehavedPluginAnswersWithItsErpResults) {
   auto d = Dispatcher("good");

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -98,6 +99,56 @@ TEST(RedactJsonLineTest, RedactsEverySecretShape) {
     ASSERT_TRUE(j.is_object()) << out;
     EXPECT_EQ(j["event"], "x");
     EXPECT_EQ(out.find('\n'), std::string::npos);
+  }
+}
+
+// The audit sink renders flat lines without a DOM (json_log.cpp, RedactFlatLine); every line
+// must come out as the DOM path renders it, whichever path takes it.
+TEST(RedactJsonLineTest, TheFlatPathRendersEveryLineAsTheDomPathDoes) {
+  FixedClock clock(0);
+  const auto log = Redactor(clock);
+  const std::string known(kKnown);
+  const std::vector<std::string> fixed = {
+      R"({})", R"({"event":"plugin_log","level":1,"message":"order fulfilled","plugin":"acme-orders"})",
+      R"({"":"empty name","token":"t","fencing_token":3,"card_no":"4111","a":null,"token2":null})",
+      R"({"q":"\"quoted\" \\ \/ \b\f\n\r\t \u0001\u001f\u007f\u0041"})",
+      R"({"n":0,"m":-12,"big":123456789012345678,"bigger":1234567890123456789,"neg":-123456789012345678})",
+      R"({"lead":01})", R"({"negzero":-0})", R"({"f":1.5})", R"({"e":1e3})", R"({"t":true,"f":false})",
+      R"({"tru":tru})", R"({"nul":nullx})", R"({"a":1,"a":2})", R"({"a":1,})", R"({,"a":1})", R"({"a" :1})",
+      R"({ "a":1})", R"({"a":1} )", R"({"a":1}{})", R"({"a":{"b":1}})", R"({"a":[1]})", R"({"u":"\u00e9"})",
+      R"({"u":"\uD83D\uDE00"})", R"({"x":"caf\u00e9 \u20ac"})", "{\"raw\":\"caf\xc3\xa9\"}",
+      "{\"ctl\":\"a\x01b\"}", "{\"del\":\"a\x7f\"}", R"({"bad":"\x"})", R"({"bad":"\u12"})",
+      R"({"bad":"\u12G4"})", R"({"cut":"abc)", R"({"cut":)", R"({"cut")", R"({)", R"(})", "",
+      R"({"k":"Bearer tok-abcdef123 and whsec_MDEyMzQ1Njc4OWFiY2RlZg== and v1,abc="})",
+      R"({"k":"postgresql://u:pw@h/db password=hunter2 eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln"})",
+      "{\"" + known + "\":\"" + known + "\",\"b64\":\"" + Base64Encode(known) + "\"}",
+      "{\"long\":\"" + std::string(9000, 'a') + "\",\"secret-long\":\"" + known + std::string(9000, 'b') + "\"}"};
+  for (const std::string& line : fixed) {
+    EXPECT_EQ(log->RedactJsonLine(line), log->RedactJsonLineByDom(line)) << line;
+  }
+  // Many objects built from those pieces, then cut or with a byte changed.
+  const std::vector<std::string> names = {"event", "plugin", "token", "card_no", "", known, "a\\\"b",
+                                          "fencing_token", "x\\u0001", "pin", "auth-mode", "level"};
+  const std::vector<std::string> values = {
+      R"("plain")", R"("Bearer tok-abcdef123")", R"("whsec_MDEyMzQ1Njc4OWFiY2RlZg==")", R"("a\"b\\c\n")",
+      R"("\u0000\u007e")", "\"" + known + "\"", "0", "-7", "42", "123456789012345678", "1234567890123456789",
+      "true", "false", "null", "01", "1.0", "{}", "[]", R"("\u00ff")"};
+  std::mt19937 rng(20261205);
+  const auto pick = [&rng](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
+  for (int i = 0; i < 20000; ++i) {
+    std::string line = "{";
+    const int members = static_cast<int>(rng() % 6);
+    for (int m = 0; m < members; ++m) {
+      if (m > 0) line += ",";
+      line += "\"" + pick(names) + "\":" + pick(values);
+    }
+    line += "}";
+    switch (rng() % 4) {
+      case 0: line.resize(rng() % (line.size() + 1)); break;
+      case 1: line[rng() % line.size()] = static_cast<char>(rng() % 256); break;
+      default: break;
+    }
+    ASSERT_EQ(log->RedactJsonLine(line), log->RedactJsonLineByDom(line)) << line;
   }
 }
 
