@@ -379,7 +379,7 @@ Result<int64_t> SqliteIdempotencyStore::Purge(int64_t completed_before_ms, int64
       // outbox rows are the retry worker's queue.
       CLAWGUARD_ASSIGN_OR_RETURN(
           Stmt q, db.Prepare("SELECT key FROM idem_records r WHERE state = 'completed' AND updated_ms < ?1 "
-                             "AND NOT EXISTS (SELECT 1 FROM outbox_rows o WHERE o.event_key = r.key "
+                             "AND NOT EXISTS (SELECT 1 FROM outbox_rows o WHERE o.record_id = r.id "
                              "AND o.state IN ('pending', 'sent', 'held')) ORDER BY updated_ms, key LIMIT ?2"));
       q.Bind(1, completed_before_ms).Bind(2, limit);
       while (true) {
@@ -388,7 +388,8 @@ Result<int64_t> SqliteIdempotencyStore::Purge(int64_t completed_before_ms, int64
         keys.push_back(q.Text(0));
       }
     }
-    CLAWGUARD_ASSIGN_OR_RETURN(Stmt del, db.Prepare("DELETE FROM outbox_rows WHERE event_key = ?1"));
+    CLAWGUARD_ASSIGN_OR_RETURN(
+        Stmt del, db.Prepare("DELETE FROM outbox_rows WHERE record_id = (SELECT id FROM idem_records WHERE key = ?1)"));
     CLAWGUARD_ASSIGN_OR_RETURN(Stmt tomb, db.Prepare(kTombstoneSql));
     for (const std::string& key : keys) {
       del.Bind(1, key);

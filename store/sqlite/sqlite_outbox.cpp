@@ -10,6 +10,12 @@ constexpr std::string_view kColumns =
     "event_key, fencing_token, call_index, method, path, body, body_sha256, state, reply_status, reply_body, "
     "attempts, next_attempt_ms, idempotency_key";
 
+// A row is addressed by its record's id and its call index (the primary key, schema v6), and its
+// event key must match too. ?1 is the event key, ?2 the call index.
+#define CLAWGUARD_OUTBOX_RECORD_ID "(SELECT id FROM idem_records WHERE key = ?1)"
+constexpr std::string_view kRowIs =
+    "record_id = " CLAWGUARD_OUTBOX_RECORD_ID " AND call_index = ?2 AND event_key = ?1";
+
 OutboxRow ReadRow(const Stmt& s) {
   OutboxRow r;
   r.event_key = s.Text(0);
@@ -41,8 +47,8 @@ Result<std::unique_ptr<SqliteOutbox>> SqliteOutbox::Open(const std::string& path
 namespace {
 
 Result<std::optional<OutboxRow>> LoadRow(SqliteDb& db, const std::string& event_key, int64_t call_index) {
-  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT " + std::string(kColumns) +
-                                                " FROM outbox_rows WHERE event_key = ?1 AND call_index = ?2"));
+  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT " + std::string(kColumns) + " FROM outbox_rows WHERE " +
+                                                std::string(kRowIs)));
   s.Bind(1, event_key).Bind(2, call_index);
   CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return std::optional<OutboxRow>();
@@ -51,39 +57,41 @@ Result<std::optional<OutboxRow>> LoadRow(SqliteDb& db, const std::string& event_
 
 // AppendIn is Append inside the writer's transaction.
 Status AppendIn(SqliteDb& db, const OutboxRow& row, OutboxAppend& out) {
+  int64_t record_id = 0;
   {
     // The fence: the idempotency record must exist, be in progress and hold exactly this token.
-    CLAWGUARD_ASSIGN_OR_RETURN(Stmt f, db.Prepare("SELECT fencing_token, state FROM idem_records WHERE key = ?1"));
+    CLAWGUARD_ASSIGN_OR_RETURN(Stmt f, db.Prepare("SELECT fencing_token, state, id FROM idem_records WHERE key = ?1"));
     f.Bind(1, row.event_key);
     CLAWGUARD_ASSIGN_OR_RETURN(bool found, f.Step());
     if (!found || f.Int(0) != row.fencing_token || f.Text(1) != "in_progress") {
       out.kind = OutboxAppend::Kind::kFenced;
       return Status::Ok();
     }
+    record_id = f.Int(2);
   }
   CLAWGUARD_ASSIGN_OR_RETURN(
-      Stmt i, db.Prepare("INSERT INTO outbox_rows (event_key, fencing_token, call_index, method, path, body, "
-                         "body_sha256, state, attempts, next_attempt_ms, idempotency_key) "
-                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, ?11, ?8, ?9) "
-                         "ON CONFLICT (event_key, call_index) DO NOTHING"));
+      Stmt i, db.Prepare("INSERT INTO outbox_rows (record_id, event_key, fencing_token, call_index, method, path, "
+                         "body, body_sha256, state, attempts, next_attempt_ms, idempotency_key) "
+                         "VALUES (?12, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, ?11, ?8, ?9) "
+                         "ON CONFLICT (record_id, call_index) DO NOTHING"));
   // A row appended as sent records the gateway's first send attempt (outbox.h).
   const int64_t attempts = row.state == OutboxState::kSent ? 1 : 0;
   i.Bind(1, row.event_key).Bind(2, row.fencing_token).Bind(3, row.call_index).Bind(4, row.method).Bind(5, row.path);
   i.BindBlob(6, row.body).Bind(7, row.body_sha256).Bind(8, row.next_attempt_ms).Bind(9, row.idempotency_key);
-  i.Bind(10, std::string(OutboxStateName(row.state))).Bind(11, attempts);
+  i.Bind(10, std::string(OutboxStateName(row.state))).Bind(11, attempts).Bind(12, record_id);
   CLAWGUARD_RETURN_IF_ERROR(i.Run());
   if (sqlite3_changes(db.raw()) == 0) {
     // The call index has a row already (a re-run plugin): compare, never overwrite. The insert is
     // tried first because a first-time call (the common case) then needs no lookup before it.
     CLAWGUARD_ASSIGN_OR_RETURN(std::optional<OutboxRow> existing, LoadRow(db, row.event_key, row.call_index));
-    if (!existing) return db.Error("outbox append: the row that blocked the insert is gone");
+    if (!existing) return db.Error("outbox append: the row that blocked the insert is gone or is another event's");
     const bool same = existing->method == row.method && existing->path == row.path &&
                       existing->body_sha256 == row.body_sha256 && existing->body == row.body;
     out.kind = same ? OutboxAppend::Kind::kExisting : OutboxAppend::Kind::kMismatch;
     if (same && existing->fencing_token != row.fencing_token) {
       // The row now belongs to the worker that took the lease over.
-      CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare("UPDATE outbox_rows SET fencing_token = ?3 "
-                                                    "WHERE event_key = ?1 AND call_index = ?2"));
+      CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare("UPDATE outbox_rows SET fencing_token = ?3 WHERE " +
+                                                    std::string(kRowIs)));
       u.Bind(1, row.event_key).Bind(2, row.call_index).Bind(3, row.fencing_token);
       CLAWGUARD_RETURN_IF_ERROR(u.Run());
       existing->fencing_token = row.fencing_token;
@@ -163,14 +171,16 @@ Status SqliteOutbox::MarkSent(const std::string& event_key, int64_t call_index, 
   // (the ERP replays); attempts may count one less.
   return UpdateRow(*writer_, Durability::kLazy, event_key, call_index,
                 "UPDATE outbox_rows SET state = 'sent', attempts = attempts + 1, next_attempt_ms = ?3 "
-                "WHERE event_key = ?1 AND call_index = ?2 AND state IN ('pending', 'sent')",
+                "WHERE record_id = " CLAWGUARD_OUTBOX_RECORD_ID " AND call_index = ?2 AND event_key = ?1 "
+                "AND state IN ('pending', 'sent')",
                 [&](Stmt& s) { s.Bind(3, next_attempt_ms); });
 }
 
 namespace {
 constexpr std::string_view kMarkAnsweredSql =
     "UPDATE outbox_rows SET state = 'answered', reply_status = ?3, reply_body = ?4 "
-    "WHERE event_key = ?1 AND call_index = ?2 AND state IN ('pending', 'sent')";
+    "WHERE record_id = " CLAWGUARD_OUTBOX_RECORD_ID " AND call_index = ?2 AND event_key = ?1 "
+    "AND state IN ('pending', 'sent')";
 }  // namespace
 
 Status SqliteOutbox::MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
@@ -195,15 +205,16 @@ void SqliteOutbox::NoteAnswer(const std::string& event_key, int64_t call_index, 
 Status SqliteOutbox::MarkDead(const std::string& event_key, int64_t call_index) {
   // Durable: a dead row is handed to operators (DLQ) and must not come back to life.
   return Update(event_key, call_index,
-                "UPDATE outbox_rows SET state = 'dead' WHERE event_key = ?1 AND call_index = ?2",
+                "UPDATE outbox_rows SET state = 'dead' WHERE record_id = " CLAWGUARD_OUTBOX_RECORD_ID
+                " AND call_index = ?2 AND event_key = ?1",
                 [](Stmt&) {});
 }
 
 Status SqliteOutbox::Defer(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) {
   // Lazy: a lost deferral only makes the retry come sooner (same Idempotency-Key).
   return UpdateRow(*writer_, Durability::kLazy, event_key, call_index,
-                "UPDATE outbox_rows SET next_attempt_ms = ?3 "
-                "WHERE event_key = ?1 AND call_index = ?2 AND state IN ('pending', 'sent')",
+                "UPDATE outbox_rows SET next_attempt_ms = ?3 WHERE record_id = " CLAWGUARD_OUTBOX_RECORD_ID
+                " AND call_index = ?2 AND event_key = ?1 AND state IN ('pending', 'sent')",
                 [&](Stmt& s) { s.Bind(3, next_attempt_ms); });
 }
 
@@ -214,8 +225,8 @@ Result<bool> SqliteOutbox::Revive(const std::string& event_key, int64_t call_ind
     {
       CLAWGUARD_ASSIGN_OR_RETURN(
           Stmt u, db.Prepare("UPDATE outbox_rows SET state = 'pending', attempts = 0, next_attempt_ms = ?3, "
-                             "reply_status = 0, reply_body = x'' "
-                             "WHERE event_key = ?1 AND call_index = ?2 AND state IN ('dead', 'answered')"));
+                             "reply_status = 0, reply_body = x'' WHERE record_id = " CLAWGUARD_OUTBOX_RECORD_ID
+                             " AND call_index = ?2 AND event_key = ?1 AND state IN ('dead', 'answered')"));
       u.Bind(1, event_key).Bind(2, call_index).Bind(3, now_ms);
       CLAWGUARD_RETURN_IF_ERROR(u.Run());
     }
@@ -237,7 +248,8 @@ Result<int64_t> SqliteOutbox::ConfirmHeld(const std::string& event_key, int64_t 
   int64_t changed = 0;
   const Status written = writer_->Write([&](SqliteDb& db) -> Status {
     CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare("UPDATE outbox_rows SET state = 'pending', next_attempt_ms = ?2 "
-                                                  "WHERE event_key = ?1 AND state = 'held'"));
+                                                  "WHERE record_id = " CLAWGUARD_OUTBOX_RECORD_ID
+                                                  " AND event_key = ?1 AND state = 'held'"));
     u.Bind(1, event_key).Bind(2, now_ms);
     CLAWGUARD_RETURN_IF_ERROR(u.Run());
     changed = sqlite3_changes(db.raw());
@@ -250,7 +262,8 @@ Result<int64_t> SqliteOutbox::ConfirmHeld(const std::string& event_key, int64_t 
 Result<std::vector<OutboxRow>> SqliteOutbox::ListEvent(const std::string& event_key) {
   std::lock_guard lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT " + std::string(kColumns) +
-                                                  " FROM outbox_rows WHERE event_key = ?1 ORDER BY call_index"));
+                                                  " FROM outbox_rows WHERE record_id = " CLAWGUARD_OUTBOX_RECORD_ID
+                                                  " AND event_key = ?1 ORDER BY call_index"));
   s.Bind(1, event_key);
   std::vector<OutboxRow> out;
   while (true) {

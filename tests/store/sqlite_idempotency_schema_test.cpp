@@ -1,7 +1,8 @@
 // sqlite_idempotency_schema_test.cpp — migrations of the idem_* and outbox_rows tables: a database
 // made by an older build keeps every row, reaches the current version once, and the retry
 // worker's query runs on the v4 partial index (only pending and sent rows in it); v5's state
-// CHECKs admit the same states as before without an ephemeral table per checked row.
+// CHECKs admit the same states as before without an ephemeral table per checked row; v6 keys
+// outbox rows by their record's id, which VACUUM keeps.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,6 +52,17 @@ void AddRow(SqliteDb& db, const std::string& key, int64_t call_index, const std:
   ASSERT_TRUE(s->Run().ok());
 }
 
+// AddRecord inserts an in-progress idempotency record |key| with fencing token 1 (the columns
+// every version has).
+void AddRecord(SqliteDb& db, const std::string& key) {
+  auto s = db.Prepare(
+      "INSERT INTO idem_records (key, plugin, route, level, fingerprint, state, lease_until_ms, fencing_token, "
+      "created_ms, updated_ms) VALUES (?1, 'acme', 'orders', 2, 'fp-' || ?1, 'in_progress', 1, 1, 1, 1)");
+  ASSERT_TRUE(s.ok());
+  s->Bind(1, key);
+  ASSERT_TRUE(s->Run().ok());
+}
+
 // Upgraded is a database an older build made, after this build opened its outbox (which migrates
 // it): the outbox, and a connection to look at the file. Both null if either could not open.
 struct Upgraded {
@@ -67,7 +79,7 @@ Upgraded Upgrade(const std::string& path, const Clock& clock) {
     ADD_FAILURE() << (outbox.ok() ? db.error().ToString() : outbox.error().ToString());
     return {};
   }
-  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4,5"});
+  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4,5,6"});
   return {std::move(*outbox), std::move(*db)};
 }
 
@@ -78,6 +90,7 @@ TEST(SqliteIdempotencySchemaTest, AVersion3DatabaseKeepsEveryRowAndTheWorkerQuer
     auto db = SqliteDb::Open(path);
     ASSERT_TRUE(db.ok()) << db.error().ToString();
     ASSERT_TRUE(MigrateIdempotencySchemaTo(**db, 3).ok());  // what builds before v4 made
+    for (const char* key : {"a", "b", "c", "d", "e"}) AddRecord(**db, key);
     AddRow(**db, "a", 0, "answered", kT0 - 50);
     AddRow(**db, "a", 1, "sent", kT0 - 40);
     AddRow(**db, "b", 0, "pending", kT0 - 40);
@@ -207,6 +220,105 @@ TEST(SqliteIdempotencySchemaTest, AVersion4DatabaseKeepsEveryColumnAndTheStateCh
                    "OpenEphemeral"));
 }
 
+TEST(SqliteIdempotencySchemaTest, AVersion5DatabaseKeysOutboxRowsByTheirRecordsIdWhichVacuumKeeps) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("state.db");
+  {
+    auto db = SqliteDb::Open(path);
+    ASSERT_TRUE(db.ok()) << db.error().ToString();
+    ASSERT_TRUE(MigrateIdempotencySchemaTo(**db, 5).ok());  // what builds before v6 made
+    for (const char* key : {"x", "gone", "a", "b"}) AddRecord(**db, key);
+    // A gap in the rowids: VACUUM may renumber implicit rowids, never an INTEGER PRIMARY KEY.
+    ASSERT_TRUE((*db)->Exec("DELETE FROM idem_records WHERE key = 'gone'").ok());
+    AddRow(**db, "b", 0, "answered", kT0 - 50);
+    AddRow(**db, "a", 1, "sent", kT0 - 40);
+    AddRow(**db, "a", 0, "answered", kT0 - 60);
+    AddRow(**db, "x", 0, "held", kT0 - 99);
+    // Rows without a record (no build writes them): kept, and those still to be sent become dead.
+    AddRow(**db, "orphan", 0, "pending", kT0 - 10);
+    AddRow(**db, "orphan", 1, "answered", kT0 - 10);
+  }
+  FixedClock clock(kT0);
+  Upgraded up = Upgrade(path, clock);
+  ASSERT_NE(up.db, nullptr);
+  SqliteDb* db = up.db.get();
+  SqliteOutbox* outbox = up.outbox.get();
+  // Each record keeps its rowid as its id; each row points at its record (or below zero).
+  EXPECT_EQ(Rows(*db, "SELECT id, key, fingerprint FROM idem_records ORDER BY id", 0, 2),
+            (std::vector<std::string>{"1|x|fp-x", "3|a|fp-a", "4|b|fp-b"}));
+  EXPECT_EQ(Rows(*db, "SELECT record_id, call_index, event_key, state, next_attempt_ms - " + std::to_string(kT0) +
+                           ", hex(body), idempotency_key FROM outbox_rows WHERE record_id > 0 "
+                           "ORDER BY record_id, call_index",
+                 0, 6),
+            (std::vector<std::string>{"1|0|x|held|-99|7B7D|idem-x-0", "3|0|a|answered|-60|7B7D|idem-a-0",
+                                      "3|1|a|sent|-40|7B7D|idem-a-1", "4|0|b|answered|-50|7B7D|idem-b-0"}));
+  EXPECT_EQ(Rows(*db, "SELECT record_id < 0, call_index, event_key, state FROM outbox_rows WHERE record_id < 0 "
+                       "ORDER BY call_index",
+                 0, 3),
+            (std::vector<std::string>{"1|0|orphan|dead", "1|1|orphan|answered"}));
+  EXPECT_EQ(Rows(*db, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema WHERE type = 'index' "
+                       "AND name NOT LIKE 'sqlite_autoindex%' AND tbl_name IN ('idem_records', 'outbox_rows') "
+                       "ORDER BY name)"),
+            std::vector<std::string>{"idem_records_purge,idem_records_stuck,idem_records_tombstones,outbox_rows_due"});
+
+  // The outbox works on the migrated rows, addressed by record id and call index.
+  auto listed = outbox->ListEvent("a");
+  ASSERT_TRUE(listed.ok()) << listed.error().ToString();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[1].state, OutboxState::kSent);
+  ASSERT_TRUE(outbox->MarkAnswered("a", 1, 201, "{\"ok\":true}").ok());
+  EXPECT_EQ(outbox->MarkAnswered("orphan", 1, 200, "{}").reason(), Reason::kNotFound);  // nothing can reach it
+  EXPECT_EQ(outbox->ListEvent("orphan")->size(), 0u);
+  auto due = outbox->DuePending(kT0, 10);
+  ASSERT_TRUE(due.ok());
+  EXPECT_TRUE(due->empty());  // a's call 1 is answered, the orphan is dead, x's row is held
+  const std::vector<std::string> plan =
+      Rows(*db, "EXPLAIN QUERY PLAN UPDATE outbox_rows SET state = 'dead' WHERE record_id = "
+                 "(SELECT id FROM idem_records WHERE key = 'a') AND call_index = 1 AND event_key = 'a'",
+           3, 3);
+  bool by_key = false;
+  for (const std::string& step : plan) by_key = by_key || step.find("(record_id=? AND call_index=?)") != std::string::npos;
+  EXPECT_TRUE(by_key) << ::testing::PrintToString(plan);
+
+  // A new record's id comes after every id in use, and its rows are appended under it.
+  auto store = SqliteIdempotencyStore::Open(path, clock);
+  ASSERT_TRUE(store.ok()) << store.error().ToString();
+  ClaimMeta meta;
+  meta.plugin = "acme";
+  meta.route = "orders";
+  meta.level = 2;
+  auto claim = (*store)->Claim("new", "fp-new", meta, 30'000);
+  ASSERT_TRUE(claim.ok()) << claim.error().ToString();
+  OutboxRow row;
+  row.event_key = "new";
+  row.fencing_token = claim->fencing_token;
+  row.call_index = 0;
+  row.method = "POST";
+  row.path = "/inventory/adjust";
+  row.body = "{}";
+  row.body_sha256 = "sha";
+  row.idempotency_key = "idem-new-0";
+  row.state = OutboxState::kHeld;
+  row.next_attempt_ms = kT0;
+  auto appended = outbox->Append(row);
+  ASSERT_TRUE(appended.ok()) << appended.error().ToString();
+  EXPECT_EQ(appended->kind, OutboxAppend::Kind::kAppended);
+  EXPECT_EQ(Rows(*db, "SELECT r.id, o.call_index FROM outbox_rows o JOIN idem_records r ON r.id = o.record_id "
+                       "WHERE o.event_key = 'new'",
+                 0, 1),
+            std::vector<std::string>{"5|0"});
+
+  // VACUUM keeps every id (an explicit INTEGER PRIMARY KEY), so every row still finds its record.
+  ASSERT_TRUE(db->Exec("VACUUM").ok());
+  EXPECT_EQ(Rows(*db, "SELECT group_concat(id || o, ',') FROM (SELECT r.id, (SELECT count(*) FROM outbox_rows o "
+                       "WHERE o.record_id = r.id AND o.event_key = r.key) AS o FROM idem_records r ORDER BY r.id)"),
+            std::vector<std::string>{"11,32,41,51"});
+  EXPECT_EQ(outbox->ListEvent("a")->size(), 2u);
+  auto confirmed = outbox->ConfirmHeld("x", kT0);
+  ASSERT_TRUE(confirmed.ok()) << confirmed.error().ToString();
+  EXPECT_EQ(*confirmed, 1);
+}
+
 TEST(SqliteIdempotencySchemaTest, ACurrentDatabaseIsNotMigratedAgainAndUnknownVersionsAreRefused) {
   testing::TempDir dir;
   const std::string path = dir.Sub("state.db");
@@ -214,7 +326,7 @@ TEST(SqliteIdempotencySchemaTest, ACurrentDatabaseIsNotMigratedAgainAndUnknownVe
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(MigrateIdempotencySchema(**db).ok());
   ASSERT_TRUE(MigrateIdempotencySchema(**db).ok());
-  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4,5"});
+  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4,5,6"});
 
   const Status none = MigrateIdempotencySchemaTo(**db, 99);
   EXPECT_EQ(none.reason(), Reason::kInternal);
