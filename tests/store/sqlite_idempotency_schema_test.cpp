@@ -83,6 +83,14 @@ Upgraded Upgrade(const std::string& path, const Clock& clock) {
   return {std::move(*outbox), std::move(*db)};
 }
 
+// ExpectTheIndexesWereMadeAgain: a migration that copies the tables makes their named indexes again.
+void ExpectTheIndexesWereMadeAgain(SqliteDb& db) {
+  EXPECT_EQ(Rows(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema WHERE type = 'index' "
+                      "AND name NOT LIKE 'sqlite_autoindex%' AND tbl_name IN ('idem_records', 'outbox_rows') "
+                      "ORDER BY name)"),
+            std::vector<std::string>{"idem_records_purge,idem_records_stuck,idem_records_tombstones,outbox_rows_due"});
+}
+
 TEST(SqliteIdempotencySchemaTest, AVersion3DatabaseKeepsEveryRowAndTheWorkerQueryUsesThePartialIndex) {
   testing::TempDir dir;
   const std::string path = dir.Sub("state.db");
@@ -183,11 +191,7 @@ TEST(SqliteIdempotencySchemaTest, AVersion4DatabaseKeepsEveryColumnAndTheStateCh
                        "ORDER BY event_key",
                  0, 4),
             (std::vector<std::string>{"a|0|answered|7B7D|idem-a-0", "b|0|held|7B7D|idem-b-0"}));
-  // The indexes were made again on the copies.
-  EXPECT_EQ(Rows(*db, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema WHERE type = 'index' "
-                       "AND name NOT LIKE 'sqlite_autoindex%' AND tbl_name IN ('idem_records', 'outbox_rows') "
-                       "ORDER BY name)"),
-            std::vector<std::string>{"idem_records_purge,idem_records_stuck,idem_records_tombstones,outbox_rows_due"});
+  ExpectTheIndexesWereMadeAgain(*db);
 
   // Every known state is admitted and nothing else, by insert and by update.
   for (const char* state : {"in_progress", "completed", "tombstone"}) {
@@ -256,10 +260,7 @@ TEST(SqliteIdempotencySchemaTest, AVersion5DatabaseKeysOutboxRowsByTheirRecordsI
                        "ORDER BY call_index",
                  0, 3),
             (std::vector<std::string>{"1|0|orphan|dead", "1|1|orphan|answered"}));
-  EXPECT_EQ(Rows(*db, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema WHERE type = 'index' "
-                       "AND name NOT LIKE 'sqlite_autoindex%' AND tbl_name IN ('idem_records', 'outbox_rows') "
-                       "ORDER BY name)"),
-            std::vector<std::string>{"idem_records_purge,idem_records_stuck,idem_records_tombstones,outbox_rows_due"});
+  ExpectTheIndexesWereMadeAgain(*db);
 
   // The outbox works on the migrated rows, addressed by record id and call index.
   auto listed = outbox->ListEvent("a");
