@@ -245,11 +245,8 @@ class FlatScanner {
   bool Start() { return Take('{'); }
   // Returns 1 for a member, 0 at the closing brace (then the line must end), -1 when not flat.
   int Next(Member* m) {
-    if (i_ < s_.size() && s_[i_] == '}' && !had_member_) return Close();
-    if (had_member_) {
-      if (i_ < s_.size() && s_[i_] == '}') return Close();
-      if (!Take(',')) return -1;
-    }
+    if (i_ < s_.size() && s_[i_] == '}') return Close();
+    if (had_member_ && !Take(',')) return -1;
     had_member_ = true;
     if (!String(&m->name) || !Take(':') || i_ >= s_.size()) return -1;
     m->text.clear();

@@ -290,4 +290,6 @@ Result<std::vector<OutboxRow>> SqliteOutbox::DuePending(int64_t now_ms, int64_t 
   return out;
 }
 
+#undef CLAWGUARD_OUTBOX_RECORD_ID
+
 }  // namespace clawguard::sqlite
