@@ -236,7 +236,6 @@ class FlatScanner {
  public:
   explicit FlatScanner(std::string_view line) : s_(line) {}
 
-  // Next: the next member; false at the end of the object or when the line is not flat.
   struct Member {
     std::string name;
     enum class Kind { kString, kLiteral, kNull } kind = Kind::kNull;

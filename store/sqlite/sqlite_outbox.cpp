@@ -10,11 +10,11 @@ constexpr std::string_view kColumns =
     "event_key, fencing_token, call_index, method, path, body, body_sha256, state, reply_status, reply_body, "
     "attempts, next_attempt_ms, idempotency_key";
 
-// A row is addressed by its record's id and its call index (the primary key, schema v6), and its
-// event key must match too. ?1 is the event key, ?2 the call index.
-#define CLAWGUARD_OUTBOX_RECORD_ID "(SELECT id FROM idem_records WHERE key = ?1)"
-constexpr std::string_view kRowIs =
-    "record_id = " CLAWGUARD_OUTBOX_RECORD_ID " AND call_index = ?2 AND event_key = ?1";
+// An event's rows are addressed by its record's id (the key's first column, schema v6), and their
+// event key must match too; a row adds its call index. ?1 is the event key, ?2 the call index.
+// Macros, so the statements stay literals (prepared once, cached by their text).
+#define CLAWGUARD_OUTBOX_EVENT_IS "record_id = (SELECT id FROM idem_records WHERE key = ?1) AND event_key = ?1"
+#define CLAWGUARD_OUTBOX_ROW_IS CLAWGUARD_OUTBOX_EVENT_IS " AND call_index = ?2"
 
 OutboxRow ReadRow(const Stmt& s) {
   OutboxRow r;
@@ -47,8 +47,8 @@ Result<std::unique_ptr<SqliteOutbox>> SqliteOutbox::Open(const std::string& path
 namespace {
 
 Result<std::optional<OutboxRow>> LoadRow(SqliteDb& db, const std::string& event_key, int64_t call_index) {
-  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT " + std::string(kColumns) + " FROM outbox_rows WHERE " +
-                                                std::string(kRowIs)));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      Stmt s, db.Prepare("SELECT " + std::string(kColumns) + " FROM outbox_rows WHERE " CLAWGUARD_OUTBOX_ROW_IS));
   s.Bind(1, event_key).Bind(2, call_index);
   CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return std::optional<OutboxRow>();
@@ -90,8 +90,8 @@ Status AppendIn(SqliteDb& db, const OutboxRow& row, OutboxAppend& out) {
     out.kind = same ? OutboxAppend::Kind::kExisting : OutboxAppend::Kind::kMismatch;
     if (same && existing->fencing_token != row.fencing_token) {
       // The row now belongs to the worker that took the lease over.
-      CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare("UPDATE outbox_rows SET fencing_token = ?3 WHERE " +
-                                                    std::string(kRowIs)));
+      CLAWGUARD_ASSIGN_OR_RETURN(
+          Stmt u, db.Prepare("UPDATE outbox_rows SET fencing_token = ?3 WHERE " CLAWGUARD_OUTBOX_ROW_IS));
       u.Bind(1, row.event_key).Bind(2, row.call_index).Bind(3, row.fencing_token);
       CLAWGUARD_RETURN_IF_ERROR(u.Run());
       existing->fencing_token = row.fencing_token;
@@ -171,16 +171,14 @@ Status SqliteOutbox::MarkSent(const std::string& event_key, int64_t call_index, 
   // (the ERP replays); attempts may count one less.
   return UpdateRow(*writer_, Durability::kLazy, event_key, call_index,
                 "UPDATE outbox_rows SET state = 'sent', attempts = attempts + 1, next_attempt_ms = ?3 "
-                "WHERE record_id = " CLAWGUARD_OUTBOX_RECORD_ID " AND call_index = ?2 AND event_key = ?1 "
-                "AND state IN ('pending', 'sent')",
+                "WHERE " CLAWGUARD_OUTBOX_ROW_IS " AND state IN ('pending', 'sent')",
                 [&](Stmt& s) { s.Bind(3, next_attempt_ms); });
 }
 
 namespace {
 constexpr std::string_view kMarkAnsweredSql =
     "UPDATE outbox_rows SET state = 'answered', reply_status = ?3, reply_body = ?4 "
-    "WHERE record_id = " CLAWGUARD_OUTBOX_RECORD_ID " AND call_index = ?2 AND event_key = ?1 "
-    "AND state IN ('pending', 'sent')";
+    "WHERE " CLAWGUARD_OUTBOX_ROW_IS " AND state IN ('pending', 'sent')";
 }  // namespace
 
 Status SqliteOutbox::MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
@@ -205,16 +203,15 @@ void SqliteOutbox::NoteAnswer(const std::string& event_key, int64_t call_index, 
 Status SqliteOutbox::MarkDead(const std::string& event_key, int64_t call_index) {
   // Durable: a dead row is handed to operators (DLQ) and must not come back to life.
   return Update(event_key, call_index,
-                "UPDATE outbox_rows SET state = 'dead' WHERE record_id = " CLAWGUARD_OUTBOX_RECORD_ID
-                " AND call_index = ?2 AND event_key = ?1",
+                "UPDATE outbox_rows SET state = 'dead' WHERE " CLAWGUARD_OUTBOX_ROW_IS,
                 [](Stmt&) {});
 }
 
 Status SqliteOutbox::Defer(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) {
   // Lazy: a lost deferral only makes the retry come sooner (same Idempotency-Key).
   return UpdateRow(*writer_, Durability::kLazy, event_key, call_index,
-                "UPDATE outbox_rows SET next_attempt_ms = ?3 WHERE record_id = " CLAWGUARD_OUTBOX_RECORD_ID
-                " AND call_index = ?2 AND event_key = ?1 AND state IN ('pending', 'sent')",
+                "UPDATE outbox_rows SET next_attempt_ms = ?3 WHERE " CLAWGUARD_OUTBOX_ROW_IS
+                " AND state IN ('pending', 'sent')",
                 [&](Stmt& s) { s.Bind(3, next_attempt_ms); });
 }
 
@@ -225,8 +222,8 @@ Result<bool> SqliteOutbox::Revive(const std::string& event_key, int64_t call_ind
     {
       CLAWGUARD_ASSIGN_OR_RETURN(
           Stmt u, db.Prepare("UPDATE outbox_rows SET state = 'pending', attempts = 0, next_attempt_ms = ?3, "
-                             "reply_status = 0, reply_body = x'' WHERE record_id = " CLAWGUARD_OUTBOX_RECORD_ID
-                             " AND call_index = ?2 AND event_key = ?1 AND state IN ('dead', 'answered')"));
+                             "reply_status = 0, reply_body = x'' WHERE " CLAWGUARD_OUTBOX_ROW_IS
+                             " AND state IN ('dead', 'answered')"));
       u.Bind(1, event_key).Bind(2, call_index).Bind(3, now_ms);
       CLAWGUARD_RETURN_IF_ERROR(u.Run());
     }
@@ -248,8 +245,7 @@ Result<int64_t> SqliteOutbox::ConfirmHeld(const std::string& event_key, int64_t 
   int64_t changed = 0;
   const Status written = writer_->Write([&](SqliteDb& db) -> Status {
     CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare("UPDATE outbox_rows SET state = 'pending', next_attempt_ms = ?2 "
-                                                  "WHERE record_id = " CLAWGUARD_OUTBOX_RECORD_ID
-                                                  " AND event_key = ?1 AND state = 'held'"));
+                                                  "WHERE " CLAWGUARD_OUTBOX_EVENT_IS " AND state = 'held'"));
     u.Bind(1, event_key).Bind(2, now_ms);
     CLAWGUARD_RETURN_IF_ERROR(u.Run());
     changed = sqlite3_changes(db.raw());
@@ -262,8 +258,8 @@ Result<int64_t> SqliteOutbox::ConfirmHeld(const std::string& event_key, int64_t 
 Result<std::vector<OutboxRow>> SqliteOutbox::ListEvent(const std::string& event_key) {
   std::lock_guard lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT " + std::string(kColumns) +
-                                                  " FROM outbox_rows WHERE record_id = " CLAWGUARD_OUTBOX_RECORD_ID
-                                                  " AND event_key = ?1 ORDER BY call_index"));
+                                                  " FROM outbox_rows WHERE " CLAWGUARD_OUTBOX_EVENT_IS
+                                                  " ORDER BY call_index"));
   s.Bind(1, event_key);
   std::vector<OutboxRow> out;
   while (true) {
@@ -290,6 +286,7 @@ Result<std::vector<OutboxRow>> SqliteOutbox::DuePending(int64_t now_ms, int64_t 
   return out;
 }
 
-#undef CLAWGUARD_OUTBOX_RECORD_ID
+#undef CLAWGUARD_OUTBOX_ROW_IS
+#undef CLAWGUARD_OUTBOX_EVENT_IS
 
 }  // namespace clawguard::sqlite
