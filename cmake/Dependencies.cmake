@@ -8,7 +8,7 @@ find_package(LibArchive REQUIRED)
 find_package(yaml-cpp REQUIRED)            # target: yaml-cpp (0.7 on Debian 12)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
-find_package(Boost 1.74 REQUIRED COMPONENTS filesystem context)
+find_package(Boost 1.74 REQUIRED COMPONENTS context)
 find_package(SQLite3 REQUIRED)
 # libpq for ClawGuard::store_postgresql (target PostgreSQL::PostgreSQL; its "server headers not
 # found" note is harmless: only the client library is used). Optional: without it the engine,
@@ -19,6 +19,9 @@ if(NOT PostgreSQL_FOUND)
 endif()
 if(CLAWGUARD_BUILD_TESTS)
   find_package(GTest REQUIRED)
+  # elfutils libelf: a second, independent ELF reader for the ELF check's differential tests
+  # (test-only; the product never links it).
+  pkg_check_modules(LIBELF REQUIRED IMPORTED_TARGET libelf)
 endif()
 if(CLAWGUARD_BUILD_BENCH)
   find_package(benchmark QUIET)

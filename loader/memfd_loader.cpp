@@ -1,16 +1,24 @@
-// memfd_loader.cpp — see memfd_loader.h.
+// memfd_loader.cpp — see memfd_loader.h. What glibc does on dlopen: elf/dl-load.c
+// (_dl_map_object matches loaded objects by name and SONAME, _dl_map_object_from_fd by file
+// identity); on dlclose: elf/dl-close.c (nodelete, unique symbols, TLS destructors keep objects).
 #include "memfd_loader.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <boost/dll/shared_library.hpp>
-
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include "clawguard/unique_fd.h"
 
@@ -21,12 +29,13 @@
 namespace clawguard {
 namespace {
 
-// HeldHandles is this process's loader registry of dlopen handles.
-std::mutex g_held_mu;
-std::set<void*>& HeldHandles() {
-  static std::set<void*> held;
-  return held;
-}
+// g_mu serialises dlopen + confirmation and dlclose + probe + close, so that an fd number is
+// never released while a library still answers to its path. Loads are rare.
+std::mutex g_mu;
+std::set<void*> g_held;          // handles of loaded plugins (guarded by g_mu)
+std::vector<int> g_retained_fds;  // memfds of libraries that outlived dlclose (guarded by g_mu)
+
+Status LoadFailed(std::string m) { return Status(Reason::kLoadFailed, std::move(m)); }
 
 Result<UniqueFd> MakeSealedMemfd(std::string_view bytes, std::string_view name) {
   const std::string n(name.substr(0, 200));
@@ -34,9 +43,10 @@ Result<UniqueFd> MakeSealedMemfd(std::string_view bytes, std::string_view name) 
   if (raw < 0 && errno == EINVAL) raw = ::memfd_create(n.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (raw < 0) {
     const int e = errno;
-    return Status(Reason::kLoadFailed, std::string("memfd_create failed: ") + std::strerror(e) +
-                                           (e == EACCES || e == EPERM ? " (the kernel refuses executable memfds: "
-                                                                        "vm.memfd_noexec; loading fails closed)" : ""));
+    return LoadFailed(std::string("memfd_create failed: ") + std::strerror(e) +
+                      (e == EACCES || e == EPERM ? " (the kernel refuses executable memfds: vm.memfd_noexec; loading "
+                                                   "fails closed)"
+                                                 : ""));
   }
   UniqueFd fd(raw);
   size_t off = 0;
@@ -44,23 +54,100 @@ Result<UniqueFd> MakeSealedMemfd(std::string_view bytes, std::string_view name) 
     const ssize_t w = ::write(fd.get(), bytes.data() + off, bytes.size() - off);
     if (w < 0) {
       if (errno == EINTR) continue;
-      return Status(Reason::kLoadFailed, std::string("cannot write the memfd: ") + std::strerror(errno));
+      return LoadFailed(std::string("cannot write the memfd: ") + std::strerror(errno));
     }
     off += static_cast<size_t>(w);
   }
   if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
-    return Status(Reason::kLoadFailed, std::string("cannot seal the memfd: ") + std::strerror(errno));
+    return LoadFailed(std::string("cannot seal the memfd: ") + std::strerror(errno));
   }
   return fd;
+}
+
+std::string DlError() {
+  const char* e = ::dlerror();
+  return e != nullptr ? e : "unknown dlerror";
+}
+
+// MappingIdentity finds the /proc/self/maps line that holds |addr| and returns its device and
+// inode ("maj:min" in hex, inode in decimal).
+struct MapIdentity {
+  unsigned major = 0, minor = 0;
+  uint64_t inode = 0;
+};
+std::optional<MapIdentity> MappingIdentity(uintptr_t addr) {
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  if (f == nullptr) return std::nullopt;
+  std::optional<MapIdentity> out;
+  char line[4096];
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    uintptr_t start = 0, end = 0;
+    MapIdentity id;
+    unsigned long long inode = 0;
+    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %*s %*s %x:%x %llu", &start, &end, &id.major, &id.minor, &inode) != 5) {
+      continue;
+    }
+    if (addr >= start && addr < end) {
+      id.inode = inode;
+      out = id;
+      break;
+    }
+  }
+  std::fclose(f);
+  return out;
+}
+
+// Confirm proves that |handle| is the object mapped from |fd| under |path| (see the header).
+Status Confirm(void* handle, int fd, const std::string& path) {
+  link_map* lm = nullptr;
+  if (::dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == nullptr) {
+    return LoadFailed("dlinfo(RTLD_DI_LINKMAP) failed: " + DlError());
+  }
+  if (lm->l_name == nullptr || path != lm->l_name) {
+    return LoadFailed(std::string("dlopen returned the already-loaded object '") + (lm->l_name ? lm->l_name : "") +
+                      "' for " + path + " (glibc matched it by name); refusing it");
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return LoadFailed(std::string("cannot stat the memfd: ") + std::strerror(errno));
+  const auto id = MappingIdentity(reinterpret_cast<uintptr_t>(lm->l_ld));
+  if (!id) return LoadFailed("the loaded object's dynamic array is in no mapping of /proc/self/maps");
+  if (id->major != major(st.st_dev) || id->minor != minor(st.st_dev) || id->inode != st.st_ino) {
+    return LoadFailed("the loaded object is not mapped from this memfd (inode " + std::to_string(id->inode) +
+                      ", expected " + std::to_string(st.st_ino) + "); refusing it");
+  }
+  return Status::Ok();
+}
+
+// Release drops |handle| (when set) and closes |fd| — unless a library still answers to |path|,
+// in which case the fd is kept for the life of the process. Caller holds g_mu.
+void ReleaseLocked(void* handle, UniqueFd& fd, const std::string& path) {
+  if (handle != nullptr) {
+    g_held.erase(handle);
+    (void)::dlclose(handle);
+  }
+  if (!fd.valid()) return;
+  void* still = ::dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  if (still == nullptr) {
+    (void)::dlerror();
+    fd.Reset();
+    return;
+  }
+  (void)::dlclose(still);  // drop the probe's own reference
+  g_retained_fds.push_back(fd.Release());
 }
 
 }  // namespace
 
 struct MemfdLibrary::Impl {
   UniqueFd fd;
-  boost::dll::shared_library lib;
+  std::string path;
   void* handle = nullptr;
   bool initialised = false;
+
+  ~Impl() {
+    std::lock_guard<std::mutex> lock(g_mu);
+    ReleaseLocked(handle, fd, path);
+  }
 };
 
 MemfdLibrary::MemfdLibrary(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -70,68 +157,67 @@ int MemfdLibrary::fd() const { return impl_->fd.get(); }
 MemfdLibrary::~MemfdLibrary() {
   if (!impl_) return;
   if (impl_->initialised && plugin_ != nullptr && plugin_->shutdown != nullptr) plugin_->shutdown();
-  impl_->lib.unload();
-  if (impl_->handle != nullptr) {
-    std::lock_guard<std::mutex> lock(g_held_mu);
-    HeldHandles().erase(impl_->handle);
-  }
-  impl_->fd.Reset();  // only after dlclose: the path must not be reused while loaded
+  impl_.reset();  // dlclose, probe, close or retain the memfd
+}
+
+size_t RetainedLibraryCount() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_retained_fds.size();
 }
 
 Result<std::unique_ptr<MemfdLibrary>> LoadFromMemfd(std::string_view library, std::string_view name,
                                                     int64_t manifest_abi, const cg_host_api* host) {
   auto impl = std::make_unique<MemfdLibrary::Impl>();
   CLAWGUARD_ASSIGN_OR_RETURN(impl->fd, MakeSealedMemfd(library, name));
-  const std::string path = "/proc/self/fd/" + std::to_string(impl->fd.get());
-  boost::dll::fs::error_code ec;
-  try {
-    impl->lib.load(path, ec, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-  } catch (const std::exception& e) {
-    return Status(Reason::kLoadFailed, std::string("dlopen threw: ") + e.what());
-  }
-  if (ec || !impl->lib.is_loaded()) {
-    std::string msg = "dlopen of the sealed memfd failed: " + ec.message();
-    if (ec.value() == EACCES || ec.value() == EPERM || msg.find("ermission") != std::string::npos ||
-        msg.find("map segment") != std::string::npos) {
-      msg += " (the kernel may refuse executable memfds: noexec or vm.memfd_noexec; loading fails closed)";
-    }
-    return Status(Reason::kLoadFailed, msg);
-  }
-  impl->handle = reinterpret_cast<void*>(impl->lib.native());
+  impl->path = "/proc/self/fd/" + std::to_string(impl->fd.get());
   {
-    std::lock_guard<std::mutex> lock(g_held_mu);
-    if (!HeldHandles().insert(impl->handle).second) {
-      impl->handle = nullptr;  // not ours to forget; lib.unload() drops only our reference
-      return Status(Reason::kLoadFailed, "dlopen returned a handle this loader already holds (glibc matched an "
-                                         "already-loaded library); refusing it");
+    std::lock_guard<std::mutex> lock(g_mu);
+    (void)::dlerror();
+    void* handle = ::dlopen(impl->path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      std::string msg = "dlopen of the sealed memfd failed: " + DlError();
+      if (msg.find("ermission") != std::string::npos || msg.find("map segment") != std::string::npos) {
+        msg += " (the kernel may refuse executable memfds: noexec or vm.memfd_noexec; loading fails closed)";
+      }
+      return LoadFailed(msg);  // ~Impl probes the path and closes the memfd
     }
+    if (!g_held.insert(handle).second) {
+      // Not ours to forget: drop only our reference; ~Impl keeps the fd if the path still answers.
+      (void)::dlclose(handle);
+      return LoadFailed("dlopen returned a handle this loader already holds (glibc matched an already-loaded "
+                        "library); refusing it");
+    }
+    impl->handle = handle;
+    CLAWGUARD_RETURN_IF_ERROR(Confirm(handle, impl->fd.get(), impl->path));
+  }
+  (void)::dlerror();
+  void* entry_sym = ::dlsym(impl->handle, "clawguard_plugin_v1");
+  if (entry_sym == nullptr) return LoadFailed("clawguard_plugin_v1 not found by dlsym: " + DlError());
+  Dl_info where{};
+  link_map* owner = nullptr;
+  link_map* self = nullptr;
+  if (::dladdr1(entry_sym, &where, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) == 0 ||
+      ::dlinfo(impl->handle, RTLD_DI_LINKMAP, &self) != 0 || owner != self) {
+    return LoadFailed("dlsym's clawguard_plugin_v1 does not belong to the loaded plugin; refusing it");
   }
   std::unique_ptr<MemfdLibrary> out(new MemfdLibrary(std::move(impl)));
   using EntryFn = const cg_plugin* (*)();
-  if (!out->impl_->lib.has(std::string("clawguard_plugin_v1"))) {
-    return Status(Reason::kLoadFailed, "clawguard_plugin_v1 not found by dlsym");
-  }
-  EntryFn entry = nullptr;
-  try {
-    entry = out->impl_->lib.get<const cg_plugin*()>(std::string("clawguard_plugin_v1"));
-  } catch (const std::exception& e) {
-    return Status(Reason::kLoadFailed, std::string("dlsym(clawguard_plugin_v1) failed: ") + e.what());
-  }
-  const cg_plugin* plugin = entry != nullptr ? entry() : nullptr;
-  if (plugin == nullptr) return Status(Reason::kLoadFailed, "clawguard_plugin_v1() returned NULL");
+  auto entry = reinterpret_cast<EntryFn>(entry_sym);
+  const cg_plugin* plugin = entry();
+  if (plugin == nullptr) return LoadFailed("clawguard_plugin_v1() returned NULL");
   if (plugin->abi != CLAWGUARD_PLUGIN_ABI || static_cast<int64_t>(plugin->abi) != manifest_abi) {
     return Status(Reason::kAbiMismatch, "the plugin reports abi " + std::to_string(plugin->abi) + "; the manifest says " +
                                             std::to_string(manifest_abi) + " and this host speaks " +
                                             std::to_string(CLAWGUARD_PLUGIN_ABI));
   }
   if ((plugin->flags & ~CG_PLUGIN_SERIAL) != 0) {
-    return Status(Reason::kLoadFailed, "the plugin sets unknown flag bits " + std::to_string(plugin->flags));
+    return LoadFailed("the plugin sets unknown flag bits " + std::to_string(plugin->flags));
   }
   if (plugin->init == nullptr || plugin->handle_webhook == nullptr) {
-    return Status(Reason::kLoadFailed, "the plugin's init or handle_webhook is NULL");
+    return LoadFailed("the plugin's init or handle_webhook is NULL");
   }
   const int rc = plugin->init(host);
-  if (rc != 0) return Status(Reason::kLoadFailed, "the plugin's init returned " + std::to_string(rc));
+  if (rc != 0) return LoadFailed("the plugin's init returned " + std::to_string(rc));
   out->plugin_ = plugin;
   out->impl_->initialised = true;
   return out;

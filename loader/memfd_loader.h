@@ -1,18 +1,29 @@
-// memfd_loader.h — LoadFromMemfd: the checked library bytes into a sealed memfd, then dlopen.
+// memfd_loader.h — LoadFromMemfd: the checked library bytes into a sealed memfd, then dlopen, and
+// proof that the object dlopen returned is the one that was checked.
 //
 // memfd_create(name, MFD_CLOEXEC|MFD_ALLOW_SEALING), write the exact bytes, seal
-// F_SEAL_WRITE|F_SEAL_GROW|F_SEAL_SHRINK|F_SEAL_SEAL, open "/proc/self/fd/N" with Boost.DLL
-// (rtld_now | rtld_local). The memfd stays open while the library is loaded: glibc matches
-// loaded libraries by path, and a reused fd number would hand back the previous plugin
-// (MACHINE-FACTS.md), so a dlopen handle already held by this process's loader is refused.
-// Then clawguard_plugin_v1() is called: abi must equal the manifest's and CLAWGUARD_PLUGIN_ABI
-// (kAbiMismatch), flags only CG_PLUGIN_SERIAL (kLoadFailed), init(host) must return 0
-// (kLoadFailed). Where the kernel refuses executable memfds (noexec mounts, vm.memfd_noexec),
-// the load fails closed with kLoadFailed saying so.
+// F_SEAL_WRITE|F_SEAL_GROW|F_SEAL_SHRINK|F_SEAL_SEAL, dlopen("/proc/self/fd/N",
+// RTLD_NOW|RTLD_LOCAL). glibc matches an already-loaded object by path (and by SONAME) before it
+// opens anything, so the object it returns is confirmed before any use:
+//   - its link map's name is this path, its dynamic array lies in a mapping of this memfd's
+//     inode (/proc/self/maps: device and inode), and dlsym's clawguard_plugin_v1 belongs to it;
+//   - its handle is not one this process's loader already holds.
+// Any failure drops the reference and refuses (kLoadFailed). Then clawguard_plugin_v1() is
+// called: abi must equal the manifest's and CLAWGUARD_PLUGIN_ABI (kAbiMismatch), flags only
+// CG_PLUGIN_SERIAL (kLoadFailed), init(host) must return 0 (kLoadFailed).
+//
+// Unloading: after dlclose the path is probed with RTLD_NOLOAD. A library that stayed mapped
+// (DF_1_NODELETE, an STB_GNU_UNIQUE symbol such as a C++ inline static, pending thread_local
+// destructors) would still answer to "/proc/self/fd/N": its memfd is then kept open for the life
+// of the process, so the number is never reused and no later plugin can be handed the old code.
+// The same holds after a refused load (the constructors ran; the library may stay).
+// Where the kernel refuses executable memfds (noexec mounts, vm.memfd_noexec) the load fails
+// closed with kLoadFailed saying so.
 // WARNING: the library's constructors run inside dlopen; every check must be done before.
 #ifndef CLAWGUARD_LOADER_MEMFD_LOADER_H_
 #define CLAWGUARD_LOADER_MEMFD_LOADER_H_
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,7 +34,8 @@
 namespace clawguard {
 
 // MemfdLibrary owns one loaded plugin library and its memfd. On destruction: shutdown() (if
-// init succeeded), dlclose, forget the handle, close the memfd — in that order.
+// init succeeded), dlclose, then the memfd is closed — or kept for the life of the process when
+// the library is still mapped.
 class MemfdLibrary {
  public:
   ~MemfdLibrary();
@@ -34,10 +46,11 @@ class MemfdLibrary {
   const cg_plugin* plugin() const { return plugin_; }
   int fd() const;
 
+  struct Impl;
+
  private:
   friend Result<std::unique_ptr<MemfdLibrary>> LoadFromMemfd(std::string_view, std::string_view, int64_t,
                                                              const cg_host_api*);
-  struct Impl;
   explicit MemfdLibrary(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
   const cg_plugin* plugin_ = nullptr;
@@ -48,6 +61,10 @@ class MemfdLibrary {
 // plugin ignores it). Thread-safe.
 Result<std::unique_ptr<MemfdLibrary>> LoadFromMemfd(std::string_view library, std::string_view name,
                                                     int64_t manifest_abi, const cg_host_api* host);
+
+// RetainedLibraryCount is how many unloaded plugin libraries stayed mapped after dlclose (their
+// memfds are kept open for the life of the process). Thread-safe.
+size_t RetainedLibraryCount();
 
 }  // namespace clawguard
 

@@ -45,6 +45,7 @@ def write(target, name, data):
 
 
 def elf_seeds():
+    # Small hand-linked libraries (most are refused: 16-byte pages, no section of their own).
     src = b"int clawguard_plugin_v1(void){return 1;}\n"
     flags = ["-shared", "-nostdlib", "-fPIC", "-Os", "-s", "-Wl,-z,noexecstack", "-Wl,-z,noseparate-code",
              "-Wl,-z,norelro", "-Wl,-z,max-page-size=16", "-Wl,--hash-style=gnu", "-Wl,--build-id=none"]
@@ -57,6 +58,18 @@ def elf_seeds():
             out = os.path.join(t, name)
             subprocess.run(["gcc"] + flags + extra + ["-o", out, c], check=True)
             write("elf_check", name, open(out, "rb").read())
+    # Real plugin libraries and the adversarial suite's hostile shapes (tests/fixtures), stripped
+    # of their debug sections to stay small: the differential oracle starts from what ld.so sees.
+    fixtures = os.path.join(HERE, "..", "fixtures")
+    with tempfile.TemporaryDirectory() as t:
+        subprocess.run(["sh", os.path.join(fixtures, "make_plugins.sh"), t, "/nonexistent/clawguard-fixtures"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for name in ["alpha", "needed", "tlsdtor", "uniqgood", "auxiliary", "filter", "audit", "depaudit",
+                     "pathneeded", "dynsplit", "textrel", "nodelete", "rpath", "runpath", "interp", "phdr",
+                     "twodyn", "unsorted", "overlap", "filesz", "wx", "misalign", "sonamepath", "sonamelibc"]:
+            path = os.path.join(t, name + ".so")
+            subprocess.run(["strip", "--strip-debug", "-R", ".comment", path], check=True)
+            write("elf_check", "fixture-" + name + ".so", open(path, "rb").read())
 
 
 def tar_bytes(entries):

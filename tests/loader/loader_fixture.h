@@ -131,20 +131,25 @@ struct World {
     // build is renamed into place atomically.
     const std::string fixtures = std::string(CLAWGUARD_SOURCE_DIR) + "/tests/fixtures";
     const std::string script = fixtures + "/make_plugins.sh";
-    const std::string version = Sha256Hex(ReadFile(script) + ReadFile(fixtures + "/plugins/test_plugin.c") +
-                                          ReadFile(fixtures + "/patch_elf.py")).substr(0, 16);
+    const std::string version =
+        Sha256Hex(ReadFile(script) + ReadFile(fixtures + "/plugins/test_plugin.c") + ReadFile(fixtures + "/plugins/evil.c") +
+                  ReadFile(fixtures + "/plugins/unique_plugin.cpp") + ReadFile(fixtures + "/patch_elf.py"))
+            .substr(0, 16);
     plugins_dir = std::string(CLAWGUARD_BINARY_DIR) + "/tests/loader-plugins-" + version;
-    if (!std::filesystem::exists(plugins_dir + "/machine.so")) {
+    // The last variant make_plugins.sh writes: its presence means the folder is complete.
+    const std::string last = "/misalign.so";
+    if (!std::filesystem::exists(plugins_dir + last)) {
       // Built beside the final folder (same filesystem, so the rename is atomic).
       std::filesystem::create_directories(std::string(CLAWGUARD_BINARY_DIR) + "/tests");
       std::string tmpl = plugins_dir + ".tmp-XXXXXX";
       if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + tmpl);
       const std::string tmp = tmpl;
-      auto r = RunCommand({"sh", script, tmp});
+      // Hostile variants name plugins_dir/evil.so by its absolute path (their final home).
+      auto r = RunCommand({"sh", script, tmp, plugins_dir});
       if (r.exit_code != 0) throw std::runtime_error("make_plugins.sh failed: " + r.err);
       std::error_code ec;
       std::filesystem::rename(tmp, plugins_dir, ec);  // another process may have won: fine
-      if (!std::filesystem::exists(plugins_dir + "/machine.so")) plugins_dir = tmp;
+      if (!std::filesystem::exists(plugins_dir + last)) plugins_dir = tmp;
     }
   }
 
