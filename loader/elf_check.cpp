@@ -172,6 +172,7 @@ Status CheckInsideLoad(const ElfImage& image, const ElfSegment& p, size_t i) {
   const std::string where = SegmentName(p.type) + " (program header " + std::to_string(i) + ")";
   if (p.filesz > p.memsz) return Unsafe(where + " has p_filesz " + Hex(p.filesz) + " > p_memsz " + Hex(p.memsz));
   // RELRO covers memory (ld.so mprotects it), the others cover bytes read from the image.
+  if (p.type == PT_TLS && !IsPowerOfTwoOrZero(p.align)) return Unsafe(where + " has p_align " + Hex(p.align) + ", not a power of two");
   const uint64_t len = p.type == PT_GNU_RELRO ? p.memsz : p.filesz;
   if (len == 0 && p.type != PT_DYNAMIC) return Status::Ok();
   if (p.type == PT_GNU_RELRO) {
@@ -266,10 +267,6 @@ TagInfo InfoOf(int64_t tag) {
     case DT_RELASZ: return {"DT_RELASZ", TagRule::kSingle, nullptr};
     case DT_RELAENT: return {"DT_RELAENT", TagRule::kSingle, nullptr};
     case DT_RELACOUNT: return {"DT_RELACOUNT", TagRule::kSingle, nullptr};
-    case DT_REL: return {"DT_REL", TagRule::kSingle, nullptr};
-    case DT_RELSZ: return {"DT_RELSZ", TagRule::kSingle, nullptr};
-    case DT_RELENT: return {"DT_RELENT", TagRule::kSingle, nullptr};
-    case DT_RELCOUNT: return {"DT_RELCOUNT", TagRule::kSingle, nullptr};
     case DT_RELR: return {"DT_RELR", TagRule::kSingle, nullptr};
     case DT_RELRSZ: return {"DT_RELRSZ", TagRule::kSingle, nullptr};
     case DT_RELRENT: return {"DT_RELRENT", TagRule::kSingle, nullptr};
@@ -298,6 +295,11 @@ TagInfo InfoOf(int64_t tag) {
     case DT_AARCH64_PAC_PLT: return {"DT_AARCH64_PAC_PLT", TagRule::kSingle, nullptr};
     case DT_AARCH64_VARIANT_PCS: return {"DT_AARCH64_VARIANT_PCS", TagRule::kSingle, nullptr};
 #endif
+    case DT_REL:
+    case DT_RELSZ:
+    case DT_RELENT:
+    case DT_RELCOUNT:
+      return {"DT_REL", TagRule::kDenied, "this machine's runtime loader knows RELA relocations only (it would abort)"};
     case DT_RPATH: return {"DT_RPATH", TagRule::kDenied, "the library would search paths it chooses"};
     case DT_RUNPATH: return {"DT_RUNPATH", TagRule::kDenied, "the library would search paths it chooses"};
     case DT_TEXTREL: return {"DT_TEXTREL", TagRule::kDenied, "text relocations make code writable"};
@@ -433,6 +435,18 @@ struct Strings {
   uint64_t table = 0, size = 0;
 };
 
+// IsBareName: a library name ld.so looks up as a name — no '/', which makes it a path, and no '$',
+// which starts a dynamic string token ($ORIGIN, $LIB, $PLATFORM) that expands into one.
+bool IsBareName(const std::string& n) {
+  if (n.empty()) return false;
+  for (const char ch : n) {
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+                    ch == '_' || ch == '-' || ch == '+';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 Result<std::string> NameAt(const ElfImage& image, const Strings& s, uint64_t index, const std::string& what) {
   auto name = image.StringAt(s.table, s.size, index, kMaxElfName);
   if (!name) return Unsafe(what + " string at index " + std::to_string(index) + " is not a terminated string inside DT_STRTAB (at most " +
@@ -518,35 +532,32 @@ Status CheckDynamic(const ElfImage& image, const Dynamic& d, const std::set<std:
   CLAWGUARD_RETURN_IF_ERROR(CheckAddress(image, d, DT_INIT, 1, false, true));
   CLAWGUARD_RETURN_IF_ERROR(CheckAddress(image, d, DT_FINI, 1, false, true));
   CLAWGUARD_RETURN_IF_ERROR(CheckTable(image, d, DT_RELA, DT_RELASZ, DT_RELAENT, sizeof(Elf64_Rela)));
-  CLAWGUARD_RETURN_IF_ERROR(CheckTable(image, d, DT_REL, DT_RELSZ, DT_RELENT, sizeof(Elf64_Rel)));
   CLAWGUARD_RETURN_IF_ERROR(CheckTable(image, d, DT_RELR, DT_RELRSZ, DT_RELRENT, sizeof(uint64_t)));
   CLAWGUARD_RETURN_IF_ERROR(CheckTable(image, d, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, 0, sizeof(uint64_t)));
   CLAWGUARD_RETURN_IF_ERROR(CheckTable(image, d, DT_FINI_ARRAY, DT_FINI_ARRAYSZ, 0, sizeof(uint64_t)));
   if (d.Get(DT_RELACOUNT).value_or(0) > d.Get(DT_RELASZ).value_or(0) / sizeof(Elf64_Rela)) {
     return Unsafe("DT_RELACOUNT is larger than the DT_RELA table");
   }
-  if (d.Get(DT_RELCOUNT).value_or(0) > d.Get(DT_RELSZ).value_or(0) / sizeof(Elf64_Rel)) {
-    return Unsafe("DT_RELCOUNT is larger than the DT_REL table");
-  }
   if (d.Get(DT_JMPREL) || d.Get(DT_PLTRELSZ) || d.Get(DT_PLTREL)) {
-    const auto kind = d.Get(DT_PLTREL);
-    if (!kind || (*kind != DT_RELA && *kind != DT_REL)) return Unsafe("DT_PLTREL is missing or neither DT_RELA nor DT_REL");
-    CLAWGUARD_RETURN_IF_ERROR(CheckTable(image, d, DT_JMPREL, DT_PLTRELSZ, 0,
-                                         *kind == DT_RELA ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel)));
+    // RELA only: this machine's ld.so asserts DT_PLTREL == DT_RELA (it would abort the host).
+    if (d.Get(DT_PLTREL) != std::optional<uint64_t>(DT_RELA)) return Unsafe("DT_PLTREL is missing or not DT_RELA");
+    CLAWGUARD_RETURN_IF_ERROR(CheckTable(image, d, DT_JMPREL, DT_PLTRELSZ, 0, sizeof(Elf64_Rela)));
   }
   const Strings s{*strtab, *strsz};
   for (uint64_t n : d.needed) {
     CLAWGUARD_ASSIGN_OR_RETURN(std::string name, NameAt(image, s, n, "a DT_NEEDED"));
-    if (name.empty() || name.find('/') != std::string::npos) {
-      return Unsafe("DT_NEEDED '" + name + "' is not a bare soname (the runtime loader would open it as a path)");
+    if (!IsBareName(name)) {
+      return Unsafe("DT_NEEDED '" + name + "' is not a bare soname of [A-Za-z0-9._+-] (a '/' makes the runtime loader "
+                    "open it as a path, a '$' expands into one)");
     }
     if (allowed.count(name) == 0) return Unsafe("DT_NEEDED '" + name + "' is not in the trust policy's elf.allowed_needed");
     info.needed.push_back(std::move(name));
   }
   if (auto so = d.Get(DT_SONAME)) {
     CLAWGUARD_ASSIGN_OR_RETURN(info.soname, NameAt(image, s, *so, "the DT_SONAME"));
-    if (info.soname.empty() || info.soname.find('/') != std::string::npos) {
-      return Unsafe("DT_SONAME '" + info.soname + "' is not a bare file name (glibc matches later dlopen paths against it)");
+    if (!IsBareName(info.soname)) {
+      return Unsafe("DT_SONAME '" + info.soname + "' is not a bare name of [A-Za-z0-9._+-] (glibc matches later dlopen "
+                    "paths against it)");
     }
     if (allowed.count(info.soname) != 0) {
       return Unsafe("DT_SONAME '" + info.soname + "' is a library on elf.allowed_needed: the plugin would answer for it");

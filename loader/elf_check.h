@@ -16,9 +16,10 @@
 //      file-offset reader and the runtime loader see the same bytes.
 //   3. The dynamic array is read where ld.so reads it — at p_vaddr through the PT_LOAD that
 //      file-backs it (p_filesz == p_memsz > 0; DT_NULL inside the segment) — and default-denied
-//      by tag: DT_NEEDED (every one on |allowed_needed|, no '/'), DT_SONAME (no '/', not a name
-//      on |allowed_needed|: a plugin must not answer for a system library or a memfd path), the
-//      string, symbol, hash, version, relocation (RELA/REL/RELR/JMPREL with their entry sizes),
+//      by tag: DT_NEEDED (every one on |allowed_needed|, a bare name of [A-Za-z0-9._+-]: no '/'
+//      path, no '$' token), DT_SONAME (a bare name not on |allowed_needed|: a plugin must not
+//      answer for a system library or a memfd path), the string, symbol, hash, version,
+//      relocation (RELA/RELR/JMPREL with their entry sizes; this machine's ld.so aborts on REL),
 //      init/fini (and arrays), PLTGOT, TLSDESC tags, DT_BIND_NOW, DT_FLAGS ⊆ {BIND_NOW,
 //      STATIC_TLS} and DT_FLAGS_1 ⊆ {NOW}. Everything else is refused, among them DT_AUXILIARY
 //      and DT_FILTER (dlopen would load a library from any path and answer symbols from it),
