@@ -101,7 +101,8 @@ int RunVerify(const LedgerOptions& o) {
   const std::string head = rows->empty() ? std::string(64, '0') : rows->back().hash;
   if (anchor) {
     if (Status st = CheckLedgerAnchor(*rows, anchor->checkpoint); !st.ok()) {
-      return ReportError("ledger verify", Status(st.reason(), st.message() + " (anchor file " + o.anchor + ")"), o.json);
+      return ReportError("ledger verify", Status(st.reason(), st.message() + " (anchor file " + o.anchor + ")"),
+                         o.json);
     }
   } else if (!o.anchor.empty() && !o.write_anchor && count > 0) {
     return ReportError("ledger verify",
@@ -143,7 +144,9 @@ int RunVerify(const LedgerOptions& o) {
     return 0;
   }
   if (expected) std::cout << ", anchored at " << expected->count;
-  if (from_file && !written) std::cout << (expected ? ", and at " : ", anchored at ") << from_file->count << " (" << o.anchor << ")";
+  if (from_file && !written) {
+    std::cout << (expected ? ", and at " : ", anchored at ") << from_file->count << " (" << o.anchor << ")";
+  }
   std::cout << "\n";
   if (written) std::cout << "anchor written: " << o.anchor << " at " << count << ":" << head << "\n";
   if (tofu) {

@@ -252,6 +252,10 @@ void Auditor::LedgerIntegrity(const LedgerSource& ledger, const Allowlist* allow
   }
   const auto log_checkpoint = AuditLog(c_.log.audit).LastCheckpoint();
   const std::optional<LedgerCheckpoint> from_log = log_checkpoint.ok() ? *log_checkpoint : std::nullopt;
+  if (!log_checkpoint.ok()) {
+    Add("log.audit_unreadable", Severity::kHigh, c_.log.audit,
+        log_checkpoint.error().message() + ": the host refuses to start");
+  }
   if (*anchor) {
     if (const Status s = CheckLedgerAnchor(*rows, (*anchor)->checkpoint); !s.ok()) {
       Add("ledger.tampered", Severity::kHigh, anchor_path, s.message());
@@ -298,7 +302,8 @@ void Auditor::LedgerIntegrity(const LedgerSource& ledger, const Allowlist* allow
               " recorded in the ledger: the loader refuses every package with allowlist_invalid");
     }
   }
-  const std::optional<LedgerCheckpoint> cp = *anchor ? std::optional<LedgerCheckpoint>((*anchor)->checkpoint) : from_log;
+  const std::optional<LedgerCheckpoint> cp =
+      *anchor ? std::optional<LedgerCheckpoint>((*anchor)->checkpoint) : from_log;
   Add("ledger.ok", Severity::kInfo, "ledger",
       std::to_string(count) + " rows, head " + head +
           (cp ? ", holds checkpoint " + std::to_string(cp->count) + ":" + cp->head : std::string()));

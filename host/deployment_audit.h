@@ -30,6 +30,7 @@
 //   ledger.anchor_missing (medium)    no anchor file, but the audit log still holds a checkpoint
 //                                     (the host writes the anchor from it at its next start)
 //   allowlist.below_floor (high)      the allowlist's version is lower than the ledger's floor
+//   log.audit_unreadable (high)       log.audit is not a regular file (a FIFO…) or unreadable
 //   ledger.ok (info)                  rows and head
 //   webhook.previous_expired (medium) a `previous` secret past its `previous_until`
 //   webhook.secret_old (medium)       `current_since` older than 90 days

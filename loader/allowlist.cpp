@@ -141,7 +141,8 @@ Result<std::unique_ptr<Allowlist>> Allowlist::Load(const std::string& path, cons
     return Status(Reason::kInternal, "sodium_mprotect_readonly failed for the allowlist");
   }
   const bool expired = *expires <= clock.NowSeconds();
-  return std::unique_ptr<Allowlist>(new Allowlist(records, n, version, *expires, expired, ledger_checked, Sha256Hex(*text)));
+  return std::unique_ptr<Allowlist>(
+      new Allowlist(records, n, version, *expires, expired, ledger_checked, Sha256Hex(*text)));
 }
 
 Allowlist::~Allowlist() { sodium_free(records_); }

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <ctime>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "audit/support/deployment_fixture.h"
@@ -210,6 +213,29 @@ TEST(DeploymentAuditTest, AnchorThatIsAFifoIsHighAndDoesNotHang) {
   auto a = Audit(d);
   EXPECT_EQ(a.SeverityOf("ledger.anchor_unreadable"), Severity::kHigh) << a.report.ToText();
   EXPECT_NE(a.Find("ledger.anchor_unreadable")[0].detail.find("is a FIFO"), std::string::npos);
+}
+
+TEST(DeploymentAuditTest, ConfiguredAnchorPathIsTheOneChecked) {
+  auto s = Spec();
+  s.anchor_in_state_dir = true;
+  s.write_checkpoint = false;
+  Deployment d(s);
+  auto config = d.Load();
+  ASSERT_TRUE(config);
+  EXPECT_EQ(config->log.anchor, d.Sub("state/ledger-anchor.json"));
+  auto a = Audit(d);
+  EXPECT_FALSE(a.report.HasHigh()) << a.report.ToText();
+  std::filesystem::remove(d.anchor_path());
+  EXPECT_EQ(Audit(d).SeverityOf("ledger.not_anchored"), Severity::kHigh);
+}
+
+TEST(DeploymentAuditTest, AuditLogThatIsAFifoIsHighAndDoesNotHang) {
+  Deployment d(Spec());
+  std::filesystem::remove(d.Sub("logs/audit.jsonl"));
+  ASSERT_EQ(::mkfifo(d.Sub("logs/audit.jsonl").c_str(), 0600), 0);
+  auto a = Audit(d);
+  EXPECT_EQ(a.SeverityOf("log.audit_unreadable"), Severity::kHigh) << a.report.ToText();
+  EXPECT_FALSE(a.SeverityOf("ledger.tampered")) << a.report.ToText();  // the anchor file still holds
 }
 
 TEST(DeploymentAuditTest, AllowlistBelowTheLedgerFloorIsHigh) {

@@ -87,7 +87,7 @@ std::string Pin(const std::string& file, X509* cert) {
 
 }  // namespace
 
-Deployment::Deployment(const DeploymentSpec& s) {
+Deployment::Deployment(const DeploymentSpec& s) : anchor_in_state_dir_(s.anchor_in_state_dir) {
   const int64_t now = s.now;
   env_ = {{"CG_AUDIT_ADMIN_TOKEN", kAdminToken},
           {"CG_AUDIT_ORDER_SECRET", kOrderSecret},
@@ -214,7 +214,8 @@ Deployment::Deployment(const DeploymentSpec& s) {
             "breaker:\n"
             "  key: { failures: 3, window: 5s, cooldown: 30s }\n"
             "  erp: { failures: 10, window: 30s, cooldown: 60s, half_open_probes: 1 }\n"
-            "log: { audit: logs/audit.jsonl, redact: [password, token, card] }\n");
+            "log: { audit: logs/audit.jsonl, redact: [password, token, card]" +
+                std::string(s.anchor_in_state_dir ? ", anchor: state/ledger-anchor.json" : "") + " }\n");
 }
 
 std::shared_ptr<const host::HostConfig> Deployment::Load() const {

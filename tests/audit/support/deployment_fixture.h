@@ -41,6 +41,7 @@ struct DeploymentSpec {
   bool anchor_fifo = false;              // a FIFO where the anchor file belongs
   bool rehash_ledger = false;            // after anchoring: the whole ledger re-hashed, other bytes
   int64_t allowlist_floor = 0;           // > 0: an allowlist row of this version (the file's is 2)
+  bool anchor_in_state_dir = false;      // host.yaml log.anchor: state/ledger-anchor.json
 };
 
 class Deployment {
@@ -49,7 +50,9 @@ class Deployment {
 
   const std::string& host_yaml() const { return host_yaml_; }
   std::string store_path() const { return dir_.Sub("state/state.db"); }
-  std::string anchor_path() const { return dir_.Sub("logs/ledger-anchor.json"); }
+  std::string anchor_path() const {
+    return dir_.Sub(anchor_in_state_dir_ ? "state/ledger-anchor.json" : "logs/ledger-anchor.json");
+  }
   // env holds the CG_AUDIT_* secrets host.yaml names.
   const std::map<std::string, std::string>& env() const { return env_; }
   std::vector<std::pair<std::string, std::string>> env_pairs() const { return {env_.begin(), env_.end()}; }
@@ -61,6 +64,7 @@ class Deployment {
   TempDir dir_;
   std::string host_yaml_;
   std::map<std::string, std::string> env_;
+  bool anchor_in_state_dir_ = false;
 };
 
 }  // namespace clawguard::testing
