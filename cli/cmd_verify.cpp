@@ -1,6 +1,10 @@
 // cmd_verify.cpp — `clawguard verify PKG --trust T --allowlist A [--ledger URL [--record]] [--json]
-// [--audit-log FILE]`: runs the loader's whole verification pipeline (never dlopen) and prints the
-// verdict. Exit 0 verified or audit, 1 refused, 2 configuration or operational error.
+// [--audit-log FILE] [--anchor FILE]`: runs the loader's whole verification pipeline (never
+// dlopen) and prints the verdict; --record writes the allowlist and deploy rows (the operator says
+// the version is deployed). The ledger is checked against the anchor file (default:
+// ledger-anchor.json beside --audit-log) and the audit log's last checkpoint; without either, a
+// non-empty ledger is trusted on first use with a warning on stderr. Exit 0 verified or audit, 1
+// refused, 2 configuration or operational error.
 #include <iostream>
 #include <memory>
 
@@ -17,7 +21,7 @@ namespace clawguard::cli {
 namespace {
 
 struct VerifyArgs {
-  std::string package, trust, allowlist, ledger_url, audit_log;
+  std::string package, trust, allowlist, ledger_url, audit_log, anchor;
   bool record = false;
   bool json = false;
 };
@@ -41,6 +45,7 @@ int RunVerify(const VerifyArgs& a) {
   options.allowlist_path = a.allowlist;
   options.ledger = ledger.get();
   if (!a.audit_log.empty()) options.audit_log_path = a.audit_log;
+  if (!a.anchor.empty()) options.anchor_path = a.anchor;
   auto loader = Loader::Create(std::move(options));
   if (!loader) return ReportError("verify", loader.error(), a.json);
   auto verdict = (*loader)->Verify(a.package, VerifyOptions{a.record});
@@ -71,6 +76,8 @@ void RegisterVerify(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--record", args->record, "record a deploy row in the ledger when verified");
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->add_option("--audit-log", args->audit_log, "append the decision to this JSON-lines audit log (and read its last ledger checkpoint)");
+  cmd->add_option("--anchor", args->anchor,
+                  "the ledger anchor file the chain must hold (default: ledger-anchor.json beside --audit-log)");
   cmd->callback([&ctx, args] { ctx.exit_code = RunVerify(*args); });
 }
 

@@ -18,6 +18,7 @@
 #include "clawguard/strict_yaml.h"
 #include "loader/allowlist.h"
 #include "loader/audit_log.h"
+#include "loader/ledger_anchor.h"
 #include "loader/trust_policy.h"
 #include "loader/x509_util.h"
 
@@ -94,7 +95,7 @@ class Auditor {
   std::unique_ptr<TrustPolicy> Trust();
   std::unique_ptr<Allowlist> AllowlistFile(const TrustPolicy& policy);
   void Plugins(const TrustPolicy* policy, const Allowlist* allowlist);
-  void LedgerIntegrity(const LedgerSource& ledger);
+  void LedgerIntegrity(const LedgerSource& ledger, const Allowlist* allowlist);
   void Secrets();
   void Listeners();
   void Retention();
@@ -149,7 +150,7 @@ std::unique_ptr<Allowlist> Auditor::AllowlistFile(const TrustPolicy& policy) {
         "the trust policy has no allowlist_signer: whoever can write this file decides what loads; pin a signer and "
         "sign the allowlist with `clawguard sign --allowlist`");
   }
-  // The ledger's version check is left to ledger.*: a rollback shows there.
+  // The ledger's version check is left to LedgerIntegrity (allowlist.below_floor).
   auto list = Allowlist::Load(path, policy, /*ledger=*/nullptr, clock_);
   if (!list.ok()) {
     Add("allowlist.unloadable", Severity::kHigh, path, list.error().message());
@@ -227,7 +228,7 @@ void Auditor::Plugins(const TrustPolicy* policy, const Allowlist* allowlist) {
   }
 }
 
-void Auditor::LedgerIntegrity(const LedgerSource& ledger) {
+void Auditor::LedgerIntegrity(const LedgerSource& ledger, const Allowlist* allowlist) {
   if (!ledger.ok()) {
     Add("ledger.unavailable", Severity::kHigh, "ledger", "the store cannot be opened: " + ledger.error().message());
     return;
@@ -237,21 +238,74 @@ void Auditor::LedgerIntegrity(const LedgerSource& ledger) {
     Add("ledger.unavailable", Severity::kHigh, "ledger", "the ledger cannot be read: " + rows.error().message());
     return;
   }
-  auto anchor = AuditLog(c_.log.audit).LastCheckpoint();
-  const std::optional<LedgerCheckpoint> cp = anchor.ok() ? *anchor : std::nullopt;
-  const Status chain = VerifyLedgerChain(*rows, cp);
-  if (!chain.ok()) {
+  if (const Status chain = VerifyLedgerChain(*rows, std::nullopt); !chain.ok()) {
     Add("ledger.tampered", Severity::kHigh, "ledger", chain.message());
     return;
   }
-  const std::string head = rows->empty() ? std::string(64, '0') : rows->back().hash;
-  if (!cp) {
-    Add("ledger.not_anchored", Severity::kMedium, c_.log.audit,
-        "no ledger_checkpoint in the audit log" + (anchor.ok() ? std::string() : " (" + anchor.error().message() + ")") +
-            ": the chain verifies but a rewrite of the whole ledger would not show");
+  // The anchors: the anchor file (durable) and the audit log's last checkpoint line.
+  const std::string& anchor_path = c_.log.anchor;
+  const auto anchor = LedgerAnchorFile(anchor_path).Read();
+  if (!anchor.ok()) {
+    Add(anchor.error().reason() == Reason::kLedgerTampered ? "ledger.tampered" : "ledger.anchor_unreadable",
+        Severity::kHigh, anchor_path, anchor.error().message() + ": the host refuses to start");
+    return;
   }
+  const auto log_checkpoint = AuditLog(c_.log.audit).LastCheckpoint();
+  const std::optional<LedgerCheckpoint> from_log = log_checkpoint.ok() ? *log_checkpoint : std::nullopt;
+  if (!log_checkpoint.ok()) {
+    Add("log.audit_unreadable", Severity::kHigh, c_.log.audit,
+        log_checkpoint.error().message() + ": the host refuses to start");
+  }
+  if (*anchor) {
+    if (const Status s = CheckLedgerAnchor(*rows, (*anchor)->checkpoint); !s.ok()) {
+      Add("ledger.tampered", Severity::kHigh, anchor_path, s.message());
+      return;
+    }
+  }
+  if (from_log) {
+    if (const Status s = CheckLedgerAnchor(*rows, *from_log); !s.ok()) {
+      Add("ledger.tampered", Severity::kHigh, c_.log.audit, s.message() + " (its last ledger_checkpoint)");
+      return;
+    }
+  }
+  const auto count = static_cast<int64_t>(rows->size());
+  const std::string head = rows->empty() ? std::string(64, '0') : rows->back().hash;
+  const std::string confirm = "compare the head with another host's anchor, then run `clawguard ledger verify --store "
+                              "URL --anchor " + anchor_path + " --expect-head N:HEX --write-anchor`";
+  if (!*anchor && count > 0) {
+    if (from_log) {
+      Add("ledger.anchor_missing", Severity::kMedium, anchor_path,
+          "no anchor file; the audit log still holds checkpoint " + std::to_string(from_log->count) + ":" +
+              from_log->head + " (the host writes the anchor from it at its next start), but once the log is "
+              "rotated nothing would anchor the ledger");
+    } else {
+      Add("ledger.not_anchored", Severity::kHigh, anchor_path,
+          "no anchor file and no ledger_checkpoint in the audit log" +
+              (log_checkpoint.ok() ? std::string() : " (" + log_checkpoint.error().message() + ")") +
+              " while the ledger holds " + std::to_string(count) +
+              " rows: a rewrite of the whole ledger would not show, and the host will trust its head on first use; " +
+              confirm);
+    }
+  } else if (*anchor && (*anchor)->trust_on_first_use) {
+    const LedgerCheckpoint& t = *(*anchor)->trust_on_first_use;
+    Add("ledger.anchor_adopted", Severity::kHigh, anchor_path,
+        "the anchor began by trusting the head " + std::to_string(t.count) + ":" + t.head + " on first use (" +
+            FormatRfc3339Utc((*anchor)->trusted_at) +
+            "): rows up to " + std::to_string(t.count) + " were never checked against a checkpoint from elsewhere; " +
+            confirm);
+  }
+  if (allowlist != nullptr) {
+    const std::optional<int64_t> floor = HighestAllowlistVersion(*rows);
+    if (floor && allowlist->version() < *floor) {
+      Add("allowlist.below_floor", Severity::kHigh, c_.plugins.allowlist,
+          "version " + std::to_string(allowlist->version()) + " is lower than version " + std::to_string(*floor) +
+              " recorded in the ledger: the loader refuses every package with allowlist_invalid");
+    }
+  }
+  const std::optional<LedgerCheckpoint> cp =
+      *anchor ? std::optional<LedgerCheckpoint>((*anchor)->checkpoint) : from_log;
   Add("ledger.ok", Severity::kInfo, "ledger",
-      std::to_string(rows->size()) + " rows, head " + head +
+      std::to_string(count) + " rows, head " + head +
           (cp ? ", holds checkpoint " + std::to_string(cp->count) + ":" + cp->head : std::string()));
 }
 
@@ -316,7 +370,7 @@ AuditReport RunDeploymentAudit(const HostConfig& config, const LedgerSource& led
   const std::unique_ptr<TrustPolicy> trust = a.Trust();
   const std::unique_ptr<Allowlist> allowlist = trust ? a.AllowlistFile(*trust) : nullptr;
   a.Plugins(trust.get(), allowlist.get());
-  a.LedgerIntegrity(ledger);
+  a.LedgerIntegrity(ledger, allowlist.get());
   a.Secrets();
   a.Listeners();
   a.Retention();

@@ -18,9 +18,19 @@
 //   plugin.leaf_expiring (medium) / plugin.leaf_expired (high)  a signer leaf of a package on disk
 //   allowlist.not_on_disk (low)       an allowlisted name+version with no package in plugins.dir
 //   ledger.unavailable (high)         the store cannot be opened or read
-//   ledger.tampered (high)            the chain does not verify or no longer holds the last
-//                                     checkpoint of the audit log
-//   ledger.not_anchored (medium)      no checkpoint in the audit log to check the chain against
+//   ledger.tampered (high)            the chain does not verify, or no longer holds the anchor
+//                                     file's checkpoint (log.anchor) or the audit log's last one,
+//                                     or the anchor file is not a valid anchor
+//   ledger.anchor_unreadable (high)   log.anchor is not a regular file (a FIFO…) or unreadable
+//   ledger.not_anchored (high)        the ledger has rows but there is no anchor file and no
+//                                     checkpoint in the audit log: a rewrite would not show, and
+//                                     the host would trust the head on first use
+//   ledger.anchor_adopted (high)      the anchor began by trusting a head on first use and no one
+//                                     has confirmed it since (`ledger verify --write-anchor`)
+//   ledger.anchor_missing (medium)    no anchor file, but the audit log still holds a checkpoint
+//                                     (the host writes the anchor from it at its next start)
+//   allowlist.below_floor (high)      the allowlist's version is lower than the ledger's floor
+//   log.audit_unreadable (high)       log.audit is not a regular file (a FIFO…) or unreadable
 //   ledger.ok (info)                  rows and head
 //   webhook.previous_expired (medium) a `previous` secret past its `previous_until`
 //   webhook.secret_old (medium)       `current_since` older than 90 days

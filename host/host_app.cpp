@@ -11,10 +11,13 @@
 #include <map>
 #include <optional>
 
+#include <fcntl.h>
+
 #include "clawguard/thread_name.h"
 #include "host/admin_auth.h"
 #include "host/json_log.h"
 #include "host/ops_page.h"
+#include "loader/audit_log.h"
 
 namespace clawguard::host {
 namespace {
@@ -71,10 +74,14 @@ class HostApp::AuditSink {
     if (!c.log.audit.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(std::filesystem::path(c.log.audit).parent_path(), ec);
-      file = std::fopen(c.log.audit.c_str(), "a");
+      // O_NONBLOCK and a regular file only: a FIFO at log.audit must not hang the start.
+      Result<UniqueFd> fd = OpenRegularFileNonBlocking(c.log.audit, O_WRONLY | O_APPEND | O_CREAT, "audit log");
+      if (!fd.ok()) return Status(Reason::kConfigInvalid, c.source + ": log.audit: " + fd.error().message());
+      file = ::fdopen(fd->get(), "a");
       if (file == nullptr) {
         return Status(Reason::kConfigInvalid, c.source + ": log.audit: cannot open " + c.log.audit + " for appending");
       }
+      (void)fd->Release();  // owned by |file| now
     }
     return std::shared_ptr<AuditSink>(new AuditSink(std::move(redactor), file));
   }
@@ -199,6 +206,7 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   lo.ledger = app->stores_.ledger.get();
   lo.clock = &clock;
   if (!c.log.audit.empty()) lo.audit_log_path = c.log.audit;
+  if (!c.log.anchor.empty()) lo.anchor_path = c.log.anchor;
   lo.host_api = HostApi();
   CLAWGUARD_ASSIGN_OR_RETURN(app->loader_, Loader::Create(std::move(lo)));
   CLAWGUARD_RETURN_IF_ERROR(app->LoadPlugins(c));
@@ -441,7 +449,11 @@ std::string HostApp::ReadyJson() const {
   for (const RefusedPackage& r : refused_) {
     refused.push_back({{"package", r.package}, {"reason", r.reason}, {"detail", r.detail}});
   }
-  return Dump({{"ready", ready_.load()}, {"mode", loader_->mode()}, {"plugins", plugins}, {"refused", refused}});
+  return Dump({{"ready", ready_.load()},
+               {"mode", loader_->mode()},
+               {"plugins", plugins},
+               {"refused", refused},
+               {"ledger_anchor", LedgerAnchorStatusToJson(loader_->ledger_anchor())}});
 }
 
 std::variant<HttpResponse, Deferred> HostApp::FrontMain(const HttpRequest& request) const {

@@ -14,6 +14,7 @@
 #include "clawguard/strict_yaml.h"
 #include "host/host_config_reader.h"
 #include "host/webhook_auth.h"
+#include "loader/ledger_anchor.h"
 
 namespace clawguard::host {
 namespace {
@@ -234,6 +235,12 @@ Result<LogConfig> ReadLog(Reader& r, YamlMap& top) {
   CLAWGUARD_ASSIGN_OR_RETURN(YamlMap m, r.Sub(top, "log"));
   LogConfig c;
   CLAWGUARD_ASSIGN_OR_RETURN(c.audit, r.PathOf(m, "audit"));
+  // The ledger anchor (loader/ledger_anchor.h): a file of its own, never rotated like the log.
+  if (m.OptionalNode("anchor")) {
+    CLAWGUARD_ASSIGN_OR_RETURN(c.anchor, r.PathOf(m, "anchor"));
+  } else {
+    c.anchor = DefaultLedgerAnchorPath(c.audit);
+  }
   if (auto n = m.OptionalNode("redact")) {
     if (!n->IsSequence()) return m.Error(*n, "redact", "expected a list of field names");
     for (const YAML::Node& e : *n) {

@@ -117,7 +117,8 @@ struct BreakerSpec {
 };
 
 struct LogConfig {
-  std::string audit;  // absolute path
+  std::string audit;   // absolute path
+  std::string anchor;  // the ledger anchor file (absolute); default ledger-anchor.json beside audit
   std::vector<std::string> redact;
 };
 

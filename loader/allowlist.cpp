@@ -114,13 +114,15 @@ Result<std::unique_ptr<Allowlist>> Allowlist::Load(const std::string& path, cons
   }
   CLAWGUARD_RETURN_IF_ERROR(top.Finish());
 
+  // The allowlist floor is the highest allowlist row of the ledger's chain, read only from a chain
+  // that verifies (deleting or lowering the row breaks the chain or the loader's anchor).
   bool ledger_checked = false;
   if (ledger != nullptr) {
-    auto highest = ledger->HighestAllowlistVersion();
+    auto highest = ReadAllowlistFloor(*ledger);
     if (!highest) return highest.error();
     if (*highest && version < **highest) {
       return Status(R, path + ": allowlist version " + std::to_string(version) + " is lower than version " +
-                           std::to_string(**highest) + " already seen (a rollback of the allowlist)");
+                           std::to_string(**highest) + " recorded in the ledger (a rollback of the allowlist)");
     }
     ledger_checked = true;
   }
@@ -139,7 +141,8 @@ Result<std::unique_ptr<Allowlist>> Allowlist::Load(const std::string& path, cons
     return Status(Reason::kInternal, "sodium_mprotect_readonly failed for the allowlist");
   }
   const bool expired = *expires <= clock.NowSeconds();
-  return std::unique_ptr<Allowlist>(new Allowlist(records, n, version, *expires, expired, ledger_checked));
+  return std::unique_ptr<Allowlist>(
+      new Allowlist(records, n, version, *expires, expired, ledger_checked, Sha256Hex(*text)));
 }
 
 Allowlist::~Allowlist() { sodium_free(records_); }

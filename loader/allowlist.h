@@ -5,9 +5,10 @@
 // allowlist_signer, requires allowlist.yaml.sig beside it: a bundle with payloadType
 // application/vnd.clawguard.allowlist+yaml whose payload is exactly the file's bytes, signed by
 // the pinned signer certificate's key → else kAllowlistInvalid. Any parse error is
-// kAllowlistInvalid (file:line). The version is compared with Ledger::HighestAllowlistVersion
-// when a ledger is given (lower → kAllowlistInvalid); expiry is reported by expired(), so that
-// the caller can relax it in audit mode.
+// kAllowlistInvalid (file:line). The version is compared with the allowlist floor of the ledger's
+// verified chain when a ledger is given (ReadAllowlistFloor; lower → kAllowlistInvalid, a chain
+// that does not verify → kLedgerTampered); expiry is reported by expired(), so that the caller
+// can relax it in audit mode. bytes_sha256() is what the ledger's allowlist row records.
 //
 // Entries are fixed-size records in sodium_malloc'd memory made read-only after loading
 // (sodium_mprotect_readonly), freed with sodium_free. Lookup compares the digest with
@@ -46,6 +47,8 @@ class Allowlist {
   int64_t expires() const { return expires_; }
   bool expired() const { return expired_; }
   bool ledger_checked() const { return ledger_checked_; }
+  // bytes_sha256 is the lowercase hex SHA-256 of the allowlist file's bytes as read.
+  const std::string& bytes_sha256() const { return bytes_sha256_; }
   size_t size() const { return count_; }
 
   // Lookup returns Ok when (name, version, digest) is listed, else kNotAllowlisted.
@@ -53,9 +56,10 @@ class Allowlist {
 
  private:
   struct Record;
-  Allowlist(Record* records, size_t count, int64_t version, int64_t expires, bool expired, bool ledger_checked)
+  Allowlist(Record* records, size_t count, int64_t version, int64_t expires, bool expired, bool ledger_checked,
+            std::string bytes_sha256)
       : records_(records), count_(count), version_(version), expires_(expires), expired_(expired),
-        ledger_checked_(ledger_checked) {}
+        ledger_checked_(ledger_checked), bytes_sha256_(std::move(bytes_sha256)) {}
 
   Record* const records_;  // sodium_malloc'd, read-only; owned
   const size_t count_;
@@ -63,6 +67,7 @@ class Allowlist {
   const int64_t expires_;
   const bool expired_;
   const bool ledger_checked_;
+  const std::string bytes_sha256_;
 };
 
 }  // namespace clawguard

@@ -2,16 +2,65 @@
 #include "audit_log.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "clawguard/encoding.h"
-#include "clawguard/unique_fd.h"
 
 namespace clawguard {
+namespace {
+
+std::string FileTypeName(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a regular file";
+}
+
+// ParseCheckpointLine returns the checkpoint of one audit-log line, or nullopt.
+std::optional<LedgerCheckpoint> ParseCheckpointLine(std::string_view line) {
+  if (line.find("ledger_checkpoint") == std::string_view::npos) return std::nullopt;
+  const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("event", "") != "ledger_checkpoint") return std::nullopt;
+  const auto count = j.find("count");
+  const auto head = j.find("head");
+  if (count == j.end() || !count->is_number_integer() || head == j.end() || !head->is_string()) return std::nullopt;
+  const std::string h = head->get<std::string>();
+  if (!IsLowerHex(h, 64) || count->get<int64_t>() < 0) return std::nullopt;
+  return LedgerCheckpoint{count->get<int64_t>(), h};
+}
+
+}  // namespace
+
+Result<UniqueFd> OpenRegularFileNonBlocking(const std::string& path, int flags, std::string_view what) {
+  UniqueFd fd(::open(path.c_str(), flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0640));
+  if (!fd.valid()) {
+    const int err = errno;
+    if (err == ENOENT && (flags & O_CREAT) == 0) return UniqueFd();
+    // ENXIO: a FIFO opened for writing with no reader (O_NONBLOCK); say what it is.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      return Status(Reason::kConfigInvalid, "the " + std::string(what) + " '" + path + "' is " +
+                                                FileTypeName(st.st_mode) + ", expected a regular file");
+    }
+    return Status(Reason::kConfigInvalid,
+                  "cannot open the " + std::string(what) + " '" + path + "': " + std::strerror(err));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return Status(Reason::kConfigInvalid, "cannot stat the " + std::string(what) + " '" + path + "': " +
+                                              std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status(Reason::kConfigInvalid, "the " + std::string(what) + " '" + path + "' is " +
+                                              FileTypeName(st.st_mode) + ", expected a regular file");
+  }
+  return fd;
+}
 
 Status AuditLog::Append(const nlohmann::json& line) const {
   std::string text;
@@ -21,8 +70,7 @@ Status AuditLog::Append(const nlohmann::json& line) const {
   } catch (const std::exception& e) {
     return Status(Reason::kInternal, std::string("cannot render an audit line: ") + e.what());
   }
-  UniqueFd fd(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640));
-  if (!fd.valid()) return Status(Reason::kInternal, "cannot open the audit log '" + path_ + "': " + std::strerror(errno));
+  CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd fd, OpenRegularFileNonBlocking(path_, O_WRONLY | O_APPEND | O_CREAT, "audit log"));
   size_t off = 0;
   while (off < text.size()) {
     const ssize_t w = ::write(fd.get(), text.data() + off, text.size() - off);
@@ -37,23 +85,42 @@ Status AuditLog::Append(const nlohmann::json& line) const {
 }
 
 Result<std::optional<LedgerCheckpoint>> AuditLog::LastCheckpoint() const {
-  std::ifstream in(path_);
-  if (!in) {
-    if (::access(path_.c_str(), F_OK) != 0) return std::optional<LedgerCheckpoint>();
-    return Status(Reason::kInternal, "cannot read the audit log '" + path_ + "'");
-  }
+  CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd fd, OpenRegularFileNonBlocking(path_, O_RDONLY, "audit log"));
+  if (!fd.valid()) return std::optional<LedgerCheckpoint>();
   std::optional<LedgerCheckpoint> last;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find("ledger_checkpoint") == std::string::npos) continue;
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object() || j.value("event", "") != "ledger_checkpoint") continue;
-    const auto count = j.find("count");
-    const auto head = j.find("head");
-    if (count == j.end() || !count->is_number_integer() || head == j.end() || !head->is_string()) continue;
-    const std::string h = head->get<std::string>();
-    if (!IsLowerHex(h, 64) || count->get<int64_t>() < 0) continue;
-    last = LedgerCheckpoint{count->get<int64_t>(), h};
+  std::string line;       // the current line so far (bounded by kMaxAuditLineBytes)
+  bool too_long = false;  // the current line outgrew the bound: skipped up to its newline
+  char chunk[65536];
+  while (true) {
+    const ssize_t n = ::read(fd.get(), chunk, sizeof(chunk));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status(Reason::kConfigInvalid, "cannot read the audit log '" + path_ + "': " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    std::string_view rest(chunk, static_cast<size_t>(n));
+    while (!rest.empty()) {
+      const size_t nl = rest.find('\n');
+      const std::string_view piece = rest.substr(0, nl);
+      if (!too_long) {
+        if (line.size() + piece.size() > kMaxAuditLineBytes) {
+          too_long = true;
+          line.clear();
+        } else {
+          line.append(piece);
+        }
+      }
+      if (nl == std::string_view::npos) break;
+      if (!too_long) {
+        if (auto cp = ParseCheckpointLine(line)) last = std::move(cp);
+      }
+      line.clear();
+      too_long = false;
+      rest.remove_prefix(nl + 1);
+    }
+  }
+  if (!too_long) {
+    if (auto cp = ParseCheckpointLine(line)) last = std::move(cp);
   }
   return last;
 }

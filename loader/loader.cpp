@@ -13,6 +13,7 @@
 #include "clawguard/semver.h"
 #include "clawguard/sha256.h"
 #include "elf_check.h"
+#include "ledger_anchor.h"
 #include "memfd_loader.h"
 #include "trust_policy.h"
 
@@ -24,8 +25,10 @@ struct Loader::Impl {
   std::unique_ptr<TrustPolicy> policy;
   std::unique_ptr<ChainVerifier> chain;
   std::optional<AuditLog> audit;
-  std::mutex mu;                                // guards checkpoint and recording
-  std::optional<LedgerCheckpoint> checkpoint;   // the last one read from or written to the audit log
+  std::optional<LedgerAnchorFile> anchor_file;
+  mutable std::mutex mu;                          // guards the two below, recording and anchoring
+  std::optional<LedgerAnchor> anchor;             // the anchor file's content (or adopted in memory)
+  std::optional<LedgerCheckpoint> log_checkpoint;  // the audit log's last, or this loader's last append
 };
 
 namespace {
@@ -36,7 +39,13 @@ bool IsOperational(Reason r) { return ExitCodeFor(r) == 2; }
 struct Outcome {
   Verdict verdict;
   std::optional<ExtractedPackage> extracted;
+  bool attempted = false;           // an attempt row was recorded: Load records the deploy after init
+  int64_t allowlist_version = 0;    // the allowlist the decision used (for its ledger row)
+  std::string allowlist_sha256;
 };
+
+// Recording is what a pipeline run writes to the ledger.
+enum class Recording { kNone, kDeploy, kAttempt };
 
 }  // namespace
 
@@ -44,6 +53,32 @@ Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Loader::~Loader() = default;
 
 std::string Loader::mode() const { return std::string(PolicyModeName(impl_->policy->mode())); }
+
+LedgerAnchorStatus Loader::ledger_anchor() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  LedgerAnchorStatus s;
+  if (impl_->anchor_file) s.path = impl_->anchor_file->path();
+  if (impl_->anchor) {
+    s.checkpoint = impl_->anchor->checkpoint;
+    s.trust_on_first_use = impl_->anchor->trust_on_first_use;
+  }
+  if (impl_->log_checkpoint && (!s.checkpoint || impl_->log_checkpoint->count > s.checkpoint->count)) {
+    s.checkpoint = impl_->log_checkpoint;
+  }
+  return s;
+}
+
+nlohmann::json LedgerAnchorStatusToJson(const LedgerAnchorStatus& s) {
+  nlohmann::json j;
+  j["state"] = !s.checkpoint ? "unanchored" : s.trust_on_first_use ? "trust_on_first_use" : "anchored";
+  j["path"] = s.path;
+  j["count"] = s.checkpoint ? nlohmann::json(s.checkpoint->count) : nlohmann::json(nullptr);
+  j["head"] = s.checkpoint ? nlohmann::json(s.checkpoint->head) : nlohmann::json(nullptr);
+  j["trust_on_first_use"] = s.trust_on_first_use ? nlohmann::json{{"count", s.trust_on_first_use->count},
+                                                                   {"head", s.trust_on_first_use->head}}
+                                                 : nlohmann::json(nullptr);
+  return j;
+}
 
 Result<std::unique_ptr<Loader>> Loader::Create(LoaderOptions options) {
   auto impl = std::make_unique<Impl>();
@@ -54,7 +89,13 @@ Result<std::unique_ptr<Loader>> Loader::Create(LoaderOptions options) {
   CLAWGUARD_ASSIGN_OR_RETURN(impl->chain, ChainVerifier::Create(*impl->policy, *impl->clock));
   if (options.audit_log_path && !options.audit_log_path->empty()) {
     impl->audit.emplace(*options.audit_log_path);
-    CLAWGUARD_ASSIGN_OR_RETURN(impl->checkpoint, impl->audit->LastCheckpoint());
+    CLAWGUARD_ASSIGN_OR_RETURN(impl->log_checkpoint, impl->audit->LastCheckpoint());
+  }
+  std::string anchor_path = options.anchor_path.value_or("");
+  if (anchor_path.empty() && impl->audit) anchor_path = DefaultLedgerAnchorPath(impl->audit->path());
+  if (!anchor_path.empty()) {
+    impl->anchor_file.emplace(anchor_path);
+    CLAWGUARD_ASSIGN_OR_RETURN(impl->anchor, impl->anchor_file->Read());
   }
   impl->opts = std::move(options);
   return std::unique_ptr<Loader>(new Loader(std::move(impl)));
@@ -63,13 +104,112 @@ Result<std::unique_ptr<Loader>> Loader::Create(LoaderOptions options) {
 // LoaderPipeline holds the steps that need Loader::Impl.
 class LoaderPipeline {
  public:
-  static Result<Outcome> Run(Loader::Impl& im, const std::string& path, bool record);
+  static Result<Outcome> Run(Loader::Impl& im, const std::string& path, Recording recording);
   static Status LogDecision(Loader::Impl& im, const Verdict& v);
+  // CheckAnchors checks the verified |rows| against every checkpoint the loader knows, and when
+  // there is none adopts the head (trust on first use, loudly). An error Status is operational.
+  static Status CheckAnchors(Loader::Impl& im, const std::vector<LedgerRow>& rows, Verdict& v);
+  // NoteAppend moves the anchor file and the audit log's checkpoint to |head| after an append.
+  static Status NoteAppend(Loader::Impl& im, const LedgerCheckpoint& head);
+  // RecordDeploy records the allowlist row, then the deploy row, of |out| (the rules applied
+  // again inside each transaction). A refusal is the returned Status.
+  static Status RecordDeploy(Loader::Impl& im, const Outcome& out);
 };
 
-// Run runs every check up to (and, with |record|, including) the deploy row. Refusals are in the
-// returned verdict; an error Status is operational.
-Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path, bool record) {
+Status LoaderPipeline::CheckAnchors(Loader::Impl& im, const std::vector<LedgerRow>& rows, Verdict& v) {
+  std::lock_guard<std::mutex> lock(im.mu);
+  if (im.anchor) {
+    Status s = CheckLedgerAnchor(rows, im.anchor->checkpoint);
+    if (!s.ok()) {
+      return Status(s.reason(), s.message() + (im.anchor_file ? " (anchor file " + im.anchor_file->path() + ")"
+                                                               : std::string(" (the head trusted on first use)")));
+    }
+  }
+  if (im.log_checkpoint) {
+    Status s = CheckLedgerAnchor(rows, *im.log_checkpoint);
+    if (!s.ok()) {
+      return Status(s.reason(), s.message() + " (ledger_checkpoint of the audit log" +
+                                    (im.audit ? " " + im.audit->path() : std::string()) + ")");
+    }
+  }
+  const int64_t now = im.clock->NowSeconds();
+  if (!im.anchor && im.log_checkpoint && im.anchor_file) {
+    // The anchor file is gone (or predates this build) but the audit log still holds a
+    // checkpoint that the chain was just checked against: the file is written from it.
+    LedgerAnchor restored{*im.log_checkpoint, now, std::nullopt, 0};
+    CLAWGUARD_RETURN_IF_ERROR(im.anchor_file->Write(restored));
+    im.anchor = restored;
+    if (im.audit) {
+      CLAWGUARD_RETURN_IF_ERROR(im.audit->Append({{"event", "ledger_anchor_written"},
+                                                  {"anchor", im.anchor_file->path()},
+                                                  {"count", restored.checkpoint.count},
+                                                  {"head", restored.checkpoint.head},
+                                                  {"source", "audit log"},
+                                                  {"time", FormatRfc3339Utc(now)}}));
+    }
+  }
+  if (im.anchor || im.log_checkpoint || rows.empty()) return Status::Ok();
+  // Nothing to check the rows against: trust the verified head on first use, and say so.
+  const LedgerCheckpoint head{static_cast<int64_t>(rows.size()), rows.back().hash};
+  const std::string where =
+      im.anchor_file ? "no ledger anchor at " + im.anchor_file->path() : std::string("no ledger anchor configured");
+  const std::string detail =
+      where + " and no ledger_checkpoint in the audit log, while the ledger holds " + std::to_string(head.count) +
+      " rows: its head " + std::to_string(head.count) + ":" + head.head +
+      " is trusted on first use, and a rewrite made before now would not show. Compare it with another host's "
+      "anchor, then confirm with `clawguard ledger verify --store URL --anchor FILE --expect-head N:HEX "
+      "--write-anchor`";
+  v.warnings.push_back("ledger not anchored: " + detail);
+  im.anchor = LedgerAnchor{head, now, head, now};
+  if (im.anchor_file) CLAWGUARD_RETURN_IF_ERROR(im.anchor_file->Write(*im.anchor));
+  if (im.audit) {
+    CLAWGUARD_RETURN_IF_ERROR(im.audit->Append({{"event", "ledger_anchor_adopted"},
+                                                {"level", "warning"},
+                                                {"anchor", im.anchor_file ? im.anchor_file->path() : std::string()},
+                                                {"count", head.count},
+                                                {"head", head.head},
+                                                {"detail", detail},
+                                                {"time", FormatRfc3339Utc(now)}}));
+  }
+  return Status::Ok();
+}
+
+Status LoaderPipeline::NoteAppend(Loader::Impl& im, const LedgerCheckpoint& head) {
+  std::lock_guard<std::mutex> lock(im.mu);
+  if (!im.anchor || head.count > im.anchor->checkpoint.count) {
+    LedgerAnchor next = im.anchor.value_or(LedgerAnchor{});
+    next.checkpoint = head;
+    next.time = im.clock->NowSeconds();
+    if (im.anchor_file) CLAWGUARD_RETURN_IF_ERROR(im.anchor_file->Write(next));
+    im.anchor = std::move(next);
+  }
+  if (!im.log_checkpoint || head.count > im.log_checkpoint->count) {
+    if (im.audit) {
+      CLAWGUARD_RETURN_IF_ERROR(
+          im.audit->Append({{"event", "ledger_checkpoint"}, {"count", head.count}, {"head", head.head}}));
+    }
+    im.log_checkpoint = head;
+  }
+  return Status::Ok();
+}
+
+Status LoaderPipeline::RecordDeploy(Loader::Impl& im, const Outcome& out) {
+  Ledger& ledger = *im.opts.ledger;
+  const Verdict& v = out.verdict;
+  auto allowlisted = RecordAllowlist(ledger, out.allowlist_version, out.allowlist_sha256);
+  if (!allowlisted) return allowlisted.error();
+  if (allowlisted->appended) CLAWGUARD_RETURN_IF_ERROR(NoteAppend(im, allowlisted->head));
+  const LedgerRecordRules rules{im.policy->rollback_allowed()};
+  auto deployed = ledger.Record(LedgerKind::kDeploy, v.name, v.version, v.sha256, rules);
+  if (!deployed) return deployed.error();
+  if (deployed->appended) CLAWGUARD_RETURN_IF_ERROR(NoteAppend(im, deployed->head));
+  return Status::Ok();
+}
+
+// Run runs every check up to (and, as |recording| says, including) the ledger rows written
+// before anything is opened. Refusals are in the returned verdict; an error Status is
+// operational.
+Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path, Recording recording) {
   Outcome out;
   Verdict& v = out.verdict;
   const TrustPolicy& policy = *im.policy;
@@ -147,39 +287,22 @@ Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path, b
     if (!relax(s)) return refuse(s);
   }
   if (Status s = (*allowlist)->Lookup(statement->name, statement->version, digest); !relax(s)) return refuse(s);
-  // 6. Ledger: the chain first (a tampered ledger cannot answer the next two), then overwrite
-  // (both kinds) and rollback (deploy rows only).
+  // 6. Ledger: the chain and its anchors first (a tampered ledger cannot answer the next two),
+  // then overwrite (every kind) and rollback (deploy rows only) — the rules Record applies again
+  // inside its transaction.
   Ledger* ledger = im.opts.ledger;
   if (ledger != nullptr) {
-    std::optional<LedgerCheckpoint> anchor;
-    {
-      std::lock_guard<std::mutex> lock(im.mu);
-      anchor = im.checkpoint;
-    }
     auto all = ledger->ReadAll();
     if (!all) return refuse(all.error());
-    if (Status s = VerifyLedgerChain(*all, anchor); !s.ok()) return refuse(s);
-    auto rows = ledger->RowsFor(statement->name);
-    if (!rows) return refuse(rows.error());
-    std::optional<SemVer> highest;
-    std::string highest_text;
-    for (const auto& row : *rows) {
-      if (row.version == statement->version && row.sha256 != v.sha256) {
-        return refuse(Status(Reason::kVersionOverwritten, statement->name + " " + statement->version + " was recorded (" +
-                                                              std::string(LedgerKindName(row.kind)) + ", seq " +
-                                                              std::to_string(row.seq) + ") with sha256 " + row.sha256));
-      }
-      if (row.kind != LedgerKind::kDeploy) continue;
-      auto rv = ParseSemVer(row.version);
-      if (rv && (!highest || CompareSemVer(*rv, *highest) > 0)) {
-        highest = rv;
-        highest_text = row.version;
-      }
+    if (Status s = VerifyLedgerChain(*all, std::nullopt); !s.ok()) return refuse(s);
+    if (Status s = CheckAnchors(im, *all, v); !s.ok()) return refuse(s);
+    std::vector<LedgerRow> same_name;
+    for (const LedgerRow& row : *all) {
+      if (row.name == statement->name) same_name.push_back(row);
     }
-    if (highest && CompareSemVer(*semver, *highest) < 0 && !policy.rollback_allowed()) {
-      Status s(Reason::kVersionRollback, statement->version + " is lower than " + highest_text + ", already deployed");
-      if (!relax(s)) return refuse(s);
-    }
+    auto rules = CheckLedgerRecord(same_name, LedgerKind::kDeploy, statement->name, statement->version, v.sha256,
+                                   LedgerRecordRules{policy.rollback_allowed()});
+    if (!rules && !relax(rules.error())) return refuse(rules.error());
   }
   // 7. Only now is the archive parsed.
   auto extracted = ExtractPackage(*package, *statement, policy.limits());
@@ -190,18 +313,23 @@ Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path, b
     return refuse(Status(Reason::kAbiMismatch, "the manifest's abi " + std::to_string(extracted->manifest.abi) +
                                                    " is not this host's " + std::to_string(CLAWGUARD_PLUGIN_ABI)));
   }
-  // 9. Record the deploy row (never for an audit-relaxed decision).
-  if (record && ledger != nullptr && relaxed.empty()) {
-    std::lock_guard<std::mutex> lock(im.mu);
-    auto appended = ledger->Record(LedgerKind::kDeploy, statement->name, statement->version, v.sha256);
-    if (!appended) return refuse(appended.error());
-    if (Status s = ledger->NoteAllowlistVersion((*allowlist)->version()); !s.ok()) return refuse(s);
-    if (appended->appended && im.audit) {
-      nlohmann::json cp = {{"event", "ledger_checkpoint"}, {"count", appended->head.count}, {"head", appended->head.head}};
-      if (Status s = im.audit->Append(cp); !s.ok()) return s;
+  // 9. Record (never for an audit-relaxed decision): `verify --record` the allowlist and deploy
+  // rows; Load the attempt row, before any plugin code runs (its deploy row follows init).
+  out.allowlist_version = (*allowlist)->version();
+  out.allowlist_sha256 = (*allowlist)->bytes_sha256();
+  if (recording != Recording::kNone && ledger != nullptr && relaxed.empty()) {
+    if (recording == Recording::kDeploy) {
+      if (Status s = RecordDeploy(im, out); !s.ok()) return refuse(s);
+      v.ledger = "recorded";
+    } else {
+      auto attempt = ledger->Record(LedgerKind::kAttempt, statement->name, statement->version, v.sha256,
+                                    LedgerRecordRules{policy.rollback_allowed()});
+      if (!attempt) return refuse(attempt.error());
+      if (attempt->appended) {
+        if (Status s = NoteAppend(im, attempt->head); !s.ok()) return s;
+      }
+      out.attempted = true;
     }
-    im.checkpoint = appended->head;
-    v.ledger = "recorded";
   }
   if (relaxed.empty()) {
     v.verdict = VerdictKind::kVerified;
@@ -230,7 +358,7 @@ Status LoaderPipeline::LogDecision(Loader::Impl& im, const Verdict& v) {
 }
 
 Result<Verdict> Loader::Verify(const std::string& package_path, VerifyOptions options) {
-  auto out = LoaderPipeline::Run(*impl_, package_path, options.record);
+  auto out = LoaderPipeline::Run(*impl_, package_path, options.record ? Recording::kDeploy : Recording::kNone);
   if (!out) {
     Verdict v;
     v.package = package_path;
@@ -245,21 +373,34 @@ Result<Verdict> Loader::Verify(const std::string& package_path, VerifyOptions op
 }
 
 Result<LoadedPlugin> Loader::Load(const std::string& package_path) {
-  auto out = LoaderPipeline::Run(*impl_, package_path, /*record=*/impl_->opts.ledger != nullptr);
+  auto out = LoaderPipeline::Run(*impl_, package_path, Recording::kAttempt);
   if (!out) return out.error();
   Verdict& v = out->verdict;
   if (v.verdict == VerdictKind::kRefused) {
     CLAWGUARD_RETURN_IF_ERROR(LoaderPipeline::LogDecision(*impl_, v));
     return Status(v.reason, v.detail);
   }
+  // refused_after_open: the library is unloaded (by |lib| going out of scope) and the decision
+  // logged; operational reasons stay the returned error, as before the load.
+  const auto refused_after_open = [&](const Status& s) -> Status {
+    v.verdict = VerdictKind::kRefused;
+    v.reason = s.reason();
+    v.detail = s.message();
+    if (v.ledger == "recorded") v.ledger = "checked";
+    CLAWGUARD_RETURN_IF_ERROR(LoaderPipeline::LogDecision(*impl_, v));
+    return s;
+  };
   const ExtractedPackage& x = *out->extracted;
   auto lib = LoadFromMemfd(x.entry_bytes, "clawguard:" + v.name + "-" + v.version, x.manifest.abi, impl_->opts.host_api);
-  if (!lib) {
-    v.verdict = VerdictKind::kRefused;
-    v.reason = lib.error().reason();
-    v.detail = lib.error().message();
-    CLAWGUARD_RETURN_IF_ERROR(LoaderPipeline::LogDecision(*impl_, v));
-    return lib.error();
+  if (!lib) return refused_after_open(lib.error());
+  // init returned 0: only now is the version deployed (its floor raised). A deploy refused here
+  // (another host deployed a higher version since the attempt row) unloads the plugin.
+  if (out->attempted) {
+    if (Status s = LoaderPipeline::RecordDeploy(*impl_, *out); !s.ok()) {
+      lib->reset();
+      return refused_after_open(s);
+    }
+    v.ledger = "recorded";
   }
   CLAWGUARD_RETURN_IF_ERROR(LoaderPipeline::LogDecision(*impl_, v));
   return LoadedPlugin(std::move(*lib), x.manifest, v);

@@ -6,21 +6,35 @@
 //   count signatures (chain_verifier.h) → chain_untrusted … threshold_not_met;
 //   statement subject sha256 == package sha256 → digest_mismatch;
 //   predicate version is SemVer without +build → manifest_invalid;
-//   allowlist (signature, version not lower than seen, not expired, entry) →
-//     allowlist_invalid / allowlist_expired / not_allowlisted;
-//   ledger (when given): the chain verifies and holds the last checkpoint → ledger_tampered
-//     (checked first: a tampered ledger cannot be trusted for the next two), no other digest for
-//     name+version → version_overwritten, not lower than the highest deployed →
+//   allowlist (signature, version not lower than the ledger's allowlist floor, not expired,
+//     entry) → allowlist_invalid / allowlist_expired / not_allowlisted;
+//   ledger (when given): the chain verifies and holds every checkpoint this loader knows →
+//     ledger_tampered (checked first: a tampered ledger cannot be trusted for the next two), no
+//     other digest for name+version → version_overwritten, not lower than the highest deployed →
 //     version_rollback (unless rollback: allow);
 //   archive (only now decompressed) → archive_unsafe / manifest_invalid / file_digest_mismatch;
 //   ELF → elf_unsafe; manifest abi == CLAWGUARD_PLUGIN_ABI → abi_mismatch;
-//   with record: Ledger::Record(deploy) → version_overwritten (nothing opened).
-// Loader::Load = Verify with recording (when a ledger is given) + the sealed-memfd dlopen
-// (load_failed / abi_mismatch). In `mode: audit`, publisher_not_allowed, not_allowlisted,
-// allowlist_expired, cert_expired, cert_revoked and version_rollback are relaxed: the verdict is
-// then "audit" naming the would-be reason, and such a load is never recorded in the ledger.
-// Every decision is one JSON line in the audit log (VerdictToJson + "time"); each ledger append
-// adds {"event":"ledger_checkpoint","count":N,"head":"…"}.
+//   with record: Ledger::Record of the allowlist row and the deploy row (the rules applied again
+//     inside each transaction) → version_overwritten / version_rollback / allowlist_invalid.
+// Loader::Load = the same checks, then Ledger::Record(attempt) — an overwrite or a rollback
+// found there is refused before any plugin code runs, and attempt rows raise no floor — then the
+// sealed-memfd dlopen and init (load_failed / abi_mismatch), and only once init returned 0 the
+// allowlist and deploy rows (a deploy refused there, by a higher version another host deployed
+// meanwhile, unloads the plugin: version_rollback). A package refused after dlopen leaves an
+// attempt row and no deploy row, so it never blocks the last good version. In `mode: audit`,
+// publisher_not_allowed, not_allowlisted, allowlist_expired, cert_expired, cert_revoked and
+// version_rollback are relaxed: the verdict is then "audit" naming the would-be reason, and such
+// a load is never recorded in the ledger.
+//
+// Anchors: the chain must hold the checkpoint of the anchor file (LoaderOptions::anchor_path;
+// ledger_anchor.h) and the audit log's last {"event":"ledger_checkpoint","count":N,"head":"…"}
+// line; each append this loader makes rewrites the anchor file and adds a checkpoint line. When
+// neither exists and the ledger already has rows, the verified head is trusted on first use: the
+// anchor file is written with trust_on_first_use, the audit log gets
+// {"event":"ledger_anchor_adopted",…} and the verdict a warning (ledger_anchor() shows it; the
+// host puts it in /readyz, `clawguard audit` grades it high). Without an anchor file configured
+// and no audit log, every verdict that read a non-empty ledger carries a "not anchored" warning.
+// Every decision is one JSON line in the audit log (VerdictToJson + "time").
 //
 // Public APIs never throw. Verify/Load are thread-safe; a Loader must outlive its LoadedPlugins.
 #ifndef CLAWGUARD_LOADER_H_
@@ -46,13 +60,26 @@ struct LoaderOptions {
   std::string allowlist_path;
   Ledger* ledger = nullptr;                    // borrowed; nullable (ledger "skipped")
   const Clock* clock = nullptr;                // borrowed; null = SystemClock::Instance()
-  std::optional<std::string> audit_log_path;   // JSON lines; also the source of the last checkpoint
+  std::optional<std::string> audit_log_path;   // JSON lines; also a source of the last checkpoint
+  // The ledger anchor file (ledger_anchor.h); unset or empty: ledger-anchor.json beside the audit
+  // log, none without an audit log.
+  std::optional<std::string> anchor_path;
   const cg_host_api* host_api = nullptr;       // passed to each plugin's init
 };
 
 struct VerifyOptions {
-  bool record = false;  // record the deploy row (needs a ledger)
+  bool record = false;  // record the allowlist and deploy rows (needs a ledger; nothing is opened)
 };
+
+// LedgerAnchorStatus is how a Loader anchors the ledger chain (for /readyz).
+struct LedgerAnchorStatus {
+  std::string path;                                    // the anchor file; "" when none is configured
+  std::optional<LedgerCheckpoint> checkpoint;          // the latest checkpoint the chain must hold
+  std::optional<LedgerCheckpoint> trust_on_first_use;  // adopted without proof, not yet confirmed
+};
+// LedgerAnchorStatusToJson: {"state": "anchored" | "trust_on_first_use" | "unanchored", "path",
+// "count", "head", "trust_on_first_use": null | {"count", "head"}}.
+nlohmann::json LedgerAnchorStatusToJson(const LedgerAnchorStatus& s);
 
 enum class VerdictKind { kVerified, kRefused, kAudit };
 std::string_view VerdictKindName(VerdictKind v);  // "verified" / "refused" / "audit"
@@ -96,8 +123,9 @@ class LoadedPlugin {
 
 class Loader {
  public:
-  // Create loads and checks the trust policy (kConfigInvalid, exit 2) and the last checkpoint
-  // from the audit log.
+  // Create loads and checks the trust policy (kConfigInvalid, exit 2), reads the anchor file and
+  // the audit log's last checkpoint (kConfigInvalid when either path is not a regular file;
+  // kLedgerTampered when the anchor file is not a valid anchor).
   static Result<std::unique_ptr<Loader>> Create(LoaderOptions options);
   ~Loader();
   Loader(const Loader&) = delete;
@@ -111,6 +139,8 @@ class Loader {
   Result<LoadedPlugin> Load(const std::string& package_path);
 
   std::string mode() const;
+  // ledger_anchor says what the chain is checked against now.
+  LedgerAnchorStatus ledger_anchor() const;
 
  private:
   struct Impl;

@@ -7,17 +7,6 @@
 namespace clawguard::pg {
 namespace {
 
-constexpr char kHighestAllowlistKey[] = "highest_allowlist_version";
-
-Result<LedgerKind> KindFromText(const std::string& text, int64_t seq) {
-  if (text == "release") return LedgerKind::kRelease;
-  if (text == "deploy") return LedgerKind::kDeploy;
-  return Status(Reason::kLedgerTampered,
-                "seq " + std::to_string(seq) + ": expected kind release or deploy, found '" + text.substr(0, 32) + "'");
-}
-
-std::string Short(const std::string& hex) { return hex.substr(0, 16); }
-
 Result<LedgerCheckpoint> HeadOn(PgPool::Lease& db) {
   CLAWGUARD_ASSIGN_OR_RETURN(PgResult r, db.Exec("ledger head", "SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1"));
   if (r.rows() == 0) return LedgerCheckpoint{0, std::string(64, '0')};
@@ -32,19 +21,18 @@ Result<std::unique_ptr<PgLedger>> PgLedger::Open(std::shared_ptr<PgPool> pool) {
   return std::unique_ptr<PgLedger>(new PgLedger(std::move(pool)));
 }
 
-Result<std::vector<LedgerRow>> PgLedger::SelectRows(const std::string* name) {
+Result<std::vector<LedgerRow>> PgLedger::SelectRows(PgPool::Lease& db, const std::string* name) {
   const std::string sql = std::string("SELECT seq, kind, name, version, sha256, time, prev_hash, hash FROM ledger") +
                           (name != nullptr ? " WHERE name = $1::text" : "") + " ORDER BY seq";
   PgParams params;
   if (name != nullptr) params.Text(*name);
-  CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease db, pool_->Acquire());
   CLAWGUARD_ASSIGN_OR_RETURN(PgResult r, db.Exec("ledger read", sql, params));
   std::vector<LedgerRow> rows;
   rows.reserve(static_cast<size_t>(r.rows()));
   for (int i = 0; i < r.rows(); ++i) {
     LedgerRow row;
     row.seq = r.Int(i, 0);
-    CLAWGUARD_ASSIGN_OR_RETURN(row.kind, KindFromText(r.Text(i, 1), row.seq));
+    CLAWGUARD_ASSIGN_OR_RETURN(row.kind, LedgerKindFromText(r.Text(i, 1), row.seq));
     row.name = r.Text(i, 2);
     row.version = r.Text(i, 3);
     row.sha256 = r.Text(i, 4);
@@ -56,9 +44,15 @@ Result<std::vector<LedgerRow>> PgLedger::SelectRows(const std::string* name) {
   return rows;
 }
 
-Result<std::vector<LedgerRow>> PgLedger::RowsFor(const std::string& name) { return SelectRows(&name); }
+Result<std::vector<LedgerRow>> PgLedger::RowsFor(const std::string& name) {
+  CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease db, pool_->Acquire());
+  return SelectRows(db, &name);
+}
 
-Result<std::vector<LedgerRow>> PgLedger::ReadAll() { return SelectRows(nullptr); }
+Result<std::vector<LedgerRow>> PgLedger::ReadAll() {
+  CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease db, pool_->Acquire());
+  return SelectRows(db, nullptr);
+}
 
 Result<LedgerCheckpoint> PgLedger::Head() {
   CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease db, pool_->Acquire());
@@ -66,11 +60,8 @@ Result<LedgerCheckpoint> PgLedger::Head() {
 }
 
 Result<LedgerAppend> PgLedger::Record(LedgerKind kind, const std::string& name, const std::string& version,
-                                      const std::string& sha256) {
-  if (name.empty() || version.empty() || !IsLowerHex(sha256, 64)) {
-    return Status(Reason::kInternal, "ledger record needs a name, a version and 64 lowercase hex of sha256; found '" +
-                                         name + "' '" + version + "' '" + sha256.substr(0, 70) + "'");
-  }
+                                      const std::string& sha256, const LedgerRecordRules& rules) {
+  CLAWGUARD_RETURN_IF_ERROR(CheckLedgerRowInput(kind, name, version, sha256));
   CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease db, pool_->Acquire());
   CLAWGUARD_ASSIGN_OR_RETURN(PgTx tx, PgTx::Begin(db));
   CLAWGUARD_ASSIGN_OR_RETURN(
@@ -80,30 +71,14 @@ Result<LedgerAppend> PgLedger::Record(LedgerKind kind, const std::string& name, 
                              PgParams().OptionalInt(pool_->NowParam())));
   if (lock.rows() != 1) return pool_->Unavailable("ledger lock", "ledger_meta has no chain_lock row");
   const int64_t now_ms = lock.Int(0, 0);
-  {
-    // Overwrites are checked against both kinds (ARCHITECTURE.md): a deploy of other bytes than
-    // were released, or a second release with other bytes, are the same attack.
-    CLAWGUARD_ASSIGN_OR_RETURN(
-        PgResult s, db.Exec("ledger lookup",
-                            "SELECT seq, kind, sha256 FROM ledger WHERE name = $1::text AND version = $2::text "
-                            "ORDER BY seq",
-                            PgParams().Text(name).Text(version)));
-    bool identical = false;
-    for (int i = 0; i < s.rows(); ++i) {
-      const std::string existing_kind = s.Text(i, 1);
-      const std::string existing = s.Text(i, 2);
-      if (existing != sha256) {
-        return Status(Reason::kVersionOverwritten,
-                      name + " " + version + " is already recorded (" + existing_kind + " row, seq " +
-                          std::to_string(s.Int(i, 0)) + ") with sha256 " + Short(existing) + "…; refusing sha256 " +
-                          Short(sha256) + "…: a version is never re-used for other bytes, publish a new version");
-      }
-      identical = identical || existing_kind == LedgerKindName(kind);
-    }
-    if (identical) {
-      CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint head, HeadOn(db));
-      return LedgerAppend{false, std::move(head)};
-    }
+  // Read after the lock: every append of every process is serialised behind it, so the rules
+  // below see the rows as they are when this one is written (READ COMMITTED takes a new snapshot
+  // per statement).
+  CLAWGUARD_ASSIGN_OR_RETURN(std::vector<LedgerRow> same_name, SelectRows(db, &name));
+  CLAWGUARD_ASSIGN_OR_RETURN(bool append, CheckLedgerRecord(same_name, kind, name, version, sha256, rules));
+  if (!append) {
+    CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint head, HeadOn(db));
+    return LedgerAppend{false, std::move(head)};
   }
   CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint last, HeadOn(db));
   LedgerRow row;
@@ -131,27 +106,6 @@ Result<LedgerAppend> PgLedger::Record(LedgerKind kind, const std::string& name, 
   (void)ins;
   CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
   return LedgerAppend{true, LedgerCheckpoint{row.seq, row.hash}};
-}
-
-Result<std::optional<int64_t>> PgLedger::HighestAllowlistVersion() {
-  CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease db, pool_->Acquire());
-  CLAWGUARD_ASSIGN_OR_RETURN(PgResult r, db.Exec("allowlist version", "SELECT value FROM ledger_meta WHERE key = $1::text",
-                                                 PgParams().Text(kHighestAllowlistKey)));
-  if (r.rows() == 0) return std::optional<int64_t>();
-  return std::optional<int64_t>(r.Int(0, 0));
-}
-
-Status PgLedger::NoteAllowlistVersion(int64_t version) {
-  // One statement: the upsert keeps the maximum, so the version is never lowered, even by a
-  // concurrent writer with an older allowlist.
-  CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease db, pool_->Acquire());
-  CLAWGUARD_ASSIGN_OR_RETURN(
-      PgResult r, db.Exec("note allowlist version",
-                          "INSERT INTO ledger_meta (key, value) VALUES ($1::text, $2::bigint) ON CONFLICT (key) "
-                          "DO UPDATE SET value = GREATEST(ledger_meta.value, excluded.value)",
-                          PgParams().Text(kHighestAllowlistKey).Int(version)));
-  (void)r;
-  return Status::Ok();
 }
 
 }  // namespace clawguard::pg

@@ -1,11 +1,13 @@
-// pg_ledger.h — the Ledger on PostgreSQL (tables ledger and ledger_meta; schema in pg_schema.h),
-// shared by every host and signer that points at one database.
+// pg_ledger.h — the Ledger on PostgreSQL (table ledger, and ledger_meta's chain_lock row; schema
+// in pg_schema.h), shared by every host and signer that points at one database.
 //
 // Record runs in one transaction that first locks the 'chain_lock' row of ledger_meta
 // (SELECT … FOR UPDATE): appends from every process serialise there, so the hash chain stays
-// linear and exactly one of two conflicting digests for a name+version wins; the primary key on
-// seq and UNIQUE (kind, name, version) back this up. Times: the injected clock of PgOptions or
-// the database clock. Thread-safe.
+// linear; the recording rules (CheckLedgerRecord) are applied to the rows read after the lock,
+// so exactly one of two conflicting digests for a name+version wins and, of two deploys racing,
+// the lower one is refused as a rollback once the higher is in. The primary key on seq and
+// UNIQUE (kind, name, version) back this up. Times: the injected clock of PgOptions or the
+// database clock. Thread-safe.
 #ifndef CLAWGUARD_STORE_POSTGRESQL_PG_LEDGER_H_
 #define CLAWGUARD_STORE_POSTGRESQL_PG_LEDGER_H_
 
@@ -25,16 +27,15 @@ class PgLedger final : public Ledger {
   static Result<std::unique_ptr<PgLedger>> Open(std::shared_ptr<PgPool> pool);
 
   Result<std::vector<LedgerRow>> RowsFor(const std::string& name) override;
+  using Ledger::Record;
   Result<LedgerAppend> Record(LedgerKind kind, const std::string& name, const std::string& version,
-                              const std::string& sha256) override;
+                              const std::string& sha256, const LedgerRecordRules& rules) override;
   Result<std::vector<LedgerRow>> ReadAll() override;
   Result<LedgerCheckpoint> Head() override;
-  Result<std::optional<int64_t>> HighestAllowlistVersion() override;
-  Status NoteAllowlistVersion(int64_t version) override;
 
  private:
   explicit PgLedger(std::shared_ptr<PgPool> pool) : pool_(std::move(pool)) {}
-  Result<std::vector<LedgerRow>> SelectRows(const std::string* name);
+  static Result<std::vector<LedgerRow>> SelectRows(PgPool::Lease& db, const std::string* name);
 
   const std::shared_ptr<PgPool> pool_;
 };

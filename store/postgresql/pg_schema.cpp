@@ -143,6 +143,43 @@ CREATE INDEX idem_records_purge ON idem_records (updated_ms) WHERE state = 'comp
 CREATE INDEX idem_records_tombstones ON idem_records (tombstone_until_ms) WHERE state = 'tombstone';
 CREATE INDEX idem_records_stuck ON idem_records (lease_until_ms) WHERE state = 'in_progress';
 )sql",
+    // Version 4: the allowlist floor is a row of the ledger's hash chain (kind 'allowlist', name
+    // 'clawguard/allowlist', the version in decimal): a floor outside the chain could be deleted
+    // or lowered unseen. The value of the old side row ledger_meta 'highest_allowlist_version' is
+    // appended as such a row with an all-zero sha256 (its bytes were never recorded), hashed as
+    // LedgerRowHash does (length-prefixed fields, store/ledger.h), under the chain lock, and the
+    // side row is deleted in the same transaction. A build older than this one refuses the
+    // database ("newer schema: upgrade clawguard") instead of meeting a kind it does not know.
+    R"sql(
+DO $$
+DECLARE
+  carried   bigint;
+  last_seq  bigint;
+  last_hash text;
+  row_time  bigint;
+  row_hash  text;
+BEGIN
+  PERFORM 1 FROM ledger_meta WHERE key = 'chain_lock' FOR UPDATE;
+  SELECT value INTO carried FROM ledger_meta WHERE key = 'highest_allowlist_version';
+  IF carried IS NOT NULL AND carried >= 1 THEN
+    SELECT seq, hash INTO last_seq, last_hash FROM ledger ORDER BY seq DESC LIMIT 1;
+    IF last_seq IS NULL THEN
+      last_seq := 0;
+      last_hash := repeat('0', 64);
+    END IF;
+    row_time := cg_now_ms() / 1000;
+    SELECT encode(sha256(string_agg(int4send(octet_length(f)) || convert_to(f, 'UTF8'), ''::bytea ORDER BY i)), 'hex')
+      INTO row_hash
+      FROM unnest(ARRAY['cg-ledger-v1', (last_seq + 1)::text, 'allowlist', 'clawguard/allowlist', carried::text,
+                        repeat('0', 64), row_time::text, last_hash]) WITH ORDINALITY AS u(f, i);
+    INSERT INTO ledger (seq, kind, name, version, sha256, time, prev_hash, hash)
+      VALUES (last_seq + 1, 'allowlist', 'clawguard/allowlist', carried::text, repeat('0', 64), row_time, last_hash,
+              row_hash);
+  END IF;
+  DELETE FROM ledger_meta WHERE key = 'highest_allowlist_version';
+END
+$$;
+)sql",
 };
 static_assert(std::size(kMigrations) == kPgSchemaVersion);
 

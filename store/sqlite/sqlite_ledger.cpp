@@ -1,5 +1,6 @@
 // sqlite_ledger.cpp — the hash-chained ledger on SQLite: versioned migrations, one BEGIN
-// IMMEDIATE transaction per Record (ARCHITECTURE.md "Verification (loader)", Ledger paragraph).
+// IMMEDIATE transaction per Record that applies the recording rules inside it (ARCHITECTURE.md
+// "Verification (loader)", Ledger paragraph).
 #include "sqlite/sqlite_ledger.h"
 
 #include <iterator>
@@ -15,9 +16,8 @@ using sqlite::SqliteDb;
 using sqlite::Stmt;
 using sqlite::Transaction;
 
-constexpr char kHighestAllowlistKey[] = "highest_allowlist_version";
-
-// kMigrations[i] brings the schema from version i to i + 1; never edit a released one.
+// kMigrations[i] brings the schema from version i to i + 1; never edit a released one. Before
+// migration 2 runs, CarryAllowlistFloor moves the side table's value into the chain.
 constexpr const char* kMigrations[] = {
     R"sql(
 CREATE TABLE ledger (
@@ -34,10 +34,62 @@ CREATE TABLE ledger (
 CREATE INDEX ledger_by_name ON ledger (name, version);
 CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 )sql",
+    // Version 2: the allowlist floor is an `allowlist` row of the chain; the side table goes.
+    R"sql(
+DROP TABLE ledger_meta;
+)sql",
 };
 static_assert(std::size(kMigrations) == SqliteLedger::kLedgerSchemaVersion);
 
-Status Migrate(SqliteDb& db) {
+Result<LedgerCheckpoint> HeadOn(SqliteDb& db) {
+  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1"));
+  CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return LedgerCheckpoint{0, std::string(64, '0')};
+  return LedgerCheckpoint{s.Int(0), s.Text(1)};
+}
+
+// Append chains (kind, name, version, sha256) onto the current head; the caller holds the
+// transaction.
+Result<LedgerCheckpoint> Append(SqliteDb& db, LedgerKind kind, const std::string& name, const std::string& version,
+                                const std::string& sha256, int64_t time) {
+  CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint last, HeadOn(db));
+  LedgerRow row;
+  row.seq = last.count + 1;
+  row.kind = kind;
+  row.name = name;
+  row.version = version;
+  row.sha256 = sha256;
+  row.time = time;
+  row.prev_hash = last.head;
+  row.hash = LedgerRowHash(row);
+  CLAWGUARD_ASSIGN_OR_RETURN(Stmt ins, db.Prepare("INSERT INTO ledger (seq, kind, name, version, sha256, time, "
+                                                  "prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+  ins.Bind(1, row.seq)
+      .Bind(2, LedgerKindName(kind))
+      .Bind(3, std::string_view(name))
+      .Bind(4, std::string_view(version))
+      .Bind(5, std::string_view(sha256))
+      .Bind(6, row.time)
+      .Bind(7, std::string_view(row.prev_hash))
+      .Bind(8, std::string_view(row.hash));
+  CLAWGUARD_RETURN_IF_ERROR(ins.Run());
+  return LedgerCheckpoint{row.seq, row.hash};
+}
+
+// CarryAllowlistFloor appends schema 1's side-table floor (ledger_meta) to the chain as an
+// allowlist row with an all-zero sha256 (its bytes were never recorded), so upgrading loses no
+// floor. Inside the migration's transaction.
+Status CarryAllowlistFloor(SqliteDb& db, const Clock& clock) {
+  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT value FROM ledger_meta WHERE key = 'highest_allowlist_version'"));
+  CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row || s.Int(0) < 1) return Status::Ok();
+  const std::string version = std::to_string(s.Int(0));
+  auto appended = Append(db, LedgerKind::kAllowlist, std::string(kAllowlistLedgerName), version, std::string(64, '0'),
+                         clock.NowSeconds());
+  return appended.ok() ? Status::Ok() : appended.error();
+}
+
+Status Migrate(SqliteDb& db, const Clock& clock) {
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db));
   CLAWGUARD_RETURN_IF_ERROR(db.Exec("CREATE TABLE IF NOT EXISTS ledger_schema_version (version INTEGER NOT NULL)"));
   int64_t current = 0;
@@ -53,21 +105,13 @@ Status Migrate(SqliteDb& db) {
                                                  ": upgrade clawguard");
   }
   for (int64_t v = current; v < SqliteLedger::kLedgerSchemaVersion; ++v) {
+    if (v + 1 == 2) CLAWGUARD_RETURN_IF_ERROR(CarryAllowlistFloor(db, clock));
     CLAWGUARD_RETURN_IF_ERROR(db.Exec(kMigrations[v]));
     CLAWGUARD_ASSIGN_OR_RETURN(Stmt ins, db.Prepare("INSERT INTO ledger_schema_version (version) VALUES (?)"));
     CLAWGUARD_RETURN_IF_ERROR(ins.Bind(1, v + 1).Run());
   }
   return tx.Commit();
 }
-
-Result<LedgerKind> KindFromText(const std::string& text, int64_t seq) {
-  if (text == "release") return LedgerKind::kRelease;
-  if (text == "deploy") return LedgerKind::kDeploy;
-  return Status(Reason::kLedgerTampered,
-                "seq " + std::to_string(seq) + ": expected kind release or deploy, found '" + text.substr(0, 32) + "'");
-}
-
-std::string Short(const std::string& hex) { return hex.substr(0, 16); }
 
 }  // namespace
 
@@ -76,7 +120,7 @@ SqliteLedger::~SqliteLedger() = default;
 
 Result<std::unique_ptr<SqliteLedger>> SqliteLedger::Open(const std::string& path, const Clock& clock) {
   CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
-  CLAWGUARD_RETURN_IF_ERROR(Migrate(*db));
+  CLAWGUARD_RETURN_IF_ERROR(Migrate(*db, clock));
   return std::unique_ptr<SqliteLedger>(new SqliteLedger(std::move(db), clock));
 }
 
@@ -91,7 +135,7 @@ Result<std::vector<LedgerRow>> SqliteLedger::SelectRows(const std::string* name)
     if (!more) break;
     LedgerRow r;
     r.seq = s.Int(0);
-    CLAWGUARD_ASSIGN_OR_RETURN(r.kind, KindFromText(s.Text(1), r.seq));
+    CLAWGUARD_ASSIGN_OR_RETURN(r.kind, LedgerKindFromText(s.Text(1), r.seq));
     r.name = s.Text(2);
     r.version = s.Text(3);
     r.sha256 = s.Text(4);
@@ -113,95 +157,26 @@ Result<std::vector<LedgerRow>> SqliteLedger::ReadAll() {
   return SelectRows(nullptr);
 }
 
-Result<LedgerCheckpoint> SqliteLedger::HeadLocked() {
-  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1"));
-  CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
-  if (!row) return LedgerCheckpoint{0, std::string(64, '0')};
-  return LedgerCheckpoint{s.Int(0), s.Text(1)};
-}
-
 Result<LedgerCheckpoint> SqliteLedger::Head() {
   std::lock_guard<std::mutex> lock(mu_);
-  return HeadLocked();
+  return HeadOn(*db_);
 }
 
 Result<LedgerAppend> SqliteLedger::Record(LedgerKind kind, const std::string& name, const std::string& version,
-                                          const std::string& sha256) {
-  if (name.empty() || version.empty() || !IsLowerHex(sha256, 64)) {
-    return Status(Reason::kInternal, "ledger record needs a name, a version and 64 lowercase hex of sha256; found '" +
-                                         name + "' '" + version + "' '" + sha256.substr(0, 70) + "'");
-  }
+                                          const std::string& sha256, const LedgerRecordRules& rules) {
+  CLAWGUARD_RETURN_IF_ERROR(CheckLedgerRowInput(kind, name, version, sha256));
   std::lock_guard<std::mutex> lock(mu_);
+  // BEGIN IMMEDIATE: the rows read below cannot change before the insert commits.
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
-  {
-    // Overwrites are checked against both kinds (ARCHITECTURE.md): a deploy of other bytes than
-    // were released, or a second release with other bytes, are the same attack.
-    CLAWGUARD_ASSIGN_OR_RETURN(
-        Stmt s, db_->Prepare("SELECT seq, kind, sha256 FROM ledger WHERE name = ? AND version = ? ORDER BY seq"));
-    s.Bind(1, std::string_view(name)).Bind(2, std::string_view(version));
-    bool identical = false;
-    while (true) {
-      CLAWGUARD_ASSIGN_OR_RETURN(bool more, s.Step());
-      if (!more) break;
-      const std::string existing_kind = s.Text(1);
-      const std::string existing = s.Text(2);
-      if (existing != sha256) {
-        return Status(Reason::kVersionOverwritten,
-                      name + " " + version + " is already recorded (" + existing_kind + " row, seq " +
-                          std::to_string(s.Int(0)) + ") with sha256 " + Short(existing) + "…; refusing sha256 " +
-                          Short(sha256) + "…: a version is never re-used for other bytes, publish a new version");
-      }
-      identical = identical || existing_kind == LedgerKindName(kind);
-    }
-    if (identical) {
-      CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint head, HeadLocked());
-      return LedgerAppend{false, std::move(head)};
-    }
+  CLAWGUARD_ASSIGN_OR_RETURN(std::vector<LedgerRow> same_name, SelectRows(&name));
+  CLAWGUARD_ASSIGN_OR_RETURN(bool append, CheckLedgerRecord(same_name, kind, name, version, sha256, rules));
+  if (!append) {
+    CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint head, HeadOn(*db_));
+    return LedgerAppend{false, std::move(head)};
   }
-  CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint last, HeadLocked());
-  LedgerRow row;
-  row.seq = last.count + 1;
-  row.kind = kind;
-  row.name = name;
-  row.version = version;
-  row.sha256 = sha256;
-  row.time = clock_.NowSeconds();
-  row.prev_hash = last.head;
-  row.hash = LedgerRowHash(row);
-  {
-    CLAWGUARD_ASSIGN_OR_RETURN(Stmt ins, db_->Prepare("INSERT INTO ledger (seq, kind, name, version, sha256, time, "
-                                                      "prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
-    ins.Bind(1, row.seq)
-        .Bind(2, LedgerKindName(kind))
-        .Bind(3, std::string_view(name))
-        .Bind(4, std::string_view(version))
-        .Bind(5, std::string_view(sha256))
-        .Bind(6, row.time)
-        .Bind(7, std::string_view(row.prev_hash))
-        .Bind(8, std::string_view(row.hash));
-    CLAWGUARD_RETURN_IF_ERROR(ins.Run());
-  }
+  CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint head, Append(*db_, kind, name, version, sha256, clock_.NowSeconds()));
   CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
-  return LedgerAppend{true, LedgerCheckpoint{row.seq, row.hash}};
-}
-
-Result<std::optional<int64_t>> SqliteLedger::HighestAllowlistVersion() {
-  std::lock_guard<std::mutex> lock(mu_);
-  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT value FROM ledger_meta WHERE key = ?"));
-  s.Bind(1, std::string_view(kHighestAllowlistKey));
-  CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
-  if (!row) return std::optional<int64_t>();
-  return std::optional<int64_t>(s.Int(0));
-}
-
-Status SqliteLedger::NoteAllowlistVersion(int64_t version) {
-  std::lock_guard<std::mutex> lock(mu_);
-  // One statement: the upsert keeps the maximum, so the version is never lowered, even by a
-  // concurrent writer with an older allowlist.
-  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("INSERT INTO ledger_meta (key, value) VALUES (?, ?) "
-                                                  "ON CONFLICT (key) DO UPDATE SET value = MAX(value, excluded.value)"));
-  s.Bind(1, std::string_view(kHighestAllowlistKey)).Bind(2, version);
-  return s.Run();
+  return LedgerAppend{true, std::move(head)};
 }
 
 }  // namespace clawguard

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <ctime>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "audit/support/deployment_fixture.h"
@@ -149,13 +152,99 @@ TEST(DeploymentAuditTest, LedgerThatNoLongerHoldsTheCheckpointIsHigh) {
   EXPECT_FALSE(a.SeverityOf("ledger.ok"));
 }
 
-TEST(DeploymentAuditTest, LedgerWithoutCheckpointIsNotAnchored) {
+TEST(DeploymentAuditTest, AuditLogRotatedAwayWithTheAnchorFileInPlaceIsStillAnchored) {
   auto s = Spec();
   s.write_checkpoint = false;
   Deployment d(s);
   auto a = Audit(d);
-  EXPECT_EQ(a.SeverityOf("ledger.not_anchored"), Severity::kMedium);
+  EXPECT_FALSE(a.SeverityOf("ledger.not_anchored")) << a.report.ToText();
+  EXPECT_FALSE(a.report.HasHigh()) << a.report.ToText();
+  EXPECT_NE(a.Find("ledger.ok")[0].detail.find("holds checkpoint 1:"), std::string::npos);
+}
+
+// The audit log rotated away and no anchor file: a non-empty ledger nothing can vouch for is high
+// (the host would trust its head on first use).
+TEST(DeploymentAuditTest, NoAnchorFileAndNoCheckpointIsHigh) {
+  auto s = Spec();
+  s.write_checkpoint = false;
+  s.write_anchor = false;
+  Deployment d(s);
+  auto a = Audit(d);
+  EXPECT_EQ(a.SeverityOf("ledger.not_anchored"), Severity::kHigh) << a.report.ToText();
+  EXPECT_EQ(a.Find("ledger.not_anchored")[0].subject, d.anchor_path());
+  EXPECT_NE(a.Find("ledger.not_anchored")[0].detail.find("--write-anchor"), std::string::npos);
   EXPECT_EQ(a.SeverityOf("ledger.ok"), Severity::kInfo);
+}
+
+TEST(DeploymentAuditTest, AnchorFileMissingWhileTheLogHoldsTheCheckpointIsMedium) {
+  auto s = Spec();
+  s.write_anchor = false;
+  Deployment d(s);
+  auto a = Audit(d);
+  EXPECT_EQ(a.SeverityOf("ledger.anchor_missing"), Severity::kMedium) << a.report.ToText();
+  EXPECT_FALSE(a.report.HasHigh()) << a.report.ToText();
+}
+
+TEST(DeploymentAuditTest, AnchorTrustedOnFirstUseIsHighUntilConfirmed) {
+  auto s = Spec();
+  s.anchor_trusted_on_first_use = true;
+  Deployment d(s);
+  auto a = Audit(d);
+  EXPECT_EQ(a.SeverityOf("ledger.anchor_adopted"), Severity::kHigh) << a.report.ToText();
+  EXPECT_NE(a.Find("ledger.anchor_adopted")[0].detail.find("on first use"), std::string::npos);
+  EXPECT_EQ(a.SeverityOf("ledger.ok"), Severity::kInfo);
+}
+
+TEST(DeploymentAuditTest, RehashedLedgerIsCaughtByTheAnchorFileAlone) {
+  auto s = Spec();
+  s.write_checkpoint = false;
+  s.rehash_ledger = true;
+  Deployment d(s);
+  auto a = Audit(d);
+  EXPECT_EQ(a.SeverityOf("ledger.tampered"), Severity::kHigh) << a.report.ToText();
+  EXPECT_EQ(a.Find("ledger.tampered")[0].subject, d.anchor_path());
+  EXPECT_FALSE(a.SeverityOf("ledger.ok"));
+}
+
+TEST(DeploymentAuditTest, AnchorThatIsAFifoIsHighAndDoesNotHang) {
+  auto s = Spec();
+  s.anchor_fifo = true;
+  Deployment d(s);
+  auto a = Audit(d);
+  EXPECT_EQ(a.SeverityOf("ledger.anchor_unreadable"), Severity::kHigh) << a.report.ToText();
+  EXPECT_NE(a.Find("ledger.anchor_unreadable")[0].detail.find("is a FIFO"), std::string::npos);
+}
+
+TEST(DeploymentAuditTest, ConfiguredAnchorPathIsTheOneChecked) {
+  auto s = Spec();
+  s.anchor_in_state_dir = true;
+  s.write_checkpoint = false;
+  Deployment d(s);
+  auto config = d.Load();
+  ASSERT_TRUE(config);
+  EXPECT_EQ(config->log.anchor, d.Sub("state/ledger-anchor.json"));
+  auto a = Audit(d);
+  EXPECT_FALSE(a.report.HasHigh()) << a.report.ToText();
+  std::filesystem::remove(d.anchor_path());
+  EXPECT_EQ(Audit(d).SeverityOf("ledger.not_anchored"), Severity::kHigh);
+}
+
+TEST(DeploymentAuditTest, AuditLogThatIsAFifoIsHighAndDoesNotHang) {
+  Deployment d(Spec());
+  std::filesystem::remove(d.Sub("logs/audit.jsonl"));
+  ASSERT_EQ(::mkfifo(d.Sub("logs/audit.jsonl").c_str(), 0600), 0);
+  auto a = Audit(d);
+  EXPECT_EQ(a.SeverityOf("log.audit_unreadable"), Severity::kHigh) << a.report.ToText();
+  EXPECT_FALSE(a.SeverityOf("ledger.tampered")) << a.report.ToText();  // the anchor file still holds
+}
+
+TEST(DeploymentAuditTest, AllowlistBelowTheLedgerFloorIsHigh) {
+  auto s = Spec();
+  s.allowlist_floor = 5;
+  Deployment d(s);
+  auto a = Audit(d);
+  EXPECT_EQ(a.SeverityOf("allowlist.below_floor"), Severity::kHigh) << a.report.ToText();
+  EXPECT_NE(a.Find("allowlist.below_floor")[0].detail.find("version 2 is lower than version 5"), std::string::npos);
 }
 
 TEST(DeploymentAuditTest, UnavailableLedgerIsHigh) {

@@ -24,13 +24,17 @@
 
 namespace clawguard::testing {
 
-// MemoryLedger is an in-memory Ledger engine with the interface's semantics; tests may edit
-// its rows directly to play an attacker with write access to the store.
+// MemoryLedger is an in-memory Ledger engine with the interface's semantics (the recording rules
+// are CheckLedgerRecord, as in the real engines); tests may edit its rows directly to play an
+// attacker with write access to the store.
 class MemoryLedger final : public Ledger {
  public:
   std::vector<LedgerRow> rows;
-  std::optional<int64_t> allowlist_version;
   int64_t now = kNow;
+  // before_record, when set, runs once at the start of the next Record of |kind| (then is
+  // cleared): another host writing between the loader's pre-check and its Record.
+  std::function<void(MemoryLedger&)> before_record;
+  LedgerKind before_record_kind = LedgerKind::kDeploy;
 
   Result<std::vector<LedgerRow>> RowsFor(const std::string& name) override {
     std::vector<LedgerRow> out;
@@ -38,14 +42,17 @@ class MemoryLedger final : public Ledger {
       if (r.name == name) out.push_back(r);
     return out;
   }
+  using Ledger::Record;
   Result<LedgerAppend> Record(LedgerKind kind, const std::string& name, const std::string& version,
-                              const std::string& sha256) override {
-    for (const auto& r : rows) {
-      if (r.name == name && r.version == version && r.sha256 != sha256) {
-        return Status(Reason::kVersionOverwritten, "other digest recorded");
-      }
-      if (r.kind == kind && r.name == name && r.version == version) return LedgerAppend{false, *Head()};
+                              const std::string& sha256, const LedgerRecordRules& rules) override {
+    if (before_record && kind == before_record_kind) {
+      auto hook = std::move(before_record);
+      before_record = nullptr;
+      hook(*this);
     }
+    auto append = CheckLedgerRecord(*RowsFor(name), kind, name, version, sha256, rules);
+    if (!append) return append.error();
+    if (!*append) return LedgerAppend{false, *Head()};
     LedgerRow row;
     row.seq = static_cast<int64_t>(rows.size()) + 1;
     row.kind = kind;
@@ -63,10 +70,13 @@ class MemoryLedger final : public Ledger {
     if (rows.empty()) return LedgerCheckpoint{0, std::string(64, '0')};
     return LedgerCheckpoint{static_cast<int64_t>(rows.size()), rows.back().hash};
   }
-  Result<std::optional<int64_t>> HighestAllowlistVersion() override { return allowlist_version; }
-  Status NoteAllowlistVersion(int64_t v) override {
-    if (!allowlist_version || v > *allowlist_version) allowlist_version = v;
-    return Status::Ok();
+  // AllowlistFloor is the allowlist floor of the rows (HighestAllowlistVersion).
+  std::optional<int64_t> AllowlistFloor() const { return HighestAllowlistVersion(rows); }
+  // Kinds lists "kind name version" of every row, in chain order.
+  std::vector<std::string> Kinds() const {
+    std::vector<std::string> out;
+    for (const auto& r : rows) out.push_back(std::string(LedgerKindName(r.kind)) + " " + r.name + " " + r.version);
+    return out;
   }
   // Rehash recomputes every hash from |from| (1-based) on: a forger re-chaining after an edit.
   void Rehash(size_t from = 1) {
@@ -332,6 +342,9 @@ class LoaderFixture : public ::testing::Test {
   }
 
   bool MarkerExists() const { return std::filesystem::exists(marker_); }
+  // AnchorPath is the ledger anchor MakeLoader's loaders use (the default beside the audit log).
+  std::string AnchorPath() const { return dir_.Sub("ledger-anchor.json"); }
+  std::string AuditLogPath() const { return dir_.Sub("audit.jsonl"); }
 
   TempDir dir_;
   std::string marker_;

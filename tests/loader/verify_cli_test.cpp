@@ -1,4 +1,7 @@
-// verify_cli_test.cpp — `clawguard verify --json`: the exact object, exit codes 0/1/2.
+// verify_cli_test.cpp — `clawguard verify --json`: the exact object, exit codes 0/1/2; the CLI
+// against a real SQLite ledger, also from two recording processes at once.
+#include <thread>
+
 #include "loader_fixture.h"
 
 namespace clawguard::testing {
@@ -95,6 +98,59 @@ TEST_F(VerifyCliTest, SqliteLedgerRecordsThenRefusesOverwriteAndRollback) {
 
   auto ledger = RunClawguard({"ledger", "verify", "--store", store});
   EXPECT_EQ(ledger.exit_code, 0) << ledger.out << ledger.err;
+}
+
+// Two `verify --record` processes deploy 1.5.0 and 1.4.0 of one name on one SQLite ledger at the
+// same moment, round after round: whichever commits first, the ledger never holds the lower
+// deploy after the higher one — the loser of that race is refused as version_rollback.
+TEST_F(VerifyCliTest, TwoConcurrentRecordingProcessesNeverDeployALowerVersionLast) {
+  constexpr int kRounds = 4;
+  const std::string store = "sqlite:" + dir_.Sub("state.db");
+  const std::string trust = WriteTrust(TrustOpts{});
+  const std::string audit_log = dir_.Sub("audit.jsonl");
+  int refused = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string name = "acme-race-" + std::to_string(round);
+    std::vector<std::string> pkgs;
+    std::string allow = "schema: clawguard/allowlist/v1\nversion: 3\nexpires: 2099-12-31T00:00:00Z\nplugins:\n";
+    for (const std::string version : {"1.5.0", "1.4.0"}) {
+      PackageOpts o;
+      o.name = name;
+      o.version = version;
+      pkgs.push_back(MakePackage(o));
+      Sign(pkgs.back());
+      allow += "  - { name: " + name + ", version: " + version + ", sha256: " + Sha256Hex(ReadFile(pkgs.back())) + " }\n";
+    }
+    WriteFile(dir_.Sub("allowlist.yaml"), allow);
+    CommandResult high, low;
+    auto run = [&](const std::string& pkg, CommandResult& out) {
+      out = RunClawguard({"verify", pkg, "--trust", trust, "--allowlist", dir_.Sub("allowlist.yaml"), "--ledger", store,
+                          "--record", "--audit-log", audit_log, "--json"});
+    };
+    std::thread a(run, pkgs[0], std::ref(high));
+    std::thread b(run, pkgs[1], std::ref(low));
+    a.join();
+    b.join();
+    ASSERT_EQ(high.exit_code, 0) << high.out << high.err;
+    if (low.exit_code != 0) {
+      ASSERT_EQ(low.exit_code, 1) << low.out << low.err;
+      EXPECT_EQ(nlohmann::json::parse(low.out)["reason"], "version_rollback") << low.out;
+      ++refused;
+    }
+    auto shown = RunClawguard({"ledger", "show", "--store", store, "--json"});
+    ASSERT_EQ(shown.exit_code, 0) << shown.err;
+    std::vector<std::string> deployed;
+    const nlohmann::json doc = nlohmann::json::parse(shown.out);
+    for (const auto& row : doc["rows"]) {
+      if (row["name"] == name && row["kind"] == "deploy") deployed.push_back(row["version"]);
+    }
+    ASSERT_FALSE(deployed.empty()) << shown.out;
+    EXPECT_EQ(deployed.back(), "1.5.0") << "round " << round << ": the lower version was deployed last";
+    EXPECT_EQ(deployed.size(), low.exit_code == 0 ? 2u : 1u);
+  }
+  auto verified = RunClawguard({"ledger", "verify", "--store", store, "--anchor", dir_.Sub("ledger-anchor.json")});
+  EXPECT_EQ(verified.exit_code, 0) << verified.out << verified.err;
+  ::testing::Test::RecordProperty("rollbacks_refused", refused);
 }
 
 }  // namespace

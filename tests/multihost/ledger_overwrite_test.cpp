@@ -1,12 +1,16 @@
-// ledger_overwrite_test.cpp — the PostgreSQL store as the shared ledger of several hosts: host A
-// loads acme-orders 1.4.2 (its deploy row goes into the shared ledger); a package with the same
-// name and version but other bytes — re-signed by the same key and allowlisted, as a registry
-// that lets a version be overwritten would serve it — is refused by host B as
-// version_overwritten: listed under "refused" in its admin /readyz, and its route answers 404.
+// ledger_overwrite_test.cpp — the PostgreSQL store as the shared ledger of several hosts.
+// Overwrite: host A loads acme-orders 1.4.2 (its attempt and deploy rows go into the shared
+// ledger); a package with the same name and version but other bytes — re-signed by the same key
+// and allowlisted, as a registry that lets a version be overwritten would serve it — is refused by
+// host B as version_overwritten: listed under "refused" in its admin /readyz, and its route
+// answers 404. Host B's first start against a ledger it never anchored is trust on first use,
+// and visibly so (/readyz, audit line, `clawguard audit`). Rollback race: two hosts starting at
+// once with 1.5.0 and 1.4.2 never leave the lower version deployed last.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -142,17 +146,115 @@ TEST(MultiHostLedgerTest, OverwrittenVersionIsRefusedOnHostBAfterHostAAcceptedTh
   ASSERT_TRUE(served.ok);
   EXPECT_EQ(served.status, 200) << served.body;
 
-  // The shared ledger holds host A's deploy row of the original, and nothing of B's bytes.
+  // The shared ledger holds host A's attempt and deploy rows of the original, nothing of B's bytes.
   auto pool = clawguard::pg::PgPool::Create(db.url(), clawguard::pg::PgOptions{});
   ASSERT_TRUE(pool.ok());
   auto lease = (*pool)->Acquire();
   ASSERT_TRUE(lease.ok()) << lease.error().ToString();
   auto rows = lease->Exec("ledger rows", "SELECT kind, sha256 FROM ledger WHERE name = 'acme-orders' ORDER BY seq");
   ASSERT_TRUE(rows.ok()) << rows.error().ToString();
-  ASSERT_EQ(rows->rows(), 1);
-  EXPECT_EQ(rows->Text(0, 0), "deploy");
-  EXPECT_EQ(rows->Text(0, 1), sha_a);
-  EXPECT_NE(ReadFile(b.Sub("audit.jsonl")).find("version_overwritten"), std::string::npos);
+  ASSERT_EQ(rows->rows(), 2);
+  EXPECT_EQ(rows->Text(0, 0), "attempt");
+  EXPECT_EQ(rows->Text(1, 0), "deploy");
+  EXPECT_EQ(rows->Text(1, 1), sha_a);
+  const std::string log_b = ReadFile(b.Sub("audit.jsonl"));
+  EXPECT_NE(log_b.find("version_overwritten"), std::string::npos);
+
+  // Host A anchored the ledger it wrote; host B met a ledger it had never anchored: trusted on
+  // first use, and it says so in /readyz, in its audit log and to `clawguard audit`.
+  EXPECT_EQ(ready_a["ledger_anchor"]["state"], "anchored") << ready_a.dump();
+  EXPECT_EQ(ready_b["ledger_anchor"]["state"], "trust_on_first_use") << ready_b.dump();
+  EXPECT_NE(log_b.find("\"event\":\"ledger_anchor_adopted\""), std::string::npos) << log_b;
+  auto audited = RunClawguard({"audit", "--config", b.Sub("host.yaml"), "--json"}, HostEnv());
+  ASSERT_EQ(audited.exit_code, 1) << audited.out << audited.err;
+  bool adopted_high = false;
+  const nlohmann::json report = nlohmann::json::parse(audited.out);
+  for (const auto& f : report["findings"]) {
+    adopted_high |= f["id"] == "ledger.anchor_adopted" && f["severity"] == "high";
+  }
+  EXPECT_TRUE(adopted_high) << audited.out;
+  EXPECT_EQ(host_b.Stop(), 0);
+  EXPECT_EQ(host_a.Stop(), 0);
+}
+
+// Host A starts with acme-orders 1.5.0, host B with 1.4.2, at the same moment, on one ledger.
+// Whichever host's deploy commits first, the ledger never ends with 1.4.2 deployed after 1.5.0:
+// the rollback floor is checked again inside each Record's transaction, after the chain lock.
+TEST(MultiHostLedgerTest, TwoHostsDeployingTwoVersionsAtOnceNeverDeployTheLowerOneLast) {
+  clawguard::testing::PgTestDb db;
+  ASSERT_FALSE(db.url().empty());
+  HostFixture a;
+  ASSERT_NO_FATAL_FAILURE(a.Prepare());
+  ASSERT_NO_FATAL_FAILURE(Replace(a.dir().Sub("host.yaml"), "store: sqlite:state/state.db\n",
+                                  "store: " + db.url() + "\n"));
+  clawguard::testing::SoftHsmToken hsm;
+  const auto key = hsm.GenerateKey("acme-release-3");
+  clawguard::testing::TestPki pki;
+  pki.dir = a.dir().Sub("pki");
+  pki.root_pem = pki.dir + "/root.pem";
+  pki.intermediate_pem = pki.dir + "/intermediate.pem";
+  pki.root_sha256 = ReadFile(pki.dir + "/root.sha256");
+  const std::string chain = clawguard::testing::IssueLeaf(hsm, key, pki, "acme-3", "/O=acme/CN=acme release");
+  const std::string pkg_142 = a.dir().Sub(std::string("plugins/") + kPackage);
+  ASSERT_NO_FATAL_FAILURE(SignWith(hsm, key, chain, pkg_142));
+  const std::string sha_142 = Sha256Hex(ReadFile(pkg_142));
+
+  // Host B: the fixture's 1.4.2, same config and trust.
+  clawguard::testing::TempDir b;
+  fs::create_directories(b.path() / "plugins");
+  fs::copy_file(pkg_142, b.path() / "plugins" / kPackage);
+  fs::copy_file(pkg_142 + ".sig", b.path() / "plugins" / (std::string(kPackage) + ".sig"));
+  for (const char* f : {"host.yaml", "trust.yaml", "allowlist.yaml"}) fs::copy_file(a.dir().path() / f, b.path() / f);
+
+  // Host A: 1.5.0 built from the same stage, signed by the same key, the only package it has.
+  clawguard::testing::TempDir stage;
+  fs::copy(a.dir().path() / "stage", stage.path() / "stage", fs::copy_options::recursive);
+  ASSERT_NO_FATAL_FAILURE(Replace(stage.Sub("stage/manifest.yaml"), "version: 1.4.2\n", "version: 1.5.0\n"));
+  auto packed = RunClawguard({"pack", "--manifest", stage.Sub("stage/manifest.yaml"), "--out", a.dir().Sub("plugins")});
+  ASSERT_EQ(packed.exit_code, 0) << packed.err;
+  const std::string pkg_150 = a.dir().Sub("plugins/acme-orders-1.5.0.claw");
+  ASSERT_NO_FATAL_FAILURE(SignWith(hsm, key, chain, pkg_150));
+  fs::remove(pkg_142);
+  fs::remove(pkg_142 + ".sig");
+  ASSERT_NO_FATAL_FAILURE(Replace(a.dir().Sub("allowlist.yaml"), "version: 1.4.2, sha256: " + sha_142,
+                                  "version: 1.5.0, sha256: " + Sha256Hex(ReadFile(pkg_150))));
+
+  HostProcess host_a, host_b;
+  bool started_a = false, started_b = false;
+  std::thread ta([&] { started_a = host_a.Start(a.dir().Sub("host.yaml"), HostEnv()); });
+  std::thread tb([&] { started_b = host_b.Start(b.Sub("host.yaml"), HostEnv()); });
+  ta.join();
+  tb.join();
+  ASSERT_TRUE(started_a) << ReadFile(a.audit_log());
+  ASSERT_TRUE(started_b) << ReadFile(b.Sub("audit.jsonl"));
+  const nlohmann::json ready_a = AdminReady(host_a);
+  const nlohmann::json ready_b = AdminReady(host_b);
+  ASSERT_TRUE(ready_a.is_object() && ready_b.is_object());
+  ASSERT_EQ(ready_a["plugins"].size(), 1u) << ready_a.dump();
+  EXPECT_EQ(ready_a["plugins"][0]["version"], "1.5.0");
+
+  auto pool = clawguard::pg::PgPool::Create(db.url(), clawguard::pg::PgOptions{});
+  ASSERT_TRUE(pool.ok());
+  auto lease = (*pool)->Acquire();
+  ASSERT_TRUE(lease.ok()) << lease.error().ToString();
+  auto rows = lease->Exec("deploy rows",
+                          "SELECT version FROM ledger WHERE name = 'acme-orders' AND kind = 'deploy' ORDER BY seq");
+  ASSERT_TRUE(rows.ok()) << rows.error().ToString();
+  ASSERT_GE(rows->rows(), 1);
+  EXPECT_EQ(rows->Text(rows->rows() - 1, 0), "1.5.0") << "1.4.2 was deployed after 1.5.0";
+  if (ready_b["plugins"].empty()) {
+    // B lost the race: refused (before dlopen, or at its deploy row), nothing of it deployed.
+    ASSERT_EQ(ready_b["refused"].size(), 1u) << ready_b.dump();
+    EXPECT_EQ(ready_b["refused"][0]["reason"], "version_rollback") << ready_b.dump();
+    EXPECT_EQ(rows->rows(), 1);
+  } else {
+    // B deployed first: 1.4.2 then 1.5.0 is an ordinary upgrade.
+    EXPECT_EQ(ready_b["plugins"][0]["version"], "1.4.2");
+    ASSERT_EQ(rows->rows(), 2);
+    EXPECT_EQ(rows->Text(0, 0), "1.4.2");
+  }
+  auto verified = RunClawguard({"ledger", "verify", "--store", db.url()});
+  EXPECT_EQ(verified.exit_code, 0) << verified.out << verified.err;
   EXPECT_EQ(host_b.Stop(), 0);
   EXPECT_EQ(host_a.Stop(), 0);
 }

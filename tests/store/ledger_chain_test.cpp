@@ -1,5 +1,5 @@
-// ledger_chain_test.cpp — LedgerRowHash's encoding (known answer) and every way VerifyLedgerChain
-// catches a broken chain, on rows held in memory.
+// ledger_chain_test.cpp — LedgerRowHash's encoding (known answer), every way VerifyLedgerChain
+// catches a broken chain, and the recording rules (CheckLedgerRecord), on rows held in memory.
 #include <gtest/gtest.h>
 
 #include "clawguard/store/ledger.h"
@@ -45,6 +45,77 @@ TEST(LedgerChainTest, RowHashKnownAnswer) {
   EXPECT_EQ(LedgerRowHash(r), "1e4f6dc0c1acf9b797baabf9cacb9d164379c8735096a7359083aea1183a6e10");
   EXPECT_EQ(LedgerKindName(LedgerKind::kRelease), "release");
   EXPECT_EQ(LedgerKindName(LedgerKind::kDeploy), "deploy");
+}
+
+TEST(LedgerChainTest, KindNamesRoundTripAndUnknownKindsAreTampering) {
+  for (LedgerKind k : {LedgerKind::kRelease, LedgerKind::kDeploy, LedgerKind::kAttempt, LedgerKind::kAllowlist}) {
+    EXPECT_EQ(LedgerKindFromName(LedgerKindName(k)), k);
+  }
+  EXPECT_EQ(LedgerKindName(LedgerKind::kAttempt), "attempt");
+  EXPECT_EQ(LedgerKindName(LedgerKind::kAllowlist), "allowlist");
+  EXPECT_FALSE(LedgerKindFromName("Deploy"));
+  ExpectTampered(LedgerKindFromText("floor", 7).error(), "seq 7: kind 'floor' is not one this build knows");
+}
+
+// Row is a stored row for the rules (hash fields are not looked at).
+LedgerRow Row(int64_t seq, LedgerKind kind, const std::string& name, const std::string& version, char sha) {
+  LedgerRow r;
+  r.seq = seq;
+  r.kind = kind;
+  r.name = name;
+  r.version = version;
+  r.sha256 = std::string(64, sha);
+  return r;
+}
+
+TEST(LedgerChainTest, RecordingRulesForPluginRows) {
+  const std::vector<LedgerRow> rows = {Row(1, LedgerKind::kRelease, "acme-orders", "2.0.0", 'a'),
+                                       Row(2, LedgerKind::kAttempt, "acme-orders", "1.9.0", 'b'),
+                                       Row(3, LedgerKind::kDeploy, "acme-orders", "1.5.0", 'c')};
+  const std::string b(64, 'b'), c(64, 'c'), d(64, 'd');
+  const LedgerRecordRules refuse{}, allow{true};
+  // Overwrites, of every kind, against every kind.
+  for (LedgerKind k : {LedgerKind::kRelease, LedgerKind::kAttempt, LedgerKind::kDeploy}) {
+    EXPECT_EQ(CheckLedgerRecord(rows, k, "acme-orders", "2.0.0", d, allow).error().reason(),
+              Reason::kVersionOverwritten);
+    EXPECT_EQ(CheckLedgerRecord(rows, k, "acme-orders", "1.9.0", d, allow).error().reason(),
+              Reason::kVersionOverwritten);
+  }
+  // Rollback: deploy rows only are the floor; attempt and deploy are held to it.
+  EXPECT_EQ(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.4.0", d, refuse).error().reason(),
+            Reason::kVersionRollback);
+  EXPECT_EQ(CheckLedgerRecord(rows, LedgerKind::kAttempt, "acme-orders", "1.4.0", d, refuse).error().reason(),
+            Reason::kVersionRollback);
+  EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kRelease, "acme-orders", "1.4.0", d, refuse).value());
+  EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.4.0", d, allow).value());
+  EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.6.0", d, refuse).value());
+  // 1.9.0 was only attempted (say, refused after dlopen): 1.6.0 above is not a rollback.
+  EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.9.0", b, refuse).value());
+  // Identical rows are no-ops; the same bytes under another kind are appended.
+  EXPECT_FALSE(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.5.0", c, refuse).value());
+  EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kAttempt, "acme-orders", "1.5.0", c, refuse).value());
+  // Malformed rows are the caller's bug.
+  EXPECT_EQ(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "latest", d, refuse).error().reason(),
+            Reason::kInternal);
+  EXPECT_EQ(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.0.0", "ABC", refuse).error().reason(),
+            Reason::kInternal);
+}
+
+TEST(LedgerChainTest, RecordingRulesForAllowlistRows) {
+  const std::string name(kAllowlistLedgerName);
+  const std::vector<LedgerRow> rows = {Row(1, LedgerKind::kAllowlist, name, "3", 'a'),
+                                       Row(2, LedgerKind::kAllowlist, name, "12", 'b')};
+  const std::string d(64, 'd');
+  EXPECT_EQ(HighestAllowlistVersion(rows), 12);  // numeric, not text order
+  EXPECT_EQ(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, "11", d, {}).error().reason(),
+            Reason::kAllowlistInvalid);
+  EXPECT_FALSE(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, "12", d, {}).value());
+  EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, "13", d, {}).value());
+  for (const std::string bad : {"012", "-1", "0", "1.0", "", "99999999999999999999"}) {
+    EXPECT_EQ(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, bad, d, {}).error().reason(), Reason::kInternal)
+        << bad;
+  }
+  EXPECT_FALSE(HighestAllowlistVersion({}).has_value());
 }
 
 TEST(LedgerChainTest, IntactChainPassesWithAndWithoutAnchor) {

@@ -1,6 +1,10 @@
 // ledger_cli_test.cpp — `clawguard ledger show|verify` end to end through the built binary:
-// output, anchoring, and detection of an edited, truncated or re-hashed SQLite ledger.
+// output, anchoring (--expect-head, the anchor file, --write-anchor), and detection of an edited,
+// truncated or re-hashed SQLite ledger.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -11,8 +15,10 @@
 namespace clawguard {
 namespace {
 
+using testing::ReadFile;
 using testing::RunClawguard;
 using testing::TempDir;
+using testing::WriteFile;
 
 class LedgerCliTest : public ::testing::Test {
  protected:
@@ -32,6 +38,19 @@ class LedgerCliTest : public ::testing::Test {
     ASSERT_TRUE((*db)->Exec(sql).ok()) << sql;
   }
   std::string Anchor() const { return std::to_string(head_.count) + ":" + head_.head; }
+  // Rehash rewrites row 1's bytes and re-chains every row: internally consistent again.
+  void Rehash() {
+    Exec("UPDATE ledger SET sha256 = '" + std::string(64, 'f') + "' WHERE seq = 1");
+    auto rows = SqliteLedger::Open(path_, clock_).value()->ReadAll().value();
+    std::string prev(64, '0');
+    for (auto& row : rows) {
+      row.prev_hash = prev;
+      row.hash = LedgerRowHash(row);
+      prev = row.hash;
+      Exec("UPDATE ledger SET prev_hash = '" + row.prev_hash + "', hash = '" + row.hash +
+           "' WHERE seq = " + std::to_string(row.seq));
+    }
+  }
 
   TempDir dir_;
   std::string path_ = dir_.Sub("state.db");
@@ -59,7 +78,8 @@ TEST_F(LedgerCliTest, VerifySaysWhetherItIsAnchored) {
   auto plain = RunClawguard({"ledger", "verify", "--store", "sqlite:" + path_});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_EQ(plain.out, "ok: 4 rows, head " + head_.head +
-                           " — not anchored (pass --expect-head N:HEX from the audit log's last ledger_checkpoint)\n");
+                           " — not anchored (pass --anchor FILE, or --expect-head N:HEX from a ledger anchor or an "
+                           "audit log's ledger_checkpoint)\n");
   auto anchored = RunClawguard({"ledger", "verify", "--expect-head", Anchor(), "--store", path_});
   ASSERT_EQ(anchored.exit_code, 0) << anchored.err;
   EXPECT_EQ(anchored.out, "ok: 4 rows, head " + head_.head + ", anchored at 4\n");
@@ -119,20 +139,83 @@ TEST_F(LedgerCliTest, DetectsATruncatedTailOnlyWithAnAnchor) {
 }
 
 TEST_F(LedgerCliTest, DetectsARehashedLedgerOnlyWithAnAnchor) {
-  Exec("UPDATE ledger SET sha256 = '" + std::string(64, 'f') + "' WHERE seq = 1");
-  auto rows = SqliteLedger::Open(path_, clock_).value()->ReadAll().value();
-  std::string prev(64, '0');
-  for (auto& row : rows) {
-    row.prev_hash = prev;
-    row.hash = LedgerRowHash(row);
-    prev = row.hash;
-    Exec("UPDATE ledger SET prev_hash = '" + row.prev_hash + "', hash = '" + row.hash +
-         "' WHERE seq = " + std::to_string(row.seq));
-  }
+  Rehash();
   EXPECT_EQ(RunClawguard({"ledger", "verify", "--store", path_}).exit_code, 0);
   auto r = RunClawguard({"ledger", "verify", "--expect-head", Anchor(), "--store", path_});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("ledger_tampered"), std::string::npos) << r.err;
+}
+
+// A new host is anchored from a checkpoint it did not write; afterwards the anchor file alone
+// catches a full rewrite.
+TEST_F(LedgerCliTest, WriteAnchorFromAnExpectedHeadThenTheAnchorFileCatchesARewrite) {
+  const std::string anchor = dir_.Sub("anchor/ledger-anchor.json");
+  auto written = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", anchor, "--expect-head",
+                               "3:" + third_, "--write-anchor"});
+  ASSERT_EQ(written.exit_code, 0) << written.err;
+  EXPECT_NE(written.out.find("anchor written: " + anchor + " at 4:" + head_.head), std::string::npos) << written.out;
+  const auto file = nlohmann::json::parse(ReadFile(anchor));
+  EXPECT_EQ(file["schema"], "clawguard/ledger-anchor/v1");
+  EXPECT_EQ(file["count"], 4);
+  EXPECT_EQ(file["head"], head_.head);
+  EXPECT_TRUE(file["trust_on_first_use"].is_null());
+
+  auto checked = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", anchor, "--json"});
+  ASSERT_EQ(checked.exit_code, 0) << checked.err;
+  const auto doc = nlohmann::json::parse(checked.out);
+  EXPECT_EQ(doc["anchored"], true);
+  EXPECT_EQ(doc["anchor"]["count"], 4);
+  EXPECT_EQ(doc["anchor_file"]["path"], anchor);
+  EXPECT_TRUE(doc["anchor_file"]["trust_on_first_use"].is_null());
+
+  Rehash();
+  auto caught = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", anchor});
+  EXPECT_EQ(caught.exit_code, 1);
+  EXPECT_NE(caught.err.find("ledger_tampered"), std::string::npos) << caught.err;
+  EXPECT_NE(caught.err.find("anchor file " + anchor), std::string::npos) << caught.err;
+  // A chain that does not hold the expected head is never anchored.
+  auto refused = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", dir_.Sub("other.json"),
+                               "--expect-head", Anchor(), "--write-anchor"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("other.json")));
+}
+
+TEST_F(LedgerCliTest, ATrustOnFirstUseAnchorIsShownUntilConfirmed) {
+  const std::string anchor = dir_.Sub("ledger-anchor.json");
+  const nlohmann::json checkpoint = {{"count", head_.count}, {"head", head_.head}, {"time", "2025-12-02T00:00:00Z"}};
+  nlohmann::json file = checkpoint;  // what a host writes when it trusted the head on first use
+  file["schema"] = "clawguard/ledger-anchor/v1";
+  file["trust_on_first_use"] = checkpoint;
+  WriteFile(anchor, file.dump());
+  auto shown = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", anchor});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("warning: the anchor began by trusting 4:" + head_.head + " on first use, not confirmed"),
+            std::string::npos)
+      << shown.out;
+  auto confirmed = RunClawguard(
+      {"ledger", "verify", "--store", path_, "--anchor", anchor, "--expect-head", Anchor(), "--write-anchor"});
+  ASSERT_EQ(confirmed.exit_code, 0) << confirmed.err;
+  EXPECT_EQ(confirmed.out.find("warning"), std::string::npos) << confirmed.out;
+  EXPECT_TRUE(nlohmann::json::parse(ReadFile(anchor))["trust_on_first_use"].is_null());
+}
+
+TEST_F(LedgerCliTest, MissingAnchorFileWithRowsIsNotAQuietPass) {
+  auto r = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", dir_.Sub("gone.json")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("does not exist while the ledger holds 4 rows"), std::string::npos) << r.err;
+  auto usage = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", dir_.Sub("gone.json"), "--write-anchor"});
+  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_NE(usage.err.find("--write-anchor needs --anchor FILE and --expect-head N:HEX"), std::string::npos)
+      << usage.err;
+}
+
+TEST_F(LedgerCliTest, AnchorThatIsAFifoIsAClearError) {
+  const std::string fifo = dir_.Sub("fifo-anchor");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto r = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", fifo});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("the ledger anchor '" + fifo + "' is a FIFO, expected a regular file"), std::string::npos)
+      << r.err;
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // sqlite_ledger_test.cpp — the Ledger conformance suite, typed over the engines: append/no-op/
-// overwrite across kinds, heads, the allowlist version, concurrency, persistence, a newer schema,
-// and tampering of the stored rows detected by VerifyLedgerChain.
+// overwrite across kinds, heads, the allowlist floor as chain rows, the rollback floor applied
+// inside Record (also by concurrent writers), concurrency, persistence, a newer schema, the
+// migration that carries the old side-table floor into the chain, and tampering of the stored
+// rows detected by VerifyLedgerChain.
 //
 // Compiled into store_tests (SQLite) and, with CLAWGUARD_TEST_PG, into pg_tests where SQLite and
 // PostgreSQL run the same typed cases (a fresh database of the fixture cluster per test).
@@ -9,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "sqlite/sqlite_db.h"
@@ -40,6 +44,12 @@ class SqliteLedgerFactory {
     ASSERT_TRUE((*db)->Exec(sql).ok()) << sql;
   }
   std::string NewerSchemaSql() const { return "INSERT INTO ledger_schema_version (version) VALUES (99)"; }
+  // SideTableFloorSql puts the database back at schema 1 with |floor| in the old side table.
+  std::string SideTableFloorSql(int64_t floor) const {
+    return "CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL); "
+           "INSERT INTO ledger_meta (key, value) VALUES ('highest_allowlist_version', " +
+           std::to_string(floor) + "); DELETE FROM ledger_schema_version WHERE version = 2";
+  }
 
  private:
   TempDir dir_;
@@ -60,6 +70,11 @@ class PgLedgerFactory {
   void Exec(const std::string& sql) { db_.Exec(sql); }
   std::string NewerSchemaSql() const {
     return "INSERT INTO clawguard_schema_version (version, applied_ms) VALUES (99, 0)";
+  }
+  // SideTableFloorSql puts the database back at schema 3 with |floor| in the old side row.
+  std::string SideTableFloorSql(int64_t floor) const {
+    return "INSERT INTO ledger_meta (key, value) VALUES ('highest_allowlist_version', " + std::to_string(floor) +
+           "); DELETE FROM clawguard_schema_version WHERE version = 4";
   }
 
  private:
@@ -94,7 +109,7 @@ TYPED_TEST(SqliteLedgerTest, EmptyLedgerHasZeroHead) {
   EXPECT_EQ(head->count, 0);
   EXPECT_EQ(head->head, std::string(64, '0'));
   EXPECT_TRUE(l->ReadAll()->empty());
-  EXPECT_FALSE(l->HighestAllowlistVersion().value().has_value());
+  EXPECT_FALSE(HighestAllowlistVersion(l->ReadAll().value()).has_value());
 }
 
 TYPED_TEST(SqliteLedgerTest, AppendsNoOpsAndRefusesOverwritesAcrossKinds) {
@@ -157,14 +172,104 @@ TYPED_TEST(SqliteLedgerTest, RowsForOneNameAndHead) {
   EXPECT_EQ(head->head, (*rows)[1].hash);
 }
 
-TYPED_TEST(SqliteLedgerTest, AllowlistVersionIsNeverLowered) {
+TYPED_TEST(SqliteLedgerTest, AllowlistFloorIsAChainRowThatIsNeverLowered) {
   auto l = this->OpenLedger();
-  ASSERT_TRUE(l->NoteAllowlistVersion(12).ok());
-  EXPECT_EQ(l->HighestAllowlistVersion().value(), 12);
-  ASSERT_TRUE(l->NoteAllowlistVersion(7).ok());
-  EXPECT_EQ(l->HighestAllowlistVersion().value(), 12);
-  ASSERT_TRUE(l->NoteAllowlistVersion(13).ok());
-  EXPECT_EQ(l->HighestAllowlistVersion().value(), 13);
+  auto first = RecordAllowlist(*l, 12, kA);
+  ASSERT_TRUE(first.ok()) << first.error().ToString();
+  EXPECT_TRUE(first->appended);
+  auto lower = RecordAllowlist(*l, 7, kB);
+  ASSERT_FALSE(lower.ok());
+  EXPECT_EQ(lower.error().reason(), Reason::kAllowlistInvalid);
+  EXPECT_NE(lower.error().message().find("lower than version 12"), std::string::npos) << lower.error().message();
+  // The same version again is a no-op whatever its bytes: the row keeps the bytes that raised it.
+  auto same = RecordAllowlist(*l, 12, kB);
+  ASSERT_TRUE(same.ok()) << same.error().ToString();
+  EXPECT_FALSE(same->appended);
+  ASSERT_TRUE(RecordAllowlist(*l, 13, kC).ok());
+  auto rows = l->ReadAll().value();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].kind, LedgerKind::kAllowlist);
+  EXPECT_EQ(rows[0].name, kAllowlistLedgerName);
+  EXPECT_EQ(rows[0].version, "12");
+  EXPECT_EQ(rows[0].sha256, kA);
+  EXPECT_EQ(rows[1].version, "13");
+  EXPECT_EQ(HighestAllowlistVersion(rows), 13);
+  EXPECT_EQ(ReadAllowlistFloor(*l).value(), 13);
+  EXPECT_TRUE(VerifyLedgerChain(rows, std::nullopt).ok());
+  // Allowlist rows never collide with a plugin's name or SemVer versions.
+  EXPECT_EQ(l->Record(LedgerKind::kDeploy, std::string(kAllowlistLedgerName), "1.0.0", kA).error().reason(),
+            Reason::kInternal);
+  EXPECT_EQ(l->Record(LedgerKind::kAllowlist, "acme-orders", "14", kA).error().reason(), Reason::kInternal);
+  EXPECT_EQ(RecordAllowlist(*l, 0, kA).error().reason(), Reason::kInternal);
+}
+
+TYPED_TEST(SqliteLedgerTest, RecordRefusesADeployBelowTheHighestDeployed) {
+  // Two connections: the second writer never saw the first one's row before its own Record,
+  // as two hosts whose pre-checks both passed.
+  auto first = this->OpenLedger();
+  auto second = this->OpenLedger();
+  ASSERT_TRUE(first->Record(LedgerKind::kDeploy, "acme-orders", "1.5.0", kA).ok());
+  auto rolled = second->Record(LedgerKind::kDeploy, "acme-orders", "1.4.0", kB);
+  ASSERT_FALSE(rolled.ok());
+  EXPECT_EQ(rolled.error().reason(), Reason::kVersionRollback);
+  EXPECT_NE(rolled.error().message().find("1.4.0 is lower than 1.5.0"), std::string::npos) << rolled.error().message();
+  // An attempt row is held to the same floor (nothing may be opened below it)…
+  EXPECT_EQ(second->Record(LedgerKind::kAttempt, "acme-orders", "1.4.0", kB).error().reason(),
+            Reason::kVersionRollback);
+  // … but raises none itself, and a release row is never a rollback.
+  ASSERT_TRUE(second->Record(LedgerKind::kAttempt, "acme-orders", "2.0.0", kC).ok());
+  ASSERT_TRUE(second->Record(LedgerKind::kDeploy, "acme-orders", "1.6.0", kC).ok());
+  ASSERT_TRUE(second->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kB).ok());
+  // The policy may allow it; other names have their own floor.
+  auto allowed = second->Record(LedgerKind::kDeploy, "acme-orders", "1.4.0", kB, LedgerRecordRules{true});
+  ASSERT_TRUE(allowed.ok()) << allowed.error().ToString();
+  EXPECT_TRUE(allowed->appended);
+  ASSERT_TRUE(second->Record(LedgerKind::kDeploy, "acme-stock", "0.1.0", kA).ok());
+  auto rows = first->ReadAll().value();
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_TRUE(VerifyLedgerChain(rows, std::nullopt).ok());
+}
+
+// Two writers on their own connections deploy 1.5.0 and 1.4.0 of one name at once, many times:
+// whichever order the store serialises them in, the chain never holds the lower deploy after the
+// higher one (the floor is checked inside each Record's transaction).
+TYPED_TEST(SqliteLedgerTest, ConcurrentDeploysNeverLeaveALowerDeployAfterAHigherOne) {
+  constexpr int kRounds = 12;
+  auto high_writer = this->OpenLedger();
+  auto low_writer = this->OpenLedger();
+  int refused = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string name = "acme-race-" + std::to_string(round);
+    std::mutex mu;
+    std::condition_variable cv;
+    bool go = false;
+    Result<LedgerAppend> high = Status(Reason::kInternal, "not run"), low = Status(Reason::kInternal, "not run");
+    auto run = [&](Ledger& l, const std::string& version, const std::string& sha, Result<LedgerAppend>& out) {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return go; });
+      lock.unlock();
+      out = l.Record(LedgerKind::kDeploy, name, version, sha);
+    };
+    std::thread a(run, std::ref(*high_writer), "1.5.0", kA, std::ref(high));
+    std::thread b(run, std::ref(*low_writer), "1.4.0", kB, std::ref(low));
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      go = true;
+    }
+    cv.notify_all();
+    a.join();
+    b.join();
+    ASSERT_TRUE(high.ok()) << high.error().ToString();
+    if (!low.ok()) {
+      EXPECT_EQ(low.error().reason(), Reason::kVersionRollback) << low.error().ToString();
+      ++refused;
+    }
+    const auto rows = high_writer->RowsFor(name).value();
+    ASSERT_EQ(rows.size(), low.ok() ? 2u : 1u);
+    EXPECT_EQ(rows.back().version, "1.5.0") << "round " << round << ": the lower deploy came last";
+  }
+  EXPECT_TRUE(VerifyLedgerChain(high_writer->ReadAll().value(), std::nullopt).ok());
+  ::testing::Test::RecordProperty("rollbacks_refused", refused);
 }
 
 TYPED_TEST(SqliteLedgerTest, ConcurrentRecordsOfOneVersionHaveExactlyOneWinner) {
@@ -204,13 +309,13 @@ TYPED_TEST(SqliteLedgerTest, ReopeningPreservesState) {
     auto l = this->OpenLedger();
     ASSERT_TRUE(l->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kA).ok());
     ASSERT_TRUE(l->Record(LedgerKind::kDeploy, "acme-orders", "1.0.0", kA).ok());
-    ASSERT_TRUE(l->NoteAllowlistVersion(4).ok());
+    ASSERT_TRUE(RecordAllowlist(*l, 4, kB).ok());
     head = l->Head().value();
   }
   auto l = this->OpenLedger();
   EXPECT_EQ(l->Head()->head, head.head);
-  EXPECT_EQ(l->Head()->count, 2);
-  EXPECT_EQ(l->HighestAllowlistVersion().value(), 4);
+  EXPECT_EQ(l->Head()->count, 3);
+  EXPECT_EQ(ReadAllowlistFloor(*l).value(), 4);
   EXPECT_EQ(l->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kB).error().reason(), Reason::kVersionOverwritten);
   EXPECT_TRUE(VerifyLedgerChain(l->ReadAll().value(), head).ok());
 }
@@ -222,6 +327,27 @@ TYPED_TEST(SqliteLedgerTest, RefusesANewerSchema) {
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.error().reason(), Reason::kStoreUnavailable);
   EXPECT_NE(l.error().message().find("99"), std::string::npos);
+}
+
+// Upgrading keeps the allowlist floor of the old side table: the migration appends it to the
+// chain as an allowlist row (sha256 unknown: all zeros), and the side value is gone.
+TYPED_TEST(SqliteLedgerTest, MigrationCarriesTheSideTableAllowlistFloorIntoTheChain) {
+  { ASSERT_TRUE(this->OpenLedger()->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kA).ok()); }
+  this->Exec(this->factory_.SideTableFloorSql(9));
+  auto l = this->OpenLedger();
+  ASSERT_NE(l, nullptr);
+  auto rows = l->ReadAll().value();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].kind, LedgerKind::kAllowlist);
+  EXPECT_EQ(rows[1].name, kAllowlistLedgerName);
+  EXPECT_EQ(rows[1].version, "9");
+  EXPECT_EQ(rows[1].sha256, std::string(64, '0'));
+  EXPECT_TRUE(VerifyLedgerChain(rows, std::nullopt).ok()) << VerifyLedgerChain(rows, std::nullopt).ToString();
+  EXPECT_EQ(ReadAllowlistFloor(*l).value(), 9);
+  EXPECT_EQ(RecordAllowlist(*l, 8, kB).error().reason(), Reason::kAllowlistInvalid);
+  // Opening again migrates nothing more.
+  auto again = this->OpenLedger();
+  EXPECT_EQ(again->ReadAll().value().size(), 2u);
 }
 
 template <typename Factory>
@@ -281,9 +407,27 @@ TYPED_TEST(SqliteLedgerTamperTest, DetectsAConsistentlyRehashedLedgerWithAnAncho
   EXPECT_NE(st.message().find("seq 4"), std::string::npos) << st.message();
 }
 
-TYPED_TEST(SqliteLedgerTamperTest, UnknownKindIsTampering) {
+TYPED_TEST(SqliteLedgerTamperTest, UnknownKindIsTamperingWithAMessageThatSaysWhatToDo) {
   this->Exec("UPDATE ledger SET kind = 'rogue' WHERE seq = 1");
-  EXPECT_EQ(this->OpenLedger()->ReadAll().error().reason(), Reason::kLedgerTampered);
+  const Status st = this->OpenLedger()->ReadAll().error();
+  EXPECT_EQ(st.reason(), Reason::kLedgerTampered);
+  EXPECT_NE(st.message().find("seq 1: kind 'rogue' is not one this build knows"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("upgrade clawguard"), std::string::npos) << st.message();
+}
+
+// Deleting or lowering the allowlist floor row is caught like any other row: lowering breaks the
+// row's hash; deleting it (the tail) leaves a shorter chain that the anchor catches.
+TYPED_TEST(SqliteLedgerTamperTest, LoweringOrDeletingTheAllowlistFloorIsTampering) {
+  auto l = this->OpenLedger();
+  ASSERT_TRUE(RecordAllowlist(*l, 7, kB).ok());
+  const LedgerCheckpoint anchored = l->Head().value();
+  this->Exec("UPDATE ledger SET version = '1' WHERE kind = 'allowlist'");
+  EXPECT_EQ(ReadAllowlistFloor(*this->OpenLedger()).error().reason(), Reason::kLedgerTampered);
+  this->Exec("DELETE FROM ledger WHERE kind = 'allowlist'");
+  EXPECT_FALSE(ReadAllowlistFloor(*this->OpenLedger()).value().has_value());  // a valid shorter chain…
+  const Status st = this->VerifyFile(anchored);                               // … that the anchor refuses
+  EXPECT_EQ(st.reason(), Reason::kLedgerTampered);
+  EXPECT_NE(st.message().find("seq 5"), std::string::npos) << st.message();
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,8 @@
 #include "clawguard/manifest.h"
 #include "clawguard/ossl.h"
 #include "clawguard/sha256.h"
+#include "loader/ledger_anchor.h"
+#include "sqlite/sqlite_db.h"
 #include "sqlite/sqlite_ledger.h"
 
 namespace clawguard::testing {
@@ -84,7 +87,7 @@ std::string Pin(const std::string& file, X509* cert) {
 
 }  // namespace
 
-Deployment::Deployment(const DeploymentSpec& s) {
+Deployment::Deployment(const DeploymentSpec& s) : anchor_in_state_dir_(s.anchor_in_state_dir) {
   const int64_t now = s.now;
   env_ = {{"CG_AUDIT_ADMIN_TOKEN", kAdminToken},
           {"CG_AUDIT_ORDER_SECRET", kOrderSecret},
@@ -142,18 +145,45 @@ Deployment::Deployment(const DeploymentSpec& s) {
     WriteFile(dir_.Sub("policies/allowlist.yaml.sig"), SerializeBundle(ab));
   }
 
-  // Ledger with one deploy row, and the audit log's checkpoint.
+  // Ledger with one deploy row (and an allowlist row), the anchor file and the audit log's
+  // checkpoint.
   std::filesystem::create_directories(dir_.Sub("state"));
   auto ledger = SqliteLedger::Open(store_path());
   EXPECT_TRUE(ledger.ok()) << ledger.error().ToString();
   auto rec = (*ledger)->Record(LedgerKind::kDeploy, "acme-orders", "1.4.2", Sha256Hex(package));
   EXPECT_TRUE(rec.ok()) << rec.error().ToString();
+  if (s.allowlist_floor > 0) {
+    rec = RecordAllowlist(**ledger, s.allowlist_floor, std::string(64, 'a'));
+    EXPECT_TRUE(rec.ok()) << rec.error().ToString();
+  }
   std::string log = "{\"event\":\"verified\",\"name\":\"acme-orders\"}\n";
   if (s.write_checkpoint) {
     const std::string head = s.tamper_checkpoint ? std::string(64, 'f') : rec->head.head;
     log += nlohmann::json{{"event", "ledger_checkpoint"}, {"count", rec->head.count}, {"head", head}}.dump() + "\n";
   }
   WriteFile(dir_.Sub("logs/audit.jsonl"), log);
+  if (s.anchor_fifo) {
+    EXPECT_EQ(::mkfifo(anchor_path().c_str(), 0600), 0);
+  } else if (s.write_anchor) {
+    const std::optional<LedgerCheckpoint> tofu =
+        s.anchor_trusted_on_first_use ? std::optional<LedgerCheckpoint>(rec->head) : std::nullopt;
+    EXPECT_TRUE(LedgerAnchorFile(anchor_path()).Write(LedgerAnchor{rec->head, now, tofu, now}).ok());
+  }
+  if (s.rehash_ledger) {
+    auto db = sqlite::SqliteDb::Open(store_path());
+    EXPECT_TRUE(db.ok());
+    auto rows = (*ledger)->ReadAll().value();
+    std::string prev(64, '0');
+    for (auto& row : rows) {
+      if (row.seq == 1) row.sha256 = std::string(64, 'e');
+      row.prev_hash = prev;
+      row.hash = LedgerRowHash(row);
+      prev = row.hash;
+      EXPECT_TRUE((*db)->Exec("UPDATE ledger SET sha256 = '" + row.sha256 + "', prev_hash = '" + row.prev_hash +
+                              "', hash = '" + row.hash + "' WHERE seq = " + std::to_string(row.seq))
+                      .ok());
+    }
+  }
 
   // host.yaml in the shape of ARCHITECTURE.md.
   host_yaml_ = dir_.Sub("host.yaml");
@@ -184,7 +214,8 @@ Deployment::Deployment(const DeploymentSpec& s) {
             "breaker:\n"
             "  key: { failures: 3, window: 5s, cooldown: 30s }\n"
             "  erp: { failures: 10, window: 30s, cooldown: 60s, half_open_probes: 1 }\n"
-            "log: { audit: logs/audit.jsonl, redact: [password, token, card] }\n");
+            "log: { audit: logs/audit.jsonl, redact: [password, token, card]" +
+                std::string(s.anchor_in_state_dir ? ", anchor: state/ledger-anchor.json" : "") + " }\n");
 }
 
 std::shared_ptr<const host::HostConfig> Deployment::Load() const {
