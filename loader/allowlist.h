@@ -4,7 +4,13 @@
 // Allowlist::Load reads the file (≤ limits::kMaxPolicyFile) and, when the trust policy has an
 // allowlist_signer, requires allowlist.yaml.sig beside it: a bundle with payloadType
 // application/vnd.clawguard.allowlist+yaml whose payload is exactly the file's bytes, signed by
-// the pinned signer certificate's key → else kAllowlistInvalid. Any parse error is
+// the pinned signer certificate's key (found by its canonical keyid) → else kAllowlistInvalid.
+// Once the signature holds, the pinned certificate is judged like a package signer's leaf
+// except for the chain (the pin is its trust anchor): valid now by |clock| (notBefore ≤ now ≤
+// notAfter), neither its DER sha256 in revoked.certificates nor its key in revoked.keys
+// (canonical keyid or the SPKI as encoded), keyUsage digitalSignature when present, not a CA,
+// an extendedKeyUsage that is present lists codeSigning → else kAllowlistInvalid saying which.
+// These are never relaxed in audit mode. Any parse error is
 // kAllowlistInvalid (file:line). The version is compared with Ledger::HighestAllowlistVersion
 // when a ledger is given (lower → kAllowlistInvalid); expiry is reported by expired(), so that
 // the caller can relax it in audit mode.

@@ -15,7 +15,7 @@
 //     file absent from the archive (chosen over kFileDigestMismatch: the archive does not match
 //     its manifest's file list, and no digest can even be computed).
 //   kFileDigestMismatch: a file's sha256 differs from the manifest's.
-// Thread-safe (no shared state).
+// Thread-safe (no shared state); never throws (an allocation failure is kArchiveUnsafe).
 #ifndef CLAWGUARD_LOADER_ARCHIVE_EXTRACTOR_H_
 #define CLAWGUARD_LOADER_ARCHIVE_EXTRACTOR_H_
 

@@ -2,9 +2,11 @@
 #include "x509_util.h"
 
 #include <openssl/pem.h>
+#include <openssl/x509v3.h>
 
 #include <ctime>
 
+#include "clawguard/bundle.h"
 #include "clawguard/sha256.h"
 
 namespace clawguard::x509util {
@@ -62,6 +64,99 @@ std::optional<int64_t> AsnTimeToUnix(const ASN1_TIME* t) {
     return std::nullopt;
   }
   return static_cast<int64_t>(timegm(&tm));
+}
+
+std::string EncodedSpkiSha256(X509* cert) {
+  // get0: the X509_PUBKEY is owned by |cert|; it keeps the bytes the certificate carried.
+  X509_PUBKEY* spki = X509_get_X509_PUBKEY(cert);
+  unsigned char* der = nullptr;
+  const int len = spki == nullptr ? -1 : i2d_X509_PUBKEY(spki, &der);  // allocates |der|; freed below
+  if (len <= 0 || der == nullptr) {
+    (void)ossl::GetSslErrors();
+    return {};
+  }
+  const std::string out = Sha256Hex(std::string_view(reinterpret_cast<const char*>(der), static_cast<size_t>(len)));
+  OPENSSL_free(der);
+  return out;
+}
+
+Result<std::optional<std::string>> RevokedKeyEntry(X509* cert, const std::set<std::string>& revoked_keys) {
+  if (revoked_keys.empty()) return std::optional<std::string>();
+  EVP_PKEY* key = X509_get0_pubkey(cert);  // get0: owned by |cert|
+  if (key == nullptr) return Status(Reason::kAlgorithmRefused, "the certificate's key is unreadable: " + ossl::GetSslErrors());
+  CLAWGUARD_ASSIGN_OR_RETURN(std::vector<std::string> aliases, KeyIdAliasesOf(key));
+  aliases.push_back(EncodedSpkiSha256(cert));
+  for (const auto& a : aliases) {
+    if (!a.empty() && revoked_keys.count(a) != 0) return std::optional<std::string>(a);
+  }
+  return std::optional<std::string>();
+}
+
+std::string SubjectText(X509* cert) {
+  ossl::UniquePtr<BIO> bio(BIO_new(BIO_s_mem()));
+  // get0: the name is owned by |cert|.
+  if (!bio || X509_NAME_print_ex(bio.get(), X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) < 0) {
+    (void)ossl::GetSslErrors();
+    return "?";
+  }
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(bio.get(), &data);  // borrowed from bio
+  return n > 0 ? std::string(data, static_cast<size_t>(n)) : std::string("(empty subject)");
+}
+
+namespace {
+
+// EkuListsCodeSigning: the certificate has an EKU extension (checked by the caller) whose list
+// holds id-kp-codeSigning. WARNING: OpenSSL 3.0 reports every bit for a certificate without the
+// extension, so presence is always checked first (EXFLAG_XKUSAGE).
+bool EkuListsCodeSigning(X509* cert) { return (X509_get_extended_key_usage(cert) & XKU_CODE_SIGN) != 0; }
+
+std::string EkuOnlyAnyNote(X509* cert) {
+  return (X509_get_extended_key_usage(cert) & XKU_ANYEKU) != 0
+             ? " (anyExtendedKeyUsage is not accepted in place of codeSigning)"
+             : "";
+}
+
+}  // namespace
+
+Status CheckCodeSigningLeaf(X509* leaf, EkuRule rule) {
+  const uint32_t flags = X509_get_extension_flags(leaf);  // also caches the extensions
+  if ((flags & EXFLAG_INVALID) != 0) {
+    return Status(Reason::kChainUntrusted, "the leaf has a malformed or duplicated extension");
+  }
+  if ((flags & EXFLAG_XKUSAGE) == 0 && rule == EkuRule::kRequired) {
+    return Status(Reason::kChainUntrusted, "the leaf has no extendedKeyUsage extension; codeSigning is required");
+  }
+  if ((flags & EXFLAG_XKUSAGE) != 0 && !EkuListsCodeSigning(leaf)) {
+    return Status(Reason::kChainUntrusted, "the leaf's extendedKeyUsage lacks codeSigning" + EkuOnlyAnyNote(leaf));
+  }
+  if ((flags & EXFLAG_KUSAGE) != 0 && (X509_get_key_usage(leaf) & KU_DIGITAL_SIGNATURE) == 0) {
+    return Status(Reason::kChainUntrusted, "the leaf's keyUsage lacks digitalSignature; a code-signing key must be "
+                                           "allowed to sign");
+  }
+  if ((flags & EXFLAG_CA) != 0) {
+    return Status(Reason::kChainUntrusted, "the leaf is a CA certificate (basicConstraints CA:TRUE); a signer's "
+                                           "certificate must not be able to issue certificates");
+  }
+  if (X509_check_ca(leaf) != 0) {
+    return Status(Reason::kChainUntrusted, "the leaf could act as a CA (keyCertSign without basicConstraints, or a "
+                                           "v1 self-signed certificate); a signer's certificate must be an end entity");
+  }
+  return Status::Ok();
+}
+
+Status CheckIssuersPermitCodeSigning(const std::vector<X509*>& chain) {
+  for (size_t i = 1; i < chain.size(); ++i) {
+    X509* c = chain[i];
+    const uint32_t flags = X509_get_extension_flags(c);
+    if ((flags & EXFLAG_XKUSAGE) == 0) continue;  // no restriction
+    if (!EkuListsCodeSigning(c)) {
+      return Status(Reason::kChainUntrusted, "the certificate at depth " + std::to_string(i) + " (" + SubjectText(c) +
+                                                 ") restricts extendedKeyUsage without codeSigning" + EkuOnlyAnyNote(c) +
+                                                 "; it cannot vouch for a code-signing leaf");
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace clawguard::x509util
