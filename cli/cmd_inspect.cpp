@@ -94,7 +94,7 @@ json SignatureJson(const Bundle& b, const BundleSignature& s) {
   }
   if (*keyid != s.keyid) {
     j["detail"] = "the keyid is not the canonical keyid of the leaf's public key (" + *keyid +
-                  "; sha256 of its SubjectPublicKeyInfo in named-curve, uncompressed form)";
+                  ": the sha256 of its canonical SubjectPublicKeyInfo)";
     return j;
   }
   const Status st = VerifySignature(key, Pae(b.payload_type, b.payload), s.sig);

@@ -63,8 +63,8 @@ Status CheckAllowlistSigner(X509* signer, const std::string& keyid, const TrustP
   }
   // The code-signing leaf profile applies (keyUsage digitalSignature, not a CA, an EKU that is
   // there lists codeSigning); an EKU-less pinned certificate is not restricted (its pin trusts it).
-  if (Status s = x509util::CheckCodeSigningLeaf(signer, x509util::EkuRule::kIfPresent); !s.ok()) {
-    return fail("certificate: " + s.message());
+  if (Status s = x509util::CheckCodeSigningLeaf(signer, x509util::EkuRule::kIfPresent, "its certificate"); !s.ok()) {
+    return fail("is refused: " + s.message());
   }
   return Status::Ok();
 }

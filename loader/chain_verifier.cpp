@@ -166,7 +166,7 @@ Status ChainVerifier::CheckChain(X509* leaf, const std::vector<ossl::UniquePtr<X
 Status ChainVerifier::CheckPolicy(X509* leaf, const std::vector<X509*>& chain, const std::string& keyid,
                                   const Statement& st, const std::function<Status(Status)>& relax) const {
   // 6. policy revocation lists: certificate pins over the whole chain, then the key — by its
-  // canonical keyid and by the SPKI as this certificate encodes it.
+  // canonical keyid or the digest of any other encoding of it (x509util::RevokedKeyEntry).
   for (X509* c : chain) {
     const std::string h = x509util::Sha256HexOfCert(c);
     if (policy_.revoked_certificates().count(h) != 0) {
@@ -241,8 +241,8 @@ Status ChainVerifier::CheckOne(const Bundle& bundle, const BundleSignature& sig,
   const std::string& keyid = *leaf_keyid;
   if (keyid != sig.keyid) {
     return Status(Reason::kBundleInvalid, "signature keyid " + sig.keyid + " is not the canonical keyid of the leaf's key (" +
-                                              keyid + "; sha256 of its SubjectPublicKeyInfo in named-curve, "
-                                              "uncompressed form)");
+                                              keyid + ": the sha256 of its canonical SubjectPublicKeyInfo, "
+                                              "ARCHITECTURE.md \"Keyid\")");
   }
   // 2. algorithm.
   CLAWGUARD_ASSIGN_OR_RETURN(SigAlgorithm alg, AlgorithmOfKey(key));

@@ -119,28 +119,29 @@ std::string EkuOnlyAnyNote(X509* cert) {
 
 }  // namespace
 
-Status CheckCodeSigningLeaf(X509* leaf, EkuRule rule) {
+Status CheckCodeSigningLeaf(X509* leaf, EkuRule rule, std::string_view what) {
+  const std::string w(what);
   const uint32_t flags = X509_get_extension_flags(leaf);  // also caches the extensions
   if ((flags & EXFLAG_INVALID) != 0) {
-    return Status(Reason::kChainUntrusted, "the leaf has a malformed or duplicated extension");
+    return Status(Reason::kChainUntrusted, w + " has a malformed or duplicated extension");
   }
   if ((flags & EXFLAG_XKUSAGE) == 0 && rule == EkuRule::kRequired) {
-    return Status(Reason::kChainUntrusted, "the leaf has no extendedKeyUsage extension; codeSigning is required");
+    return Status(Reason::kChainUntrusted, w + " has no extendedKeyUsage extension; codeSigning is required");
   }
   if ((flags & EXFLAG_XKUSAGE) != 0 && !EkuListsCodeSigning(leaf)) {
-    return Status(Reason::kChainUntrusted, "the leaf's extendedKeyUsage lacks codeSigning" + EkuOnlyAnyNote(leaf));
+    return Status(Reason::kChainUntrusted, w + "'s extendedKeyUsage lacks codeSigning" + EkuOnlyAnyNote(leaf));
   }
   if ((flags & EXFLAG_KUSAGE) != 0 && (X509_get_key_usage(leaf) & KU_DIGITAL_SIGNATURE) == 0) {
-    return Status(Reason::kChainUntrusted, "the leaf's keyUsage lacks digitalSignature; a code-signing key must be "
-                                           "allowed to sign");
+    return Status(Reason::kChainUntrusted, w + "'s keyUsage lacks digitalSignature; a code-signing key must be allowed "
+                                               "to sign");
   }
   if ((flags & EXFLAG_CA) != 0) {
-    return Status(Reason::kChainUntrusted, "the leaf is a CA certificate (basicConstraints CA:TRUE); a signer's "
-                                           "certificate must not be able to issue certificates");
+    return Status(Reason::kChainUntrusted, w + " is a CA certificate (basicConstraints CA:TRUE); a signer's certificate "
+                                               "must not be able to issue certificates");
   }
   if (X509_check_ca(leaf) != 0) {
-    return Status(Reason::kChainUntrusted, "the leaf could act as a CA (keyCertSign without basicConstraints, or a "
-                                           "v1 self-signed certificate); a signer's certificate must be an end entity");
+    return Status(Reason::kChainUntrusted, w + " could act as a CA (keyCertSign without basicConstraints, or a v1 "
+                                               "self-signed certificate); a signer's certificate must be an end entity");
   }
   return Status::Ok();
 }

@@ -52,8 +52,8 @@ enum class EkuRule {
 //   - keyUsage, when present, has digitalSignature;
 //   - it is not a CA: no basicConstraints CA:TRUE, and nothing else OpenSSL would accept as a CA
 //     (X509_check_ca: keyCertSign without basicConstraints, a v1 self-signed certificate).
-// Returns kChainUntrusted naming what was expected and what was found.
-Status CheckCodeSigningLeaf(X509* leaf, EkuRule rule = EkuRule::kRequired);
+// Returns kChainUntrusted naming |what| ("the leaf"), what was expected and what was found.
+Status CheckCodeSigningLeaf(X509* leaf, EkuRule rule = EkuRule::kRequired, std::string_view what = "the leaf");
 
 // CheckIssuersPermitCodeSigning checks every certificate of |chain| above the leaf (index ≥ 1,
 // the pinned root included): one with an extendedKeyUsage extension must list
