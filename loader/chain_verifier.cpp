@@ -165,13 +165,17 @@ Status ChainVerifier::CheckChain(X509* leaf, const std::vector<ossl::UniquePtr<X
 
 Status ChainVerifier::CheckPolicy(X509* leaf, const std::vector<X509*>& chain, const std::string& keyid,
                                   const Statement& st, const std::function<Status(Status)>& relax) const {
-  // 6. policy revocation lists: certificate pins over the whole chain, then the key — by its
-  // canonical keyid or the digest of any other encoding of it (x509util::RevokedKeyEntry).
-  for (X509* c : chain) {
-    const std::string h = x509util::Sha256HexOfCert(c);
-    if (policy_.revoked_certificates().count(h) != 0) {
-      CLAWGUARD_RETURN_IF_ERROR(relax(Status(Reason::kCertRevoked, "keyid " + keyid + ": certificate " + h +
-                                                                       " is revoked by the trust policy")));
+  // 6. policy revocation lists: certificate digests over the whole chain (either ECDSA signature
+  // form: x509util::CertificateDigests), then the key — by its canonical keyid or the digest of
+  // any other encoding of it (x509util::RevokedKeyEntry).
+  for (size_t i = 0; i < chain.size() && !policy_.revoked_certificates().empty(); ++i) {
+    // The issuer of the last certificate (the pinned root) is itself.
+    X509* issuer = i + 1 < chain.size() ? chain[i + 1] : chain[i];
+    for (const std::string& h : x509util::CertificateDigests(chain[i], issuer)) {
+      if (policy_.revoked_certificates().count(h) == 0) continue;
+      CLAWGUARD_RETURN_IF_ERROR(relax(Status(Reason::kCertRevoked, "keyid " + keyid + ": certificate " + h + " (depth " +
+                                                                       std::to_string(i) + ") is revoked by the trust policy")));
+      break;
     }
   }
   CLAWGUARD_ASSIGN_OR_RETURN(std::optional<std::string> listed, x509util::RevokedKeyEntry(leaf, policy_.revoked_keys()));

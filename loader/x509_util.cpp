@@ -1,6 +1,8 @@
 // x509_util.cpp — see x509_util.h.
 #include "x509_util.h"
 
+#include <openssl/core_names.h>
+#include <openssl/objects.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
@@ -90,6 +92,75 @@ Result<std::optional<std::string>> RevokedKeyEntry(X509* cert, const std::set<st
     if (!a.empty() && revoked_keys.count(a) != 0) return std::optional<std::string>(a);
   }
   return std::optional<std::string>();
+}
+
+namespace {
+
+// EcdsaTwinDer returns |cert|'s DER with its ECDSA signature (r, s) replaced by (r, n − s), or
+// nothing when |issuer|'s key is not EC or the signature is not an ECDSA-Sig-Value.
+std::optional<std::string> EcdsaTwinDer(X509* cert, X509* issuer) {
+  EVP_PKEY* issuer_key = X509_get0_pubkey(issuer);  // get0: owned by |issuer|
+  const ASN1_BIT_STRING* sig = nullptr;             // get0: owned by |cert|
+  X509_get0_signature(&sig, nullptr, cert);
+  if (issuer_key == nullptr || sig == nullptr || EVP_PKEY_get_base_id(issuer_key) != EVP_PKEY_EC) {
+    (void)ossl::GetSslErrors();
+    return std::nullopt;
+  }
+  char group_name[64] = {0};
+  size_t group_len = 0;
+  if (EVP_PKEY_get_utf8_string_param(issuer_key, OSSL_PKEY_PARAM_GROUP_NAME, group_name, sizeof(group_name),
+                                     &group_len) != 1) {
+    (void)ossl::GetSslErrors();
+    return std::nullopt;
+  }
+  ossl::UniquePtr<EC_GROUP> group(EC_GROUP_new_by_curve_name(OBJ_txt2nid(group_name)));
+  const unsigned char* p = sig->data;
+  ossl::UniquePtr<ECDSA_SIG> ecdsa(d2i_ECDSA_SIG(nullptr, &p, sig->length));
+  ossl::UniquePtr<ECDSA_SIG> twin(ECDSA_SIG_new());
+  ossl::UniquePtr<X509> copy(X509_dup(cert));
+  if (!group || !ecdsa || !twin || !copy || p != sig->data + sig->length) {
+    (void)ossl::GetSslErrors();
+    return std::nullopt;
+  }
+  const BIGNUM* r = nullptr;  // get0: owned by |ecdsa|
+  const BIGNUM* s = nullptr;
+  ECDSA_SIG_get0(ecdsa.get(), &r, &s);
+  ossl::UniquePtr<BIGNUM> twin_r(BN_dup(r));
+  ossl::UniquePtr<BIGNUM> twin_s(BN_new());
+  // get0: the order is owned by |group|.
+  if (!twin_r || !twin_s || BN_sub(twin_s.get(), EC_GROUP_get0_order(group.get()), s) != 1 ||
+      ECDSA_SIG_set0(twin.get(), twin_r.get(), twin_s.get()) != 1) {  // set0: takes both on success
+    (void)ossl::GetSslErrors();
+    return std::nullopt;
+  }
+  (void)twin_r.release();
+  (void)twin_s.release();
+  unsigned char* twin_der = nullptr;
+  const int twin_len = i2d_ECDSA_SIG(twin.get(), &twin_der);  // allocates |twin_der|; freed below
+  const ASN1_BIT_STRING* copy_sig = nullptr;                   // get0: owned by |copy|
+  X509_get0_signature(&copy_sig, nullptr, copy.get());
+  // WARNING: X509_get0_signature hands out a const pointer; |copy| is ours alone, so writing the
+  // twin signature into it is safe.
+  auto* writable = const_cast<ASN1_BIT_STRING*>(copy_sig);
+  const bool set = twin_len > 0 && writable != nullptr && ASN1_BIT_STRING_set(writable, twin_der, twin_len) == 1;
+  OPENSSL_free(twin_der);
+  if (!set) {
+    (void)ossl::GetSslErrors();
+    return std::nullopt;
+  }
+  writable->flags &= ~0x07;  // no unused bits
+  writable->flags |= ASN1_STRING_FLAG_BITS_LEFT;
+  std::string der = DerOf(copy.get());
+  if (der.empty()) return std::nullopt;
+  return der;
+}
+
+}  // namespace
+
+std::vector<std::string> CertificateDigests(X509* cert, X509* issuer) {
+  std::vector<std::string> out{Sha256HexOfCert(cert)};
+  if (auto twin = EcdsaTwinDer(cert, issuer)) out.push_back(Sha256Hex(*twin));
+  return out;
 }
 
 std::string SubjectText(X509* cert) {

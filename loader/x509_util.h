@@ -63,6 +63,15 @@ Status CheckCodeSigningLeaf(X509* leaf, EkuRule rule = EkuRule::kRequired, std::
 // Returns kChainUntrusted with the depth and subject of the first offender.
 Status CheckIssuersPermitCodeSigning(const std::vector<X509*>& chain);
 
+// CertificateDigests returns the hex sha256 of |cert|'s DER and, when |issuer| signed it with
+// ECDSA, of its twin: the same certificate with the signature (r, s) replaced by (r, n − s),
+// which verifies just as well and can be made by anyone without a key (ECDSA malleability). So
+// a revoked.certificates entry names the certificate, not one of its two signature encodings.
+// Other encodings need no twin: OpenSSL re-encodes the outer SEQUENCE in DER and keeps the
+// signed TBSCertificate bytes, strict mode refuses a signatureAlgorithm that differs from the
+// signed one, and Ed25519 and RSA PKCS#1 v1.5 signatures are not malleable.
+std::vector<std::string> CertificateDigests(X509* cert, X509* issuer);
+
 // SubjectText is |cert|'s subject as one RFC 2253 line ("?" if it cannot be printed).
 std::string SubjectText(X509* cert);
 

@@ -135,5 +135,30 @@ TEST_F(KeyIdentityTest, HybridPointCertificateIsTheSameKeyToo) {
   ExpectRefused(SignedBy(hybrid.get()), Reason::kCertRevoked, nullptr, t);
 }
 
+// One certificate is one certificate, too: ECDSA lets anyone turn a signature (r, s) into
+// (r, n − s), so a revoked leaf or intermediate has a twin with another DER digest that verifies.
+TEST_F(KeyIdentityTest, RevokedCertificateIsRevokedInItsEcdsaTwinToo) {
+  auto leaf_twin = EcdsaTwin(Uncompressed());
+  auto inter_twin = EcdsaTwin(W().inter.get());
+  ASSERT_NE(CertSha256(leaf_twin.get()), CertSha256(Uncompressed()));
+  ASSERT_NE(CertSha256(inter_twin.get()), CertSha256(W().inter.get()));
+  const std::string pkg = MakePackage(PackageOpts{});
+  Sign(pkg, {{W().key1.get(), {leaf_twin.get(), inter_twin.get()}, "", false}});
+  Allow({pkg});
+  // The twins are valid certificates: the package verifies with them…
+  auto loader = MakeLoader();
+  ASSERT_TRUE(loader.ok()) << loader.error().ToString();
+  auto v = (*loader)->Verify(pkg);
+  ASSERT_TRUE(v.ok()) << v.error().ToString();
+  ASSERT_EQ(v->verdict, VerdictKind::kVerified) << v->detail;
+  // …and revoking the originals revokes them.
+  TrustOpts leaf_revoked;
+  leaf_revoked.revoked_certs = {CertSha256(Uncompressed())};
+  ExpectRefused(pkg, Reason::kCertRevoked, nullptr, leaf_revoked);
+  TrustOpts inter_revoked;
+  inter_revoked.revoked_certs = {CertSha256(W().inter.get())};
+  ExpectRefused(pkg, Reason::kCertRevoked, nullptr, inter_revoked);
+}
+
 }  // namespace
 }  // namespace clawguard::testing

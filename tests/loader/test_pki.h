@@ -176,6 +176,35 @@ inline std::string CrlPem(X509_CRL* c) {
 
 inline std::string CertSha256(X509* x) { return Sha256Hex(CertificateDer(x)); }
 
+// EcdsaTwin returns |cert| (signed by a P-256 issuer) with its signature (r, s) replaced by
+// (r, n − s): a second certificate, made without any key, that verifies like the first.
+inline ossl::UniquePtr<X509> EcdsaTwin(X509* cert) {
+  ossl::UniquePtr<X509> twin(X509_dup(cert));
+  Need(twin != nullptr, "X509_dup");
+  const ASN1_BIT_STRING* sig = nullptr;
+  X509_get0_signature(&sig, nullptr, twin.get());
+  const unsigned char* p = sig->data;
+  ossl::UniquePtr<ECDSA_SIG> ecdsa(d2i_ECDSA_SIG(nullptr, &p, sig->length));
+  Need(ecdsa != nullptr, "d2i_ECDSA_SIG");
+  ossl::UniquePtr<EC_GROUP> group(EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1));
+  const BIGNUM* r = nullptr;
+  const BIGNUM* s = nullptr;
+  ECDSA_SIG_get0(ecdsa.get(), &r, &s);
+  BIGNUM* r2 = BN_dup(r);
+  BIGNUM* s2 = BN_new();
+  Need(r2 && s2 && BN_sub(s2, EC_GROUP_get0_order(group.get()), s) == 1, "n - s");
+  ossl::UniquePtr<ECDSA_SIG> flipped(ECDSA_SIG_new());
+  Need(ECDSA_SIG_set0(flipped.get(), r2, s2) == 1, "ECDSA_SIG_set0");  // takes r2, s2
+  unsigned char* der = nullptr;
+  const int len = i2d_ECDSA_SIG(flipped.get(), &der);
+  auto* writable = const_cast<ASN1_BIT_STRING*>(sig);  // |twin| is ours alone
+  Need(len > 0 && ASN1_BIT_STRING_set(writable, der, len) == 1, "set the twin signature");
+  OPENSSL_free(der);
+  writable->flags &= ~0x07;
+  writable->flags |= ASN1_STRING_FLAG_BITS_LEFT;
+  return twin;
+}
+
 // SignRaw signs |msg| the way ClawGuard does: ECDSA P-256 DER over SHA-256, Ed25519 raw.
 inline std::string SignRaw(EVP_PKEY* key, const std::string& msg) {
   ossl::UniquePtr<EVP_MD_CTX> ctx(EVP_MD_CTX_new());
