@@ -153,7 +153,7 @@ std::string LieAboutEntrySize(std::string tar, const std::string& entry, uint64_
     if (tar.compare(off + 257, 5, "ustar") != 0) continue;
     char* h = tar.data() + off;
     h[124] = static_cast<char>(0x80);  // base-256 marker, then 11 big-endian bytes
-    for (int i = 0; i < 11; ++i) h[135 - i] = static_cast<char>((size >> (8 * i)) & 0xff);
+    for (int i = 0; i < 11; ++i) h[135 - i] = static_cast<char>(i < 8 ? (size >> (8 * i)) & 0xff : 0);
     std::memset(h + 148, ' ', 8);
     unsigned sum = 0;
     for (int i = 0; i < 512; ++i) sum += static_cast<unsigned char>(h[i]);
