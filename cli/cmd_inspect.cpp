@@ -4,6 +4,7 @@
 #include <openssl/asn1.h>
 
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -86,8 +87,14 @@ json SignatureJson(const Bundle& b, const BundleSignature& s) {
     return j;
   }
   j["algorithm"] = *alg == SigAlgorithm::kEd25519 ? "ed25519" : "ecdsa-p256-sha256";
-  if (KeyIdOf(key) != s.keyid) {
-    j["detail"] = "the keyid is not the sha256 of the leaf's public key (" + KeyIdOf(key) + ")";
+  const auto keyid = KeyIdOf(key);
+  if (!keyid.ok()) {
+    j["detail"] = "the leaf's public key cannot be named: " + keyid.error().ToString();
+    return j;
+  }
+  if (*keyid != s.keyid) {
+    j["detail"] = "the keyid is not the canonical keyid of the leaf's public key (" + *keyid +
+                  ": the sha256 of its canonical SubjectPublicKeyInfo)";
     return j;
   }
   const Status st = VerifySignature(key, Pae(b.payload_type, b.payload), s.sig);
@@ -105,9 +112,12 @@ Result<json> Describe(const std::string& path) {
   CLAWGUARD_ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(manifest_yaml, path + ":manifest.yaml"));
   json out = {{"package", path},     {"sha256", digest},     {"manifest", ManifestToJson(manifest)},
               {"statement", nullptr}, {"signatures", json::array()}, {"digestMatches", nullptr}};
-  auto bundle_text = ReadFileBounded(path + ".sig", limits::kMaxBundle);
-  if (!bundle_text.ok()) return out;  // unsigned: described as such
-  CLAWGUARD_ASSIGN_OR_RETURN(Bundle bundle, ParseBundle(*bundle_text));
+  // Only a .sig that is not there at all makes the package "unsigned"; one that is there but
+  // cannot be read (a FIFO, a directory, too large) is an error, said as such.
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path + ".sig", ec))) return out;
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string bundle_text, ReadFileBounded(path + ".sig", limits::kMaxBundle));
+  CLAWGUARD_ASSIGN_OR_RETURN(Bundle bundle, ParseBundle(bundle_text));
   out["payloadType"] = bundle.payload_type;
   if (bundle.payload_type == kInTotoPayloadType) {
     CLAWGUARD_ASSIGN_OR_RETURN(Statement st, ParseStatement(bundle.payload));

@@ -63,7 +63,8 @@ int Csr(const KeysOptions& o) {
   }
   Status written = WriteFileAtomic(o.out, *pem, 0644);
   if (!written.ok()) return ReportError("keys csr", written);
-  std::cerr << "wrote " << o.out << " (keyid " << KeyIdOf((*signer)->public_key()) << ")\n";
+  const auto keyid = KeyIdOf((*signer)->public_key());
+  std::cerr << "wrote " << o.out << " (keyid " << (keyid.ok() ? *keyid : "unknown: " + keyid.error().message()) << ")\n";
   return 0;
 }
 

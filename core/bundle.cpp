@@ -8,8 +8,10 @@
 #include <openssl/objects.h>
 #include <openssl/pem.h>
 
+#include <algorithm>
 #include <climits>
 #include <initializer_list>
+#include <new>
 #include <set>
 
 #include "clawguard/encoding.h"
@@ -192,15 +194,39 @@ std::string Dump(const ordered_json& j, int indent) {
   return j.dump(indent, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
 }
 
+// NoThrow runs |parse| so that nothing escapes: nlohmann's exceptions (a malformed value) and
+// std::exception (a library invariant) are kBundleInvalid, std::bad_alloc is kInternal (inputs
+// are bounded first, so only a host out of memory gets there).
+template <typename T, typename F>
+Result<T> NoThrow(std::string_view what, F&& parse) {
+  try {
+    return parse();
+  } catch (const nlohmann::json::exception& e) {
+    return Invalid(std::string(what) + ": " + e.what());
+  } catch (const std::bad_alloc&) {
+    return Status(Reason::kInternal, std::string(what) + ": out of memory");
+  } catch (const std::exception& e) {
+    return Invalid(std::string(what) + ": " + e.what());
+  }
+}
+
+// CheckSize bounds text read from outside before any allocation depends on it.
+Status CheckSize(std::string_view text, std::string_view what) {
+  if (text.size() > limits::kMaxBundle) {
+    return Invalid(std::string(what) + ": expected at most " + std::to_string(limits::kMaxBundle) + " bytes, found " +
+                   std::to_string(text.size()));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Bundle> ParseBundle(std::string_view text) {
-  CLAWGUARD_ASSIGN_OR_RETURN(json j, ParseJsonStrict(text, Reason::kBundleInvalid, "bundle"));
-  try {
+  CLAWGUARD_RETURN_IF_ERROR(CheckSize(text, "bundle"));
+  return NoThrow<Bundle>("bundle", [&]() -> Result<Bundle> {
+    CLAWGUARD_ASSIGN_OR_RETURN(json j, ParseJsonStrict(text, Reason::kBundleInvalid, "bundle"));
     return ParseBundleJson(j);
-  } catch (const nlohmann::json::exception& e) {
-    return Invalid(std::string("bundle: ") + e.what());
-  }
+  });
 }
 
 std::string SerializeBundle(const Bundle& b) {
@@ -239,12 +265,11 @@ std::string Pae(std::string_view payload_type, std::string_view payload) {
 }
 
 Result<Statement> ParseStatement(std::string_view payload) {
-  CLAWGUARD_ASSIGN_OR_RETURN(json j, ParseJsonStrict(payload, Reason::kBundleInvalid, "statement"));
-  try {
+  CLAWGUARD_RETURN_IF_ERROR(CheckSize(payload, "statement"));
+  return NoThrow<Statement>("statement", [&]() -> Result<Statement> {
+    CLAWGUARD_ASSIGN_OR_RETURN(json j, ParseJsonStrict(payload, Reason::kBundleInvalid, "statement"));
     return ParseStatementJson(j);
-  } catch (const nlohmann::json::exception& e) {
-    return Invalid(std::string("statement: ") + e.what());
-  }
+  });
 }
 
 std::string SerializeStatement(const Statement& s) {
@@ -318,26 +343,105 @@ Status VerifySignature(EVP_PKEY* key, std::string_view message, std::string_view
   return Status::Ok();
 }
 
-std::string SpkiDerOf(EVP_PKEY* key) {
-  // Returns "" if the key cannot be encoded (only on allocation failure for a valid key).
-  if (key == nullptr) return {};
-  const int len = i2d_PUBKEY(key, nullptr);
-  if (len <= 0) {
-    (void)ossl::GetSslErrors();
-    return {};
+namespace {
+
+// The fixed DER prefixes of the two canonical SubjectPublicKeyInfo forms; the key bytes follow.
+// P-256: SEQUENCE(89) { SEQUENCE(19) { OID 1.2.840.10045.2.1, OID 1.2.840.10045.3.1.7 },
+//        BIT STRING(66) { 0 unused bits, 65-byte uncompressed point } }.
+constexpr unsigned char kP256SpkiPrefix[] = {0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48,
+                                             0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48,
+                                             0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00};
+constexpr size_t kP256PointSize = 65;
+// Ed25519: SEQUENCE(42) { SEQUENCE(5) { OID 1.3.101.112 }, BIT STRING(33) { 0, 32-byte key } }.
+constexpr unsigned char kEd25519SpkiPrefix[] = {0x30, 0x2a, 0x30, 0x05, 0x06, 0x03,
+                                                0x2b, 0x65, 0x70, 0x03, 0x21, 0x00};
+constexpr size_t kEd25519KeySize = 32;
+
+std::string Bytes(const unsigned char* p, size_t n) { return std::string(reinterpret_cast<const char*>(p), n); }
+
+// UncompressedP256Point decodes |key|'s public point on the P-256 group and re-encodes it
+// uncompressed (SEC 1 §2.3.3), whatever form the key was read in.
+Result<std::string> UncompressedP256Point(EVP_PKEY* key) {
+  // Large enough for any form of a P-256 point (65 bytes uncompressed or hybrid).
+  unsigned char encoded[2 * kP256PointSize];
+  size_t encoded_len = 0;
+  if (EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_PUB_KEY, encoded, sizeof(encoded), &encoded_len) != 1) {
+    return Status(Reason::kAlgorithmRefused, "the P-256 key's public point cannot be read: " + ossl::GetSslErrors());
   }
+  ossl::UniquePtr<EC_GROUP> group(EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1));
+  if (!group) return Status(Reason::kInternal, "EC_GROUP_new_by_curve_name(P-256) failed: " + ossl::GetSslErrors());
+  ossl::UniquePtr<EC_POINT> point(EC_POINT_new(group.get()));
+  if (!point) return Status(Reason::kInternal, "EC_POINT_new failed: " + ossl::GetSslErrors());
+  // EC_POINT_oct2point refuses a point that is not on the curve.
+  if (EC_POINT_oct2point(group.get(), point.get(), encoded, encoded_len, /*ctx=*/nullptr) != 1 ||
+      EC_POINT_is_at_infinity(group.get(), point.get()) == 1) {
+    return Status(Reason::kAlgorithmRefused, "the key's public point (" + std::to_string(encoded_len) +
+                                                 " bytes) is not a point on P-256: " + ossl::GetSslErrors());
+  }
+  unsigned char out[kP256PointSize];
+  const size_t n = EC_POINT_point2oct(group.get(), point.get(), POINT_CONVERSION_UNCOMPRESSED, out, sizeof(out),
+                                      /*ctx=*/nullptr);
+  if (n != kP256PointSize) {
+    return Status(Reason::kInternal, "cannot encode the P-256 point uncompressed: " + ossl::GetSslErrors());
+  }
+  return Bytes(out, n);
+}
+
+// EncodedSpki is i2d_PUBKEY: the form OpenSSL keeps for keys that have no canonical form here.
+Result<std::string> EncodedSpki(EVP_PKEY* key) {
+  const int len = i2d_PUBKEY(key, nullptr);
+  if (len <= 0) return Status(Reason::kAlgorithmRefused, "the public key cannot be encoded: " + ossl::GetSslErrors());
   std::string der(static_cast<size_t>(len), '\0');
   auto* p = reinterpret_cast<unsigned char*>(der.data());
-  if (i2d_PUBKEY(key, &p) != len) {
-    (void)ossl::GetSslErrors();
-    return {};
-  }
+  if (i2d_PUBKEY(key, &p) != len) return Status(Reason::kInternal, "i2d_PUBKEY failed: " + ossl::GetSslErrors());
   return der;
 }
 
-std::string KeyIdOf(EVP_PKEY* key) {
-  const std::string spki = SpkiDerOf(key);
-  return spki.empty() ? std::string() : Sha256Hex(spki);
+}  // namespace
+
+Result<std::string> CanonicalSpkiDer(EVP_PKEY* key) {
+  if (key == nullptr) return Status(Reason::kAlgorithmRefused, "expected a public key, found none");
+  auto alg = AlgorithmOfKey(key);
+  if (!alg.ok()) {
+    (void)ossl::GetSslErrors();
+    return EncodedSpki(key);  // refused later by AlgorithmOfKey; the keyid only names it
+  }
+  if (*alg == SigAlgorithm::kEd25519) {
+    unsigned char raw[kEd25519KeySize];
+    size_t len = sizeof(raw);
+    if (EVP_PKEY_get_raw_public_key(key, raw, &len) != 1 || len != kEd25519KeySize) {
+      return Status(Reason::kAlgorithmRefused, "the Ed25519 public key cannot be read: " + ossl::GetSslErrors());
+    }
+    return Bytes(kEd25519SpkiPrefix, sizeof(kEd25519SpkiPrefix)) + Bytes(raw, len);
+  }
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string point, UncompressedP256Point(key));
+  return Bytes(kP256SpkiPrefix, sizeof(kP256SpkiPrefix)) + point;
+}
+
+Result<std::string> KeyIdOf(EVP_PKEY* key) {
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string spki, CanonicalSpkiDer(key));
+  return Sha256Hex(spki);
+}
+
+Result<std::vector<std::string>> KeyIdAliasesOf(EVP_PKEY* key) {
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string canonical, KeyIdOf(key));
+  std::vector<std::string> out{canonical};
+  auto alg = AlgorithmOfKey(key);
+  (void)ossl::GetSslErrors();
+  if (!alg.ok() || *alg != SigAlgorithm::kEcdsaP256Sha256) return out;  // one encoding only
+  for (const char* form : {"uncompressed", "compressed", "hybrid"}) {
+    for (const char* params : {"named_curve", "explicit"}) {
+      ossl::UniquePtr<EVP_PKEY> copy(EVP_PKEY_dup(key));
+      if (!copy || EVP_PKEY_set_utf8_string_param(copy.get(), OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT, form) != 1 ||
+          EVP_PKEY_set_utf8_string_param(copy.get(), OSSL_PKEY_PARAM_EC_ENCODING, params) != 1) {
+        return Status(Reason::kInternal, "cannot re-encode a P-256 key: " + ossl::GetSslErrors());
+      }
+      CLAWGUARD_ASSIGN_OR_RETURN(std::string der, EncodedSpki(copy.get()));
+      std::string digest = Sha256Hex(der);
+      if (std::find(out.begin(), out.end(), digest) == out.end()) out.push_back(std::move(digest));
+    }
+  }
+  return out;
 }
 
 Result<std::string> EcdsaRawToDer(std::string_view raw) {

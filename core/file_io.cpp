@@ -8,13 +8,41 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <new>
+#include <stdexcept>
 
 #include "clawguard/unique_fd.h"
 
 namespace clawguard {
 
-Result<std::string> ReadFileBounded(const std::string& path, uint64_t max_size, Reason too_large) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+namespace {
+
+std::string_view FileTypeName(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISREG(mode)) return "a regular file";
+  return "of an unknown type";
+}
+
+}  // namespace
+
+Result<UniqueFd> OpenRegularFile(const std::string& path, std::string_view hint) {
+  auto not_regular = [&](mode_t mode) {
+    return Status(Reason::kFileUnreadable, "'" + path + "' is not a regular file: it is " +
+                                               std::string(FileTypeName(mode)) +
+                                               (hint.empty() ? std::string() : "; " + std::string(hint)));
+  };
+  // A first look by path keeps us from even opening a device (opening some has side effects);
+  // the fstat of the opened fd below is what decides, since the path may change in between.
+  struct stat before {};
+  if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode)) return not_regular(before.st_mode);
+  // O_NONBLOCK: opening a FIFO without a writer would otherwise block forever (a hang at host
+  // start); it changes nothing for a regular file.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (!fd.valid()) {
     return Status(Reason::kFileUnreadable, "cannot open '" + path + "': " + std::strerror(errno));
   }
@@ -22,8 +50,16 @@ Result<std::string> ReadFileBounded(const std::string& path, uint64_t max_size, 
   if (::fstat(fd.get(), &st) != 0) {
     return Status(Reason::kFileUnreadable, "cannot stat '" + path + "': " + std::strerror(errno));
   }
-  if (!S_ISREG(st.st_mode)) {
-    return Status(Reason::kFileUnreadable, "'" + path + "' is not a regular file");
+  if (!S_ISREG(st.st_mode)) return not_regular(st.st_mode);
+  return fd;
+}
+
+namespace {
+
+Result<std::string> ReadOpenedFile(const UniqueFd& fd, const std::string& path, uint64_t max_size, Reason too_large) {
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return Status(Reason::kFileUnreadable, "cannot stat '" + path + "': " + std::strerror(errno));
   }
   if (static_cast<uint64_t>(st.st_size) > max_size) {
     return Status(too_large, "'" + path + "' is " + std::to_string(st.st_size) + " bytes; the limit is " +
@@ -60,6 +96,20 @@ Result<std::string> ReadFileBounded(const std::string& path, uint64_t max_size, 
     out.append(chunk, static_cast<size_t>(n));
   }
   return out;
+}
+
+}  // namespace
+
+Result<std::string> ReadFileBounded(const std::string& path, uint64_t max_size, Reason too_large) {
+  CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd fd, OpenRegularFile(path));
+  try {
+    return ReadOpenedFile(fd, path, max_size, too_large);
+  } catch (const std::bad_alloc&) {
+    return Status(Reason::kFileUnreadable, "not enough memory to read '" + path + "' (limit " +
+                                               std::to_string(max_size) + " bytes)");
+  } catch (const std::length_error&) {
+    return Status(Reason::kFileUnreadable, "'" + path + "' is too large to hold in memory");
+  }
 }
 
 Status WriteFileAtomic(const std::string& path, std::string_view bytes, unsigned mode) {

@@ -15,6 +15,7 @@
 #include "clawguard/secret_bytes.h"
 #include "clawguard/semver.h"
 #include "clawguard/strict_yaml.h"
+#include "x509_util.h"
 
 namespace clawguard {
 
@@ -32,7 +33,47 @@ bool SodiumReady() {
   return ok;
 }
 
-Status VerifyAllowlistSignature(const std::string& path, const std::string& bytes, X509* signer) {
+// CheckAllowlistSigner judges the pinned signer certificate the way a package signer is judged,
+// except for the chain (the pin is the trust anchor): valid now by |clock|, not revoked by
+// certificate digest or key, an end entity allowed to sign. Every refusal is kAllowlistInvalid.
+Status CheckAllowlistSigner(X509* signer, const std::string& keyid, const TrustPolicy& policy, const Clock& clock) {
+  auto fail = [](const std::string& why) { return Status(Reason::kAllowlistInvalid, "the pinned allowlist signer " + why); };
+  const int64_t now = clock.NowSeconds();
+  // get0: both times are owned by the certificate.
+  const auto not_before = x509util::AsnTimeToUnix(X509_get0_notBefore(signer));
+  const auto not_after = x509util::AsnTimeToUnix(X509_get0_notAfter(signer));
+  if (!not_before || !not_after) return fail("certificate has an unreadable validity period");
+  if (now < *not_before) {
+    return fail("certificate is not valid yet: notBefore " + FormatRfc3339Utc(*not_before) + ", now " +
+                FormatRfc3339Utc(now));
+  }
+  if (now > *not_after) {
+    return fail("certificate has expired: notAfter " + FormatRfc3339Utc(*not_after) + ", now " + FormatRfc3339Utc(now) +
+                "; pin a current certificate in trust.yaml allowlist_signer");
+  }
+  const std::string cert_sha = x509util::Sha256HexOfCert(signer);
+  if (policy.revoked_certificates().count(cert_sha) != 0) {
+    return fail("certificate " + cert_sha + " is listed in the trust policy's revoked.certificates");
+  }
+  auto listed = x509util::RevokedKeyEntry(signer, policy.revoked_keys());
+  if (!listed) return fail("key cannot be checked against revoked.keys: " + listed.error().message());
+  if (*listed) {
+    return fail("key " + keyid + " is listed in the trust policy's revoked.keys" +
+                (**listed == keyid ? std::string() : " (as " + **listed + ", another encoding of it)"));
+  }
+  // The code-signing leaf profile applies (keyUsage digitalSignature, not a CA, an EKU that is
+  // there lists codeSigning); an EKU-less pinned certificate is not restricted (its pin trusts it).
+  if (Status s = x509util::CheckCodeSigningLeaf(signer, x509util::EkuRule::kIfPresent, "its certificate"); !s.ok()) {
+    return fail("is refused: " + s.message());
+  }
+  return Status::Ok();
+}
+
+// VerifyAllowlistSignature: cheap checks, then the signature, then the signer's certificate (so
+// that bytes an attacker wrote never choose the message).
+Status VerifyAllowlistSignature(const std::string& path, const std::string& bytes, const TrustPolicy& policy,
+                                const Clock& clock) {
+  X509* signer = policy.allowlist_signer();
   const std::string sig_path = path + ".sig";
   auto sig_bytes = ReadFileBounded(sig_path, limits::kMaxBundle);
   if (!sig_bytes) {
@@ -51,16 +92,25 @@ Status VerifyAllowlistSignature(const std::string& path, const std::string& byte
   // get0: the key is owned by the pinned certificate (owned by the trust policy).
   EVP_PKEY* key = X509_get0_pubkey(signer);
   if (key == nullptr) return Status(Reason::kAllowlistInvalid, "allowlist signer key unreadable: " + ossl::GetSslErrors());
-  const std::string keyid = KeyIdOf(key);
+  auto keyid = KeyIdOf(key);
+  if (!keyid) return Status(Reason::kAllowlistInvalid, "the pinned allowlist signer's key: " + keyid.error().message());
+  if (auto alg = AlgorithmOfKey(key); !alg) {
+    return Status(Reason::kAllowlistInvalid, "the pinned allowlist signer's key: " + alg.error().message());
+  }
   const std::string pae = Pae(bundle->payload_type, bundle->payload);
-  std::string last = "no signature by the pinned allowlist signer (keyid " + keyid + ")";
+  bool verified = false;
+  std::string last = "no signature by the pinned allowlist signer (keyid " + *keyid + ")";
   for (const auto& s : bundle->signatures) {
-    if (s.keyid != keyid) continue;
+    if (s.keyid != *keyid) continue;
     Status v = VerifySignature(key, pae, s.sig);
-    if (v.ok()) return Status::Ok();
+    if (v.ok()) {
+      verified = true;
+      break;
+    }
     last = v.message();
   }
-  return Status(Reason::kAllowlistInvalid, "'" + sig_path + "': " + last);
+  if (!verified) return Status(Reason::kAllowlistInvalid, "'" + sig_path + "': " + last);
+  return CheckAllowlistSigner(signer, *keyid, policy, clock);
 }
 
 struct Entry {
@@ -76,7 +126,7 @@ Result<std::unique_ptr<Allowlist>> Allowlist::Load(const std::string& path, cons
   auto text = ReadFileBounded(path, limits::kMaxPolicyFile);
   if (!text) return Status(Reason::kAllowlistInvalid, "allowlist: " + text.error().message());
   if (policy.allowlist_signer() != nullptr) {
-    CLAWGUARD_RETURN_IF_ERROR(VerifyAllowlistSignature(path, *text, policy.allowlist_signer()));
+    CLAWGUARD_RETURN_IF_ERROR(VerifyAllowlistSignature(path, *text, policy, clock));
   }
   const Reason R = Reason::kAllowlistInvalid;
   CLAWGUARD_ASSIGN_OR_RETURN(YamlDoc doc, ParseYamlStrict(*text, path, R));

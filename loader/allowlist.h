@@ -4,11 +4,17 @@
 // Allowlist::Load reads the file (≤ limits::kMaxPolicyFile) and, when the trust policy has an
 // allowlist_signer, requires allowlist.yaml.sig beside it: a bundle with payloadType
 // application/vnd.clawguard.allowlist+yaml whose payload is exactly the file's bytes, signed by
-// the pinned signer certificate's key → else kAllowlistInvalid. Any parse error is
-// kAllowlistInvalid (file:line). The version is compared with the allowlist floor of the ledger's
-// verified chain when a ledger is given (ReadAllowlistFloor; lower → kAllowlistInvalid, a chain
-// that does not verify → kLedgerTampered); expiry is reported by expired(), so that the caller
-// can relax it in audit mode. bytes_sha256() is what the ledger's allowlist row records.
+// the pinned signer certificate's key (found by its canonical keyid) → else kAllowlistInvalid.
+// Once the signature holds, the pinned certificate is judged like a package signer's leaf
+// except for the chain (the pin is its trust anchor): valid now by |clock| (notBefore ≤ now ≤
+// notAfter), neither its DER sha256 in revoked.certificates nor its key in revoked.keys
+// (canonical keyid or the SPKI as encoded), keyUsage digitalSignature when present, not a CA,
+// an extendedKeyUsage that is present lists codeSigning → else kAllowlistInvalid saying which.
+// These are never relaxed in audit mode. Any parse error is kAllowlistInvalid (file:line). The
+// version is compared with the allowlist floor of the ledger's verified chain when a ledger is
+// given (ReadAllowlistFloor; lower → kAllowlistInvalid, a chain that does not verify →
+// kLedgerTampered); expiry is reported by expired(), so that the caller can relax it in audit
+// mode. bytes_sha256() is what the ledger's allowlist row records.
 //
 // Entries are fixed-size records in sodium_malloc'd memory made read-only after loading
 // (sodium_mprotect_readonly), freed with sodium_free. Lookup compares the digest with

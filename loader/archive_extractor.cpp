@@ -5,8 +5,10 @@
 #include <archive_entry.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <new>
 #include <set>
 
 #include "clawguard/limits.h"
@@ -83,17 +85,28 @@ struct EntryData {
   std::string sha256;
 };
 
+// Reservation is how much of an entry's declared size may be reserved up front: never more than
+// limits::kMaxDeclaredReservation, what max_unpacked still allows, or what max_ratio still allows
+// for this package's packed size. A header may lie about its size; only bytes actually read
+// are charged to the budget and can grow the buffer past this.
+uint64_t Reservation(uint64_t declared, const Budget& budget) {
+  const TrustLimits& l = budget.limits;
+  const uint64_t unpacked_room = l.max_unpacked > budget.total ? l.max_unpacked - budget.total : 0;
+  // packed * max_ratio without overflow (saturating).
+  const uint64_t ratio_cap = budget.packed > UINT64_MAX / l.max_ratio ? UINT64_MAX : budget.packed * l.max_ratio;
+  const uint64_t ratio_room = ratio_cap > budget.total ? ratio_cap - budget.total : 0;
+  return std::min({declared, unpacked_room, ratio_room, limits::kMaxDeclaredReservation});
+}
+
 // ReadEntry reads the current entry. The buffer is reserved up front from the header's size,
-// capped by what the budget still allows (a lying header cannot make us allocate past
-// max_unpacked); the budget itself is always charged with the bytes actually read. Without the
-// reservation a 64 MiB library doubled its way to a 128 MiB buffer (2× the RSS and a copy per
+// capped by Reservation (a lying header cannot make us allocate more than 64 MiB or past what
+// the budget allows); the budget itself is always charged with the bytes actually read. Without
+// the reservation a 64 MiB library doubled its way to a 128 MiB buffer (2× the RSS and a copy per
 // doubling: bench/README.md "Verification").
 Result<EntryData> ReadEntry(archive* a, archive_entry* e, const std::string& p, Budget& budget) {
   EntryData out;
   if (archive_entry_size_is_set(e) && archive_entry_size(e) > 0) {
-    const uint64_t declared = static_cast<uint64_t>(archive_entry_size(e));
-    const uint64_t room = budget.limits.max_unpacked > budget.total ? budget.limits.max_unpacked - budget.total : 0;
-    out.bytes.reserve(static_cast<size_t>(std::min(declared, room)));
+    out.bytes.reserve(static_cast<size_t>(Reservation(static_cast<uint64_t>(archive_entry_size(e)), budget)));
   }
   Sha256 hash;
   char buf[64 * 1024];
@@ -125,10 +138,33 @@ Status CheckManifestAgainstPredicate(const std::string& bytes, const Statement& 
   return Status::Ok();
 }
 
+Result<ExtractedPackage> Extract(std::string_view package, const Statement& statement, const TrustLimits& limits,
+                                 uint64_t& unpacked_so_far);
+
 }  // namespace
 
 Result<ExtractedPackage> ExtractPackage(std::string_view package, const Statement& statement,
                                         const TrustLimits& limits) {
+  if (limits.max_ratio == 0 || limits.max_entries == 0) {
+    return Status(Reason::kInternal, "the trust policy's archive limits must be above 0");
+  }
+  uint64_t unpacked = 0;
+  try {
+    return Extract(package, statement, limits, unpacked);
+  } catch (const std::bad_alloc&) {
+    // Only bytes actually read grow the buffers, each within max_unpacked: a host that cannot hold
+    // them refuses the package rather than abort.
+    return Unsafe("the package cannot be unpacked in memory (out of memory after " + std::to_string(unpacked) +
+                  " bytes); lower limits.max_unpacked or give the host more memory");
+  } catch (const std::exception& e) {
+    return Unsafe(std::string("the package cannot be unpacked: ") + e.what());
+  }
+}
+
+namespace {
+
+Result<ExtractedPackage> Extract(std::string_view package, const Statement& statement, const TrustLimits& limits,
+                                 uint64_t& unpacked_so_far) {
   ArchiveReader a(archive_read_new());
   if (!a) return Status(Reason::kInternal, "archive_read_new failed");
   if (archive_read_support_filter_zstd(a.get()) != ARCHIVE_OK || archive_read_support_format_tar(a.get()) != ARCHIVE_OK) {
@@ -165,7 +201,10 @@ Result<ExtractedPackage> ExtractPackage(std::string_view package, const Statemen
     if (!names.insert(p).second) return Unsafe("entry '" + p + "' appears twice");
     if (!lower_names.insert(Lower(p)).second) return Unsafe("entry '" + p + "' collides with another by case");
     if (!first && out.manifest.files.count(p) == 0) return Unsafe("entry '" + p + "' is not listed in the manifest");
-    CLAWGUARD_ASSIGN_OR_RETURN(EntryData entry, ReadEntry(a.get(), e, p, budget));
+    auto read = ReadEntry(a.get(), e, p, budget);
+    unpacked_so_far = budget.total;
+    if (!read) return read.error();
+    EntryData& entry = *read;
     std::string& data = entry.bytes;
     if (first) {
       if (data.size() > limits::kMaxManifest) return BadManifest("manifest.yaml is over " + std::to_string(limits::kMaxManifest) + " bytes");
@@ -189,4 +228,5 @@ Result<ExtractedPackage> ExtractPackage(std::string_view package, const Statemen
   return out;
 }
 
+}  // namespace
 }  // namespace clawguard

@@ -5,7 +5,9 @@
 // libarchive (zstd filter + tar format only; an archive that is not zstd-compressed is refused).
 // Refusals:
 //   kArchiveUnsafe: more than max_entries entries; an entry over max_unpacked, or a total over
-//     max_unpacked, or total/packed over max_ratio (actual bytes read, never header sizes);
+//     max_unpacked, or total/packed over max_ratio (actual bytes read, never header sizes: a
+//     header's size only sizes an up-front reservation, capped at limits::kMaxDeclaredReservation
+//     and at what max_unpacked and max_ratio still allow); a host out of memory while unpacking;
 //     absolute paths, "..", backslashes, non-canonical paths; symlinks, hardlinks, devices,
 //     fifos, directories, sparse files; duplicate or case-colliding names; a file the manifest
 //     does not list; a compression other than zstd.
@@ -15,7 +17,7 @@
 //     file absent from the archive (chosen over kFileDigestMismatch: the archive does not match
 //     its manifest's file list, and no digest can even be computed).
 //   kFileDigestMismatch: a file's sha256 differs from the manifest's.
-// Thread-safe (no shared state).
+// Thread-safe (no shared state); never throws (an allocation failure is kArchiveUnsafe).
 #ifndef CLAWGUARD_LOADER_ARCHIVE_EXTRACTOR_H_
 #define CLAWGUARD_LOADER_ARCHIVE_EXTRACTOR_H_
 

@@ -3,6 +3,7 @@
 
 #include <openssl/x509_vfy.h>
 
+#include <new>
 #include <set>
 
 #include "clawguard/limits.h"
@@ -70,9 +71,25 @@ int VerifyCallback(int ok, X509_STORE_CTX* ctx) {
   return 0;
 }
 
+// kChainSecurityLevel is OpenSSL's security level for certificate chains (SSL_CTX_set_security_level
+// semantics: level 2 = 112-bit security).
+constexpr int kChainSecurityLevel = 2;
+
 std::string VerifyErrorText(int err, int depth) {
-  return std::string(X509_verify_cert_error_string(err)) + " (certificate at depth " + std::to_string(depth) +
-         ", 0 = leaf)";
+  std::string text = std::string(X509_verify_cert_error_string(err)) + " (certificate at depth " +
+                     std::to_string(depth) + ", 0 = leaf)";
+  switch (err) {
+    case X509_V_ERR_CA_KEY_TOO_SMALL:
+    case X509_V_ERR_EE_KEY_TOO_SMALL:
+      text += "; security level 2 requires RSA and DSA keys of at least 2048 bits and EC keys of at least 224 bits";
+      break;
+    case X509_V_ERR_CA_MD_TOO_WEAK:
+      text += "; security level 2 refuses SHA-1 and MD5 certificate signatures";
+      break;
+    default:
+      break;
+  }
+  return text;
 }
 
 }  // namespace
@@ -114,6 +131,11 @@ Status ChainVerifier::CheckChain(X509* leaf, const std::vector<ossl::UniquePtr<X
   // get0: the param is owned by ctx.
   X509_VERIFY_PARAM* param = X509_STORE_CTX_get0_param(ctx.get());
   X509_VERIFY_PARAM_set_time(param, static_cast<time_t>(clock_.NowSeconds()));
+  // Security level 2 (112-bit): refuses RSA/DSA keys under 2048 bits anywhere in the chain and
+  // SHA-1/MD5 signatures on every certificate below the trust anchor (whose self-signature
+  // carries no trust: the pin does). X509_V_ERR_*_KEY_TOO_SMALL / X509_V_ERR_CA_MD_TOO_WEAK are
+  // hard errors → kChainUntrusted.
+  X509_VERIFY_PARAM_set_auth_level(param, kChainSecurityLevel);
   unsigned long flags = X509_V_FLAG_X509_STRICT;
   if (!policy_.crls().empty()) flags |= X509_V_FLAG_CRL_CHECK;
   if (X509_VERIFY_PARAM_set_flags(param, flags) != 1) {
@@ -141,12 +163,63 @@ Status ChainVerifier::CheckChain(X509* leaf, const std::vector<ossl::UniquePtr<X
   return Status::Ok();
 }
 
+Status ChainVerifier::CheckPolicy(X509* leaf, const std::vector<X509*>& chain, const std::string& keyid,
+                                  const Statement& st, const std::function<Status(Status)>& relax) const {
+  // 6. policy revocation lists: certificate digests over the whole chain (either ECDSA signature
+  // form: x509util::CertificateDigests), then the key — by its canonical keyid or the digest of
+  // any other encoding of it (x509util::RevokedKeyEntry).
+  for (size_t i = 0; i < chain.size() && !policy_.revoked_certificates().empty(); ++i) {
+    // The issuer of the last certificate (the pinned root) is itself.
+    X509* issuer = i + 1 < chain.size() ? chain[i + 1] : chain[i];
+    for (const std::string& h : x509util::CertificateDigests(chain[i], issuer)) {
+      if (policy_.revoked_certificates().count(h) == 0) continue;
+      CLAWGUARD_RETURN_IF_ERROR(relax(Status(Reason::kCertRevoked, "keyid " + keyid + ": certificate " + h + " (depth " +
+                                                                       std::to_string(i) + ") is revoked by the trust policy")));
+      break;
+    }
+  }
+  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<std::string> listed, x509util::RevokedKeyEntry(leaf, policy_.revoked_keys()));
+  if (listed) {
+    CLAWGUARD_RETURN_IF_ERROR(relax(Status(Reason::kCertRevoked, "key " + keyid + " is revoked by the trust policy" +
+                                                                     (*listed == keyid ? std::string()
+                                                                                       : " (listed as " + *listed +
+                                                                                             ", another encoding of it)"))));
+  }
+  // 7. publisher: exactly one subject O, equal to the predicate's, allowed for the name.
+  // get0: the subject name is owned by the leaf.
+  X509_NAME* subject = X509_get_subject_name(leaf);
+  std::vector<std::string> orgs;
+  for (int i = X509_NAME_get_index_by_NID(subject, NID_organizationName, -1); i >= 0;
+       i = X509_NAME_get_index_by_NID(subject, NID_organizationName, i)) {
+    // get0: the entry and its data are owned by the name.
+    ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
+    unsigned char* utf8 = nullptr;
+    const int len = ASN1_STRING_to_UTF8(&utf8, data);  // allocates |utf8|; freed below
+    if (len < 0) return Status(Reason::kPublisherNotAllowed, "leaf subject O is not valid text: " + ossl::GetSslErrors());
+    orgs.emplace_back(reinterpret_cast<char*>(utf8), static_cast<size_t>(len));
+    OPENSSL_free(utf8);
+  }
+  if (orgs.size() != 1) {
+    return relax(Status(Reason::kPublisherNotAllowed, "keyid " + keyid + ": leaf subject must have exactly one O, found " +
+                                                          std::to_string(orgs.size())));
+  }
+  if (orgs[0] != st.publisher) {
+    return relax(Status(Reason::kPublisherNotAllowed, "keyid " + keyid + ": leaf subject O '" + orgs[0] +
+                                                          "' is not the predicate's publisher '" + st.publisher + "'"));
+  }
+  if (!policy_.PublisherMaySign(orgs[0], st.name)) {
+    return relax(Status(Reason::kPublisherNotAllowed, "publisher '" + orgs[0] + "' may not sign plugin '" + st.name +
+                                                          "' (trust policy publishers)"));
+  }
+  return Status::Ok();
+}
+
 Status ChainVerifier::CheckOne(const Bundle& bundle, const BundleSignature& sig, const Statement& st,
                                const std::string& pae, std::vector<Relaxation>& relaxed,
                                std::vector<std::string>& warnings) const {
   const bool audit = policy_.mode() == PolicyMode::kAudit;
   // relax: in audit mode a relaxable failure is recorded and the walk goes on.
-  auto relax = [&](Status s) -> Status {
+  const std::function<Status(Status)> relax = [&](Status s) -> Status {
     if (audit && IsRelaxable(s.reason())) {
       relaxed.push_back({s.reason(), s.message()});
       return Status::Ok();
@@ -167,59 +240,30 @@ Status ChainVerifier::CheckOne(const Bundle& bundle, const BundleSignature& sig,
   // get0: the key is owned by the leaf certificate.
   EVP_PKEY* key = X509_get0_pubkey(leaf.get());
   if (key == nullptr) return Status(Reason::kAlgorithmRefused, "leaf public key unreadable: " + ossl::GetSslErrors());
-  const std::string keyid = KeyIdOf(key);
+  auto leaf_keyid = KeyIdOf(key);
+  if (!leaf_keyid.ok()) return leaf_keyid.error().WithContext("keyid " + sig.keyid + ": leaf key");
+  const std::string& keyid = *leaf_keyid;
   if (keyid != sig.keyid) {
-    return Status(Reason::kBundleInvalid, "signature keyid " + sig.keyid + " is not the leaf's key (" + keyid + ")");
+    return Status(Reason::kBundleInvalid, "signature keyid " + sig.keyid + " is not the canonical keyid of the leaf's key (" +
+                                              keyid + ": the sha256 of its canonical SubjectPublicKeyInfo, "
+                                              "ARCHITECTURE.md \"Keyid\")");
   }
   // 2. algorithm.
   CLAWGUARD_ASSIGN_OR_RETURN(SigAlgorithm alg, AlgorithmOfKey(key));
   (void)alg;
-  // 3. chain.
+  // 3. the signature over PAE, before anything the signed content could choose the reason of.
+  Status sv = VerifySignature(key, pae, sig.sig);
+  if (!sv.ok()) return sv.WithContext("keyid " + keyid);
+  // 4. chain.
   std::vector<X509*> chain;
   ossl::UniquePtr<STACK_OF(X509)> chain_owner;
   Status chain_status = CheckChain(leaf.get(), intermediates, chain, chain_owner);
   CLAWGUARD_RETURN_IF_ERROR(relax(chain_status.ok() ? chain_status : chain_status.WithContext("keyid " + keyid)));
-  // 4. EKU: OpenSSL 3.0 reports every bit for a leaf without the extension, so check presence first.
-  if ((X509_get_extension_flags(leaf.get()) & EXFLAG_XKUSAGE) == 0) {
-    return Status(Reason::kChainUntrusted, "keyid " + keyid + ": leaf has no extendedKeyUsage extension; codeSigning is required");
-  }
-  if ((X509_get_extended_key_usage(leaf.get()) & XKU_CODE_SIGN) == 0) {
-    return Status(Reason::kChainUntrusted, "keyid " + keyid + ": leaf extendedKeyUsage lacks codeSigning");
-  }
-  // 5. policy revocation lists (certificate pins over the whole chain, then the key).
-  for (X509* c : chain) {
-    const std::string h = x509util::Sha256HexOfCert(c);
-    if (policy_.revoked_certificates().count(h) != 0) {
-      CLAWGUARD_RETURN_IF_ERROR(relax(Status(Reason::kCertRevoked, "keyid " + keyid + ": certificate " + h + " is revoked by the trust policy")));
-    }
-  }
-  if (policy_.revoked_keys().count(keyid) != 0) {
-    CLAWGUARD_RETURN_IF_ERROR(relax(Status(Reason::kCertRevoked, "key " + keyid + " is revoked by the trust policy")));
-  }
-  // 6. publisher: exactly one subject O, equal to the predicate's, allowed for the name.
-  // get0: the subject name is owned by the leaf.
-  X509_NAME* subject = X509_get_subject_name(leaf.get());
-  std::vector<std::string> orgs;
-  for (int i = X509_NAME_get_index_by_NID(subject, NID_organizationName, -1); i >= 0;
-       i = X509_NAME_get_index_by_NID(subject, NID_organizationName, i)) {
-    // get0: the entry and its data are owned by the name.
-    ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
-    unsigned char* utf8 = nullptr;
-    const int len = ASN1_STRING_to_UTF8(&utf8, data);
-    if (len < 0) return Status(Reason::kPublisherNotAllowed, "leaf subject O is not valid text: " + ossl::GetSslErrors());
-    orgs.emplace_back(reinterpret_cast<char*>(utf8), static_cast<size_t>(len));
-    OPENSSL_free(utf8);
-  }
-  if (orgs.size() != 1) {
-    CLAWGUARD_RETURN_IF_ERROR(relax(Status(Reason::kPublisherNotAllowed, "keyid " + keyid + ": leaf subject must have exactly one O, found " + std::to_string(orgs.size()))));
-  } else if (orgs[0] != st.publisher) {
-    CLAWGUARD_RETURN_IF_ERROR(relax(Status(Reason::kPublisherNotAllowed, "keyid " + keyid + ": leaf subject O '" + orgs[0] + "' is not the predicate's publisher '" + st.publisher + "'")));
-  } else if (!policy_.PublisherMaySign(orgs[0], st.name)) {
-    CLAWGUARD_RETURN_IF_ERROR(relax(Status(Reason::kPublisherNotAllowed, "publisher '" + orgs[0] + "' may not sign plugin '" + st.name + "' (trust policy publishers)")));
-  }
-  // 7. the signature over PAE.
-  Status sv = VerifySignature(key, pae, sig.sig);
-  if (!sv.ok()) return sv.WithContext("keyid " + keyid);
+  // 5. code-signing profile of the leaf and of every issuer above it.
+  if (Status s = x509util::CheckCodeSigningLeaf(leaf.get()); !s.ok()) return s.WithContext("keyid " + keyid);
+  if (Status s = x509util::CheckIssuersPermitCodeSigning(chain); !s.ok()) return s.WithContext("keyid " + keyid);
+  // 6–7. the trust policy's lists.
+  CLAWGUARD_RETURN_IF_ERROR(CheckPolicy(leaf.get(), chain, keyid, st, relax));
   // A counting leaf close to expiry is a warning.
   if (auto not_after = x509util::AsnTimeToUnix(X509_get0_notAfter(leaf.get()))) {  // get0: owned by leaf
     const int64_t left = *not_after - clock_.NowSeconds();
@@ -231,6 +275,16 @@ Status ChainVerifier::CheckOne(const Bundle& bundle, const BundleSignature& sig,
 }
 
 Result<ChainResult> ChainVerifier::Verify(const Bundle& bundle, const Statement& statement) const {
+  try {
+    return VerifyCounting(bundle, statement);
+  } catch (const std::bad_alloc&) {
+    return Status(Reason::kInternal, "out of memory while verifying the signatures");
+  } catch (const std::exception& e) {
+    return Status(Reason::kInternal, std::string("unexpected error while verifying the signatures: ") + e.what());
+  }
+}
+
+Result<ChainResult> ChainVerifier::VerifyCounting(const Bundle& bundle, const Statement& statement) const {
   ChainResult out;
   const std::string pae = Pae(bundle.payload_type, bundle.payload);
   std::set<std::string> counted;

@@ -34,6 +34,10 @@ class Pkcs11Signer final : public Signer {
     rv = fn->C_Sign(session_.handle(), reinterpret_cast<CK_BYTE_PTR>(const_cast<char*>(input.data())),
                     static_cast<CK_ULONG>(input.size()), reinterpret_cast<CK_BYTE_PTR>(sig.data()), &sig_len);
     if (rv != CKR_OK) return Pkcs11Error(Reason::kInternal, "C_Sign", rv, "key '" + key_.label + "'");
+    if (sig_len > sig.size()) {
+      return Status(Reason::kInternal, "C_Sign reported " + std::to_string(sig_len) + " bytes for a " +
+                                           std::to_string(sig.size()) + "-byte buffer");
+    }
     sig.resize(sig_len);
     if (ecdsa) return EcdsaRawToDer(sig);
     if (sig.size() != 64) {

@@ -26,7 +26,10 @@ KeyListing ToListing(const std::string& token, const TokenKey& k) {
   out.label = k.label;
   out.id = k.id;
   out.algorithm = k.algorithm_name;
-  if (k.public_key) out.keyid = KeyIdOf(k.public_key.get());
+  // A key whose public half cannot be named canonically is listed without a keyid ("-").
+  if (k.public_key) {
+    if (auto keyid = KeyIdOf(k.public_key.get()); keyid.ok()) out.keyid = *keyid;
+  }
   out.uri = FormatPkcs11Uri(Pkcs11Uri{token, k.label, std::nullopt});
   out.sensitive = k.flags.sensitive;
   out.always_sensitive = k.flags.always_sensitive;
@@ -87,7 +90,7 @@ Result<GeneratedKey> GenerateKeyPair(Pkcs11Session& session, const std::string& 
   CLAWGUARD_ASSIGN_OR_RETURN(TokenKey key, FindPrivateKey(session, label, id));
   GeneratedKey out;
   out.uri = FormatPkcs11Uri(Pkcs11Uri{session.token().label, label, std::nullopt});
-  out.keyid = KeyIdOf(key.public_key.get());
+  CLAWGUARD_ASSIGN_OR_RETURN(out.keyid, KeyIdOf(key.public_key.get()));
   out.id = id;
   out.algorithm = alg;
   return out;

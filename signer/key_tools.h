@@ -25,7 +25,7 @@ std::string_view KeyAlgorithmName(SigAlgorithm alg);
 
 struct GeneratedKey {
   std::string uri;    // pkcs11:token=…;object=…;type=private
-  std::string keyid;  // lowercase hex sha256 of the SubjectPublicKeyInfo DER
+  std::string keyid;  // KeyIdOf the public key (canonical SubjectPublicKeyInfo), as in bundles
   std::string id;     // CKA_ID (raw, 16 random bytes)
   SigAlgorithm algorithm = SigAlgorithm::kEcdsaP256Sha256;
 };
@@ -57,7 +57,7 @@ Result<std::string> MakeCsrPem(Signer& signer, std::string_view subject);
 struct KeyListing {
   std::string label, id;       // CKA_LABEL, CKA_ID (raw bytes)
   std::string algorithm;       // "ecdsa-p256", "ed25519", "rsa", "ec-other-curve", ...
-  std::string keyid;           // "" when there is no public key object
+  std::string keyid;           // KeyIdOf the public key; "" when there is no public key object
   std::string uri;             // the key URI to pass to --key
   bool sensitive = false, always_sensitive = false, extractable = false, never_extractable = false,
        local = false;          // meaningful only when the token was logged in

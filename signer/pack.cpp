@@ -170,7 +170,8 @@ Result<PackResult> PackPlugin(const std::string& manifest_path, const std::optio
   CLAWGUARD_ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(text, manifest_path));
   std::string root_dir = root.value_or(fs::path(manifest_path).parent_path().string());
   if (root_dir.empty()) root_dir = ".";
-  UniqueFd root_fd(::open(root_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  // O_DIRECTORY refuses a FIFO or device before it is opened; O_NONBLOCK is there all the same.
+  UniqueFd root_fd(::open(root_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK));
   if (!root_fd.valid()) return Unreadable("cannot open the package root '" + root_dir + "': " + std::strerror(errno));
 
   std::map<std::string, std::string> contents;

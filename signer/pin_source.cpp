@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 
+#include "clawguard/file_io.h"
 #include "clawguard/limits.h"
 #include "clawguard/unique_fd.h"
 
@@ -76,15 +77,11 @@ Result<SecretBytes> FromEnv(std::string_view var) {
 Result<SecretBytes> FromFile(std::string_view path_view) {
   const std::string path(path_view);
   if (path.empty()) return Status(Reason::kUsage, "bad PIN source 'file:': " + std::string(kForms));
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-  if (!fd.valid()) {
-    return Status(Reason::kFileUnreadable, "cannot open the PIN file " + path + ": " + std::strerror(errno));
-  }
-  struct stat st{};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return Status(Reason::kFileUnreadable, "the PIN file " + path + " is not a regular file");
-  }
-  CLAWGUARD_ASSIGN_OR_RETURN(SecretBytes raw, ReadAllBounded(fd.get(), "file:" + path));
+  // A pipe would block the open (no writer yet) or the read: file: takes regular files only, and
+  // fd:N is the form for a PIN passed through a pipe.
+  auto fd = OpenRegularFile(path, "to pass the PIN through a pipe, use --pin-source fd:N with the pipe's read end");
+  if (!fd) return fd.error().WithContext("the PIN file");
+  CLAWGUARD_ASSIGN_OR_RETURN(SecretBytes raw, ReadAllBounded(fd->get(), "file:" + path));
   return Finish(std::move(raw), "file:" + path);
 }
 

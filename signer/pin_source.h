@@ -3,7 +3,8 @@
 //   env:VAR   the variable's value; the value is overwritten in place and the variable unset, so
 //             child processes and /proc/self/environ do not keep it
 //   file:PATH a regular file of at most limits::kMaxPinFile bytes; one trailing "\n" (or "\r\n")
-//             is stripped
+//             is stripped. A FIFO, device or folder is refused at once (kFileUnreadable, opened
+//             without blocking): a PIN through a pipe is what fd:N is for
 //   fd:N      read to EOF (at most limits::kMaxPinFile bytes), then closed; one trailing newline
 //             is stripped
 // The PIN is returned in SecretBytes and never echoed in any message. Reasons: kUsage for a

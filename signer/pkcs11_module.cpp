@@ -7,8 +7,13 @@
 #include <cstdlib>
 #include <utility>
 
+#include "clawguard/file_io.h"
+
 namespace clawguard::signer {
 namespace {
+
+// kMaxSlots bounds the slot list a module may report (SoftHSM2 and hardware HSMs report a few).
+constexpr CK_ULONG kMaxSlots = 4096;
 
 // Under AddressSanitizer the module stays mapped after dlclose (RTLD_NODELETE), so that
 // LeakSanitizer can name the module in the stacks of what the module itself leaks (SoftHSM2
@@ -86,6 +91,17 @@ Result<std::shared_ptr<Pkcs11Module>> Pkcs11Module::Load(const std::string& path
   std::lock_guard<std::mutex> lock(g_registry_mu);
   if (auto live = Registry()[path].lock()) return live;
 
+  // dlopen of a FIFO or device would block or read endlessly: a path (one with a '/'; a bare
+  // soname is searched for by the dynamic linker in the system's library folders) must name a
+  // regular file. The check opens it without blocking; dlopen then opens it again by path, and a
+  // swap in between needs write access to the module's folder, which already means its code.
+  if (path.find('/') != std::string::npos) {
+    auto probe = OpenRegularFile(path);
+    if (!probe) {
+      return Status(Reason::kHsmUnavailable, "cannot load PKCS#11 module: " + probe.error().message() +
+                                                 "; check --module or " + kPkcs11ModuleEnv);
+    }
+  }
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | kSanitizerDlopenFlags);
   if (handle == nullptr) {
     const char* why = ::dlerror();
@@ -126,6 +142,11 @@ Result<std::vector<TokenInfo>> Pkcs11Module::Tokens() const {
   CK_ULONG count = 0;
   CK_RV rv = fn_->C_GetSlotList(CK_TRUE, nullptr, &count);
   if (rv != CKR_OK) return Pkcs11Error(Reason::kHsmUnavailable, "C_GetSlotList", rv, path_);
+  // The count is the module's word: bound what it makes us allocate.
+  if (count > kMaxSlots) {
+    return Status(Reason::kHsmUnavailable, "C_GetSlotList reported " + std::to_string(count) + " slots; at most " +
+                                               std::to_string(kMaxSlots) + " are read (" + path_ + ")");
+  }
   std::vector<CK_SLOT_ID> slots(count);
   if (count > 0) {
     rv = fn_->C_GetSlotList(CK_TRUE, slots.data(), &count);

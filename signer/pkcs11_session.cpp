@@ -2,7 +2,10 @@
 #include "signer/pkcs11_session.h"
 
 #include <cstring>
+#include <string>
 #include <utility>
+
+#include "clawguard/limits.h"
 
 namespace clawguard::signer {
 
@@ -107,10 +110,19 @@ Result<std::optional<std::string>> Pkcs11Session::GetAttribute(CK_OBJECT_HANDLE 
   if (rv == CKR_ATTRIBUTE_TYPE_INVALID || rv == CKR_ATTRIBUTE_SENSITIVE) return std::optional<std::string>();
   if (rv != CKR_OK) return Pkcs11Error(Reason::kInternal, "C_GetAttributeValue", rv);
   if (attr.ulValueLen == CK_UNAVAILABLE_INFORMATION) return std::optional<std::string>();
+  // The length is the module's word: bound the buffer it makes us allocate.
+  if (attr.ulValueLen > limits::kMaxDeclaredReservation) {
+    return Status(Reason::kInternal, "C_GetAttributeValue declared a " + std::to_string(attr.ulValueLen) +
+                                         "-byte attribute; at most " + std::to_string(limits::kMaxDeclaredReservation) +
+                                         " bytes are accepted");
+  }
   std::string value(attr.ulValueLen, '\0');
   attr.pValue = value.data();
   rv = fn()->C_GetAttributeValue(session_, object, &attr, 1);
   if (rv != CKR_OK) return Pkcs11Error(Reason::kInternal, "C_GetAttributeValue", rv);
+  if (attr.ulValueLen > value.size()) {
+    return Status(Reason::kInternal, "C_GetAttributeValue wrote a longer value than it declared");
+  }
   value.resize(attr.ulValueLen);
   return std::optional<std::string>(std::move(value));
 }

@@ -56,8 +56,15 @@ std::vector<std::string> LeafWarnings(const PreparedPayload& p) {
   } else if (X509_cmp_current_time(X509_get0_notBefore(leaf)) >= 0) {
     warnings.push_back("the leaf certificate is not valid yet: verifiers will refuse it until its notBefore");
   }
-  if ((X509_get_extension_flags(leaf) & EXFLAG_XKUSAGE) == 0 || (X509_get_extended_key_usage(leaf) & XKU_CODE_SIGN) == 0) {
+  const uint32_t flags = X509_get_extension_flags(leaf);
+  if ((flags & EXFLAG_XKUSAGE) == 0 || (X509_get_extended_key_usage(leaf) & XKU_CODE_SIGN) == 0) {
     warnings.push_back("the leaf certificate has no codeSigning extended key usage: verifiers refuse it (chain_untrusted)");
+  }
+  if ((flags & EXFLAG_KUSAGE) != 0 && (X509_get_key_usage(leaf) & KU_DIGITAL_SIGNATURE) == 0) {
+    warnings.push_back("the leaf certificate's keyUsage lacks digitalSignature: verifiers refuse it (chain_untrusted)");
+  }
+  if ((flags & EXFLAG_CA) != 0 || X509_check_ca(leaf) != 0) {
+    warnings.push_back("the leaf certificate is a CA certificate: verifiers refuse it (chain_untrusted)");
   }
   if (p.is_package) {
     const std::string org = LeafOrganization(leaf);
@@ -83,11 +90,10 @@ struct PackageBytes {
 // that holds the first entry: the bytes that are hashed are the bytes the manifest comes from,
 // and a 64 MiB package costs one pass and 4 MiB of memory (as `openssl dgst` does).
 Result<PackageBytes> ReadAndHashPackage(const std::string& path, uint64_t max_size) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-  if (!fd.valid()) return Status(Reason::kFileUnreadable, "cannot open '" + path + "': " + std::strerror(errno));
+  CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd fd, OpenRegularFile(path));
   struct stat st{};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return Status(Reason::kFileUnreadable, "'" + path + "' is not a readable regular file");
+  if (::fstat(fd.get(), &st) != 0) {
+    return Status(Reason::kFileUnreadable, "cannot stat '" + path + "': " + std::strerror(errno));
   }
   if (static_cast<uint64_t>(st.st_size) > max_size) {
     return Status(Reason::kPackageTooLarge, "'" + path + "' is " + std::to_string(st.st_size) +
@@ -168,15 +174,22 @@ Result<PreparedPayload> PrepareAllowlist(const std::string& allowlist_path, cons
 Result<SignOutcome> SignPrepared(const PreparedPayload& p, Signer& signer, Ledger* ledger, bool append) {
   SignOutcome out;
   out.sig_path = p.sig_path;
-  out.keyid = KeyIdOf(signer.public_key());
-  // Cheap check before the HSM signs: the leaf must certify this very key.
+  // The keyid written is the canonical one (bundle.h CanonicalSpkiDer), whatever encoding the
+  // token or the certificate uses for the key.
+  auto token_keyid = KeyIdOf(signer.public_key());
+  if (!token_keyid.ok()) return token_keyid.error().WithContext("the token key");
+  out.keyid = *token_keyid;
+  // Cheap check before the HSM signs: the leaf must certify this very key (compared in canonical
+  // form, so a certificate that writes the point compressed still names the token key).
   X509* leaf = p.chain.front().get();
   EVP_PKEY* leaf_key = X509_get0_pubkey(leaf);  // get0: owned by |leaf|
-  if (leaf_key == nullptr || SpkiDerOf(leaf_key) != SpkiDerOf(signer.public_key())) {
+  auto leaf_keyid = leaf_key ? KeyIdOf(leaf_key) : Result<std::string>(Status(Reason::kCertKeyMismatch, "unreadable"));
+  if (!leaf_keyid.ok() || *leaf_keyid != out.keyid) {
     return Status(Reason::kCertKeyMismatch,
                   "the leaf certificate (first in --chain) holds key " +
-                      (leaf_key ? KeyIdOf(leaf_key) : std::string("<unreadable>")) + ", the token key is " +
-                      out.keyid + "; issue a certificate for the token key (clawguard keys csr) or pick the right --key");
+                      (leaf_keyid.ok() ? *leaf_keyid : "<unreadable: " + leaf_keyid.error().message() + ">") +
+                      ", the token key is " + out.keyid +
+                      "; issue a certificate for the token key (clawguard keys csr) or pick the right --key");
   }
   out.warnings = LeafWarnings(p);
 
@@ -226,7 +239,12 @@ Result<SignOutcome> SignPrepared(const PreparedPayload& p, Signer& signer, Ledge
         return Status(Reason::kBundleInvalid, "self-check: no certificate for keyid " + s.keyid);
       }
       CLAWGUARD_ASSIGN_OR_RETURN(ossl::UniquePtr<X509> cert, ParseCertificateDer(it->second.front()));
-      Status verified = VerifySignature(X509_get0_pubkey(cert.get()), reparsed_pae, s.sig);  // get0
+      EVP_PKEY* cert_key = X509_get0_pubkey(cert.get());  // get0: owned by |cert|
+      auto cert_keyid = cert_key ? KeyIdOf(cert_key) : Result<std::string>(Status(Reason::kBundleInvalid, "no key"));
+      if (!cert_keyid.ok() || *cert_keyid != s.keyid) {
+        return Status(Reason::kBundleInvalid, "self-check: keyid " + s.keyid + " is not the canonical keyid of its leaf");
+      }
+      Status verified = VerifySignature(cert_key, reparsed_pae, s.sig);
       if (!verified.ok()) return verified.WithContext("self-check of signature by " + s.keyid);
     }
     out.signatures = reparsed->signatures.size();

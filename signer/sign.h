@@ -6,7 +6,9 @@
 //             chunks, keeps only its first 4 MiB, from which the first entry (manifest.yaml) is
 //             read (a 64 MiB package costs one pass and 4 MiB of memory), builds the payload
 //             and reads the chain;
-//   SignPrepared signs PAE(payloadType, payload), checks the leaf holds the signer's key,
+//   SignPrepared signs PAE(payloadType, payload) under the token key's canonical keyid
+//             (bundle.h KeyIdOf), checks the leaf holds that key (compared canonically: a
+//             certificate that writes the point compressed still names it),
 //             merges with an existing bundle under --append, verifies its own output (the bundle
 //             round-trips through ParseBundle and every signature verifies with its leaf key),
 //             records the release row in the ledger, and only then writes TARGET.sig atomically.
@@ -39,8 +41,8 @@ struct PreparedPayload {
   std::vector<ossl::UniquePtr<X509>> chain;  // leaf first, then intermediates
 };
 
-// PreparePackage reads PKG (≤ limits::kDefaultMaxPackage: kPackageTooLarge; missing:
-// kFileUnreadable), its first entry manifest.yaml (kManifestInvalid if it is not first, does not
+// PreparePackage reads PKG (≤ limits::kDefaultMaxPackage: kPackageTooLarge; missing, or not a
+// regular file — a FIFO is refused without blocking: kFileUnreadable), its first entry manifest.yaml (kManifestInvalid if it is not first, does not
 // parse, or lacks a file digest: run `clawguard pack`), and the PEM chain (kFileUnreadable,
 // kConfigInvalid if it holds no certificate or more than limits::kMaxChainLength).
 Result<PreparedPayload> PreparePackage(const std::string& package_path, const std::string& chain_path);

@@ -3,7 +3,8 @@
 //
 // Bundle JSON shape: ARCHITECTURE.md "Signature bundle". ParseBundle is strict: duplicate keys,
 // unknown mediaType, missing fields, bad base64, more than limits::kMaxSignatures signatures or
-// limits::kMaxChainLength certificates per key → kBundleInvalid. Thread-compatible.
+// limits::kMaxChainLength certificates per key, input over limits::kMaxBundle → kBundleInvalid.
+// No function here throws. Thread-compatible.
 #ifndef CLAWGUARD_BUNDLE_H_
 #define CLAWGUARD_BUNDLE_H_
 
@@ -28,7 +29,7 @@ inline constexpr std::string_view kStatementType = "https://in-toto.io/Statement
 inline constexpr std::string_view kPluginPredicateType = "https://clawguard.dev/plugin/v1";
 
 struct BundleSignature {
-  std::string keyid;  // lowercase hex sha256 of the signer's SubjectPublicKeyInfo DER
+  std::string keyid;  // KeyIdOf the signer's key: hex sha256 of its canonical SubjectPublicKeyInfo
   std::string sig;    // raw signature bytes (decoded from base64)
 };
 
@@ -76,10 +77,31 @@ Result<SigAlgorithm> AlgorithmOfKey(EVP_PKEY* key);
 // not verify (or is malformed), kAlgorithmRefused for another key type.
 Status VerifySignature(EVP_PKEY* key, std::string_view message, std::string_view sig);
 
-// KeyIdOf returns the lowercase hex sha256 of |key|'s SubjectPublicKeyInfo DER.
-std::string KeyIdOf(EVP_PKEY* key);
-// SpkiDerOf returns |key|'s SubjectPublicKeyInfo DER.
-std::string SpkiDerOf(EVP_PKEY* key);
+// CanonicalSpkiDer returns the one SubjectPublicKeyInfo DER that names |key|, however a
+// certificate or token happened to encode it (one key is one key: a point written compressed in
+// one certificate and uncompressed in another is still one signer for k-of-n and revocation):
+//   ECDSA P-256: SEQUENCE { SEQUENCE { id-ecPublicKey, namedCurve prime256v1 },
+//                BIT STRING { 04 || X || Y } } — RFC 5480 §2 with the uncompressed point of
+//                SEC 1 §2.3.3; 91 bytes. The point is decoded on the P-256 group (so it is on the
+//                curve) and re-encoded; compressed, hybrid and explicit-parameter forms all map here.
+//   Ed25519:     SEQUENCE { SEQUENCE { id-Ed25519 }, BIT STRING { 32-byte key } } — RFC 8410 §4;
+//                44 bytes.
+//   any other key: i2d_PUBKEY as OpenSSL encodes it. Such keys never count (AlgorithmOfKey
+//                refuses them before a signature is checked); their keyid only names them in
+//                messages.
+// Fails closed: kAlgorithmRefused when there is no key or its public point cannot be read or is
+// not on the curve, kInternal when OpenSSL cannot allocate. Thread-safe.
+Result<std::string> CanonicalSpkiDer(EVP_PKEY* key);
+// KeyIdOf returns the keyid of |key|: lowercase hex sha256 of CanonicalSpkiDer(key). Every
+// keyid ClawGuard writes or compares (bundles, revoked.keys, allowlist signer, `inspect`,
+// `keys list`) is this one. Same reasons as CanonicalSpkiDer; never an empty string.
+Result<std::string> KeyIdOf(EVP_PKEY* key);
+// KeyIdAliasesOf returns KeyIdOf(key) first, then for a P-256 key the hex sha256 of every other
+// SubjectPublicKeyInfo encoding OpenSSL writes for it (point compressed, uncompressed or hybrid;
+// named-curve or explicit parameters). For matching lists written by people, such as
+// revoked.keys, where a digest may have been taken from any certificate of the key: a bundle's
+// keyid must be the canonical one. Same reasons as KeyIdOf.
+Result<std::vector<std::string>> KeyIdAliasesOf(EVP_PKEY* key);
 
 // EcdsaRawToDer converts a raw r||s P-256 signature (64 bytes, as PKCS#11 CKM_ECDSA returns it)
 // to DER; kSignatureInvalid if it is not 64 bytes.

@@ -7,12 +7,23 @@
 #include <string_view>
 
 #include "clawguard/error.h"
+#include "clawguard/unique_fd.h"
 
 namespace clawguard {
 
-// ReadFileBounded reads a whole regular file of at most |max_size| bytes, through one open fd
-// (fstat of the opened file, not of the path). Returns kFileUnreadable if missing, unreadable or
-// not a regular file; |too_large| (default kFileUnreadable) when it exceeds |max_size|.
+// OpenRegularFile opens |path| read-only for a caller that reads it itself. It never blocks and
+// never opens a device: the path is looked at first (a FIFO, device, directory or socket is
+// refused without being opened), then opened with O_NONBLOCK|O_NOCTTY|O_CLOEXEC (a FIFO swapped
+// in meanwhile cannot hang the open), and the opened fd is fstat'ed — that, not the path, decides
+// that it is a regular file. kFileUnreadable otherwise, saying "is not a regular file: it is a
+// FIFO (named pipe)" (or what it is), followed by |hint| when given. Reads from a regular file
+// ignore O_NONBLOCK. Every file the loader and signer read goes through here.
+Result<UniqueFd> OpenRegularFile(const std::string& path, std::string_view hint = {});
+
+// ReadFileBounded reads a whole regular file of at most |max_size| bytes, through one fd from
+// OpenRegularFile (fstat of the opened file, not of the path). Returns kFileUnreadable if missing,
+// unreadable, not a regular file, or if the host cannot allocate it; |too_large| (default
+// kFileUnreadable) when it exceeds |max_size|. Never throws.
 Result<std::string> ReadFileBounded(const std::string& path, uint64_t max_size,
                                     Reason too_large = Reason::kFileUnreadable);
 

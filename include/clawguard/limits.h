@@ -33,6 +33,9 @@ inline constexpr uint64_t kMaxChainLength = 8;           // certificates per sig
 inline constexpr uint64_t kMaxAllowlistEntries = 100000;
 inline constexpr uint64_t kMaxPathLength = 255;          // a packaged file's path
 inline constexpr uint64_t kMaxPinLength = 256;
+// A buffer reserved up front from a size the input declares (a tar header's size, a PKCS#11
+// attribute length) never exceeds this; bytes actually read may grow it within their own limits.
+inline constexpr uint64_t kMaxDeclaredReservation = 64 * kMiB;
 
 // Certificates.
 inline constexpr int64_t kLeafExpiryWarningSeconds = 30ll * 24 * 3600;

@@ -3,11 +3,13 @@
 #include "clawguard/bundle.h"
 
 #include <gtest/gtest.h>
+#include <openssl/core_names.h>
 #include <openssl/pem.h>
 
 #include <functional>
 
 #include "clawguard/encoding.h"
+#include "clawguard/limits.h"
 #include "clawguard/sha256.h"
 
 namespace clawguard {
@@ -146,6 +148,16 @@ TEST(BundleTest, RefusesEveryMalformationAsBundleInvalid) {
   }
 }
 
+TEST(BundleTest, RefusesInputOverTheBundleLimitBeforeParsing) {
+  const std::string huge(limits::kMaxBundle + 1, ' ');
+  auto b = ParseBundle(huge);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().reason(), Reason::kBundleInvalid) << b.error().ToString();
+  auto st = ParseStatement(huge);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().reason(), Reason::kBundleInvalid) << st.error().ToString();
+}
+
 TEST(PaeTest, MatchesTheDsseSpecExample) {
   EXPECT_EQ(Pae("http://example.com/HelloWorld", "hello world"), "DSSEv1 29 http://example.com/HelloWorld 11 hello world");
   EXPECT_EQ(Pae("", ""), "DSSEv1 0  0 ");
@@ -275,16 +287,84 @@ TEST(SignatureTest, EcdsaRawToDerRoundTrips) {
   EXPECT_EQ(EcdsaRawToDer(std::string(65, '\1')).error().reason(), Reason::kSignatureInvalid);
 }
 
-TEST(KeyTest, KeyIdIsSha256OfSpki) {
+std::string I2dPubkey(EVP_PKEY* key) {
+  unsigned char* der = nullptr;
+  const int len = i2d_PUBKEY(key, &der);  // allocates |der|
+  EXPECT_GT(len, 0);
+  std::string out(reinterpret_cast<const char*>(der), static_cast<size_t>(len > 0 ? len : 0));
+  OPENSSL_free(der);
+  return out;
+}
+
+// WithEncoding returns a copy of the P-256 |key| whose SPKI OpenSSL writes with the point |form|
+// ("compressed", "uncompressed", "hybrid") and the parameters |params| ("named_curve",
+// "explicit"): the same key, another encoding.
+ossl::UniquePtr<EVP_PKEY> WithEncoding(EVP_PKEY* key, const char* form, const char* params = "named_curve") {
+  ossl::UniquePtr<EVP_PKEY> copy(EVP_PKEY_dup(key));
+  EXPECT_NE(copy, nullptr);
+  EXPECT_EQ(EVP_PKEY_set_utf8_string_param(copy.get(), OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT, form), 1);
+  EXPECT_EQ(EVP_PKEY_set_utf8_string_param(copy.get(), OSSL_PKEY_PARAM_EC_ENCODING, params), 1);
+  return copy;
+}
+
+TEST(KeyTest, KeyIdIsSha256OfTheCanonicalSpki) {
   auto key = Generate("EC", "P-256");
-  const std::string spki = SpkiDerOf(key.get());
-  ASSERT_FALSE(spki.empty());
-  const auto* p = reinterpret_cast<const unsigned char*>(spki.data());
-  ossl::UniquePtr<EVP_PKEY> back(d2i_PUBKEY(nullptr, &p, static_cast<long>(spki.size())));
+  auto spki = CanonicalSpkiDer(key.get());
+  ASSERT_TRUE(spki.ok()) << spki.error().ToString();
+  EXPECT_EQ(spki->size(), 91u);  // RFC 5480 named curve + 65-byte uncompressed point
+  // A freshly generated key is written named-curve and uncompressed by OpenSSL too.
+  EXPECT_EQ(*spki, I2dPubkey(key.get()));
+  const auto* p = reinterpret_cast<const unsigned char*>(spki->data());
+  ossl::UniquePtr<EVP_PKEY> back(d2i_PUBKEY(nullptr, &p, static_cast<long>(spki->size())));
   ASSERT_NE(back, nullptr);
   EXPECT_EQ(EVP_PKEY_eq(key.get(), back.get()), 1);
-  EXPECT_EQ(KeyIdOf(key.get()), Sha256Hex(spki));
-  EXPECT_TRUE(IsLowerHex(KeyIdOf(key.get()), 64));
+  auto keyid = KeyIdOf(key.get());
+  ASSERT_TRUE(keyid.ok());
+  EXPECT_EQ(*keyid, Sha256Hex(*spki));
+  EXPECT_TRUE(IsLowerHex(*keyid, 64));
+}
+
+TEST(KeyTest, EveryEncodingOfOneP256KeyHasOneKeyId) {
+  auto key = Generate("EC", "P-256");
+  const std::string canonical = KeyIdOf(key.get()).value();
+  for (const char* form : {"compressed", "uncompressed", "hybrid"}) {
+    for (const char* params : {"named_curve", "explicit"}) {
+      auto other = WithEncoding(key.get(), form, params);
+      const std::string encoded = I2dPubkey(other.get());
+      if (std::string_view(form) != "uncompressed" || std::string_view(params) != "named_curve") {
+        EXPECT_NE(Sha256Hex(encoded), canonical) << form << "/" << params << ": OpenSSL should write another SPKI";
+      }
+      // Read back from the bytes a certificate would carry, as the verifier does.
+      const auto* p = reinterpret_cast<const unsigned char*>(encoded.data());
+      ossl::UniquePtr<EVP_PKEY> parsed(d2i_PUBKEY(nullptr, &p, static_cast<long>(encoded.size())));
+      ASSERT_NE(parsed, nullptr) << form << "/" << params;
+      auto id = KeyIdOf(parsed.get());
+      ASSERT_TRUE(id.ok()) << form << "/" << params << ": " << id.error().ToString();
+      EXPECT_EQ(*id, canonical) << form << "/" << params;
+    }
+  }
+}
+
+TEST(KeyTest, Ed25519CanonicalSpkiIsTheRfc8410Form) {
+  auto key = Generate("ED25519");
+  auto spki = CanonicalSpkiDer(key.get());
+  ASSERT_TRUE(spki.ok());
+  EXPECT_EQ(spki->size(), 44u);
+  EXPECT_EQ(*spki, I2dPubkey(key.get()));
+  EXPECT_EQ(KeyIdOf(key.get()).value(), Sha256Hex(*spki));
+}
+
+TEST(KeyTest, KeysOfRefusedAlgorithmsKeepOpenSslsEncoding) {
+  // They never count (AlgorithmOfKey refuses them); their keyid only names them.
+  for (const auto& key : {Generate("EC", "P-384"), Generate("RSA")}) {
+    EXPECT_EQ(KeyIdOf(key.get()).value(), Sha256Hex(I2dPubkey(key.get())));
+  }
+}
+
+TEST(KeyTest, KeyIdFailsClosedWithoutAKey) {
+  auto id = KeyIdOf(nullptr);
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.error().reason(), Reason::kAlgorithmRefused);
 }
 
 TEST(CertificateTest, ParsesDerAndPem) {

@@ -1,6 +1,13 @@
 // core_utils_test.cpp — encodings, SecretBytes, strict JSON, RFC 3339 time and bounded file I/O.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
 
 #include "clawguard/clock.h"
 #include "clawguard/encoding.h"
@@ -8,6 +15,7 @@
 #include "clawguard/secret_bytes.h"
 #include "clawguard/sha256.h"
 #include "clawguard/strict_json.h"
+#include "loader/bounded_child.h"
 #include "support/temp_dir.h"
 
 namespace clawguard {
@@ -84,6 +92,44 @@ TEST(FileIoTest, ReadBoundedAndAtomicWrite) {
   EXPECT_EQ(ReadFileBounded(p, 4, Reason::kPackageTooLarge).error().reason(), Reason::kPackageTooLarge);
   EXPECT_EQ(ReadFileBounded(dir.Sub("missing"), 10).error().reason(), Reason::kFileUnreadable);
   EXPECT_EQ(ReadFileBounded(dir.path().string(), 10).error().reason(), Reason::kFileUnreadable);
+}
+
+TEST(FileIoTest, RefusesFifoDeviceDirectoryAndSocketWithoutBlocking) {
+  testing::TempDir dir;
+  ASSERT_EQ(::mkfifo(dir.Sub("fifo").c_str(), 0600), 0);
+  // A listening socket's path.
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string sock_path = dir.Sub("sock");
+  ASSERT_LT(sock_path.size(), sizeof(addr.sun_path));
+  std::memcpy(addr.sun_path, sock_path.c_str(), sock_path.size() + 1);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  struct Case {
+    std::string path, type;
+  };
+  const std::vector<Case> cases = {{dir.Sub("fifo"), "a FIFO (named pipe)"},
+                                   {"/dev/zero", "a character device"},
+                                   {"/dev/null", "a character device"},
+                                   {dir.path().string(), "a directory"},
+                                   {sock_path, "a socket"}};
+  for (const auto& c : cases) {
+    // In a bounded child: an open that blocks fails the test instead of hanging it.
+    const auto r = testing::RunBounded(
+        [&] {
+          auto read = ReadFileBounded(c.path, 1024);
+          auto opened = OpenRegularFile(c.path, "a hint");
+          if (read.ok() || opened.ok()) return std::string("read it");
+          return std::string(ReasonName(read.error().reason())) + "|" + read.error().message() + "|" +
+                 opened.error().message();
+        },
+        60);
+    ASSERT_TRUE(r.kind == testing::ChildResult::Kind::kFinished) << c.path << ": " << r.detail;
+    EXPECT_THAT(r.output, HasSubstr("file_unreadable|")) << c.path;
+    EXPECT_THAT(r.output, HasSubstr("is not a regular file: it is " + c.type)) << c.path;
+    EXPECT_THAT(r.output, HasSubstr("; a hint")) << c.path;
+  }
+  ::close(sock);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ class ChainVerifierTest : public LoaderFixture {
   }
   // Sig builds one signature over |payload| by |key| with its chain.
   static void AddSig(Bundle& b, EVP_PKEY* key, std::vector<X509*> chain) {
-    const std::string keyid = KeyIdOf(X509_get0_pubkey(chain[0]));  // get0: owned by the leaf
+    const std::string keyid = KeyIdOf(X509_get0_pubkey(chain[0])).value();  // get0: owned by the leaf
     b.signatures.push_back({keyid, SignRaw(key, Pae(b.payload_type, b.payload))});
     std::vector<std::string> ders;
     for (X509* c : chain) ders.push_back(CertificateDer(c));

@@ -153,7 +153,7 @@ TEST_F(SignatureAttackTest, RefusesRevokedCertificate) {
 TEST_F(SignatureAttackTest, RefusesRevokedKey) {
   const std::string pkg = Honest();
   TrustOpts t;
-  t.revoked_keys = {KeyIdOf(W().key1.get())};
+  t.revoked_keys = {KeyIdOf(W().key1.get()).value()};
   ExpectRefused(pkg, Reason::kCertRevoked, nullptr, t);
 }
 
@@ -248,7 +248,7 @@ TEST_F(SignatureAttackTest, RefusesBadSignatureAlone) {
 TEST_F(SignatureAttackTest, RefusesSignatureClaimingAnotherKeyid) {
   const std::string pkg = MakePackage(PackageOpts{});
   SignerRef s = Default();
-  s.keyid_override = KeyIdOf(W().key2.get());
+  s.keyid_override = KeyIdOf(W().key2.get()).value();
   Sign(pkg, {s});
   Allow({pkg});
   ExpectRefused(pkg, Reason::kBundleInvalid);

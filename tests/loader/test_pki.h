@@ -5,12 +5,14 @@
 #ifndef CLAWGUARD_TESTS_LOADER_TEST_PKI_H_
 #define CLAWGUARD_TESTS_LOADER_TEST_PKI_H_
 
+#include <openssl/core_names.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,6 +36,34 @@ inline void Need(bool ok, const char* what) {
   if (!ok) throw std::runtime_error(std::string("test PKI: ") + what + ": " + ossl::GetSslErrors());
 }
 
+// NewRsaKey makes an RSA key of |bits| (weak sizes included, for refusal tests).
+inline ossl::UniquePtr<EVP_PKEY> NewRsaKey(size_t bits) {
+  EVP_PKEY* k = EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", bits);  // variadic: bits as size_t
+  Need(k != nullptr, "RSA keygen");
+  return ossl::UniquePtr<EVP_PKEY>(k);
+}
+
+// WithPointFormat returns a copy of the P-256 |key| that OpenSSL encodes with the point |form|
+// ("compressed", "uncompressed", "hybrid"): the same key, written another way. Issue() a
+// certificate for the copy to get a certificate whose SubjectPublicKeyInfo carries that form.
+inline ossl::UniquePtr<EVP_PKEY> WithPointFormat(EVP_PKEY* key, const char* form) {
+  ossl::UniquePtr<EVP_PKEY> copy(EVP_PKEY_dup(key));
+  Need(copy != nullptr, "EVP_PKEY_dup");
+  Need(EVP_PKEY_set_utf8_string_param(copy.get(), OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT, form) == 1,
+       "point conversion format");
+  return copy;
+}
+
+// EncodedSpkiSha256 is the hex sha256 of |cert|'s SubjectPublicKeyInfo exactly as encoded in it.
+inline std::string EncodedSpkiSha256(X509* cert) {
+  unsigned char* der = nullptr;
+  const int len = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(cert), &der);  // allocates |der|
+  Need(len > 0, "i2d_X509_PUBKEY");
+  std::string out = Sha256Hex(std::string_view(reinterpret_cast<const char*>(der), static_cast<size_t>(len)));
+  OPENSSL_free(der);
+  return out;
+}
+
 inline ossl::UniquePtr<EVP_PKEY> NewKey(const char* type = "EC") {
   EVP_PKEY* k = std::string(type) == "EC" ? EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256")
                 : std::string(type) == "P-384" ? EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-384")
@@ -49,8 +79,12 @@ struct CertSpec {
   bool ca = false;
   bool ca_flag_in_constraints = true;  // false: basicConstraints CA:FALSE on a "CA"
   int pathlen = -1;
-  std::string eku = "codeSigning";  // "" = no extendedKeyUsage extension
+  std::string eku = "codeSigning";  // "" = no extendedKeyUsage extension (leaves only)
   long serial = 1;
+  std::string ca_eku;               // extendedKeyUsage of a CA certificate ("" = none)
+  std::string key_usage;            // overrides keyUsage ("" = the default for ca, "none" = omit)
+  std::string basic_constraints;    // overrides basicConstraints ("" = the default, "none" = omit)
+  std::string digest = "sha256";    // the issuer's signature digest: "sha256" or "sha1"
 };
 
 inline void AddExt(X509* x, X509V3_CTX* ctx, int nid, const std::string& value) {
@@ -80,20 +114,24 @@ inline ossl::UniquePtr<X509> Issue(const CertSpec& s, EVP_PKEY* subject_key, X50
   X509V3_CTX ctx;
   X509V3_set_ctx_nodb(&ctx);
   X509V3_set_ctx(&ctx, issuer ? issuer : x.get(), x.get(), nullptr, nullptr, 0);
+  std::string bc = "critical,CA:FALSE";
+  std::string ku = "critical,digitalSignature";
   if (s.ca) {
-    std::string bc = std::string("critical,CA:") + (s.ca_flag_in_constraints ? "TRUE" : "FALSE");
+    bc = std::string("critical,CA:") + (s.ca_flag_in_constraints ? "TRUE" : "FALSE");
     if (s.pathlen >= 0 && s.ca_flag_in_constraints) bc += ",pathlen:" + std::to_string(s.pathlen);
-    AddExt(x.get(), &ctx, NID_basic_constraints, bc);
-    AddExt(x.get(), &ctx, NID_key_usage, "critical,keyCertSign,cRLSign");
-  } else {
-    AddExt(x.get(), &ctx, NID_basic_constraints, "critical,CA:FALSE");
-    AddExt(x.get(), &ctx, NID_key_usage, "critical,digitalSignature");
-    if (!s.eku.empty()) AddExt(x.get(), &ctx, NID_ext_key_usage, s.eku);
+    ku = "critical,keyCertSign,cRLSign";
   }
+  if (!s.basic_constraints.empty()) bc = s.basic_constraints;
+  if (!s.key_usage.empty()) ku = s.key_usage;
+  if (bc != "none") AddExt(x.get(), &ctx, NID_basic_constraints, bc);
+  if (ku != "none") AddExt(x.get(), &ctx, NID_key_usage, ku);
+  const std::string& eku = s.ca ? s.ca_eku : s.eku;
+  if (!eku.empty()) AddExt(x.get(), &ctx, NID_ext_key_usage, eku);
   AddExt(x.get(), &ctx, NID_subject_key_identifier, "hash");
   AddExt(x.get(), &ctx, NID_authority_key_identifier, "keyid:always");
   const bool ed = EVP_PKEY_get_id(issuer_key) == EVP_PKEY_ED25519;
-  Need(X509_sign(x.get(), issuer_key, ed ? nullptr : EVP_sha256()) > 0, "X509_sign");
+  const EVP_MD* md = ed ? nullptr : s.digest == "sha1" ? EVP_sha1() : EVP_sha256();
+  Need(X509_sign(x.get(), issuer_key, md) > 0, "X509_sign");
   return x;
 }
 
@@ -138,6 +176,35 @@ inline std::string CrlPem(X509_CRL* c) {
 
 inline std::string CertSha256(X509* x) { return Sha256Hex(CertificateDer(x)); }
 
+// EcdsaTwin returns |cert| (signed by a P-256 issuer) with its signature (r, s) replaced by
+// (r, n − s): a second certificate, made without any key, that verifies like the first.
+inline ossl::UniquePtr<X509> EcdsaTwin(X509* cert) {
+  ossl::UniquePtr<X509> twin(X509_dup(cert));
+  Need(twin != nullptr, "X509_dup");
+  const ASN1_BIT_STRING* sig = nullptr;
+  X509_get0_signature(&sig, nullptr, twin.get());
+  const unsigned char* p = sig->data;
+  ossl::UniquePtr<ECDSA_SIG> ecdsa(d2i_ECDSA_SIG(nullptr, &p, sig->length));
+  Need(ecdsa != nullptr, "d2i_ECDSA_SIG");
+  ossl::UniquePtr<EC_GROUP> group(EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1));
+  const BIGNUM* r = nullptr;
+  const BIGNUM* s = nullptr;
+  ECDSA_SIG_get0(ecdsa.get(), &r, &s);
+  BIGNUM* r2 = BN_dup(r);
+  BIGNUM* s2 = BN_new();
+  Need(r2 && s2 && BN_sub(s2, EC_GROUP_get0_order(group.get()), s) == 1, "n - s");
+  ossl::UniquePtr<ECDSA_SIG> flipped(ECDSA_SIG_new());
+  Need(ECDSA_SIG_set0(flipped.get(), r2, s2) == 1, "ECDSA_SIG_set0");  // takes r2, s2
+  unsigned char* der = nullptr;
+  const int len = i2d_ECDSA_SIG(flipped.get(), &der);
+  auto* writable = const_cast<ASN1_BIT_STRING*>(sig);  // |twin| is ours alone
+  Need(len > 0 && ASN1_BIT_STRING_set(writable, der, len) == 1, "set the twin signature");
+  OPENSSL_free(der);
+  writable->flags &= ~0x07;
+  writable->flags |= ASN1_STRING_FLAG_BITS_LEFT;
+  return twin;
+}
+
 // SignRaw signs |msg| the way ClawGuard does: ECDSA P-256 DER over SHA-256, Ed25519 raw.
 inline std::string SignRaw(EVP_PKEY* key, const std::string& msg) {
   ossl::UniquePtr<EVP_MD_CTX> ctx(EVP_MD_CTX_new());
@@ -170,7 +237,8 @@ inline std::string MakeBundle(const std::string& payload_type, const std::string
   const std::string pae = Pae(payload_type, payload);
   for (const auto& s : signers) {
     // get0: owned by the leaf.
-    const std::string keyid = s.keyid_override.empty() ? KeyIdOf(X509_get0_pubkey(s.chain[0])) : s.keyid_override;
+    const std::string keyid =
+        s.keyid_override.empty() ? KeyIdOf(X509_get0_pubkey(s.chain[0])).value() : s.keyid_override;
     std::string sig = SignRaw(s.key, pae);
     if (s.corrupt) sig[sig.size() / 2] = static_cast<char>(sig[sig.size() / 2] ^ 0x01);
     b.signatures.push_back({keyid, sig});

@@ -29,7 +29,7 @@ TEST_F(VerifyCliTest, PrintsExactJsonForVerifiedPackage) {
   EXPECT_EQ(j["version"], "1.4.2");
   EXPECT_EQ(j["publisher"], "acme");
   EXPECT_EQ(j["sha256"], Sha256Hex(ReadFile(pkg)));
-  EXPECT_EQ(j["signers"], nlohmann::json::array({KeyIdOf(W().key1.get())}));
+  EXPECT_EQ(j["signers"], nlohmann::json::array({KeyIdOf(W().key1.get()).value()}));
   EXPECT_EQ(j["mode"], "enforce");
   EXPECT_EQ(j["ledger"], "skipped");
   EXPECT_EQ(j["package"], pkg);

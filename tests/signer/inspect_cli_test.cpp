@@ -94,7 +94,7 @@ class InspectCliTest : public ::testing::Test {
     Bundle b;
     b.payload_type = std::string(kInTotoPayloadType);
     b.payload = SerializeStatement(st);
-    const std::string keyid = KeyIdOf(key);
+    const std::string keyid = KeyIdOf(key).value();
     std::string sig = SignBytes(key, Pae(b.payload_type, b.payload));
     if (corrupt_sig) sig = SignBytes(key, "something else");
     b.signatures = {{keyid, sig}};
@@ -121,7 +121,7 @@ TEST_F(InspectCliTest, DescribesASignedPackage) {
   EXPECT_EQ(j["digestMatches"], true);
   ASSERT_EQ(j["signatures"].size(), 1u);
   const auto& s = j["signatures"][0];
-  EXPECT_EQ(s["keyid"], KeyIdOf(key.get()));
+  EXPECT_EQ(s["keyid"], KeyIdOf(key.get()).value());
   EXPECT_EQ(s["algorithm"], "ecdsa-p256-sha256");
   EXPECT_EQ(s["verifies"], true);
   ASSERT_EQ(s["chain"].size(), 1u);

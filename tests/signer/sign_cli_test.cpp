@@ -19,7 +19,7 @@ Bundle VerifyBundleInProcess(const std::string& sig_path) {
   for (const auto& s : bundle->signatures) {
     auto cert = ParseCertificateDer(bundle->certificates.at(s.keyid).front());
     EXPECT_TRUE(cert.ok());
-    EXPECT_EQ(KeyIdOf(X509_get0_pubkey(cert->get())), s.keyid);
+    EXPECT_EQ(KeyIdOf(X509_get0_pubkey(cert->get())).value(), s.keyid);
     Status ok = VerifySignature(X509_get0_pubkey(cert->get()), Pae(bundle->payload_type, bundle->payload), s.sig);
     EXPECT_TRUE(ok.ok()) << ok.ToString();
   }

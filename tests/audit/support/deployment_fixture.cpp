@@ -123,7 +123,7 @@ Deployment::Deployment(const DeploymentSpec& s) : anchor_in_state_dir_(s.anchor_
   Bundle pb;
   pb.payload_type = std::string(kInTotoPayloadType);
   pb.payload = SerializeStatement(st);
-  const std::string leaf_id = KeyIdOf(leaf.key.get());
+  const std::string leaf_id = KeyIdOf(leaf.key.get()).value();
   pb.signatures.push_back({leaf_id, SignEd25519(leaf.key.get(), Pae(pb.payload_type, pb.payload))});
   pb.certificates[leaf_id] = {Der(leaf.cert.get())};
   WriteFile(dir_.Sub(std::string("plugins/") + kPackage + ".sig"), SerializeBundle(pb));
@@ -139,7 +139,7 @@ Deployment::Deployment(const DeploymentSpec& s) : anchor_in_state_dir_(s.anchor_
     Bundle ab;
     ab.payload_type = std::string(kAllowlistPayloadType);
     ab.payload = allowlist;
-    const std::string id = KeyIdOf(signer.key.get());
+    const std::string id = KeyIdOf(signer.key.get()).value();
     ab.signatures.push_back({id, SignEd25519(signer.key.get(), Pae(ab.payload_type, ab.payload))});
     ab.certificates[id] = {Der(signer.cert.get())};
     WriteFile(dir_.Sub("policies/allowlist.yaml.sig"), SerializeBundle(ab));
