@@ -225,8 +225,12 @@ Result<std::unique_ptr<TrustPolicy>> TrustPolicy::Load(const std::string& path, 
     CLAWGUARD_ASSIGN_OR_RETURN(YamlMap em, YamlMap::Create(*elf, path, "elf"));
     CLAWGUARD_ASSIGN_OR_RETURN(auto list, ReadStringList(em, "allowed_needed"));
     for (const auto& [v, node] : list) {
-      if (v.empty() || v.find('/') != std::string::npos) {
-        return em.Error(node, "allowed_needed", "expected a bare soname such as libc.so.6, found '" + v + "'");
+      // A bare name of [A-Za-z0-9._+-]: '/' makes ld.so open a path, '$' starts a dynamic string
+      // token ($ORIGIN, $LIB) that expands into one.
+      const bool bare = !v.empty() && v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                          "0123456789._+-") == std::string::npos;
+      if (!bare) {
+        return em.Error(node, "allowed_needed", "expected a bare soname such as libc.so.6 (letters, digits, . _ + -), found '" + v + "'");
       }
       p.allowed_needed.insert(v);
     }

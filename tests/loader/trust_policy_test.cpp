@@ -75,6 +75,12 @@ TEST_F(TrustPolicyTest, RefusesMissingCrlFile) {
 TEST_F(TrustPolicyTest, RefusesBadRevokedDigest) {
   ExpectConfigInvalid(Base() + "revoked: { keys: [abc] }\n", "64 lowercase hex");
 }
+TEST_F(TrustPolicyTest, RefusesAllowedNeededThatIsNotABareName) {
+  // '/' makes ld.so open a path; '$' starts a dynamic string token that expands into one.
+  for (const char* name : {"/lib/libc.so.6", "$ORIGIN", "libc.so.6 ", "$LIB"}) {
+    ExpectConfigInvalid(Base() + "elf: { allowed_needed: [\"" + std::string(name) + "\"] }\n", "bare soname");
+  }
+}
 TEST_F(TrustPolicyTest, RefusesYesAsNumber) {
   ExpectConfigInvalid(Base() + "limits: { max_entries: yes }\n", "max_entries");
 }
