@@ -143,6 +143,12 @@ CREATE INDEX idem_records_purge ON idem_records (updated_ms) WHERE state = 'comp
 CREATE INDEX idem_records_tombstones ON idem_records (tombstone_until_ms) WHERE state = 'tombstone';
 CREATE INDEX idem_records_stuck ON idem_records (lease_until_ms) WHERE state = 'in_progress';
 )sql",
+    // Version 4: an outbox row names the send that owns it (claimed_by; its claim ends at
+    // next_attempt_ms), so a row in flight is sent by one host at a time (pg_outbox.h Claim).
+    // Rows an older build left sent are unclaimed and due at their next attempt, as they were.
+    R"sql(
+ALTER TABLE outbox_rows ADD COLUMN claimed_by text NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(std::size(kMigrations) == kPgSchemaVersion);
 
