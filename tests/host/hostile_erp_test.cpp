@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <ostream>
 #include <set>
 #include <string>
 #include <thread>
@@ -73,6 +74,9 @@ const HostileCase kCases[] = {
     {"BareConflictBeyondTheTimeout", HostileMode::kConflictInFlight, 2'500, 0, false, "1s", true},
 };
 
+// PrintTo names a case in gtest's messages.
+void PrintTo(const HostileCase& c, std::ostream* os) { *os << c.name; }
+
 // StoredRow is what the store holds for one ERP call.
 struct StoredRow {
   std::string idempotency_key, state, reply_body, claimed_by;
@@ -103,6 +107,17 @@ class HostileErpTest : public ::testing::TestWithParam<HostileCase> {
     const size_t at = yaml.find(from);
     ASSERT_NE(at, std::string::npos) << yaml;
     yaml.replace(at, from.size(), "base_url: " + erp_->base_url() + "\n");
+    // Short breaker cool-downs: a delivery whose ERP call got no answer fails (500) until the
+    // worker has the answer, and the platform's retries would otherwise wait out 30 s.
+    for (const auto& [breaker, shorter] :
+         {std::pair<std::string, std::string>{"key: { failures: 3, window: 5s, cooldown: 30s }",
+                                              "key: { failures: 3, window: 5s, cooldown: 1s }"},
+          {"erp: { failures: 10, window: 30s, cooldown: 60s, half_open_probes: 1 }",
+           "erp: { failures: 10, window: 30s, cooldown: 1s, half_open_probes: 1 }"}}) {
+      const size_t b = yaml.find(breaker);
+      ASSERT_NE(b, std::string::npos) << yaml;
+      yaml.replace(b, breaker.size(), shorter);
+    }
 #ifdef CLAWGUARD_TEST_PG
     ASSERT_FALSE(db_.url().empty());
     const std::string sqlite_store = "store: sqlite:state/state.db\n";
