@@ -7,7 +7,6 @@
 // pending operation when it fires. Beast stays in this file (pimpl).
 #include "host/erp_client.h"
 
-#include <netdb.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
@@ -18,9 +17,8 @@
 #include <cerrno>
 #include <charconv>
 #include <climits>
-#include <condition_variable>
+#include <cstring>
 #include <mutex>
-#include <thread>
 #include <vector>
 // GCC 12 reports -Wnull-dereference inside Asio's scheduler after inlining (a false positive in
 // a system header); it is silenced for the Boost headers only.
@@ -38,7 +36,7 @@
 #include "clawguard/fiber.h"
 #include "clawguard/limits.h"
 #include "clawguard/ossl.h"
-#include "clawguard/thread_name.h"
+#include "host/erp_resolve.h"
 
 namespace clawguard::host {
 namespace {
@@ -117,79 +115,31 @@ bool HasControl(std::string_view s) {
   return false;
 }
 
-// Lookup is one name resolution shared by the caller, which waits for it until its deadline,
-// and the thread that runs getaddrinfo, which may outlive that wait (getaddrinfo cannot be
-// cancelled): whichever lets go last frees it.
-struct Lookup {
-  std::mutex mu;
-  std::condition_variable done_cv;
-  bool done = false;
-  int rc = 0;
+// ResolveEndpoints resolves the ERP's host before |deadline| (host/erp_resolve.h): a lookup that
+// does not finish in time is kTimeout, one that finds nothing kConnect.
+Result<std::vector<tcp::endpoint>> ResolveEndpoints(const Target& target, SteadyTime deadline, std::string_view method,
+                                                   std::string_view path) {
+  Resolution r = ResolveBefore(target.host, target.port, deadline);
+  switch (r.outcome) {
+    case Resolution::Outcome::kFound: break;
+    case Resolution::Outcome::kTimedOut:
+      return Failure(ErpFailure::kTimeout, method, path, "name resolution of " + target.host + " timed out");
+    case Resolution::Outcome::kFailed:
+    case Resolution::Outcome::kBusy:
+      return Failure(ErpFailure::kConnect, method, path, "cannot resolve " + target.host + ": " + r.detail);
+  }
   std::vector<tcp::endpoint> endpoints;
-};
-
-// g_lookups_in_flight counts resolver threads still running, the abandoned ones included.
-std::atomic<int> g_lookups_in_flight{0};
-
-// ResolveBefore resolves |host|:|port| for TCP and waits for the result until |deadline|: name
-// resolution counts against the call's one deadline (getaddrinfo alone may block for
-// resolv.conf's timeout × attempts). It runs on a thread of its own, which is left to finish by
-// itself when the deadline passes first. An IP literal needs no lookup.
-Result<std::vector<tcp::endpoint>> ResolveBefore(const std::string& host, uint16_t port, SteadyTime deadline,
-                                                 std::string_view method, std::string_view path) {
-  beast::error_code addr_ec;
-  const asio::ip::address literal = asio::ip::make_address(host, addr_ec);
-  if (!addr_ec) return std::vector<tcp::endpoint>{tcp::endpoint(literal, port)};
-  if (g_lookups_in_flight.fetch_add(1) >= kMaxErpNameLookupsInFlight) {
-    g_lookups_in_flight.fetch_sub(1);
-    return Failure(ErpFailure::kConnect, method, path,
-                   "cannot resolve " + host + ": " + std::to_string(kMaxErpNameLookupsInFlight) +
-                       " name lookups are still waiting for the resolver");
+  for (const ResolvedAddress& a : r.addresses) {
+    tcp::endpoint e;
+    if (a.length > e.capacity()) continue;
+    std::memcpy(e.data(), &a.storage, a.length);
+    e.resize(a.length);
+    endpoints.push_back(e);
   }
-  auto lookup = std::make_shared<Lookup>();
-  try {
-    std::thread([lookup, host, port] {
-      NameThisThread("cg-resolve");
-      addrinfo hints{};
-      hints.ai_family = AF_UNSPEC;
-      hints.ai_socktype = SOCK_STREAM;
-      hints.ai_flags = AI_NUMERICSERV;
-      addrinfo* found = nullptr;
-      const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-      std::vector<tcp::endpoint> endpoints;
-      for (const addrinfo* a = found; rc == 0 && a != nullptr; a = a->ai_next) {
-        if (a->ai_family != AF_INET && a->ai_family != AF_INET6) continue;
-        tcp::endpoint e;
-        if (a->ai_addrlen > e.capacity()) continue;
-        std::memcpy(e.data(), a->ai_addr, a->ai_addrlen);
-        e.resize(a->ai_addrlen);
-        endpoints.push_back(e);
-      }
-      if (found != nullptr) ::freeaddrinfo(found);
-      {
-        std::lock_guard lock(lookup->mu);
-        lookup->rc = rc;
-        lookup->endpoints = std::move(endpoints);
-        lookup->done = true;
-      }
-      lookup->done_cv.notify_all();
-      g_lookups_in_flight.fetch_sub(1);
-    }).detach();
-  } catch (const std::system_error& e) {
-    g_lookups_in_flight.fetch_sub(1);
-    return Failure(ErpFailure::kConnect, method, path, "cannot resolve " + host + ": no thread: " + e.what());
+  if (endpoints.empty()) {
+    return Failure(ErpFailure::kConnect, method, path, "cannot resolve " + target.host + ": no usable address");
   }
-  std::unique_lock lock(lookup->mu);
-  if (!lookup->done_cv.wait_until(lock, deadline, [&] { return lookup->done; })) {
-    return Failure(ErpFailure::kTimeout, method, path, "name resolution of " + host + " timed out");
-  }
-  if (lookup->rc != 0) {
-    return Failure(ErpFailure::kConnect, method, path, "cannot resolve " + host + ": " + ::gai_strerror(lookup->rc));
-  }
-  if (lookup->endpoints.empty()) {
-    return Failure(ErpFailure::kConnect, method, path, "cannot resolve " + host + ": no IPv4 or IPv6 address");
-  }
-  return std::move(lookup->endpoints);
+  return endpoints;
 }
 
 // The stream is bound to the io_context's concrete executor type rather than the type-erased
@@ -317,12 +267,11 @@ class Connection {
   bool connected() const { return connected_; }
   bool tls() const { return tls_.has_value(); }
 
-  // Connect resolves (ResolveBefore), connects and (for https) handshakes with hostname
+  // Connect resolves (ResolveEndpoints), connects and (for https) handshakes with hostname
   // verification, all before |deadline|.
   Status Connect(SteadyTime deadline, std::string_view method, std::string_view path) {
     beast::error_code ec;
-    CLAWGUARD_ASSIGN_OR_RETURN(std::vector<tcp::endpoint> endpoints,
-                               ResolveBefore(target_.host, target_.port, deadline, method, path));
+    CLAWGUARD_ASSIGN_OR_RETURN(std::vector<tcp::endpoint> endpoints, ResolveEndpoints(target_, deadline, method, path));
     Lowest().expires_at(deadline);
     ec = Run([&](auto done) { Lowest().async_connect(endpoints, [done](beast::error_code e, const tcp::endpoint&) { done(e); }); });
     if (ec == beast::error::timeout) return Failure(ErpFailure::kTimeout, method, path, "connect timed out");

@@ -29,9 +29,6 @@ namespace clawguard::host {
 
 // kMaxErpInterimAnswers bounds the interim (1xx) answers read before a final one.
 inline constexpr int kMaxErpInterimAnswers = 16;
-// kMaxErpNameLookupsInFlight bounds resolver threads still running (a lookup the call's deadline
-// gave up on keeps its thread until getaddrinfo returns); past it a new connection fails kConnect.
-inline constexpr int kMaxErpNameLookupsInFlight = 64;
 // kErpKeepAliveSuspendMs: after stray bytes on a connection, no connection is pooled this long.
 inline constexpr int64_t kErpKeepAliveSuspendMs = 60'000;
 
