@@ -364,11 +364,12 @@ class Connection {
   // CheckIdle looks at the socket without blocking, before a pooled connection is reused: nothing
   // → kClean; end of stream or an error → kClosed (the ERP closed it: normal for keep-alive);
   // any byte → kStray (an answer nobody asked for, e.g. a second answer to the last request).
-  // For https a byte may also be a TLS alert (close_notify): the connection is dropped either way.
+  // Over https a byte may as well be a TLS record that is no answer (the close_notify of an idle
+  // close, a late session ticket): kClosed, dropped without suspending keep-alive.
   IdleState CheckIdle() {
     char byte = 0;
     const ssize_t n = ::recv(Lowest().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0) return IdleState::kStray;
+    if (n > 0) return tls_ ? IdleState::kClosed : IdleState::kStray;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return IdleState::kClean;
     return IdleState::kClosed;
   }
