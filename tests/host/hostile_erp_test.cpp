@@ -57,6 +57,7 @@ struct HostileCase {
   // The ERP takes longer than erp.timeout: the host gives up on a request the ERP still runs, so
   // its next ask overlaps it and the ERP answers 409 "in progress" — asked again, never stored.
   bool slower_than_the_timeout = false;
+  const char* execution = "threads";  // listen.execution (fibers: SQLite only)
 };
 
 const HostileCase kCases[] = {
@@ -72,6 +73,12 @@ const HostileCase kCases[] = {
     {"NeverAnswer", HostileMode::kNeverAnswer, 0, 1, true, "1s"},
     {"ConflictBeyondTheTimeout", HostileMode::kConflictInFlight, 2'500, 0, true, "1s", true},
     {"BareConflictBeyondTheTimeout", HostileMode::kConflictInFlight, 2'500, 0, false, "1s", true},
+#ifndef CLAWGUARD_TEST_PG
+    // With fibers an ERP reply is waited for through the carrier's epoll (erp_client.cpp).
+    {"SlowWithFibers", HostileMode::kSlow, 1'500, 0, true, "5s", false, "fibers"},
+    {"InterimWithFibers", HostileMode::kInterim, 90, 0, true, "5s", false, "fibers"},
+    {"DoubleAnswerWithFibers", HostileMode::kDoubleAnswer, 0, 0, true, "5s", false, "fibers"},
+#endif
 };
 
 // PrintTo names a case in gtest's messages.
@@ -98,6 +105,7 @@ class HostileErpTest : public ::testing::TestWithParam<HostileCase> {
 
     testing::HostFixtureOptions o;
     o.erp_timeout = c.erp_timeout;
+    o.execution = c.execution;
     o.erp_retry = "{ base: 200ms, max: 2s, attempts: 8, jitter: 20%, floor_429: 1s }";
     ASSERT_NO_FATAL_FAILURE(f_.Prepare(o));
     // The fixture's host.yaml names its own test ERP: point it at the hostile one.
