@@ -13,9 +13,11 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <climits>
+#include <cstring>
 #include <mutex>
 #include <vector>
 // GCC 12 reports -Wnull-dereference inside Asio's scheduler after inlining (a false positive in
@@ -34,6 +36,7 @@
 #include "clawguard/fiber.h"
 #include "clawguard/limits.h"
 #include "clawguard/ossl.h"
+#include "host/erp_resolve.h"
 
 namespace clawguard::host {
 namespace {
@@ -110,6 +113,33 @@ bool HasControl(std::string_view s) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
   }
   return false;
+}
+
+// ResolveEndpoints resolves the ERP's host before |deadline| (host/erp_resolve.h): a lookup that
+// does not finish in time is kTimeout, one that finds nothing kConnect.
+Result<std::vector<tcp::endpoint>> ResolveEndpoints(const Target& target, SteadyTime deadline, std::string_view method,
+                                                   std::string_view path) {
+  Resolution r = ResolveBefore(target.host, target.port, deadline);
+  switch (r.outcome) {
+    case Resolution::Outcome::kFound: break;
+    case Resolution::Outcome::kTimedOut:
+      return Failure(ErpFailure::kTimeout, method, path, "name resolution of " + target.host + " timed out");
+    case Resolution::Outcome::kFailed:
+    case Resolution::Outcome::kBusy:
+      return Failure(ErpFailure::kConnect, method, path, "cannot resolve " + target.host + ": " + r.detail);
+  }
+  std::vector<tcp::endpoint> endpoints;
+  for (const ResolvedAddress& a : r.addresses) {
+    tcp::endpoint e;
+    if (a.length > e.capacity()) continue;
+    std::memcpy(e.data(), &a.storage, a.length);
+    e.resize(a.length);
+    endpoints.push_back(e);
+  }
+  if (endpoints.empty()) {
+    return Failure(ErpFailure::kConnect, method, path, "cannot resolve " + target.host + ": no usable address");
+  }
+  return endpoints;
 }
 
 // The stream is bound to the io_context's concrete executor type rather than the type-erased
@@ -237,13 +267,11 @@ class Connection {
   bool connected() const { return connected_; }
   bool tls() const { return tls_.has_value(); }
 
-  // Connect resolves, connects and (for https) handshakes with hostname verification.
+  // Connect resolves (ResolveEndpoints), connects and (for https) handshakes with hostname
+  // verification, all before |deadline|.
   Status Connect(SteadyTime deadline, std::string_view method, std::string_view path) {
     beast::error_code ec;
-    tcp::resolver resolver(ioc_);
-    // WARNING: name resolution is synchronous (getaddrinfo) and not bounded by the deadline.
-    auto endpoints = resolver.resolve(target_.host, std::to_string(target_.port), ec);
-    if (ec) return Failure(ErpFailure::kConnect, method, path, "cannot resolve " + target_.host + ": " + ec.message());
+    CLAWGUARD_ASSIGN_OR_RETURN(std::vector<tcp::endpoint> endpoints, ResolveEndpoints(target_, deadline, method, path));
     Lowest().expires_at(deadline);
     ec = Run([&](auto done) { Lowest().async_connect(endpoints, [done](beast::error_code e, const tcp::endpoint&) { done(e); }); });
     if (ec == beast::error::timeout) return Failure(ErpFailure::kTimeout, method, path, "connect timed out");
@@ -328,6 +356,23 @@ class Connection {
   }
 
   bool reusable() const { return reusable_; }
+  // stray is true when bytes followed the last answer (the connection is not reused).
+  bool stray() const { return stray_; }
+
+  // IdleState tells what arrived on a pooled connection since its last answer.
+  enum class IdleState { kClean, kClosed, kStray };
+  // CheckIdle looks at the socket without blocking, before a pooled connection is reused: nothing
+  // → kClean; end of stream or an error → kClosed (the ERP closed it: normal for keep-alive);
+  // any byte → kStray (an answer nobody asked for, e.g. a second answer to the last request).
+  // Over https a byte may as well be a TLS record that is no answer (the close_notify of an idle
+  // close, a late session ticket): kClosed, dropped without suspending keep-alive.
+  IdleState CheckIdle() {
+    char byte = 0;
+    const ssize_t n = ::recv(Lowest().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0) return tls_ ? IdleState::kClosed : IdleState::kStray;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return IdleState::kClean;
+    return IdleState::kClosed;
+  }
 
  private:
   // ExchangeWith writes |req| and reads the answer with the three operations given (each returns
@@ -339,29 +384,57 @@ class Connection {
     if (ec == beast::error::timeout) return Failure(ErpFailure::kTimeout, method, path, "sending timed out");
     if (ec) return Failure(ErpFailure::kProtocol, method, path, "connection lost while sending: " + ec.message());
 
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(limits::kMaxErpResponseBody);
-    parser.header_limit(static_cast<uint32_t>(limits::kMaxErpResponseHeaders));
-    if (req.method() == http::verb::head) parser.skip(true);
-    // The header is read on its own first: Beast 1.74's eager parse does not report body_limit
-    // when body bytes arrive in the same read as a Content-Length header over the limit.
-    ec = read_header(parser);
+    // Interim answers (1xx) come before the final one and are read and skipped (RFC 9110
+    // §15.2: a client parses any number of them, and ignores those it did not ask for). 101
+    // would switch the connection to another protocol: refused. Each answer gets a fresh parser
+    // over the same buffer, so bytes that came with an interim answer are kept for the next.
+    std::optional<http::response_parser<http::string_body>> parser;
+    bool got_any = false;
+    for (int interim = 0;; ++interim) {
+      parser.emplace();
+      parser->body_limit(limits::kMaxErpResponseBody);
+      parser->header_limit(static_cast<uint32_t>(limits::kMaxErpResponseHeaders));
+      if (req.method() == http::verb::head) parser->skip(true);
+      // The header is read on its own first: Beast 1.74's eager parse does not report body_limit
+      // when body bytes arrive in the same read as a Content-Length header over the limit.
+      ec = read_header(*parser);
+      got_any = got_any || parser->got_some();
+      if (ec) break;
+      const unsigned status = parser->get().result_int();
+      if (status >= 200 && status <= 999) break;
+      *got_some = true;
+      if (status == 101) {
+        return Failure(ErpFailure::kProtocol, method, path, "the ERP answered 101 (switching protocols): refused");
+      }
+      if (status < 100) {
+        return Failure(ErpFailure::kProtocol, method, path, "the ERP answered status " + std::to_string(status));
+      }
+      if (interim + 1 > kMaxErpInterimAnswers) {
+        return Failure(ErpFailure::kProtocol, method, path,
+                       "more than " + std::to_string(kMaxErpInterimAnswers) + " interim (1xx) answers");
+      }
+    }
     const uint64_t limit = limits::kMaxErpResponseBody;
-    if (!ec && parser.content_length() && *parser.content_length() > limit) ec = http::error::body_limit;
-    if (!ec && !parser.is_done()) ec = read(parser);
-    if (!ec && parser.get().body().size() > limit) ec = http::error::body_limit;
-    *got_some = parser.got_some();
+    if (!ec && parser->content_length() && *parser->content_length() > limit) ec = http::error::body_limit;
+    if (!ec && !parser->is_done()) ec = read(*parser);
+    if (!ec && parser->get().body().size() > limit) ec = http::error::body_limit;
+    got_any = got_any || parser->got_some();
+    *got_some = *got_some || got_any;
     if (ec == beast::error::timeout) return Failure(ErpFailure::kTimeout, method, path, "no answer before the deadline");
     if (ec == http::error::body_limit || ec == http::error::header_limit) {
       return Failure(ErpFailure::kProtocol, method, path, "answer over the size limit");
     }
     if (ec) return Failure(ErpFailure::kProtocol, method, path, "no complete answer: " + ec.message());
-    auto& msg = parser.get();
+    auto& msg = parser->get();
     ErpReply reply;
     reply.status = static_cast<int>(msg.result_int());
     for (const auto& field : msg) reply.headers.Add(std::string(field.name_string()), std::string(field.value()));
     reply.body = std::move(msg.body());
-    reusable_ = msg.keep_alive();
+    // Pooled only after one complete, well-framed answer with nothing after it: bytes already
+    // read past its end are no answer to any request of ours (a second answer, or garbage), and
+    // the next call on this connection would read them as its own.
+    stray_ = buffer_.size() != 0;
+    reusable_ = msg.keep_alive() && !stray_;
     return reply;
   }
 
@@ -413,6 +486,7 @@ class Connection {
   fiber::FdWatch watch_;  // the plain socket's registrations with carriers' epolls
   bool connected_ = false;
   bool reusable_ = false;
+  bool stray_ = false;
 };
 
 }  // namespace
@@ -444,25 +518,60 @@ struct ErpClient::Impl {
   std::mutex mu;
   std::vector<std::unique_ptr<Connection>> idle;  // guarded by mu
 
-  // Acquire takes an idle connection (unless |fresh|) or makes a new, unconnected one.
+  // Acquire takes an idle connection (unless |fresh|) that nothing arrived on since its last
+  // answer (CheckIdle), or makes a new, unconnected one. A pooled connection with stray bytes is
+  // closed and suspends keep-alive (Suspend).
   std::unique_ptr<Connection> Acquire(bool fresh, bool* reused) {
-    if (!fresh) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!idle.empty()) {
-        auto c = std::move(idle.back());
+    *reused = false;
+    while (!fresh) {
+      std::unique_ptr<Connection> c;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (idle.empty()) break;
+        c = std::move(idle.back());
         idle.pop_back();
-        *reused = true;
-        return c;
+      }
+      switch (c->CheckIdle()) {
+        case Connection::IdleState::kClean: *reused = true; return c;
+        case Connection::IdleState::kStray: Suspend(); break;
+        case Connection::IdleState::kClosed: break;
       }
     }
-    *reused = false;
     return std::make_unique<Connection>(target, tls ? &*tls : nullptr);
   }
 
+  // Release pools |c| after a complete answer, unless keep-alive is suspended or the pool is full;
+  // a connection with stray bytes after its answer is closed and suspends keep-alive.
   void Release(std::unique_ptr<Connection> c) {
+    if (c->stray()) {
+      Suspend();
+      return;
+    }
+    if (!c->reusable() || Suspended()) return;
     std::lock_guard<std::mutex> lock(mu);
     if (idle.size() < limits::kMaxErpIdleConnections) idle.push_back(std::move(c));
   }
+
+  // Suspend stops pooling for kErpKeepAliveSuspendMs and closes every idle connection: an ERP that
+  // sent bytes nobody asked for may send more, and a late extra answer on a reused connection
+  // would be read as the next call's own (HTTP/1.1 answers carry no request id).
+  void Suspend() {
+    const int64_t until = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now().time_since_epoch())
+                              .count() +
+                          kErpKeepAliveSuspendMs;
+    keepalive_suspended_until_ms.store(until);
+    std::vector<std::unique_ptr<Connection>> dropped;
+    std::lock_guard<std::mutex> lock(mu);
+    dropped.swap(idle);
+  }
+  bool Suspended() const {
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    return now < keepalive_suspended_until_ms.load();
+  }
+  std::atomic<int64_t> keepalive_suspended_until_ms{0};  // steady clock, ms
 };
 
 ErpClient::ErpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -562,7 +671,7 @@ Result<ErpReply> ErpClient::Send(std::string_view method, std::string_view path,
         reply = conn->Exchange(req, deadline, method, path, &got_some);
       }
       if (reply.ok()) {
-        if (conn->reusable()) impl_->Release(std::move(conn));
+        impl_->Release(std::move(conn));
         return reply;
       }
       // A kept-alive connection the ERP had closed: send once more on a fresh connection, but

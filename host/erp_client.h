@@ -27,6 +27,11 @@
 
 namespace clawguard::host {
 
+// kMaxErpInterimAnswers bounds the interim (1xx) answers read before a final one.
+inline constexpr int kMaxErpInterimAnswers = 16;
+// kErpKeepAliveSuspendMs: after stray bytes on a connection, no connection is pooled this long.
+inline constexpr int64_t kErpKeepAliveSuspendMs = 60'000;
+
 // ErpClientOptions configure the client once; Create validates them.
 struct ErpClientOptions {
   std::string base_url;  // http(s)://host:port[/prefix]; calls go to prefix + path
@@ -46,9 +51,11 @@ struct ErpReply {
 // Reason::kInternal with the message prefix "erp_<kind>: "; read it back with ErpFailureOf.
 enum class ErpFailure {
   kTimeout,   // the deadline passed (the ERP may or may not have acted: retry with the same key)
-  kConnect,   // name resolution or TCP connect failed (nothing was sent)
+  kConnect,   // name resolution or TCP connect failed (nothing was sent); a resolution that does not
+              // finish before the deadline is kTimeout
   kTls,       // TLS handshake failed: untrusted certificate, wrong hostname, protocol
-  kProtocol,  // the answer was malformed, too large or cut short, or the call was malformed
+  kProtocol,  // the answer was malformed, too large or cut short, a 101 or too many 1xx, or the
+              // call was malformed
 };
 
 // ErpFailureName returns "timeout", "connect", "tls" or "protocol".

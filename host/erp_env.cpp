@@ -2,8 +2,13 @@
 // source, and the ErpClient-backed sender.
 #include "host/erp_env.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <mutex>
 #include <random>
 
@@ -73,6 +78,24 @@ Status ErpRetryPolicy::Check() const {
   }
   if (floor_429.count() < 0) return Status(Reason::kConfigInvalid, "erp.retry.floor_429 must be ≥ 0");
   return Status::Ok();
+}
+
+std::string NewSendOwner() {
+  static const std::string prefix = [] {
+    std::array<char, 256> name{};
+    if (gethostname(name.data(), name.size() - 1) != 0 || name[0] == '\0') std::snprintf(name.data(), 8, "unknown");
+    std::random_device rd;
+    const uint64_t boot = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    std::array<char, 17> hex{};
+    std::snprintf(hex.data(), hex.size(), "%016llx", static_cast<unsigned long long>(boot));
+    return "send:" + std::string(name.data()) + ":" + std::to_string(getpid()) + ":" + hex.data() + ":";
+  }();
+  static std::atomic<uint64_t> next{0};
+  return prefix + std::to_string(++next);
+}
+
+int64_t SendClaimMs(const ErpEnv& env) {
+  return std::max<int64_t>(1, env.send_timeout.count()) + kSendClaimMarginMs;
 }
 
 double DrawUniform01(const ErpEnv& env) {

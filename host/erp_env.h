@@ -71,6 +71,17 @@ struct ErpRetryPolicy {
   Status Check() const;
 };
 
+// kSendClaimMarginMs is what a send's claim on its outbox row adds to erp.timeout (the client's
+// whole deadline for one call, name resolution included): room for the claim's write before the
+// send starts and the outcome's write after it ends. Until then no other worker or host may send
+// the row (store/outbox.h).
+inline constexpr int64_t kSendClaimMarginMs = 5'000;
+
+// NewSendOwner returns a name unique to one send, "send:<hostname>:<pid>:<boot>:<n>" (<boot> is
+// random per process, so a restarted process with the same pid never reuses an owner; <n>
+// counts the process's sends). Thread-safe.
+std::string NewSendOwner();
+
 // ErpPluginCaps names a loaded plugin and its manifest capabilities, so the retry worker can find
 // the plugin of an outbox row (which stores no plugin name: the plugin p is the one with
 // ErpCallKey(row.event_key, p, row.call_index) == row.idempotency_key) and the row's endpoint
@@ -88,6 +99,9 @@ struct ErpEnv {
   ErpSender* sender = nullptr;
   const Clock* clock = nullptr;
   ErpRetryPolicy retry;
+  // erp.timeout: the sender's deadline for one call. A send owns its row until send_timeout +
+  // kSendClaimMarginMs after it started (SendClaimMs).
+  std::chrono::milliseconds send_timeout{5'000};
   AuditFn audit;
   // DLQ entries (cooldown, transient_exhausted, auth, not_found, conflict), their resolution, and
   // capability pauses on ERP 401/403.
@@ -105,6 +119,9 @@ struct ErpEnv {
   // std::random_device. Tests inject a fixed one. Must be thread-safe.
   std::function<double()> uniform01;
 };
+
+// SendClaimMs is how long one send owns its outbox row: send_timeout + kSendClaimMarginMs.
+int64_t SendClaimMs(const ErpEnv& env);
 
 // DrawUniform01 returns |env|.uniform01() clamped to [0, 1], or the default PRNG's draw.
 double DrawUniform01(const ErpEnv& env);

@@ -23,6 +23,9 @@ Status CheckEnv(const ErpEnv& env, std::string_view who) {
   if (env.outbox == nullptr || env.sender == nullptr || env.clock == nullptr) {
     return Status(Reason::kInternal, std::string(who) + ": outbox, sender and clock are required");
   }
+  if (env.send_timeout.count() <= 0) {
+    return Status(Reason::kConfigInvalid, std::string(who) + ": erp.timeout must be positive");
+  }
   return env.retry.Check();
 }
 
@@ -82,10 +85,11 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
   row.body_sha256 = Sha256Hex(body);
   row.idempotency_key = ErpCallKey(delivery_.event_key, delivery_.plugin, static_cast<uint32_t>(index));
   // A level-3 row is an intent, held until confirmed. Any other row first passes the send gate:
-  // allowed → appended already sent (attempts 1: the append records this send, no MarkSent), due
-  // after the jittered first backoff so the retry worker does not send it too; refused → appended
-  // pending, due when the pause or the breaker may let it through. An allowed gate followed by no
-  // send (existing or fenced row) needs no release of its breaker permit (CheckSendGate).
+  // allowed → appended already sent and owned by this send (attempts 1: the append records this
+  // send, no Claim), not due until the ERP timeout plus a margin, so no worker or other host sends
+  // it while this send is in flight; refused → appended pending, due when the pause or the breaker
+  // may let it through. An allowed gate followed by no send (existing or fenced row) needs no
+  // release of its breaker permit (CheckSendGate).
   SendGate gate;
   if (delivery_.level == 3) {
     row.state = OutboxState::kHeld;
@@ -94,7 +98,8 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
     gate = CheckSendGate(env_, target);
     if (gate.allowed) {
       row.state = OutboxState::kSent;
-      row.next_attempt_ms = gate.now_ms + env_.retry.JitteredMs(env_.retry.BackoffMs(1), DrawUniform01(env_));
+      row.claimed_by = NewSendOwner();
+      row.next_attempt_ms = gate.now_ms + SendClaimMs(env_);
     } else {
       row.state = OutboxState::kPending;
       row.next_attempt_ms = gate.defer_to_ms;
@@ -115,7 +120,9 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
       outcome_.dead_lettered = true;
       outcome_.dead_letter_reason = "mismatch";
       latched_ = CG_MISMATCH;
-      (void)env_.outbox->MarkDead(delivery_.event_key, index);
+      // Whatever its state or claim: the recorded call must never be sent again (a send still in
+      // flight then finds the row dead, and its answer changes nothing).
+      (void)env_.outbox->MarkDead(delivery_.event_key, index, /*owner=*/"");
       Audit("erp_call_mismatch", method, path, index,
             "differs from the recorded call " + appended->row.method + " " + appended->row.path +
                 "; the event is dead-lettered");
@@ -158,6 +165,7 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
     case SendResult::kRetryLater:
     case SendResult::kDead:
     case SendResult::kNotSent:
+    case SendResult::kBusy:
       return CG_UNAVAILABLE;
   }
   return CG_UNAVAILABLE;
@@ -172,11 +180,12 @@ Result<RetryWorker::DrainStats> RetryWorker::DrainPending(int64_t now_ms, int64_
   CLAWGUARD_ASSIGN_OR_RETURN(std::vector<OutboxRow> due, env_.outbox->DuePending(now_ms, limit));
   DrainStats stats;
   for (const OutboxRow& row : due) {
-    switch (SendOutboxRow(env_, row, ResolveCallTarget(env_, row), nullptr)) {
+    switch (SendOutboxRow(env_, row, ResolveCallTarget(env_, row), now_ms, nullptr)) {
       case SendResult::kAnswered: ++stats.answered; break;
       case SendResult::kRetryLater: ++stats.retry_later; break;
       case SendResult::kDead: ++stats.dead; break;
       case SendResult::kNotSent: ++stats.not_sent; break;
+      case SendResult::kBusy: ++stats.busy; break;
     }
   }
   return stats;

@@ -11,9 +11,10 @@
 //   2. call index i (from 0 within the delivery); Idempotency-Key = ErpCallKey(event key, plugin, i);
 //   3. levels 1–2: CheckSendGate — is the capability paused, does the endpoint's breaker refuse?
 //      Then the outbox row is appended BEFORE anything is sent (fenced by the claim's token):
-//      gate allowed → appended sent (attempts 1, due after the jittered first backoff: the append
-//      records this send, no MarkSent); gate refused → appended pending, due when the gate may
-//      allow it; level 3 → appended held. kFenced → CG_FENCED; kMismatch → CG_MISMATCH, the row
+//      gate allowed → appended sent and owned by this send (attempts 1, claimed by a new owner
+//      until erp.timeout + kSendClaimMarginMs: the append records this send, no Claim, and no
+//      worker or host sends the row meanwhile); gate refused → appended pending, due when the gate
+//      may allow it; level 3 → appended held. kFenced → CG_FENCED; kMismatch → CG_MISMATCH, the row
 //      is marked dead and the outcome records dead_lettered ("mismatch"); kExisting → answered:
 //      its stored reply, nothing sent; pending/sent: CG_DEFERRED; dead: CG_UNAVAILABLE (nothing
 //      sent and no pause or breaker refusal counted, whatever the gate said);
@@ -22,10 +23,11 @@
 //   5. gate refused (paused capability, open endpoint breaker): nothing sent, the refusal counted
 //      → CG_UNAVAILABLE; else SendMarkedRow sends the row once through the ErpSender with the
 //      Idempotency-Key (the sender adds the ERP credentials; the plugin never sees them). A
-//      final answer (2xx, 4xx but 401/403/408/425/429) is stored (MarkAnswered) and its status
-//      returned, *reply pointing into gateway-owned memory valid while the gateway lives; no
-//      answer, 5xx, 401, 403, 408, 425 or 429 → CG_UNAVAILABLE, the row stays for RetryWorker
-//      (triage and DLQ entries: host/erp_send.h).
+//      final answer (2xx, 4xx but 401/403/408/425/429 and an in-progress 409) is stored
+//      (NoteAnswer, by this send's owner) and its status returned, *reply pointing into
+//      gateway-owned memory valid while the gateway lives; no answer, 5xx, 401, 403, 408, 425,
+//      429 or a 409 saying the key is in progress → CG_UNAVAILABLE, the row is released to
+//      RetryWorker (triage and DLQ entries: host/erp_send.h).
 // Once CG_FENCED or CG_MISMATCH was returned, every later call returns the same code.
 // An ErpGateway is used by one delivery; Call is NOT thread-safe (the dispatcher serialises calls
 // per cg_call). Store failures are CG_UNAVAILABLE.
@@ -97,15 +99,19 @@ class ErpGateway {
 };
 
 // RetryWorker resends due pending/sent rows with their same Idempotency-Key, through
-// SendOutboxRow (each row's plugin and endpoint found with ResolveCallTarget). Thread-safe.
+// SendOutboxRow (each row's plugin and endpoint found with ResolveCallTarget), each row claimed
+// first: several workers (threads, hosts) may drain one outbox; each row goes out once at a time.
+// Thread-safe.
 class RetryWorker {
  public:
-  // Create: kInternal without outbox, sender or clock; kConfigInvalid for a bad retry policy.
+  // Create: kInternal without outbox, sender or clock; kConfigInvalid for a bad retry policy or a
+  // send_timeout ≤ 0.
   static Result<std::unique_ptr<RetryWorker>> Create(ErpEnv env);
 
   struct DrainStats {
     int64_t answered = 0, retry_later = 0, dead = 0;
     int64_t not_sent = 0;  // paused capability or open breaker: deferred, no attempt counted
+    int64_t busy = 0;      // claimed by another send meanwhile (another worker or host): skipped
   };
   // DrainPending sends up to |limit| rows due at |now_ms|. kStoreUnavailable if the outbox fails.
   Result<DrainStats> DrainPending(int64_t now_ms, int64_t limit = 100);

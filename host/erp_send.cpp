@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <limits>
 
 #include "clawguard/store/dlq.h"
@@ -63,10 +64,16 @@ struct SendContext {
     }
   }
 
-  void DeferTo(int64_t next_attempt_ms) const {
-    // A failed Defer leaves the row due (or at its backoff): it is only looked at again sooner.
-    (void)env.outbox->Defer(row.event_key, row.call_index, next_attempt_ms);
+  // ReleaseTo ends this send without a final answer, the row due at |next_attempt_ms|. A failed
+  // release leaves the row claimed until its claim ends: it is only looked at again later.
+  void ReleaseTo(int64_t next_attempt_ms) const {
+    (void)env.outbox->Release(row.event_key, row.call_index, row.claimed_by, next_attempt_ms);
   }
+  // ReleaseAfterBackoff: due again after this attempt's jittered backoff, counted from now.
+  void ReleaseAfterBackoff() const {
+    ReleaseTo(env.clock->NowMillis() + env.retry.JitteredMs(env.retry.BackoffMs(attempt), DrawUniform01(env)));
+  }
+  void MarkDead() const { (void)env.outbox->MarkDead(row.event_key, row.call_index, row.claimed_by); }
 };
 
 // ResolveAfterSuccess closes the event's entries that a successful retry makes moot.
@@ -100,7 +107,7 @@ SendResult OnAuthFailure(const SendContext& c, const ErpTriage& t) {
     detail += "; fix the ERP credentials, then `clawguard capability resume " + c.target.plugin + " '" +
               c.target.endpoint + "'`";
     c.DeadLetter(DlqClass::kAuth, t.status, detail);
-    c.DeferTo(c.env.clock->NowMillis() + kPausedRecheckMs);
+    c.ReleaseTo(c.env.clock->NowMillis() + kPausedRecheckMs);
     return SendResult::kRetryLater;
   }
   // Nothing paused (no DLQ, the row's plugin or endpoint is unknown, or the store refused the
@@ -108,17 +115,21 @@ SendResult OnAuthFailure(const SendContext& c, const ErpTriage& t) {
   detail = why + " to " + c.Call() + "; capability not paused (no DLQ, unknown plugin or endpoint, or store error)";
   c.DeadLetter(DlqClass::kAuth, t.status, detail);
   if (c.attempt >= c.env.retry.attempts) {
-    (void)c.env.outbox->MarkDead(c.row.event_key, c.row.call_index);
+    c.MarkDead();
     return SendResult::kDead;
   }
+  c.ReleaseAfterBackoff();
   return SendResult::kRetryLater;
 }
 
 SendResult OnTransient(const SendContext& c, const ErpTriage& t) {
   const bool spent = c.attempt >= c.env.retry.attempts;
   c.Emit({{"event", spent ? "erp_call_dead" : "erp_call_retry"}, {"attempt", c.attempt}, {"detail", t.detail}});
-  if (!spent) return SendResult::kRetryLater;
-  (void)c.env.outbox->MarkDead(c.row.event_key, c.row.call_index);
+  if (!spent) {
+    c.ReleaseAfterBackoff();
+    return SendResult::kRetryLater;
+  }
+  c.MarkDead();
   c.DeadLetter(DlqClass::kTransientExhausted, t.status,
                "retries spent: " + c.Call() + " got no final answer in " + std::to_string(c.attempt) +
                    " attempts; last: " + t.detail);
@@ -127,7 +138,7 @@ SendResult OnTransient(const SendContext& c, const ErpTriage& t) {
 
 SendResult OnRateLimited(const SendContext& c, const ErpTriage& t) {
   const int64_t wait = c.env.retry.CooldownMs(t.retry_after_ms, DrawUniform01(c.env));
-  c.DeferTo(c.env.clock->NowMillis() + wait);
+  c.ReleaseTo(c.env.clock->NowMillis() + wait);
   const std::string ra =
       t.retry_after_ms >= 0 ? "Retry-After " + std::to_string(t.retry_after_ms / 1000) + " s" : "no usable Retry-After";
   c.Emit({{"event", "erp_call_cooldown"}, {"attempt", c.attempt}, {"wait_ms", wait}});
@@ -135,6 +146,43 @@ SendResult OnRateLimited(const SendContext& c, const ErpTriage& t) {
                "ERP answered 429 (" + ra + ") to " + c.Call() + "; next attempt in " +
                    std::to_string((wait + 999) / 1000) + " s");
   return SendResult::kRetryLater;
+}
+
+// DeadLetterConflict: the ERP's answer 409 is final (the plugin gets it); reconcile before any retry.
+void DeadLetterConflict(const SendContext& c) {
+  c.DeadLetter(DlqClass::kConflict, 409,
+               "reconcile before any retry: ERP answered 409 to " + c.Call() + "; the plugin got the 409");
+}
+
+// OnInProgress: a 409 that is about this row's own Idempotency-Key still being processed (or may
+// be: a resend). Asked again after max(Retry-After, the backoff); never stored as a conflict
+// while attempts are left. |r| is the answer (for the spent, unmarked case).
+SendResult OnInProgress(const SendContext& c, const ErpTriage& t, Result<ErpReply>& r, ErpReply* reply) {
+  const bool spent = c.attempt >= c.env.retry.attempts;
+  if (!spent) {
+    const int64_t backoff = c.env.retry.JitteredMs(c.env.retry.BackoffMs(c.attempt), DrawUniform01(c.env));
+    const int64_t wait = std::max(backoff, t.retry_after_ms);
+    c.ReleaseTo(c.env.clock->NowMillis() + wait);
+    c.Emit({{"event", "erp_call_in_progress"},
+            {"attempt", c.attempt},
+            {"wait_ms", wait},
+            {"said_by_erp", t.key_in_progress_said}});
+    return SendResult::kRetryLater;
+  }
+  if (t.key_in_progress_said) {
+    // The ERP said every time that this key is still running: nobody knows the outcome yet.
+    c.Emit({{"event", "erp_call_dead"}, {"attempt", c.attempt}, {"detail", "409: the key is still in progress"}});
+    c.MarkDead();
+    c.DeadLetter(DlqClass::kTransientExhausted, 409,
+                 "retries spent: " + c.Call() + " was answered 409 (this Idempotency-Key still in progress) in " +
+                     std::to_string(c.attempt) + " attempts; replay it once the ERP has finished the call");
+    return SendResult::kDead;
+  }
+  // Every ask since the first send got an unmarked 409: a real conflict, stored as the answer.
+  c.env.outbox->NoteAnswer(c.row.event_key, c.row.call_index, c.row.claimed_by, r->status, r->body);
+  DeadLetterConflict(c);
+  if (reply != nullptr) *reply = std::move(r).value();
+  return SendResult::kAnswered;
 }
 
 }  // namespace
@@ -179,37 +227,40 @@ void CountNotSent(const ErpEnv& env, const ErpCallTarget& target, const SendGate
   if (env.metrics != nullptr) env.metrics->RecordErpCall(target.endpoint, gate.refusal);
 }
 
-SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, ErpReply* reply) {
+SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, int64_t now_ms,
+                         ErpReply* reply) {
   const SendGate gate = CheckSendGate(env, target);
+  // The worker listed the row as due at |now_ms|; the claim is checked against the later of that
+  // and the clock now, and lasts from then.
+  const int64_t now = std::max(now_ms, gate.now_ms);
   if (!gate.allowed) {
-    // A failed Defer leaves the row due (or at its backoff): it is only looked at again sooner.
-    (void)env.outbox->Defer(row.event_key, row.call_index, gate.defer_to_ms);
+    // Only a row no live send owns is moved; a failed Defer leaves the row due (or at its
+    // backoff): it is only looked at again sooner.
+    (void)env.outbox->Defer(row.event_key, row.call_index, now, gate.defer_to_ms);
     CountNotSent(env, target, gate);
     return SendResult::kNotSent;
   }
-  OutboxRow marked = row;
-  marked.state = OutboxState::kSent;
-  marked.attempts = row.attempts + 1;
-  marked.next_attempt_ms =
-      gate.now_ms + env.retry.JitteredMs(env.retry.BackoffMs(marked.attempts), DrawUniform01(env));
-  if (!env.outbox->MarkSent(row.event_key, row.call_index, marked.next_attempt_ms).ok()) {
-    // Not sent (store down, or the row was answered meanwhile). The permit needs no release: a
-    // closed breaker counts nothing in flight, and a half-open probe slot frees itself after a
-    // cool-down.
-    return SendResult::kRetryLater;
-  }
-  return SendMarkedRow(env, marked, target, gate, reply);
+  // The claim decides who sends: of every worker and host that listed the row, one.
+  const std::string owner = NewSendOwner();
+  Result<std::optional<OutboxRow>> claimed =
+      env.outbox->Claim(row.event_key, row.call_index, now, owner, now + SendClaimMs(env));
+  // Not sent either way. The permit needs no release: a closed breaker counts nothing in flight,
+  // and a half-open probe slot frees itself after a cool-down.
+  if (!claimed.ok()) return SendResult::kRetryLater;  // store down
+  if (!claimed->has_value()) return SendResult::kBusy;
+  return SendMarkedRow(env, **claimed, target, gate, reply);
 }
 
 SendResult SendMarkedRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, const SendGate& gate,
                          ErpReply* reply) {
   CLAWGUARD_CHECK(gate.allowed);
+  CLAWGUARD_CHECK(row.state == OutboxState::kSent && !row.claimed_by.empty());
   const SendContext c{env, row, target, row.attempts};
   HttpHeaders headers;
   headers.Set(kIdempotencyKeyHeader, row.idempotency_key);
   if (!row.body.empty()) headers.Set("Content-Type", "application/json");
   Result<ErpReply> r = env.sender->Send(row.method, row.path, headers, row.body);
-  const ErpTriage t = TriageAnswer(r);
+  const ErpTriage t = TriageAnswer(r, row.attempts);
   c.Metric(t.outcome);
   if (gate.guarded) {
     if (!t.breaker_failure) {
@@ -222,17 +273,15 @@ SendResult SendMarkedRow(const ErpEnv& env, const OutboxRow& row, const ErpCallT
   if (t.final) {
     // If storing the answer fails the row stays sent: a resend carries the same key and the ERP
     // replays its answer, so the effect still happens once. Not waited for (Outbox::NoteAnswer).
-    env.outbox->NoteAnswer(row.event_key, row.call_index, r->status, r->body);
+    env.outbox->NoteAnswer(row.event_key, row.call_index, row.claimed_by, r->status, r->body);
     switch (t.verdict) {
       case ErpVerdict::kSuccess: ResolveAfterSuccess(c, t.status); break;
       case ErpVerdict::kNotFound:
         c.DeadLetter(DlqClass::kNotFound, 404, "repair ticket: ERP answered 404 to " + c.Call() +
                                                    "; the plugin got the 404, nothing is retried");
         break;
-      case ErpVerdict::kConflict:
-        c.DeadLetter(DlqClass::kConflict, 409,
-                     "reconcile before any retry: ERP answered 409 to " + c.Call() + "; the plugin got the 409");
-        break;
+      case ErpVerdict::kConflict: DeadLetterConflict(c); break;
+      case ErpVerdict::kInProgress:
       case ErpVerdict::kRejected:
       case ErpVerdict::kRateLimited:
       case ErpVerdict::kAuth:
@@ -244,6 +293,7 @@ SendResult SendMarkedRow(const ErpEnv& env, const OutboxRow& row, const ErpCallT
   switch (t.verdict) {
     case ErpVerdict::kRateLimited: return OnRateLimited(c, t);
     case ErpVerdict::kAuth: return OnAuthFailure(c, t);
+    case ErpVerdict::kInProgress: return OnInProgress(c, t, r, reply);
     case ErpVerdict::kTransient:
     case ErpVerdict::kSuccess:
     case ErpVerdict::kNotFound:

@@ -1,10 +1,14 @@
 // erp_send.h — the one send path of an outbox row, shared by the gateway's first send and the
 // retry worker's resends, with the dead-letter triage of ARCHITECTURE.md ("Dead-letter triage";
 // the verdicts are in host/erp_triage.h). It has two parts: CheckSendGate (the checks before a
-// send) and SendMarkedRow (one send of a row already marked sent, and the triage of its answer).
-// SendOutboxRow (the retry worker) runs gate → MarkSent → SendMarkedRow; the gateway runs the
-// gate before it appends the row and appends it already marked sent (store/outbox.h), so a first
-// send costs no MarkSent write.
+// send) and SendMarkedRow (one send of a row this send owns, and the triage of its answer).
+// SendOutboxRow (the retry worker) runs gate → Claim → SendMarkedRow; the gateway runs the gate
+// before it appends the row and appends it already sent and claimed (store/outbox.h), so a first
+// send costs no Claim write.
+//
+// One send at a time per row: a send owns its row from its Claim (or sent Append) under an owner
+// of its own (NewSendOwner) until SendClaimMs later; every write after the answer names that
+// owner, so a row another send took over (this one's claim ran out) is left to that send.
 //
 // BEFORE sending (nothing is sent, no attempt is counted, the row is Defer'd — or, on the
 // gateway's first send, appended pending with that next attempt):
@@ -12,17 +16,23 @@
 //     erp_calls_total{outcome="paused"};
 //   - the endpoint's breaker refuses → due again when it may let calls through;
 //     erp_calls_total{outcome="breaker_open"}.
-// Then the row is marked sent (attempts + 1, next attempt after the jittered backoff) and sent
-// once with its Idempotency-Key. AFTER the answer:
+// Then the row is claimed (attempts + 1; a row another send owns, or no longer due, is not sent:
+// kBusy) and sent once with its Idempotency-Key. AFTER the answer (each write by the send's
+// owner):
 //   - 2xx: answered; if earlier attempts failed, the event's cooldown, transient_exhausted and auth
 //     DLQ entries are resolved ("retry succeeded");
 //   - 404 / 409: answered (the plugin gets the reply) + DLQ not_found ("repair ticket: …") /
 //     conflict ("reconcile before any retry: …"); other final 4xx: answered;
-//   - 429: due again after max(Retry-After, floor_429) (jittered upwards) + DLQ cooldown;
+//   - 409 "in progress" (erp_triage.h: the ERP is still processing this Idempotency-Key):
+//     released, due again after max(Retry-After, the backoff) — asked again, never stored as a
+//     conflict; when the attempts are spent: a 409 that said so → dead + DLQ transient_exhausted,
+//     an unmarked one → answered 409 + DLQ conflict (every ask got it: a real conflict);
+//   - 429: released, due again after max(Retry-After, floor_429) (jittered upwards) + DLQ cooldown;
 //   - 401/403: the capability is paused in the store and locally, an alert audit line
 //     {"event":"erp_auth_failed","alert":true,…} + DLQ auth; the row waits for the resume;
 //   - 5xx, 408, 425, no answer: the breaker counts a failure (an opening is audited as an alert);
-//     the row waits its backoff; when the attempts are spent it is dead + DLQ transient_exhausted.
+//     the row is released to wait its backoff (base·2^(n−1), jittered, from the failure); when the
+//     attempts are spent it is dead + DLQ transient_exhausted.
 // Every send, pause and breaker refusal is counted in erp_calls_total{endpoint,outcome}. DLQ
 // entries are call-level (call_index, endpoint, erp_status; route ""), never carry a body, and
 // fold on repeats (one unresolved entry per event and class). DLQ and audit failures never change
@@ -60,6 +70,7 @@ enum class SendResult {
   kRetryLater,  // sent, not final (or the send could not be recorded): the row waits
   kDead,        // retries spent: the row is dead and dead-lettered
   kNotSent,     // paused capability or open breaker: deferred, no attempt counted
+  kBusy,        // not claimed: another send owns the row, or it is no longer due: nothing sent
 };
 
 // SendGate is what CheckSendGate decided about one send of a call.
@@ -89,18 +100,21 @@ SendGate CheckSendGate(const ErpEnv& env, const ErpCallTarget& target);
 void CountNotSent(const ErpEnv& env, const ErpCallTarget& target, const SendGate& gate);
 
 // SendMarkedRow sends |row| once with its Idempotency-Key and runs the triage of the answer
-// (everything AFTER above: metrics, breaker record, MarkAnswered, Defer, MarkDead, DLQ, audit).
-// |row| must already be recorded as sent for this send — state sent, attempts = this send's
-// number (1-based), by MarkSent or by an Append of a kSent row — and |gate| is the allowed gate
-// of this send (CHECKed). Never returns kNotSent. |reply| may be null.
+// (everything AFTER above: metrics, breaker record, NoteAnswer, Release, MarkDead, DLQ, audit).
+// |row| must be owned by this send — state sent, attempts = this send's number (1-based),
+// claimed_by = this send's owner (CHECKed), by Claim or by an Append of a kSent row — and |gate|
+// is the allowed gate of this send (CHECKed). Never returns kNotSent or kBusy. |reply| may be null.
 SendResult SendMarkedRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, const SendGate& gate,
                          ErpReply* reply);
 
-// SendOutboxRow runs the whole send path above for |row| (pending or sent, as stored):
-// CheckSendGate (refused → Defer, CountNotSent, kNotSent), then MarkSent (attempts + 1, next
-// attempt after the jittered backoff; a failed mark → kRetryLater, nothing sent), then
-// SendMarkedRow. |reply| may be null. Thread-safe as far as |env|'s parts are (they all are).
-SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, ErpReply* reply);
+// SendOutboxRow runs the whole send path above for |row| (pending or sent, as listed by
+// DuePending at |now_ms|): CheckSendGate (refused → Defer, CountNotSent, kNotSent), then Claim
+// under a new owner, due at and lasting SendClaimMs from the later of |now_ms| and the clock
+// (attempts + 1; a store failure → kRetryLater, a row not claimed → kBusy, nothing sent either
+// way), then SendMarkedRow. |reply| may be null. Thread-safe as far as |env|'s parts are (they
+// all are).
+SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, int64_t now_ms,
+                         ErpReply* reply);
 
 }  // namespace clawguard::host
 

@@ -1,6 +1,9 @@
 // erp_triage.cpp — classification of ERP answers (see the table in erp_triage.h).
 #include "host/erp_triage.h"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <charconv>
 
 namespace clawguard::host {
@@ -12,6 +15,7 @@ std::string_view ErpVerdictName(ErpVerdict v) {
     case ErpVerdict::kAuth: return "auth";
     case ErpVerdict::kNotFound: return "not_found";
     case ErpVerdict::kConflict: return "conflict";
+    case ErpVerdict::kInProgress: return "in_progress";
     case ErpVerdict::kRejected: return "rejected";
     case ErpVerdict::kTransient: return "transient";
   }
@@ -33,7 +37,36 @@ std::optional<int64_t> ParseRetryAfterSeconds(std::string_view value) {
   return std::min(seconds, kMaxRetryAfterSeconds);
 }
 
-ErpTriage TriageAnswer(const Result<ErpReply>& result) {
+namespace {
+
+bool NamesIdempotency(const nlohmann::json& v) {
+  if (!v.is_string()) return false;
+  std::string text = v.get<std::string>();
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c); });
+  return text.find("idempoten") != std::string::npos;
+}
+
+}  // namespace
+
+bool SaysKeyInProgress(const ErpReply& reply) {
+  if (reply.headers.Get("Retry-After").has_value()) return true;
+  if (reply.body.empty() || reply.body.size() > kMaxInProgressBody) return false;
+  const nlohmann::json j = nlohmann::json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return false;  // also a parse error (discarded)
+  const auto error = j.find("error");
+  if (error != j.end() && error->is_object()) {
+    const auto type = error->find("type");
+    if (type != error->end() && type->is_string() && type->get<std::string>() == "idempotency_error") return true;
+  }
+  for (const char* member : {"type", "title"}) {
+    const auto it = j.find(member);
+    if (it != j.end() && NamesIdempotency(*it)) return true;
+  }
+  return false;
+}
+
+ErpTriage TriageAnswer(const Result<ErpReply>& result, int64_t attempt) {
   ErpTriage t;
   if (!result.ok()) {
     // No answer: the ERP may or may not have acted; a resend with the same key is safe.
@@ -72,10 +105,20 @@ ErpTriage TriageAnswer(const Result<ErpReply>& result) {
       t.verdict = ErpVerdict::kNotFound;
       t.final = true;
       return t;
-    case 409:
-      t.verdict = ErpVerdict::kConflict;
-      t.final = true;
+    case 409: {
+      // Our own key still being processed is "ask again", not a conflict (erp_triage.h).
+      t.key_in_progress_said = SaysKeyInProgress(*result);
+      if (!t.key_in_progress_said && attempt <= 1) {
+        t.verdict = ErpVerdict::kConflict;
+        t.final = true;
+        return t;
+      }
+      t.verdict = ErpVerdict::kInProgress;
+      const std::optional<std::string_view> ra = result->headers.Get("Retry-After");
+      const std::optional<int64_t> seconds = ra ? ParseRetryAfterSeconds(*ra) : std::nullopt;
+      if (seconds) t.retry_after_ms = *seconds * 1000;
       return t;
+    }
     default:
       t.verdict = ErpVerdict::kRejected;
       t.final = true;

@@ -248,6 +248,7 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   env.retry.attempts = c.erp.retry.attempts;
   env.retry.jitter_percent = c.erp.retry.jitter_percent;
   env.retry.floor_429 = c.erp.retry.floor_429;
+  env.send_timeout = c.erp.timeout;  // a send owns its outbox row this long plus a margin
   env.audit = audit;
   env.dlq = app->stores_.dlq.get();
   env.endpoint_breaker = app->endpoint_breaker_.get();

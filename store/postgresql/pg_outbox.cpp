@@ -6,7 +6,7 @@ namespace {
 
 constexpr char kColumns[] =
     "event_key, fencing_token, call_index, method, path, body, body_sha256, state, reply_status, reply_body, "
-    "attempts, next_attempt_ms, idempotency_key";
+    "attempts, next_attempt_ms, idempotency_key, claimed_by";
 
 OutboxRow ReadRow(const PgResult& r, int i) {
   OutboxRow row;
@@ -24,6 +24,7 @@ OutboxRow ReadRow(const PgResult& r, int i) {
   row.attempts = r.Int(i, 10);
   row.next_attempt_ms = r.Int(i, 11);
   row.idempotency_key = r.Text(i, 12);
+  row.claimed_by = r.Text(i, 13);
   return row;
 }
 
@@ -42,14 +43,11 @@ Result<std::unique_ptr<PgOutbox>> PgOutbox::Open(std::shared_ptr<PgPool> pool) {
 }
 
 Result<OutboxAppend> PgOutbox::Append(const OutboxRow& row) {
-  if (row.state != OutboxState::kPending && row.state != OutboxState::kSent && row.state != OutboxState::kHeld) {
-    return Status(Reason::kInternal, "outbox: a new row must be pending, sent or held, not " +
-                                         std::string(OutboxStateName(row.state)));
-  }
+  CLAWGUARD_RETURN_IF_ERROR(CheckNewOutboxRow(row));
   static const std::string kInsert =
       "INSERT INTO outbox_rows (event_key, fencing_token, call_index, method, path, body, body_sha256, state, "
-      "attempts, next_attempt_ms, idempotency_key) VALUES ($1::text, $2::bigint, $3::bigint, $4::text, $5::text, "
-      "$6::bytea, $7::text, $8::text, $11::bigint, $9::bigint, $10::text) "
+      "attempts, next_attempt_ms, idempotency_key, claimed_by) VALUES ($1::text, $2::bigint, $3::bigint, $4::text, "
+      "$5::text, $6::bytea, $7::text, $8::text, $11::bigint, $9::bigint, $10::text, $12::text) "
       "ON CONFLICT (event_key, call_index) DO NOTHING";
   // A row appended as sent records the gateway's first send attempt (outbox.h).
   const int64_t attempts = row.state == OutboxState::kSent ? 1 : 0;
@@ -79,7 +77,8 @@ Result<OutboxAppend> PgOutbox::Append(const OutboxRow& row) {
                                                        .Text(OutboxStateName(row.state))
                                                        .Int(row.next_attempt_ms)
                                                        .Text(row.idempotency_key)
-                                                       .Int(attempts)));
+                                                       .Int(attempts)
+                                                       .Text(row.claimed_by)));
   if (ins.Affected() == 1) {
     CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
     out.kind = OutboxAppend::Kind::kAppended;
@@ -129,32 +128,61 @@ Status PgOutbox::Update(std::string_view what, const std::string& event_key, int
   return Status::Ok();
 }
 
-Status PgOutbox::MarkSent(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) {
-  return Update("mark sent", event_key, call_index,
-                "UPDATE outbox_rows SET state = 'sent', attempts = attempts + 1, next_attempt_ms = $3::bigint "
-                "WHERE event_key = $1::text AND call_index = $2::bigint AND state IN ('pending', 'sent')",
-                PgParams().Text(event_key).Int(call_index).Int(next_attempt_ms));
+Result<std::optional<OutboxRow>> PgOutbox::Claim(const std::string& event_key, int64_t call_index, int64_t now_ms,
+                                                 const std::string& owner, int64_t until_ms) {
+  if (owner.empty()) return Status(Reason::kInternal, "outbox claim: the send needs an owner");
+  // One conditional UPDATE under READ COMMITTED: a second claim of the same row waits for the
+  // first to commit, then re-checks the WHERE on the row the first wrote (not due any more) and
+  // changes nothing — one send at a time per row across hosts.
+  static const std::string kSql =
+      std::string("UPDATE outbox_rows SET state = 'sent', attempts = attempts + 1, claimed_by = $4::text, "
+                  "next_attempt_ms = $5::bigint WHERE event_key = $1::text AND call_index = $2::bigint "
+                  "AND state IN ('pending', 'sent') AND next_attempt_ms <= $3::bigint RETURNING ") +
+      kColumns;
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      std::vector<OutboxRow> rows,
+      Select("claim", kSql, PgParams().Text(event_key).Int(call_index).Int(now_ms).Text(owner).Int(until_ms)));
+  if (rows.empty()) return std::optional<OutboxRow>();
+  return std::optional<OutboxRow>(std::move(rows.front()));
 }
 
-Status PgOutbox::MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
-                              const std::string& reply_body) {
+Status PgOutbox::MarkAnswered(const std::string& event_key, int64_t call_index, const std::string& owner,
+                              int reply_status, const std::string& reply_body) {
+  if (owner.empty()) return Status(Reason::kNotFound, "outbox answer: no send named");
   return Update("mark answered", event_key, call_index,
-                "UPDATE outbox_rows SET state = 'answered', reply_status = $3::integer, reply_body = $4::bytea "
-                "WHERE event_key = $1::text AND call_index = $2::bigint AND state IN ('pending', 'sent')",
-                PgParams().Text(event_key).Int(call_index).Int(reply_status).Bytes(reply_body));
+                "UPDATE outbox_rows SET state = 'answered', reply_status = $3::integer, reply_body = $4::bytea, "
+                "claimed_by = '' WHERE event_key = $1::text AND call_index = $2::bigint AND state = 'sent' "
+                "AND claimed_by = $5::text",
+                PgParams().Text(event_key).Int(call_index).Int(reply_status).Bytes(reply_body).Text(owner));
 }
 
-Status PgOutbox::MarkDead(const std::string& event_key, int64_t call_index) {
+Status PgOutbox::Release(const std::string& event_key, int64_t call_index, const std::string& owner,
+                         int64_t next_attempt_ms) {
+  if (owner.empty()) return Status(Reason::kNotFound, "outbox release: no send named");
+  return Update("release", event_key, call_index,
+                "UPDATE outbox_rows SET next_attempt_ms = $3::bigint, claimed_by = '' WHERE event_key = $1::text "
+                "AND call_index = $2::bigint AND state = 'sent' AND claimed_by = $4::text",
+                PgParams().Text(event_key).Int(call_index).Int(next_attempt_ms).Text(owner));
+}
+
+Status PgOutbox::MarkDead(const std::string& event_key, int64_t call_index, const std::string& owner) {
+  if (owner.empty()) {
+    return Update("mark dead", event_key, call_index,
+                  "UPDATE outbox_rows SET state = 'dead', claimed_by = '' WHERE event_key = $1::text "
+                  "AND call_index = $2::bigint",
+                  PgParams().Text(event_key).Int(call_index));
+  }
   return Update("mark dead", event_key, call_index,
-                "UPDATE outbox_rows SET state = 'dead' WHERE event_key = $1::text AND call_index = $2::bigint",
-                PgParams().Text(event_key).Int(call_index));
+                "UPDATE outbox_rows SET state = 'dead', claimed_by = '' WHERE event_key = $1::text "
+                "AND call_index = $2::bigint AND state = 'sent' AND claimed_by = $3::text",
+                PgParams().Text(event_key).Int(call_index).Text(owner));
 }
 
-Status PgOutbox::Defer(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) {
+Status PgOutbox::Defer(const std::string& event_key, int64_t call_index, int64_t now_ms, int64_t next_attempt_ms) {
   return Update("defer", event_key, call_index,
-                "UPDATE outbox_rows SET next_attempt_ms = $3::bigint "
-                "WHERE event_key = $1::text AND call_index = $2::bigint AND state IN ('pending', 'sent')",
-                PgParams().Text(event_key).Int(call_index).Int(next_attempt_ms));
+                "UPDATE outbox_rows SET next_attempt_ms = $3::bigint WHERE event_key = $1::text "
+                "AND call_index = $2::bigint AND state IN ('pending', 'sent') AND next_attempt_ms <= $4::bigint",
+                PgParams().Text(event_key).Int(call_index).Int(next_attempt_ms).Int(now_ms));
 }
 
 Result<bool> PgOutbox::Revive(const std::string& event_key, int64_t call_index, int64_t now_ms) {
@@ -162,7 +190,7 @@ Result<bool> PgOutbox::Revive(const std::string& event_key, int64_t call_index, 
   // row exists at all (a pending/sent/held row is left alone: false).
   static const std::string kSql =
       "WITH revived AS (UPDATE outbox_rows SET state = 'pending', attempts = 0, next_attempt_ms = $3::bigint, "
-      "reply_status = 0, reply_body = ''::bytea WHERE event_key = $1::text AND call_index = $2::bigint "
+      "reply_status = 0, reply_body = ''::bytea, claimed_by = '' WHERE event_key = $1::text AND call_index = $2::bigint "
       "AND state IN ('dead', 'answered') RETURNING 1) "
       "SELECT (SELECT count(*) FROM revived), "
       "(SELECT count(*) FROM outbox_rows WHERE event_key = $1::text AND call_index = $2::bigint)";

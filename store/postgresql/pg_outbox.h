@@ -3,7 +3,8 @@
 // Append runs in one transaction that first reads the event's idempotency record FOR SHARE: a
 // takeover (an UPDATE of that record) waits until the append commits, and an append that comes
 // after a takeover sees the new token and is refused (kFenced). The insert itself is
-// `INSERT … ON CONFLICT DO NOTHING`, so two appends of one call index never both write.
+// `INSERT … ON CONFLICT DO NOTHING`, so two appends of one call index never both write. A send
+// claims its row with one conditional UPDATE (Claim): of two hosts, one finds it due.
 // Thread-safe (connections from the shared PgPool).
 #ifndef CLAWGUARD_STORE_POSTGRESQL_PG_OUTBOX_H_
 #define CLAWGUARD_STORE_POSTGRESQL_PG_OUTBOX_H_
@@ -24,11 +25,15 @@ class PgOutbox final : public Outbox {
 
   Result<OutboxAppend> Append(const OutboxRow& row) override;
   Result<std::optional<OutboxRow>> Get(const std::string& event_key, int64_t call_index) override;
-  Status MarkSent(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) override;
-  Status MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
+  // Claim is one conditional `UPDATE … RETURNING` (see pg_outbox.cpp): across hosts, one wins.
+  Result<std::optional<OutboxRow>> Claim(const std::string& event_key, int64_t call_index, int64_t now_ms,
+                                         const std::string& owner, int64_t until_ms) override;
+  Status MarkAnswered(const std::string& event_key, int64_t call_index, const std::string& owner, int reply_status,
                       const std::string& reply_body) override;
-  Status MarkDead(const std::string& event_key, int64_t call_index) override;
-  Status Defer(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) override;
+  Status Release(const std::string& event_key, int64_t call_index, const std::string& owner,
+                 int64_t next_attempt_ms) override;
+  Status MarkDead(const std::string& event_key, int64_t call_index, const std::string& owner) override;
+  Status Defer(const std::string& event_key, int64_t call_index, int64_t now_ms, int64_t next_attempt_ms) override;
   Result<bool> Revive(const std::string& event_key, int64_t call_index, int64_t now_ms) override;
   Result<int64_t> ConfirmHeld(const std::string& event_key, int64_t now_ms) override;
   Result<std::vector<OutboxRow>> ListEvent(const std::string& event_key) override;

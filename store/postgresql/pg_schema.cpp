@@ -180,6 +180,12 @@ BEGIN
 END
 $$;
 )sql",
+    // Version 5: an outbox row names the send that owns it (claimed_by; its claim ends at
+    // next_attempt_ms), so a row in flight is sent by one host at a time (pg_outbox.h Claim).
+    // Rows an older build left sent are unclaimed and due at their next attempt, as they were.
+    R"sql(
+ALTER TABLE outbox_rows ADD COLUMN claimed_by text NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(std::size(kMigrations) == kPgSchemaVersion);
 

@@ -16,7 +16,7 @@ namespace clawguard::pg {
 class PgPool;
 
 // kPgSchemaVersion is the schema this build writes; a newer one in the database is refused.
-inline constexpr int64_t kPgSchemaVersion = 4;
+inline constexpr int64_t kPgSchemaVersion = 5;
 
 struct MigrationReport {
   int64_t from = 0;               // the version found

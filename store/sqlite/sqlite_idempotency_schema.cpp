@@ -7,7 +7,7 @@
 namespace clawguard::sqlite {
 namespace {
 
-constexpr int64_t kSchemaVersion = 6;
+constexpr int64_t kSchemaVersion = 7;
 
 constexpr std::string_view kSchemaV1 = R"sql(
 CREATE TABLE IF NOT EXISTS idem_records (
@@ -269,8 +269,17 @@ ALTER TABLE outbox_rows_v6 RENAME TO outbox_rows;
 CREATE INDEX outbox_rows_due ON outbox_rows (next_attempt_ms) WHERE state IN ('pending', 'sent');
 )sql";
 
+// v7: an outbox row names the send that owns it (claimed_by; its claim ends at next_attempt_ms),
+// so a row in flight is never sent again by another worker or host before its answer is stored
+// or its claim ends (store/outbox.h). A column with a constant default: no copy. Rows an older
+// build left sent are unclaimed and due at their next attempt, as they were.
+constexpr std::string_view kSchemaV7 = R"sql(
+ALTER TABLE outbox_rows ADD COLUMN claimed_by TEXT NOT NULL DEFAULT '';
+)sql";
+
 // kMigrations[v - 1] brings a database at version v - 1 to version v.
-constexpr std::string_view kMigrations[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5, kSchemaV6};
+constexpr std::string_view kMigrations[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4,
+                                            kSchemaV5, kSchemaV6, kSchemaV7};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 }  // namespace

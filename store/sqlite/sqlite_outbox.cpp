@@ -8,7 +8,7 @@ namespace {
 
 constexpr std::string_view kColumns =
     "event_key, fencing_token, call_index, method, path, body, body_sha256, state, reply_status, reply_body, "
-    "attempts, next_attempt_ms, idempotency_key";
+    "attempts, next_attempt_ms, idempotency_key, claimed_by";
 
 // An event's rows are addressed by its record's id (the key's first column, schema v6), and their
 // event key must match too; a row adds its call index. ?1 is the event key, ?2 the call index.
@@ -32,6 +32,7 @@ OutboxRow ReadRow(const Stmt& s) {
   r.attempts = s.Int(10);
   r.next_attempt_ms = s.Int(11);
   r.idempotency_key = s.Text(12);
+  r.claimed_by = s.Text(13);
   return r;
 }
 
@@ -71,14 +72,14 @@ Status AppendIn(SqliteDb& db, const OutboxRow& row, OutboxAppend& out) {
   }
   CLAWGUARD_ASSIGN_OR_RETURN(
       Stmt i, db.Prepare("INSERT INTO outbox_rows (record_id, event_key, fencing_token, call_index, method, path, "
-                         "body, body_sha256, state, attempts, next_attempt_ms, idempotency_key) "
-                         "VALUES (?12, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, ?11, ?8, ?9) "
+                         "body, body_sha256, state, attempts, next_attempt_ms, idempotency_key, claimed_by) "
+                         "VALUES (?12, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, ?11, ?8, ?9, ?13) "
                          "ON CONFLICT (record_id, call_index) DO NOTHING"));
   // A row appended as sent records the gateway's first send attempt (outbox.h).
   const int64_t attempts = row.state == OutboxState::kSent ? 1 : 0;
   i.Bind(1, row.event_key).Bind(2, row.fencing_token).Bind(3, row.call_index).Bind(4, row.method).Bind(5, row.path);
   i.BindBlob(6, row.body).Bind(7, row.body_sha256).Bind(8, row.next_attempt_ms).Bind(9, row.idempotency_key);
-  i.Bind(10, std::string(OutboxStateName(row.state))).Bind(11, attempts).Bind(12, record_id);
+  i.Bind(10, std::string(OutboxStateName(row.state))).Bind(11, attempts).Bind(12, record_id).Bind(13, row.claimed_by);
   CLAWGUARD_RETURN_IF_ERROR(i.Run());
   if (sqlite3_changes(db.raw()) == 0) {
     // The call index has a row already (a re-run plugin): compare, never overwrite. The insert is
@@ -110,10 +111,7 @@ Status AppendIn(SqliteDb& db, const OutboxRow& row, OutboxAppend& out) {
 }  // namespace
 
 Result<OutboxAppend> SqliteOutbox::Append(const OutboxRow& row) {
-  if (row.state != OutboxState::kPending && row.state != OutboxState::kSent && row.state != OutboxState::kHeld) {
-    return Status(Reason::kInternal, "outbox: a new row must be pending, sent or held, not " +
-                                         std::string(OutboxStateName(row.state)));
-  }
+  CLAWGUARD_RETURN_IF_ERROR(CheckNewOutboxRow(row));
   OutboxAppend out;
   // Lazy (sqlite_writer.h): a row lost in a machine crash belongs to a delivery not answered yet
   // (Complete is durable and fsyncs it); the re-run plugin appends it again with the same
@@ -166,53 +164,95 @@ Status SqliteOutbox::Update(const std::string& event_key, int64_t call_index, st
   return UpdateRow(*writer_, Durability::kBeforeReturn, event_key, call_index, sql, bind);
 }
 
-Status SqliteOutbox::MarkSent(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) {
-  // Lazy: a lost mark means one more send of the same request with the same Idempotency-Key
-  // (the ERP replays); attempts may count one less.
-  return UpdateRow(*writer_, Durability::kLazy, event_key, call_index,
-                "UPDATE outbox_rows SET state = 'sent', attempts = attempts + 1, next_attempt_ms = ?3 "
-                "WHERE " CLAWGUARD_OUTBOX_ROW_IS " AND state IN ('pending', 'sent')",
-                [&](Stmt& s) { s.Bind(3, next_attempt_ms); });
+Result<std::optional<OutboxRow>> SqliteOutbox::Claim(const std::string& event_key, int64_t call_index, int64_t now_ms,
+                                                     const std::string& owner, int64_t until_ms) {
+  if (owner.empty()) return Status(Reason::kInternal, "outbox claim: the send needs an owner");
+  std::optional<OutboxRow> claimed;
+  // Lazy, as the send's record always was: a claim lost in a machine crash means one more send
+  // with the same Idempotency-Key (the ERP replays); attempts may count one less. Atomic: the
+  // condition and the change are one UPDATE in the writer's transaction, so of two claims (two
+  // threads, or two processes on the file) only the first finds the row due.
+  const Status written = writer_->Write(
+      [&](SqliteDb& db) -> Status {
+        claimed.reset();
+        static const std::string kSql =
+            "UPDATE outbox_rows SET state = 'sent', attempts = attempts + 1, claimed_by = ?4, next_attempt_ms = ?5 "
+            "WHERE " CLAWGUARD_OUTBOX_ROW_IS " AND (state = 'pending' OR state = 'sent') AND next_attempt_ms <= ?3 "
+            "RETURNING " + std::string(kColumns);
+        CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare(kSql));
+        u.Bind(1, event_key).Bind(2, call_index).Bind(3, now_ms).Bind(4, owner).Bind(5, until_ms);
+        CLAWGUARD_ASSIGN_OR_RETURN(bool row, u.Step());
+        if (!row) return Status::Ok();
+        claimed = ReadRow(u);
+        // One row at most (the key); step once more so the statement completes here.
+        CLAWGUARD_ASSIGN_OR_RETURN(row, u.Step());
+        return Status::Ok();
+      },
+      Durability::kLazy);
+  if (!written.ok()) return written;
+  return claimed;
 }
 
 namespace {
+// An owned send's answer: the row must still be sent and still that send's (outbox.h).
 constexpr std::string_view kMarkAnsweredSql =
-    "UPDATE outbox_rows SET state = 'answered', reply_status = ?3, reply_body = ?4 "
-    "WHERE " CLAWGUARD_OUTBOX_ROW_IS " AND state IN ('pending', 'sent')";
+    "UPDATE outbox_rows SET state = 'answered', reply_status = ?3, reply_body = ?4, claimed_by = '' "
+    "WHERE " CLAWGUARD_OUTBOX_ROW_IS " AND state = 'sent' AND claimed_by = ?5";
 }  // namespace
 
-Status SqliteOutbox::MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
-                                  const std::string& reply_body) {
+Status SqliteOutbox::MarkAnswered(const std::string& event_key, int64_t call_index, const std::string& owner,
+                                  int reply_status, const std::string& reply_body) {
+  if (owner.empty()) return Status(Reason::kNotFound, "outbox answer: no send named");
   // Lazy: a lost reply is fetched again by re-sending with the same Idempotency-Key (the ERP
   // replays it); an answer built from it is stored by the durable Complete, which fsyncs this.
-  return UpdateRow(*writer_, Durability::kLazy, event_key, call_index,
-                kMarkAnsweredSql, [&](Stmt& s) { s.Bind(3, int64_t{reply_status}).BindBlob(4, reply_body); });
+  return UpdateRow(*writer_, Durability::kLazy, event_key, call_index, kMarkAnsweredSql, [&](Stmt& s) {
+    s.Bind(3, int64_t{reply_status}).BindBlob(4, reply_body).Bind(5, owner);
+  });
 }
 
-void SqliteOutbox::NoteAnswer(const std::string& event_key, int64_t call_index, int reply_status,
-                              const std::string& reply_body) {
+void SqliteOutbox::NoteAnswer(const std::string& event_key, int64_t call_index, const std::string& owner,
+                              int reply_status, const std::string& reply_body) {
+  if (owner.empty()) return;
   // Not waited for: the delivery's durable Complete is queued after it, so it commits first and
-  // is flushed with it. A mark that fails or is lost is MarkAnswered's lazy case above.
-  writer_->Submit([event_key, call_index, reply_status, reply_body](SqliteDb& db) -> Status {
+  // is flushed with it. A mark that fails or is lost is MarkAnswered's lazy case above; one that
+  // finds the row no longer this send's changes nothing, as MarkAnswered.
+  writer_->Submit([event_key, call_index, owner, reply_status, reply_body](SqliteDb& db) -> Status {
     CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db.Prepare(kMarkAnsweredSql));
-    u.Bind(1, event_key).Bind(2, call_index).Bind(3, int64_t{reply_status}).BindBlob(4, reply_body);
+    u.Bind(1, event_key).Bind(2, call_index).Bind(3, int64_t{reply_status}).BindBlob(4, reply_body).Bind(5, owner);
     return u.Run();
   });
 }
 
-Status SqliteOutbox::MarkDead(const std::string& event_key, int64_t call_index) {
-  // Durable: a dead row is handed to operators (DLQ) and must not come back to life.
-  return Update(event_key, call_index,
-                "UPDATE outbox_rows SET state = 'dead' WHERE " CLAWGUARD_OUTBOX_ROW_IS,
-                [](Stmt&) {});
+Status SqliteOutbox::Release(const std::string& event_key, int64_t call_index, const std::string& owner,
+                             int64_t next_attempt_ms) {
+  if (owner.empty()) return Status(Reason::kNotFound, "outbox release: no send named");
+  // Lazy: a lost release leaves the row claimed until its claim ends, then due (same key).
+  return UpdateRow(*writer_, Durability::kLazy, event_key, call_index,
+                   "UPDATE outbox_rows SET next_attempt_ms = ?3, claimed_by = '' WHERE " CLAWGUARD_OUTBOX_ROW_IS
+                   " AND state = 'sent' AND claimed_by = ?4",
+                   [&](Stmt& s) { s.Bind(3, next_attempt_ms).Bind(4, owner); });
 }
 
-Status SqliteOutbox::Defer(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) {
-  // Lazy: a lost deferral only makes the retry come sooner (same Idempotency-Key).
+Status SqliteOutbox::MarkDead(const std::string& event_key, int64_t call_index, const std::string& owner) {
+  // Durable: a dead row is handed to operators (DLQ) and must not come back to life.
+  if (owner.empty()) {
+    return Update(event_key, call_index,
+                  "UPDATE outbox_rows SET state = 'dead', claimed_by = '' WHERE " CLAWGUARD_OUTBOX_ROW_IS,
+                  [](Stmt&) {});
+  }
+  return Update(event_key, call_index,
+                "UPDATE outbox_rows SET state = 'dead', claimed_by = '' WHERE " CLAWGUARD_OUTBOX_ROW_IS
+                " AND state = 'sent' AND claimed_by = ?3",
+                [&](Stmt& s) { s.Bind(3, owner); });
+}
+
+Status SqliteOutbox::Defer(const std::string& event_key, int64_t call_index, int64_t now_ms, int64_t next_attempt_ms) {
+  // Lazy: a lost deferral only makes the retry come sooner (same Idempotency-Key). A row a live
+  // send owns is not due, so it is left alone.
   return UpdateRow(*writer_, Durability::kLazy, event_key, call_index,
-                "UPDATE outbox_rows SET next_attempt_ms = ?3 WHERE " CLAWGUARD_OUTBOX_ROW_IS
-                " AND state IN ('pending', 'sent')",
-                [&](Stmt& s) { s.Bind(3, next_attempt_ms); });
+                   "UPDATE outbox_rows SET next_attempt_ms = ?3 WHERE " CLAWGUARD_OUTBOX_ROW_IS
+                   " AND (state = 'pending' OR state = 'sent') AND next_attempt_ms <= ?4",
+                   [&](Stmt& s) { s.Bind(3, next_attempt_ms).Bind(4, now_ms); });
 }
 
 Result<bool> SqliteOutbox::Revive(const std::string& event_key, int64_t call_index, int64_t now_ms) {
@@ -222,7 +262,7 @@ Result<bool> SqliteOutbox::Revive(const std::string& event_key, int64_t call_ind
     {
       CLAWGUARD_ASSIGN_OR_RETURN(
           Stmt u, db.Prepare("UPDATE outbox_rows SET state = 'pending', attempts = 0, next_attempt_ms = ?3, "
-                             "reply_status = 0, reply_body = x'' WHERE " CLAWGUARD_OUTBOX_ROW_IS
+                             "reply_status = 0, reply_body = x'', claimed_by = '' WHERE " CLAWGUARD_OUTBOX_ROW_IS
                              " AND state IN ('dead', 'answered')"));
       u.Bind(1, event_key).Bind(2, call_index).Bind(3, now_ms);
       CLAWGUARD_RETURN_IF_ERROR(u.Run());

@@ -25,14 +25,19 @@ class SqliteOutbox final : public Outbox {
 
   Result<OutboxAppend> Append(const OutboxRow& row) override;
   Result<std::optional<OutboxRow>> Get(const std::string& event_key, int64_t call_index) override;
-  Status MarkSent(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) override;
-  Status MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
+  // Claim is one `UPDATE … RETURNING` in the writer's transaction (atomic across threads and
+  // processes sharing the file).
+  Result<std::optional<OutboxRow>> Claim(const std::string& event_key, int64_t call_index, int64_t now_ms,
+                                         const std::string& owner, int64_t until_ms) override;
+  Status MarkAnswered(const std::string& event_key, int64_t call_index, const std::string& owner, int reply_status,
                       const std::string& reply_body) override;
   // NoteAnswer queues the mark on the writer (SqliteWriter::Submit) and returns without waiting.
-  void NoteAnswer(const std::string& event_key, int64_t call_index, int reply_status,
+  void NoteAnswer(const std::string& event_key, int64_t call_index, const std::string& owner, int reply_status,
                   const std::string& reply_body) override;
-  Status MarkDead(const std::string& event_key, int64_t call_index) override;
-  Status Defer(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) override;
+  Status Release(const std::string& event_key, int64_t call_index, const std::string& owner,
+                 int64_t next_attempt_ms) override;
+  Status MarkDead(const std::string& event_key, int64_t call_index, const std::string& owner) override;
+  Status Defer(const std::string& event_key, int64_t call_index, int64_t now_ms, int64_t next_attempt_ms) override;
   Result<bool> Revive(const std::string& event_key, int64_t call_index, int64_t now_ms) override;
   Result<int64_t> ConfirmHeld(const std::string& event_key, int64_t now_ms) override;
   Result<std::vector<OutboxRow>> ListEvent(const std::string& event_key) override;

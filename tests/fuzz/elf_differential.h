@@ -145,11 +145,13 @@ inline void MutateElf(std::string& b, std::mt19937_64& rng) {
       default: return pick(0x5000);
     }
   };
+  // fits: [at, at + n) inside |b|, without overflow (offsets come from the mutated bytes).
+  auto fits = [&](uint64_t at, uint64_t n) { return at <= b.size() && n <= b.size() - at; };
   auto poke64 = [&](uint64_t at, uint64_t v) {
-    if (at + 8 <= b.size()) std::memcpy(b.data() + at, &v, 8);
+    if (fits(at, 8)) std::memcpy(b.data() + at, &v, 8);
   };
   auto poke32 = [&](uint64_t at, uint32_t v) {
-    if (at + 4 <= b.size()) std::memcpy(b.data() + at, &v, 4);
+    if (fits(at, 4)) std::memcpy(b.data() + at, &v, 4);
   };
   uint64_t phoff = 0;
   uint16_t phnum = 0;
@@ -157,7 +159,7 @@ inline void MutateElf(std::string& b, std::mt19937_64& rng) {
   std::memcpy(&phnum, b.data() + 56, 2);
   switch (pick(5)) {
     case 0: {  // a program header field
-      if (phnum == 0) break;
+      if (phnum == 0 || phoff > b.size()) break;
       const uint64_t at = phoff + pick(phnum) * sizeof(Elf64_Phdr);
       const uint64_t field = pick(7);  // type/flags (32-bit) or offset/vaddr/paddr/filesz/memsz/align
       if (field == 0) poke32(at, static_cast<uint32_t>(value()));
@@ -168,8 +170,9 @@ inline void MutateElf(std::string& b, std::mt19937_64& rng) {
     case 1:  // a dynamic entry: find PT_DYNAMIC at p_offset and change a tag or a value
     case 2: {
       for (uint64_t i = 0; i < phnum; ++i) {
+        if (phoff > b.size()) break;
         const uint64_t at = phoff + i * sizeof(Elf64_Phdr);
-        if (at + sizeof(Elf64_Phdr) > b.size()) break;
+        if (!fits(at, sizeof(Elf64_Phdr))) break;
         uint32_t type = 0;
         uint64_t off = 0, size = 0;
         std::memcpy(&type, b.data() + at, 4);
@@ -187,7 +190,7 @@ inline void MutateElf(std::string& b, std::mt19937_64& rng) {
       uint16_t shnum = 0;
       std::memcpy(&shoff, b.data() + 40, 8);
       std::memcpy(&shnum, b.data() + 60, 2);
-      if (shnum == 0) break;
+      if (shnum == 0 || shoff > b.size()) break;
       poke64(shoff + pick(shnum) * sizeof(Elf64_Shdr) + 8 * (1 + pick(7)), value());
       break;
     }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 
 #include "host/breaker.h"
 #include "host/capability_pauses.h"
@@ -35,22 +36,28 @@ class CountingOutbox final : public Outbox {
   Result<std::optional<OutboxRow>> Get(const std::string& event_key, int64_t call_index) override {
     return inner_.Get(event_key, call_index);
   }
-  Status MarkSent(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) override {
-    ++marked_sent;
-    return inner_.MarkSent(event_key, call_index, next_attempt_ms);
+  Result<std::optional<OutboxRow>> Claim(const std::string& event_key, int64_t call_index, int64_t now_ms,
+                                         const std::string& owner, int64_t until_ms) override {
+    ++claimed;
+    return inner_.Claim(event_key, call_index, now_ms, owner, until_ms);
   }
-  Status MarkAnswered(const std::string& event_key, int64_t call_index, int reply_status,
+  Status MarkAnswered(const std::string& event_key, int64_t call_index, const std::string& owner, int reply_status,
                       const std::string& reply_body) override {
     ++marked_answered;
-    return inner_.MarkAnswered(event_key, call_index, reply_status, reply_body);
+    return inner_.MarkAnswered(event_key, call_index, owner, reply_status, reply_body);
   }
-  Status MarkDead(const std::string& event_key, int64_t call_index) override {
+  Status Release(const std::string& event_key, int64_t call_index, const std::string& owner,
+                 int64_t next_attempt_ms) override {
+    ++released;
+    return inner_.Release(event_key, call_index, owner, next_attempt_ms);
+  }
+  Status MarkDead(const std::string& event_key, int64_t call_index, const std::string& owner) override {
     ++marked_dead;
-    return inner_.MarkDead(event_key, call_index);
+    return inner_.MarkDead(event_key, call_index, owner);
   }
-  Status Defer(const std::string& event_key, int64_t call_index, int64_t next_attempt_ms) override {
+  Status Defer(const std::string& event_key, int64_t call_index, int64_t now_ms, int64_t next_attempt_ms) override {
     ++deferred;
-    return inner_.Defer(event_key, call_index, next_attempt_ms);
+    return inner_.Defer(event_key, call_index, now_ms, next_attempt_ms);
   }
   Result<bool> Revive(const std::string& event_key, int64_t call_index, int64_t now_ms) override {
     return inner_.Revive(event_key, call_index, now_ms);
@@ -65,7 +72,7 @@ class CountingOutbox final : public Outbox {
     return inner_.DuePending(now_ms, limit);
   }
 
-  std::atomic<int> appends{0}, marked_sent{0}, marked_answered{0}, marked_dead{0}, deferred{0};
+  std::atomic<int> appends{0}, claimed{0}, marked_answered{0}, released{0}, marked_dead{0}, deferred{0};
   std::atomic<OutboxState> last_appended_state{OutboxState::kPending};
   std::atomic<int64_t> last_appended_next_attempt_ms{0};
 
@@ -357,15 +364,16 @@ class ErpGatewayWritesTest : public ErpGatewayTest {
   std::unique_ptr<HostMetrics> metrics_;
 };
 
-TEST_F(ErpGatewayWritesTest, FirstSendIsOneAppendAlreadySentAndNoMarkSent) {
+TEST_F(ErpGatewayWritesTest, FirstSendIsOneAppendAlreadySentAndClaimedAndNoClaimWrite) {
   auto g = Gateway(h_.Claim(key_));
   std::string reply;
   EXPECT_EQ(Call(*g, "POST", "/orders/42/fulfil", R"({"order":42})", &reply), 200);
   EXPECT_EQ(reply, R"({"ok":true})");
   EXPECT_EQ(counting_->appends.load(), 1);
   EXPECT_EQ(counting_->last_appended_state.load(), OutboxState::kSent);
-  EXPECT_EQ(counting_->last_appended_next_attempt_ms.load(), testing::kT0 + 1'000);  // first backoff, no jitter
-  EXPECT_EQ(counting_->marked_sent.load(), 0);
+  // Owned by the send until erp.timeout + the margin: no worker sends it meanwhile.
+  EXPECT_EQ(counting_->last_appended_next_attempt_ms.load(), testing::kT0 + SendClaimMs(h_.env));
+  EXPECT_EQ(counting_->claimed.load(), 0);
   EXPECT_EQ(counting_->marked_answered.load(), 1);
   EXPECT_EQ(counting_->deferred.load(), 0);
   EXPECT_EQ(counting_->marked_dead.load(), 0);
@@ -381,7 +389,7 @@ TEST_F(ErpGatewayWritesTest, FirstSendIsOneAppendAlreadySentAndNoMarkSent) {
   // The second call of the delivery costs the same: one append, one answer.
   EXPECT_EQ(Call(*g, "GET", "/orders/42", "", nullptr), 200);
   EXPECT_EQ(counting_->appends.load(), 2);
-  EXPECT_EQ(counting_->marked_sent.load(), 0);
+  EXPECT_EQ(counting_->claimed.load(), 0);
   EXPECT_EQ(counting_->marked_answered.load(), 2);
   EXPECT_EQ(Row(1).attempts, 1);
   EXPECT_EQ(Row(1).state, OutboxState::kAnswered);
@@ -393,7 +401,7 @@ TEST_F(ErpGatewayWritesTest, PausedCapabilityAppendsThePendingRowDeferredAndSend
   EXPECT_EQ(Call(*g, "POST", "/orders/42/fulfil", "{}", nullptr), CG_UNAVAILABLE);
   EXPECT_EQ(h_.erp().requests_total(), 0u);
   EXPECT_EQ(counting_->appends.load(), 1);
-  EXPECT_EQ(counting_->marked_sent.load(), 0);
+  EXPECT_EQ(counting_->claimed.load(), 0);
   EXPECT_EQ(counting_->deferred.load(), 0);  // appended with the deferral: no second write
   const OutboxRow row = Row(0);
   EXPECT_EQ(row.state, OutboxState::kPending);
@@ -421,7 +429,7 @@ TEST_F(ErpGatewayWritesTest, OpenBreakerAppendsThePendingRowAtTheCooldownThenThe
   EXPECT_EQ(h_.erp().requests_total(), 0u);
   EXPECT_EQ(counting_->appends.load(), 1);
   EXPECT_EQ(counting_->last_appended_state.load(), OutboxState::kPending);
-  EXPECT_EQ(counting_->marked_sent.load(), 0);
+  EXPECT_EQ(counting_->claimed.load(), 0);
   EXPECT_EQ(counting_->deferred.load(), 0);
   OutboxRow row = Row(0);
   EXPECT_EQ(row.state, OutboxState::kPending);
@@ -429,7 +437,7 @@ TEST_F(ErpGatewayWritesTest, OpenBreakerAppendsThePendingRowAtTheCooldownThenThe
   EXPECT_EQ(row.next_attempt_ms, testing::kT0 + 30'000);  // when the breaker half-opens
   EXPECT_EQ(MetricCount(kFulfilCap, "breaker_open"), 1);
 
-  // After the cool-down the worker's probe sends it (marked sent: attempts 1) and closes the breaker.
+  // After the cool-down the worker's probe claims it (attempts 1), sends it and closes the breaker.
   auto worker = RetryWorker::Create(h_.env);
   ASSERT_TRUE(worker.ok());
   auto early = (*worker)->DrainPending(testing::kT0 + 29'999);
@@ -439,7 +447,7 @@ TEST_F(ErpGatewayWritesTest, OpenBreakerAppendsThePendingRowAtTheCooldownThenThe
   auto drained = (*worker)->DrainPending(h_.clock.NowMillis());
   ASSERT_TRUE(drained.ok());
   EXPECT_EQ(drained->answered, 1);
-  EXPECT_EQ(counting_->marked_sent.load(), 1);
+  EXPECT_EQ(counting_->claimed.load(), 1);
   row = Row(0);
   EXPECT_EQ(row.state, OutboxState::kAnswered);
   EXPECT_EQ(row.attempts, 1);
@@ -458,20 +466,22 @@ TEST_F(ErpGatewayWritesTest, ExistingRowIsAnsweredFromTheOutboxEvenWhenPausedAnd
   EXPECT_EQ(reply, R"({"ok":true})");
   EXPECT_EQ(h_.erp().requests_total(), 1u);
   EXPECT_EQ(MetricCount(kFulfilCap, "paused"), 0);
-  EXPECT_EQ(counting_->marked_sent.load(), 0);
+  EXPECT_EQ(counting_->claimed.load(), 0);
   EXPECT_EQ(counting_->deferred.load(), 0);
   EXPECT_EQ(Row(0).attempts, 1);
 }
 
-TEST_F(ErpGatewayWritesTest, TheRetryWorkerStillMarksSentBeforeEachResend) {
+TEST_F(ErpGatewayWritesTest, TheRetryWorkerClaimsTheRowBeforeEachResend) {
   h_.sender().down = true;
   auto g = Gateway(h_.Claim(key_));
   EXPECT_EQ(Call(*g, "POST", "/orders/9/fulfil", "{}", nullptr), CG_UNAVAILABLE);
   EXPECT_EQ(counting_->appends.load(), 1);
-  EXPECT_EQ(counting_->marked_sent.load(), 0);
+  EXPECT_EQ(counting_->claimed.load(), 0);
+  EXPECT_EQ(counting_->released.load(), 1);  // no answer: released to wait its backoff
   OutboxRow row = Row(0);
   EXPECT_EQ(row.state, OutboxState::kSent);
   EXPECT_EQ(row.attempts, 1);
+  EXPECT_EQ(row.claimed_by, "");
   EXPECT_EQ(row.next_attempt_ms, testing::kT0 + 1'000);
   EXPECT_EQ(MetricCount(kFulfilCap, "transport_error"), 1);
 
@@ -485,7 +495,7 @@ TEST_F(ErpGatewayWritesTest, TheRetryWorkerStillMarksSentBeforeEachResend) {
   auto drained = (*worker)->DrainPending(h_.clock.NowMillis());
   ASSERT_TRUE(drained.ok());
   EXPECT_EQ(drained->answered, 1);
-  EXPECT_EQ(counting_->marked_sent.load(), 1);
+  EXPECT_EQ(counting_->claimed.load(), 1);
   EXPECT_EQ(counting_->marked_answered.load(), 1);
   row = Row(0);
   EXPECT_EQ(row.state, OutboxState::kAnswered);
@@ -494,6 +504,37 @@ TEST_F(ErpGatewayWritesTest, TheRetryWorkerStillMarksSentBeforeEachResend) {
   const auto reqs = h_.erp().requests();
   ASSERT_EQ(reqs.size(), 1u);
   EXPECT_EQ(reqs[0].headers.Get("Idempotency-Key").value_or(""), ErpCallKey(key_, kPlugin, 0));
+}
+
+TEST_F(ErpGatewayWritesTest, ASendInFlightOwnsItsRowSoNoWorkerSendsItAgain) {
+  // The ERP answers later than the retry base (1 s here) but within erp.timeout (3 s): while the
+  // first send waits, the worker runs past the time its first backoff would have made the row
+  // due, and a second worker (another host) tries the row directly.
+  testing::ErpAnswer slow;
+  slow.delay = std::chrono::milliseconds(1'500);
+  h_.erp().SetAnswer("/orders/8/fulfil", slow);
+  auto g = Gateway(h_.Claim(key_));
+  std::atomic<int> status{0};
+  std::thread delivery([&] { status = Call(*g, "POST", "/orders/8/fulfil", "{}", nullptr); });
+  while (h_.erp().requests_total() == 0) std::this_thread::yield();  // the first send is at the ERP
+  auto worker = RetryWorker::Create(h_.env);
+  ASSERT_TRUE(worker.ok());
+  for (int64_t t : {int64_t{1'000}, int64_t{2'000}, SendClaimMs(h_.env) - 1}) {
+    auto drained = (*worker)->DrainPending(testing::kT0 + t);
+    ASSERT_TRUE(drained.ok());
+    EXPECT_EQ(drained->answered + drained->retry_later + drained->dead + drained->busy, 0) << t;
+  }
+  auto taken = h_.outbox().Claim(key_, 0, testing::kT0 + 2'000, "another-host", testing::kT0 + 20'000);
+  ASSERT_TRUE(taken.ok());
+  EXPECT_FALSE(taken->has_value());
+  delivery.join();
+  EXPECT_EQ(status.load(), 200);
+  EXPECT_EQ(h_.erp().requests_total(), 1u);
+  EXPECT_EQ(h_.erp().effects_for_key(ErpCallKey(key_, kPlugin, 0)), 1u);
+  const OutboxRow row = Row(0);
+  EXPECT_EQ(row.state, OutboxState::kAnswered);
+  EXPECT_EQ(row.attempts, 1);
+  EXPECT_EQ(row.claimed_by, "");
 }
 
 TEST(RetryWorkerTest, RefusesAnIncompleteEnvOrABadPolicy) {
@@ -506,6 +547,9 @@ TEST(RetryWorkerTest, RefusesAnIncompleteEnvOrABadPolicy) {
   EXPECT_EQ(RetryWorker::Create(bad).error().reason(), Reason::kConfigInvalid);
   bad = h.env;
   bad.retry.attempts = 0;
+  EXPECT_EQ(RetryWorker::Create(bad).error().reason(), Reason::kConfigInvalid);
+  bad = h.env;
+  bad.send_timeout = std::chrono::milliseconds(0);
   EXPECT_EQ(RetryWorker::Create(bad).error().reason(), Reason::kConfigInvalid);
   EXPECT_TRUE(RetryWorker::Create(h.env).ok());
 }

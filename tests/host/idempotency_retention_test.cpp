@@ -185,7 +185,9 @@ TYPED_TEST(IdempotencyRetentionTest, OversizedOrEmptyRequestIsNotStoredAndAReset
 TYPED_TEST(IdempotencyRetentionTest, PurgeLeavesATombstoneThatAClaimMeetsUntilItIsCleared) {
   const ClaimOutcome c = this->MustClaim(kKey, kFp);
   ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, 0))->kind, OutboxAppend::Kind::kAppended);
-  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, 201, "{}").ok());
+  const int64_t sent_at = this->clock_.NowMillis();
+  ASSERT_TRUE(this->outbox_->Claim(kKey, 0, sent_at, "send-a", sent_at + 1'000)->has_value());
+  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, "send-a", 201, "{}").ok());
   ASSERT_EQ(*this->store_->Complete(kKey, c.fencing_token, 201, "application/json", "done"), FencedWrite::kApplied);
 
   this->clock_.Advance(8 * kDay);
@@ -245,7 +247,8 @@ TYPED_TEST(IdempotencyRetentionTest, PurgeKeepsRecentInProgressAndUnfinishedReco
   EXPECT_EQ(this->outbox_->ListEvent(old_pending)->size(), 1u);
   EXPECT_TRUE(this->store_->Get(recent)->has_value());
   // Its call answered, the record goes at the next purge.
-  ASSERT_TRUE(this->outbox_->MarkAnswered(old_pending, 0, 200, "{}").ok());
+  ASSERT_TRUE(this->outbox_->Claim(old_pending, 0, now, "send-a", now + 1'000)->has_value());
+  ASSERT_TRUE(this->outbox_->MarkAnswered(old_pending, 0, "send-a", 200, "{}").ok());
   EXPECT_EQ(*this->store_->Purge(now - kDay, now + kDay, 100), 1);
   EXPECT_FALSE(this->store_->Get(old_pending)->has_value());
 }

@@ -340,24 +340,134 @@ TYPED_TEST(StoreConformanceTest, OutboxRowsMatchMismatchAndMoveThroughStates) {
   EXPECT_EQ((*due)[0].call_index, 0);
   EXPECT_EQ((*due)[1].call_index, 1);
 
-  ASSERT_TRUE(this->outbox_->MarkSent(kKey, 0, kT0 + 60'000).ok());
+  auto claimed = this->outbox_->Claim(kKey, 0, kT0 + 10, "send-a", kT0 + 60'000);
+  ASSERT_TRUE(claimed.ok()) << claimed.error().ToString();
+  ASSERT_TRUE(claimed->has_value());
+  EXPECT_EQ((*claimed)->state, OutboxState::kSent);
+  EXPECT_EQ((*claimed)->attempts, 1);
+  EXPECT_EQ((*claimed)->claimed_by, "send-a");
+  EXPECT_EQ((*claimed)->next_attempt_ms, kT0 + 60'000);
+  EXPECT_EQ((*claimed)->body, "{\"a\":1}");
   auto sent = this->outbox_->Get(kKey, 0);
   ASSERT_TRUE(sent.ok() && sent->has_value());
   EXPECT_EQ((*sent)->state, OutboxState::kSent);
   EXPECT_EQ((*sent)->attempts, 1);
+  EXPECT_EQ((*sent)->claimed_by, "send-a");
   EXPECT_EQ((*sent)->idempotency_key, "erp-key-0");
-  EXPECT_EQ(this->outbox_->DuePending(kT0 + 10, 10)->size(), 1u);  // call 0 waits until its next attempt
-  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, 201, "{\"fulfilled\":true}").ok());
+  EXPECT_EQ(this->outbox_->DuePending(kT0 + 10, 10)->size(), 1u);  // call 0 is its send's until kT0 + 60 s
+  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, "send-a", 201, "{\"fulfilled\":true}").ok());
   auto answered = this->outbox_->Get(kKey, 0);
   EXPECT_EQ((*answered)->state, OutboxState::kAnswered);
   EXPECT_EQ((*answered)->reply_status, 201);
   EXPECT_EQ((*answered)->reply_body, "{\"fulfilled\":true}");
-  ASSERT_TRUE(this->outbox_->MarkDead(kKey, 1).ok());
+  EXPECT_EQ((*answered)->claimed_by, "");
+  ASSERT_TRUE(this->outbox_->MarkDead(kKey, 1, /*owner=*/"").ok());
   EXPECT_EQ((*this->outbox_->Get(kKey, 1))->state, OutboxState::kDead);
   EXPECT_TRUE(this->outbox_->DuePending(kT0 + 120'000, 10)->empty());
-  const Status missing = this->outbox_->MarkAnswered(kKey, 7, 200, "");
+  const Status missing = this->outbox_->MarkAnswered(kKey, 7, "send-a", 200, "");
   EXPECT_EQ(missing.reason(), Reason::kNotFound);
-  EXPECT_EQ(this->outbox_->MarkSent(kKey, 0, kT0).reason(), Reason::kNotFound);  // answered: no more sends
+  // answered or dead: no more sends.
+  EXPECT_FALSE(this->outbox_->Claim(kKey, 0, kT0 + 120'000, "send-b", kT0 + 180'000)->has_value());
+  EXPECT_FALSE(this->outbox_->Claim(kKey, 1, kT0 + 120'000, "send-b", kT0 + 180'000)->has_value());
+  EXPECT_FALSE(this->outbox_->Claim(kKey, 9, kT0 + 120'000, "send-b", kT0 + 180'000)->has_value());
+  EXPECT_EQ(this->outbox_->Claim(kKey, 0, kT0, "", kT0).error().reason(), Reason::kInternal);
+}
+
+TYPED_TEST(StoreConformanceTest, OneSendOwnsARowUntilItsAnswerOrItsClaimEnds) {
+  const ClaimOutcome c = this->MustClaim(kKey, kFp);
+  for (int64_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, i, "{}"))->kind, OutboxAppend::Kind::kAppended);
+  }
+  // Send a owns call 0 until kT0 + 10 s: nobody else may send it, or write its outcome.
+  ASSERT_TRUE(this->outbox_->Claim(kKey, 0, kT0, "send-a", kT0 + 10'000)->has_value());
+  EXPECT_FALSE(this->outbox_->Claim(kKey, 0, kT0 + 5'000, "send-b", kT0 + 15'000)->has_value());
+  EXPECT_FALSE(this->outbox_->Claim(kKey, 0, kT0 + 9'999, "send-a", kT0 + 15'000)->has_value());  // even a
+  EXPECT_EQ(this->outbox_->DuePending(kT0 + 9'999, 10)->size(), 1u);  // call 1 only
+  EXPECT_EQ(this->outbox_->MarkAnswered(kKey, 0, "send-b", 200, "b").reason(), Reason::kNotFound);
+  this->outbox_->NoteAnswer(kKey, 0, "send-b", 200, "b");
+  EXPECT_EQ(this->outbox_->Release(kKey, 0, "send-b", kT0).reason(), Reason::kNotFound);
+  EXPECT_EQ(this->outbox_->MarkDead(kKey, 0, "send-b").reason(), Reason::kNotFound);
+  EXPECT_EQ(this->outbox_->Defer(kKey, 0, kT0 + 5'000, kT0).reason(), Reason::kNotFound);
+  auto row = this->outbox_->Get(kKey, 0);
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ((*row)->state, OutboxState::kSent);
+  EXPECT_EQ((*row)->claimed_by, "send-a");
+  EXPECT_EQ((*row)->attempts, 1);
+  EXPECT_EQ((*row)->next_attempt_ms, kT0 + 10'000);
+
+  // Its claim ran out (its host died mid-send): the row is due, and the next send takes it.
+  auto due = this->outbox_->DuePending(kT0 + 10'000, 10);
+  ASSERT_EQ(due->size(), 2u);
+  auto b = this->outbox_->Claim(kKey, 0, kT0 + 10'000, "send-b", kT0 + 20'000);
+  ASSERT_TRUE(b.ok() && b->has_value());
+  EXPECT_EQ((*b)->attempts, 2);
+  EXPECT_EQ((*b)->claimed_by, "send-b");
+  // a's answer comes late: it changes nothing; b's answer is stored; a later one changes nothing.
+  EXPECT_EQ(this->outbox_->MarkAnswered(kKey, 0, "send-a", 200, "late").reason(), Reason::kNotFound);
+  this->outbox_->NoteAnswer(kKey, 0, "send-a", 200, "late");
+  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, "send-b", 201, "first").ok());
+  EXPECT_EQ(this->outbox_->MarkAnswered(kKey, 0, "send-b", 202, "again").reason(), Reason::kNotFound);
+  row = this->outbox_->Get(kKey, 0);
+  EXPECT_EQ((*row)->state, OutboxState::kAnswered);
+  EXPECT_EQ((*row)->reply_status, 201);
+  EXPECT_EQ((*row)->reply_body, "first");
+  EXPECT_EQ((*row)->claimed_by, "");
+
+  // Release: the send ends without a final answer; the row waits unclaimed, attempts kept.
+  ASSERT_TRUE(this->outbox_->Claim(kKey, 1, kT0, "send-c", kT0 + 10'000)->has_value());
+  ASSERT_TRUE(this->outbox_->Release(kKey, 1, "send-c", kT0 + 3'000).ok());
+  EXPECT_EQ(this->outbox_->Release(kKey, 1, "send-c", kT0 + 9'000).reason(), Reason::kNotFound);  // once
+  row = this->outbox_->Get(kKey, 1);
+  EXPECT_EQ((*row)->state, OutboxState::kSent);
+  EXPECT_EQ((*row)->claimed_by, "");
+  EXPECT_EQ((*row)->attempts, 1);
+  EXPECT_EQ((*row)->next_attempt_ms, kT0 + 3'000);
+  EXPECT_FALSE(this->outbox_->Claim(kKey, 1, kT0 + 2'999, "send-d", kT0 + 20'000)->has_value());  // not due
+  ASSERT_TRUE(this->outbox_->Claim(kKey, 1, kT0 + 3'000, "send-d", kT0 + 20'000)->has_value());
+  // An owned MarkDead (retries spent) only by the owner.
+  EXPECT_EQ(this->outbox_->MarkDead(kKey, 1, "send-c").reason(), Reason::kNotFound);
+  ASSERT_TRUE(this->outbox_->MarkDead(kKey, 1, "send-d").ok());
+  row = this->outbox_->Get(kKey, 1);
+  EXPECT_EQ((*row)->state, OutboxState::kDead);
+  EXPECT_EQ((*row)->claimed_by, "");
+  EXPECT_EQ((*row)->attempts, 2);
+}
+
+TYPED_TEST(StoreConformanceTest, OfManyConcurrentClaimsOfARowOneWins) {
+  // Several workers (threads here; hosts on PostgreSQL, each with its own pool) list the same
+  // due rows and claim them at once: each row goes to exactly one.
+  constexpr int kWorkers = 6;
+  constexpr int64_t kRows = 12;
+  const ClaimOutcome c = this->MustClaim(kKey, kFp);
+  for (int64_t i = 0; i < kRows; ++i) {
+    ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, i, "{}"))->kind, OutboxAppend::Kind::kAppended);
+  }
+  std::vector<std::unique_ptr<Outbox>> outboxes;
+  for (int w = 0; w < kWorkers; ++w) {
+    outboxes.push_back(this->factory_.OpenOutbox(this->clock_));
+    ASSERT_NE(outboxes.back(), nullptr);
+  }
+  std::atomic<int> wins[kRows] = {};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&, w] {
+      for (int64_t i = 0; i < kRows; ++i) {
+        auto got = outboxes[static_cast<size_t>(w)]->Claim(kKey, i, kT0, "worker-" + std::to_string(w), kT0 + 1'000);
+        if (!got.ok()) {
+          ++errors;
+        } else if (got->has_value()) {
+          ++wins[i];
+        }
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  for (int64_t i = 0; i < kRows; ++i) {
+    EXPECT_EQ(wins[i].load(), 1) << "row " << i;
+    EXPECT_EQ((*this->outbox_->Get(kKey, i))->attempts, 1) << "row " << i;
+  }
 }
 
 TYPED_TEST(StoreConformanceTest, HeldRowsWaitForConfirmation) {
@@ -367,7 +477,7 @@ TYPED_TEST(StoreConformanceTest, HeldRowsWaitForConfirmation) {
   held.next_attempt_ms = kT0;
   ASSERT_EQ(this->outbox_->Append(held)->kind, OutboxAppend::Kind::kAppended);
   OutboxRow later = this->Row(kKey, c.fencing_token, 1, "{}");
-  later.next_attempt_ms = kT0 + 5'000;  // the gateway about to send it passes now + backoff
+  later.next_attempt_ms = kT0 + 5'000;  // a call the gate held back: due when it may pass
   ASSERT_EQ(this->outbox_->Append(later)->kind, OutboxAppend::Kind::kAppended);
   for (OutboxState s : {OutboxState::kAnswered, OutboxState::kDead}) {
     OutboxRow bad = this->Row(kKey, c.fencing_token, 2, "{}");
@@ -376,6 +486,7 @@ TYPED_TEST(StoreConformanceTest, HeldRowsWaitForConfirmation) {
   }
 
   EXPECT_TRUE(this->outbox_->DuePending(kT0 + 1'000, 10)->empty());  // held never due; call 1 not yet
+  EXPECT_FALSE(this->outbox_->Claim(kKey, 0, kT0 + 1'000, "send-a", kT0 + 9'000)->has_value());  // held: never
   auto listed = this->outbox_->ListEvent(kKey);
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->size(), 2u);
@@ -398,9 +509,11 @@ TYPED_TEST(StoreConformanceTest, NoteAnswerStoresTheAnswerForLaterWrites) {
   const ClaimOutcome c = this->MustClaim(kKey, kFp);
   OutboxRow sent = this->Row(kKey, c.fencing_token, 0, "{\"qty\":1}");
   sent.state = OutboxState::kSent;
+  sent.claimed_by = "send-a";
   sent.next_attempt_ms = kT0 + 1'000;
   ASSERT_TRUE(this->outbox_->Append(sent).ok());
-  this->outbox_->NoteAnswer(kKey, 0, 201, "{\"ok\":true}");
+  this->outbox_->NoteAnswer(kKey, 0, "send-x", 500, "not this send's");  // changes nothing
+  this->outbox_->NoteAnswer(kKey, 0, "send-a", 201, "{\"ok\":true}");
   // A re-run plugin's call meets the answered row through Append (a write, so after the note).
   auto again = this->outbox_->Append(sent);
   ASSERT_TRUE(again.ok()) << again.error().ToString();
@@ -408,30 +521,34 @@ TYPED_TEST(StoreConformanceTest, NoteAnswerStoresTheAnswerForLaterWrites) {
   EXPECT_EQ(again->row.state, OutboxState::kAnswered);
   EXPECT_EQ(again->row.reply_status, 201);
   EXPECT_EQ(again->row.reply_body, "{\"ok\":true}");
+  EXPECT_EQ(again->row.claimed_by, "");
   EXPECT_TRUE(this->outbox_->DuePending(kT0 + 10'000, 10)->empty());  // never resent
   // A note for a row that is not there changes nothing and reports nothing.
-  this->outbox_->NoteAnswer(kKey, 9, 200, "{}");
+  this->outbox_->NoteAnswer(kKey, 9, "send-a", 200, "{}");
   EXPECT_FALSE(this->outbox_->Get(kKey, 9)->has_value());
 }
 
 TYPED_TEST(StoreConformanceTest, RowAppendedAsSentRecordsTheFirstAttempt) {
-  // The gateway's first send: the append is the send's record (no MarkSent).
+  // The gateway's first send: the append is the send's record and its claim (no Claim).
   const ClaimOutcome c = this->MustClaim(kKey, kFp);
   OutboxRow sent = this->Row(kKey, c.fencing_token, 0, "{\"qty\":1}");
   sent.state = OutboxState::kSent;
   sent.attempts = 7;  // ignored: the store decides
-  sent.next_attempt_ms = kT0 + 1'000;
+  sent.claimed_by = "send-a";
+  sent.next_attempt_ms = kT0 + 1'000;  // the end of its claim
   auto appended = this->outbox_->Append(sent);
   ASSERT_TRUE(appended.ok()) << appended.error().ToString();
   EXPECT_EQ(appended->kind, OutboxAppend::Kind::kAppended);
   EXPECT_EQ(appended->row.state, OutboxState::kSent);
   EXPECT_EQ(appended->row.attempts, 1);  // what was stored
   EXPECT_EQ(appended->row.next_attempt_ms, kT0 + 1'000);
+  EXPECT_EQ(appended->row.claimed_by, "send-a");
   auto row = this->outbox_->Get(kKey, 0);
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_EQ((*row)->state, OutboxState::kSent);
   EXPECT_EQ((*row)->attempts, 1);
   EXPECT_EQ((*row)->next_attempt_ms, kT0 + 1'000);
+  EXPECT_EQ((*row)->claimed_by, "send-a");
   EXPECT_EQ((*row)->reply_status, 0);
   EXPECT_EQ((*row)->idempotency_key, "erp-key-0");
   // A pending row appended beside it keeps attempts 0.
@@ -443,8 +560,9 @@ TYPED_TEST(StoreConformanceTest, RowAppendedAsSentRecordsTheFirstAttempt) {
   EXPECT_EQ(p->row.attempts, 0);
   EXPECT_EQ((*this->outbox_->Get(kKey, 1))->attempts, 0);
 
-  // Not due before its next attempt; then due once, as sent, for the retry worker.
+  // Owned until its claim ends; then due once, as sent, for the retry worker.
   EXPECT_TRUE(this->outbox_->DuePending(kT0 + 999, 10)->empty());
+  EXPECT_FALSE(this->outbox_->Claim(kKey, 0, kT0 + 999, "send-b", kT0 + 3'000)->has_value());
   auto due = this->outbox_->DuePending(kT0 + 1'000, 10);
   ASSERT_TRUE(due.ok());
   ASSERT_EQ(due->size(), 1u);
@@ -452,17 +570,20 @@ TYPED_TEST(StoreConformanceTest, RowAppendedAsSentRecordsTheFirstAttempt) {
   EXPECT_EQ((*due)[0].state, OutboxState::kSent);
   EXPECT_EQ((*due)[0].attempts, 1);
   // A resend counts on from there.
-  ASSERT_TRUE(this->outbox_->MarkSent(kKey, 0, kT0 + 3'000).ok());
+  ASSERT_TRUE(this->outbox_->Claim(kKey, 0, kT0 + 1'000, "send-b", kT0 + 3'000)->has_value());
   EXPECT_EQ((*this->outbox_->Get(kKey, 0))->attempts, 2);
 
-  // Appending the same call again (a re-run) meets the row as it is, whatever state is asked for.
+  // Appending the same call again (a re-run) meets the row as it is, whatever state or owner is
+  // asked for: a re-run never takes a row over from its send.
   OutboxRow rerun = this->Row(kKey, c.fencing_token, 0, "{\"qty\":1}");
   rerun.state = OutboxState::kSent;
+  rerun.claimed_by = "send-c";
   auto existing = this->outbox_->Append(rerun);
   ASSERT_TRUE(existing.ok());
   EXPECT_EQ(existing->kind, OutboxAppend::Kind::kExisting);
   EXPECT_EQ(existing->row.attempts, 2);
   EXPECT_EQ(existing->row.next_attempt_ms, kT0 + 3'000);
+  EXPECT_EQ(existing->row.claimed_by, "send-b");
   rerun.body = "{\"qty\":2}";
   rerun.body_sha256 = Sha256Hex(rerun.body);
   EXPECT_EQ(this->outbox_->Append(rerun)->kind, OutboxAppend::Kind::kMismatch);
@@ -470,16 +591,27 @@ TYPED_TEST(StoreConformanceTest, RowAppendedAsSentRecordsTheFirstAttempt) {
   // A fenced sent append writes nothing.
   OutboxRow fenced = this->Row(std::string(64, '9'), 1, 0, "{}");
   fenced.state = OutboxState::kSent;
+  fenced.claimed_by = "send-d";
   EXPECT_EQ(this->outbox_->Append(fenced)->kind, OutboxAppend::Kind::kFenced);
   EXPECT_FALSE(this->outbox_->Get(std::string(64, '9'), 0)->has_value());
 
-  // Any state but pending, sent or held is refused and writes nothing.
+  // Any state but pending, sent or held is refused and writes nothing; so is a sent row that
+  // names no send, and a pending or held one that names one.
   for (OutboxState s : {OutboxState::kAnswered, OutboxState::kDead}) {
     OutboxRow bad = this->Row(kKey, c.fencing_token, 5, "{}");
     bad.state = s;
     auto refused = this->outbox_->Append(bad);
     ASSERT_FALSE(refused.ok()) << OutboxStateName(s);
     EXPECT_EQ(refused.error().reason(), Reason::kInternal);
+  }
+  OutboxRow unowned = this->Row(kKey, c.fencing_token, 5, "{}");
+  unowned.state = OutboxState::kSent;
+  EXPECT_EQ(this->outbox_->Append(unowned).error().reason(), Reason::kInternal);
+  for (OutboxState s : {OutboxState::kPending, OutboxState::kHeld}) {
+    OutboxRow owned = this->Row(kKey, c.fencing_token, 5, "{}");
+    owned.state = s;
+    owned.claimed_by = "send-e";
+    EXPECT_EQ(this->outbox_->Append(owned).error().reason(), Reason::kInternal) << OutboxStateName(s);
   }
   EXPECT_FALSE(this->outbox_->Get(kKey, 5)->has_value());
 }
@@ -488,7 +620,7 @@ TYPED_TEST(StoreConformanceTest, DeferMovesTheNextAttemptWithoutCountingOne) {
   const ClaimOutcome c = this->MustClaim(kKey, kFp);
   ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, 0, "{}"))->kind, OutboxAppend::Kind::kAppended);
   // pending → deferred: same state, attempts 0, not due before the new time.
-  ASSERT_TRUE(this->outbox_->Defer(kKey, 0, kT0 + 1'000).ok());
+  ASSERT_TRUE(this->outbox_->Defer(kKey, 0, kT0, kT0 + 1'000).ok());
   auto row = this->outbox_->Get(kKey, 0);
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_EQ((*row)->state, OutboxState::kPending);
@@ -496,27 +628,32 @@ TYPED_TEST(StoreConformanceTest, DeferMovesTheNextAttemptWithoutCountingOne) {
   EXPECT_EQ((*row)->next_attempt_ms, kT0 + 1'000);
   EXPECT_TRUE(this->outbox_->DuePending(kT0 + 999, 10)->empty());
   EXPECT_EQ(this->outbox_->DuePending(kT0 + 1'000, 10)->size(), 1u);
-  // sent → deferred: attempts kept.
-  ASSERT_TRUE(this->outbox_->MarkSent(kKey, 0, kT0 + 2'000).ok());
-  ASSERT_TRUE(this->outbox_->Defer(kKey, 0, kT0 + 90'000).ok());
+  // Not due (deferred already, or a send owns it): left alone.
+  EXPECT_EQ(this->outbox_->Defer(kKey, 0, kT0 + 999, kT0 + 50'000).reason(), Reason::kNotFound);
+  ASSERT_TRUE(this->outbox_->Claim(kKey, 0, kT0 + 1'000, "send-a", kT0 + 2'000)->has_value());
+  EXPECT_EQ(this->outbox_->Defer(kKey, 0, kT0 + 1'500, kT0 + 90'000).reason(), Reason::kNotFound);
+  EXPECT_EQ((*this->outbox_->Get(kKey, 0))->next_attempt_ms, kT0 + 2'000);
+  // sent, its claim ended → deferred: attempts kept.
+  ASSERT_TRUE(this->outbox_->Defer(kKey, 0, kT0 + 2'000, kT0 + 90'000).ok());
   row = this->outbox_->Get(kKey, 0);
   EXPECT_EQ((*row)->state, OutboxState::kSent);
   EXPECT_EQ((*row)->attempts, 1);
   EXPECT_EQ((*row)->next_attempt_ms, kT0 + 90'000);
   // answered, dead, held, or no row: kNotFound, nothing changed.
-  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, 200, "{}").ok());
-  EXPECT_EQ(this->outbox_->Defer(kKey, 0, kT0).reason(), Reason::kNotFound);
-  EXPECT_EQ((*this->outbox_->Get(kKey, 0))->next_attempt_ms, kT0 + 90'000);
+  ASSERT_TRUE(this->outbox_->Claim(kKey, 0, kT0 + 90'000, "send-b", kT0 + 95'000)->has_value());
+  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, "send-b", 200, "{}").ok());
+  EXPECT_EQ(this->outbox_->Defer(kKey, 0, INT64_MAX, kT0).reason(), Reason::kNotFound);
+  EXPECT_EQ((*this->outbox_->Get(kKey, 0))->next_attempt_ms, kT0 + 95'000);
   ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, 1, "{}"))->kind, OutboxAppend::Kind::kAppended);
-  ASSERT_TRUE(this->outbox_->MarkDead(kKey, 1).ok());
-  EXPECT_EQ(this->outbox_->Defer(kKey, 1, kT0).reason(), Reason::kNotFound);
+  ASSERT_TRUE(this->outbox_->MarkDead(kKey, 1, /*owner=*/"").ok());
+  EXPECT_EQ(this->outbox_->Defer(kKey, 1, INT64_MAX, kT0).reason(), Reason::kNotFound);
   OutboxRow held = this->Row(kKey, c.fencing_token, 2, "{}");
   held.state = OutboxState::kHeld;
   held.next_attempt_ms = INT64_MAX;
   ASSERT_EQ(this->outbox_->Append(held)->kind, OutboxAppend::Kind::kAppended);
-  EXPECT_EQ(this->outbox_->Defer(kKey, 2, kT0).reason(), Reason::kNotFound);
+  EXPECT_EQ(this->outbox_->Defer(kKey, 2, INT64_MAX, kT0).reason(), Reason::kNotFound);
   EXPECT_EQ((*this->outbox_->Get(kKey, 2))->next_attempt_ms, INT64_MAX);
-  EXPECT_EQ(this->outbox_->Defer(kKey, 9, kT0).reason(), Reason::kNotFound);
+  EXPECT_EQ(this->outbox_->Defer(kKey, 9, INT64_MAX, kT0).reason(), Reason::kNotFound);
 }
 
 TYPED_TEST(StoreConformanceTest, ReviveTurnsDeadOrAnsweredRowsPendingAndDueNow) {
@@ -525,13 +662,14 @@ TYPED_TEST(StoreConformanceTest, ReviveTurnsDeadOrAnsweredRowsPendingAndDueNow) 
     ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, i, "{}"))->kind,
               OutboxAppend::Kind::kAppended);
   }
-  // 0: dead after two sends; 1: answered 404; 2: still sent; 3: pending.
-  ASSERT_TRUE(this->outbox_->MarkSent(kKey, 0, kT0 + 1'000).ok());
-  ASSERT_TRUE(this->outbox_->MarkSent(kKey, 0, kT0 + 2'000).ok());
-  ASSERT_TRUE(this->outbox_->MarkDead(kKey, 0).ok());
-  ASSERT_TRUE(this->outbox_->MarkSent(kKey, 1, kT0 + 1'000).ok());
-  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 1, 404, "{\"error\":\"gone\"}").ok());
-  ASSERT_TRUE(this->outbox_->MarkSent(kKey, 2, kT0 + 7'000).ok());
+  // 0: dead after two sends; 1: answered 404; 2: still sent (owned); 3: pending.
+  ASSERT_TRUE(this->outbox_->Claim(kKey, 0, kT0, "send-1", kT0 + 1'000)->has_value());
+  ASSERT_TRUE(this->outbox_->Release(kKey, 0, "send-1", kT0).ok());
+  ASSERT_TRUE(this->outbox_->Claim(kKey, 0, kT0, "send-2", kT0 + 2'000)->has_value());
+  ASSERT_TRUE(this->outbox_->MarkDead(kKey, 0, "send-2").ok());
+  ASSERT_TRUE(this->outbox_->Claim(kKey, 1, kT0, "send-3", kT0 + 1'000)->has_value());
+  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 1, "send-3", 404, "{\"error\":\"gone\"}").ok());
+  ASSERT_TRUE(this->outbox_->Claim(kKey, 2, kT0, "send-4", kT0 + 7'000)->has_value());
 
   auto dead = this->outbox_->Revive(kKey, 0, kT0 + 50);
   ASSERT_TRUE(dead.ok()) << dead.error().ToString();
@@ -540,6 +678,7 @@ TYPED_TEST(StoreConformanceTest, ReviveTurnsDeadOrAnsweredRowsPendingAndDueNow) 
   EXPECT_EQ((*row)->state, OutboxState::kPending);
   EXPECT_EQ((*row)->attempts, 0);
   EXPECT_EQ((*row)->next_attempt_ms, kT0 + 50);
+  EXPECT_EQ((*row)->claimed_by, "");
   EXPECT_EQ((*row)->idempotency_key, "erp-key-0");  // the resend carries the same key
   auto answered = this->outbox_->Revive(kKey, 1, kT0 + 60);
   ASSERT_TRUE(answered.ok());
@@ -549,6 +688,8 @@ TYPED_TEST(StoreConformanceTest, ReviveTurnsDeadOrAnsweredRowsPendingAndDueNow) 
   EXPECT_EQ((*row)->reply_status, 0);
   EXPECT_EQ((*row)->reply_body, "");
   EXPECT_EQ((*row)->attempts, 0);
+  // A send of the old life that answers now changes nothing.
+  EXPECT_EQ(this->outbox_->MarkAnswered(kKey, 1, "send-3", 200, "{}").reason(), Reason::kNotFound);
 
   // sent / pending / held rows are left as they are.
   EXPECT_FALSE(*this->outbox_->Revive(kKey, 2, kT0 + 70));
@@ -556,6 +697,7 @@ TYPED_TEST(StoreConformanceTest, ReviveTurnsDeadOrAnsweredRowsPendingAndDueNow) 
   EXPECT_EQ((*row)->state, OutboxState::kSent);
   EXPECT_EQ((*row)->attempts, 1);
   EXPECT_EQ((*row)->next_attempt_ms, kT0 + 7'000);
+  EXPECT_EQ((*row)->claimed_by, "send-4");
   EXPECT_FALSE(*this->outbox_->Revive(kKey, 0, kT0 + 80));  // already pending
   EXPECT_EQ((*this->outbox_->Get(kKey, 0))->next_attempt_ms, kT0 + 50);
   OutboxRow held = this->Row(kKey, c.fencing_token, 4, "{}");
@@ -568,7 +710,7 @@ TYPED_TEST(StoreConformanceTest, ReviveTurnsDeadOrAnsweredRowsPendingAndDueNow) 
 
   auto due = this->outbox_->DuePending(kT0 + 100, 10);
   ASSERT_TRUE(due.ok());
-  ASSERT_EQ(due->size(), 3u);  // 0 and 1 revived, 3 pending since append; 2 waits until kT0 + 7 s
+  ASSERT_EQ(due->size(), 3u);  // 0 and 1 revived, 3 pending since append; 2 is owned until kT0 + 7 s
   EXPECT_EQ((*due)[0].call_index, 3);  // next_attempt 0 (appended without one)
 }
 
@@ -587,7 +729,8 @@ TYPED_TEST(StoreConformanceTest, ArbitraryBytesRoundTrip) {
   ASSERT_TRUE(c.ok()) << c.error().ToString();
   const std::string body("\0\x01\xc3(\xff", 5);
   ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c->fencing_token, 0, body))->kind, OutboxAppend::Kind::kAppended);
-  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, 200, body).ok());
+  ASSERT_TRUE(this->outbox_->Claim(kKey, 0, kT0, "send-a", kT0 + 1'000)->has_value());
+  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, "send-a", 200, body).ok());
   ASSERT_EQ(*this->store_->Complete(kKey, c->fencing_token, 200, std::string("t\xff", 2), body),
             FencedWrite::kApplied);
   auto rec = this->store_->Get(kKey);

@@ -36,7 +36,7 @@ TEST(ErpTriageTest, ClassifiesEveryKindOfAnswer) {
       {401, ErpVerdict::kAuth, false, false, ErpCallOutcome::kClientError},
       {403, ErpVerdict::kAuth, false, false, ErpCallOutcome::kClientError},
       {404, ErpVerdict::kNotFound, true, false, ErpCallOutcome::kClientError},
-      {409, ErpVerdict::kConflict, true, false, ErpCallOutcome::kClientError},
+      {409, ErpVerdict::kConflict, true, false, ErpCallOutcome::kClientError},  // a first send, no sign
       {400, ErpVerdict::kRejected, true, false, ErpCallOutcome::kClientError},
       {422, ErpVerdict::kRejected, true, false, ErpCallOutcome::kClientError},
       {408, ErpVerdict::kTransient, false, true, ErpCallOutcome::kClientError},
@@ -46,7 +46,7 @@ TEST(ErpTriageTest, ClassifiesEveryKindOfAnswer) {
       {302, ErpVerdict::kTransient, false, true, ErpCallOutcome::kServerError},
   };
   for (const Case& c : cases) {
-    const ErpTriage t = TriageAnswer(Result<ErpReply>(Answer(c.status)));
+    const ErpTriage t = TriageAnswer(Result<ErpReply>(Answer(c.status)), /*attempt=*/1);
     EXPECT_EQ(t.verdict, c.verdict) << c.status;
     EXPECT_EQ(t.final, c.final) << c.status;
     EXPECT_EQ(t.breaker_failure, c.breaker_failure) << c.status;
@@ -57,13 +57,13 @@ TEST(ErpTriageTest, ClassifiesEveryKindOfAnswer) {
 
 TEST(ErpTriageTest, NoAnswerIsTransientAndTimeoutIsToldApart) {
   const ErpTriage timeout =
-      TriageAnswer(Result<ErpReply>(Status(Reason::kInternal, "erp_timeout: POST /orders/1/fulfil: deadline")));
+      TriageAnswer(Result<ErpReply>(Status(Reason::kInternal, "erp_timeout: POST /orders/1/fulfil: deadline")), 1);
   EXPECT_EQ(timeout.verdict, ErpVerdict::kTransient);
   EXPECT_TRUE(timeout.breaker_failure);
   EXPECT_EQ(timeout.outcome, ErpCallOutcome::kTimeout);
   EXPECT_EQ(timeout.status, 0);
   const ErpTriage refused =
-      TriageAnswer(Result<ErpReply>(Status(Reason::kInternal, "erp_connect: POST /orders/1/fulfil: refused")));
+      TriageAnswer(Result<ErpReply>(Status(Reason::kInternal, "erp_connect: POST /orders/1/fulfil: refused")), 1);
   EXPECT_EQ(refused.outcome, ErpCallOutcome::kTransportError);
   EXPECT_TRUE(refused.breaker_failure);
 }
@@ -77,9 +77,60 @@ TEST(ErpTriageTest, RetryAfterIsDeltaSecondsOnly) {
   for (const char* bad : {"", " ", "-1", "1.5", "+3", "abc", "Wed, 21 Oct 2026 07:28:00 GMT", "12s"}) {
     EXPECT_FALSE(ParseRetryAfterSeconds(bad).has_value()) << bad;
   }
-  EXPECT_EQ(TriageAnswer(Result<ErpReply>(Answer(429, "30"))).retry_after_ms, 30'000);
-  EXPECT_EQ(TriageAnswer(Result<ErpReply>(Answer(429, "Wed, 21 Oct 2026 07:28:00 GMT"))).retry_after_ms, -1);
-  EXPECT_EQ(TriageAnswer(Result<ErpReply>(Answer(429))).retry_after_ms, -1);
+  EXPECT_EQ(TriageAnswer(Result<ErpReply>(Answer(429, "30")), 1).retry_after_ms, 30'000);
+  EXPECT_EQ(TriageAnswer(Result<ErpReply>(Answer(429, "Wed, 21 Oct 2026 07:28:00 GMT")), 1).retry_after_ms, -1);
+  EXPECT_EQ(TriageAnswer(Result<ErpReply>(Answer(429)), 1).retry_after_ms, -1);
+}
+
+ErpReply Conflict(std::string body, std::optional<std::string> retry_after = std::nullopt) {
+  ErpReply r = Answer(409, std::move(retry_after));
+  r.body = std::move(body);
+  return r;
+}
+
+TEST(ErpTriageTest, A409SaysItsKeyIsInProgressByRetryAfterOrAnIdempotencyError) {
+  // Signs that the ERP is still processing this Idempotency-Key (erp_triage.h).
+  const std::string stripe =
+      R"({"error":{"message":"There is currently another in-progress request using this Idempotent Key",)"
+      R"("type":"idempotency_error"}})";
+  const std::string draft = R"({"type":"https://developer.example.com/idempotency",)"
+                            R"("title":"A request is outstanding for this Idempotency-Key"})";
+  const std::string sinch = R"({"type":"https://developers.sinch.com/docs/errors/registry/idempotency-conflict",)"
+                            R"("title":"Idempotency Conflict"})";
+  for (const std::string& body : {stripe, draft, sinch, std::string(R"({"title":"IDEMPOTENCY key busy"})")}) {
+    EXPECT_TRUE(SaysKeyInProgress(Conflict(body))) << body;
+  }
+  EXPECT_TRUE(SaysKeyInProgress(Conflict("", "2")));
+  EXPECT_TRUE(SaysKeyInProgress(Conflict("not json", "Wed, 21 Oct 2026 07:28:00 GMT")));  // any Retry-After
+  // A conflict of the business: none of those signs.
+  for (const std::string& body :
+       {std::string(R"({"error":"order 8 is already fulfilled"})"), std::string(R"({"error":{"type":"conflict"}})"),
+        std::string(R"({"type":42,"title":["idempotency"]})"), std::string("idempotency_error"), std::string(""),
+        std::string(R"([{"type":"idempotency_error"}])")}) {
+    EXPECT_FALSE(SaysKeyInProgress(Conflict(body))) << body;
+  }
+  // A body over the bound is not read.
+  EXPECT_FALSE(SaysKeyInProgress(Conflict(R"({"title":"idempotency")" + std::string(kMaxInProgressBody, ' ') + "}")));
+
+  // Triage: marked → in progress at any attempt, with its Retry-After; unmarked → a conflict on a
+  // row's first send, "in progress" on a resend (its first request may still be running).
+  for (int64_t attempt : {1, 2, 5}) {
+    const ErpTriage t = TriageAnswer(Result<ErpReply>(Conflict(stripe, "3")), attempt);
+    EXPECT_EQ(t.verdict, ErpVerdict::kInProgress) << attempt;
+    EXPECT_FALSE(t.final);
+    EXPECT_FALSE(t.breaker_failure);  // the ERP answered
+    EXPECT_TRUE(t.key_in_progress_said);
+    EXPECT_EQ(t.retry_after_ms, 3'000);
+  }
+  const ErpTriage first = TriageAnswer(Result<ErpReply>(Conflict(R"({"error":"taken"})")), 1);
+  EXPECT_EQ(first.verdict, ErpVerdict::kConflict);
+  EXPECT_TRUE(first.final);
+  const ErpTriage resend = TriageAnswer(Result<ErpReply>(Conflict(R"({"error":"taken"})")), 2);
+  EXPECT_EQ(resend.verdict, ErpVerdict::kInProgress);
+  EXPECT_FALSE(resend.final);
+  EXPECT_FALSE(resend.key_in_progress_said);
+  EXPECT_EQ(resend.retry_after_ms, -1);
+  EXPECT_EQ(ErpVerdictName(ErpVerdict::kInProgress), "in_progress");
 }
 
 TEST(ErpTriageTest, JitterStaysWithinItsBoundsAnd429NeverComesEarly) {
@@ -279,6 +330,90 @@ TEST_F(ErpDeadLetterTest, ConflictIsFinalAndAsksForReconciliation) {
   EXPECT_EQ(c[0].erp_status, 409);
   EXPECT_EQ(c[0].detail.rfind("reconcile before any retry", 0), 0u);
   EXPECT_EQ(Row(key_).state, OutboxState::kAnswered);
+}
+
+TEST_F(ErpDeadLetterTest, A409ForItsOwnKeyInProgressIsAskedAgainAndTheRealAnswerIsStored) {
+  // Stripe's answer to a request whose key has another request still running.
+  ErpAnswer busy;
+  busy.status = 409;
+  busy.retry_after = "3";
+  busy.body = R"({"error":{"message":"another in-progress request uses this key","type":"idempotency_error"}})";
+  erp_->SetAnswer("/orders/8/fulfil", busy);
+  EXPECT_EQ(Call(key_, "POST", "/orders/8/fulfil"), CG_UNAVAILABLE);  // not the plugin's 409
+  OutboxRow row = Row(key_);
+  EXPECT_EQ(row.state, OutboxState::kSent);
+  EXPECT_EQ(row.claimed_by, "");
+  EXPECT_EQ(row.next_attempt_ms, testing::kTriageT0 + 3'000);  // max(Retry-After, first backoff 1 s)
+  EXPECT_TRUE(Entries(DlqClass::kConflict).empty());
+  EXPECT_EQ(RecentFailures(testing::kFulfil), 0u);
+  EXPECT_EQ(AuditCount("\"erp_call_in_progress\""), 1u);
+
+  // The ERP has finished the first request: asked again, it answers (replays) 200.
+  erp_->SetAnswer("/orders/8/fulfil", ErpAnswer{});
+  clock_.Advance(2'999);
+  EXPECT_EQ(Drain().answered, 0);
+  clock_.Advance(1);
+  EXPECT_EQ(Drain().answered, 1);
+  row = Row(key_);
+  EXPECT_EQ(row.state, OutboxState::kAnswered);
+  EXPECT_EQ(row.reply_status, 200);
+  EXPECT_EQ(row.attempts, 2);
+  // The platform's retry (after the first delivery's lease) re-runs the plugin: the stored answer.
+  clock_.Advance(30'000);
+  std::string reply;
+  EXPECT_EQ(Call(key_, "POST", "/orders/8/fulfil", &reply), 200);
+  EXPECT_EQ(reply, R"({"ok":true})");
+  EXPECT_TRUE(Entries(DlqClass::kConflict).empty());
+  EXPECT_EQ(erp_->requests_total(), 2u);
+}
+
+TEST_F(ErpDeadLetterTest, A409ThatSaysInProgressOnEveryAskEndsDeadNeverAsAConflict) {
+  ErpAnswer busy;
+  busy.status = 409;
+  busy.body = R"({"type":"https://erp.example/problems/idempotency-key-in-use","title":"Conflict"})";
+  erp_->SetAnswer("/orders/8/fulfil", busy);
+  EXPECT_EQ(Call(key_, "POST", "/orders/8/fulfil"), CG_UNAVAILABLE);
+  for (int i = 2; i <= 4; ++i) {
+    clock_.Advance(60'000);
+    const auto s = Drain();
+    EXPECT_EQ(s.retry_later + s.dead, 1) << "send " << i;
+  }
+  const OutboxRow row = Row(key_);
+  EXPECT_EQ(row.state, OutboxState::kDead);
+  EXPECT_EQ(row.attempts, 4);
+  EXPECT_EQ(row.reply_status, 0);  // no answer was stored
+  EXPECT_TRUE(Entries(DlqClass::kConflict).empty());
+  const auto exhausted = Entries(DlqClass::kTransientExhausted);
+  ASSERT_EQ(exhausted.size(), 1u);
+  EXPECT_EQ(exhausted[0].erp_status, 409);
+  EXPECT_NE(exhausted[0].detail.find("in progress"), std::string::npos) << exhausted[0].detail;
+}
+
+TEST_F(ErpDeadLetterTest, AnUnmarked409ToAResendIsAskedAgainThenTakenAsAConflictWhenAttemptsAreSpent) {
+  // The first send got no answer (503); every resend gets a bare 409: it may be the first request
+  // still running, so it is asked again; when every ask got it, it is a real conflict.
+  ErpAnswer down;
+  down.status = 503;
+  erp_->SetAnswer("/orders/8/fulfil", down);
+  EXPECT_EQ(Call(key_, "POST", "/orders/8/fulfil"), CG_UNAVAILABLE);
+  ErpAnswer conflict;
+  conflict.status = 409;
+  conflict.body = R"({"error":"order 8 was fulfilled by another system"})";
+  erp_->SetAnswer("/orders/8/fulfil", conflict);
+  for (int i = 2; i <= 3; ++i) {
+    clock_.Advance(60'000);
+    EXPECT_EQ(Drain().retry_later, 1) << "send " << i;
+    EXPECT_EQ(Row(key_).state, OutboxState::kSent);
+    EXPECT_TRUE(Entries(DlqClass::kConflict).empty());
+  }
+  clock_.Advance(60'000);
+  EXPECT_EQ(Drain().answered, 1);  // attempt 4 of 4
+  const OutboxRow row = Row(key_);
+  EXPECT_EQ(row.state, OutboxState::kAnswered);
+  EXPECT_EQ(row.reply_status, 409);
+  EXPECT_EQ(row.reply_body, R"({"error":"order 8 was fulfilled by another system"})");
+  ASSERT_EQ(Entries(DlqClass::kConflict).size(), 1u);
+  EXPECT_EQ(AuditCount("\"erp_call_in_progress\""), 2u);
 }
 
 TEST_F(ErpDeadLetterTest, ReplayCallRevivesADeadRowAndTheWorkerSendsItWithTheSameKey) {

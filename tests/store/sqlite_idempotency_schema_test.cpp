@@ -2,7 +2,7 @@
 // made by an older build keeps every row, reaches the current version once, and the retry
 // worker's query runs on the v4 partial index (only pending and sent rows in it); v5's state
 // CHECKs admit the same states as before without an ephemeral table per checked row; v6 keys
-// outbox rows by their record's id, which VACUUM keeps.
+// outbox rows by their record's id, which VACUUM keeps; v7 names the send that owns a row.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -79,7 +79,7 @@ Upgraded Upgrade(const std::string& path, const Clock& clock) {
     ADD_FAILURE() << (outbox.ok() ? db.error().ToString() : outbox.error().ToString());
     return {};
   }
-  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4,5,6"});
+  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4,5,6,7"});
   return {std::move(*outbox), std::move(*db)};
 }
 
@@ -135,7 +135,8 @@ TEST(SqliteIdempotencySchemaTest, AVersion3DatabaseKeepsEveryRowAndTheWorkerQuer
   EXPECT_NE(plan.front().find("USING INDEX outbox_rows_due"), std::string::npos) << plan.front();
 
   // A row that is answered is no longer due.
-  ASSERT_TRUE(outbox->MarkAnswered("a", 1, 200, "{}").ok());
+  ASSERT_TRUE(outbox->Claim("a", 1, kT0, "send-a", kT0 + 1'000)->has_value());
+  ASSERT_TRUE(outbox->MarkAnswered("a", 1, "send-a", 200, "{}").ok());
   EXPECT_EQ(outbox->DuePending(kT0, 10)->size(), 1u);
 }
 
@@ -267,8 +268,9 @@ TEST(SqliteIdempotencySchemaTest, AVersion5DatabaseKeysOutboxRowsByTheirRecordsI
   ASSERT_TRUE(listed.ok()) << listed.error().ToString();
   ASSERT_EQ(listed->size(), 2u);
   EXPECT_EQ((*listed)[1].state, OutboxState::kSent);
-  ASSERT_TRUE(outbox->MarkAnswered("a", 1, 201, "{\"ok\":true}").ok());
-  EXPECT_EQ(outbox->MarkAnswered("orphan", 1, 200, "{}").reason(), Reason::kNotFound);  // nothing can reach it
+  ASSERT_TRUE(outbox->Claim("a", 1, kT0, "send-a", kT0 + 1'000)->has_value());
+  ASSERT_TRUE(outbox->MarkAnswered("a", 1, "send-a", 201, "{\"ok\":true}").ok());
+  EXPECT_FALSE(outbox->Claim("orphan", 0, kT0, "send-b", kT0 + 1'000)->has_value());  // nothing can reach it
   EXPECT_EQ(outbox->ListEvent("orphan")->size(), 0u);
   auto due = outbox->DuePending(kT0, 10);
   ASSERT_TRUE(due.ok());
@@ -320,6 +322,50 @@ TEST(SqliteIdempotencySchemaTest, AVersion5DatabaseKeysOutboxRowsByTheirRecordsI
   EXPECT_EQ(*confirmed, 1);
 }
 
+TEST(SqliteIdempotencySchemaTest, AVersion6DatabaseKeepsItsRowsWhichNoSendOwnsYet) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("state.db");
+  {
+    auto db = SqliteDb::Open(path);
+    ASSERT_TRUE(db.ok()) << db.error().ToString();
+    ASSERT_TRUE(MigrateIdempotencySchemaTo(**db, 6).ok());  // what builds before v7 made
+    AddRecord(**db, "a");
+    auto s = (*db)->Prepare(
+        "INSERT INTO outbox_rows (record_id, call_index, event_key, fencing_token, method, path, body, body_sha256, "
+        "state, attempts, next_attempt_ms, idempotency_key) SELECT id, ?1, 'a', 1, 'POST', '/orders/1/fulfil', "
+        "x'7b7d', 'sha', ?2, ?3, ?4, 'idem-a-' || ?1 FROM idem_records WHERE key = 'a'");
+    ASSERT_TRUE(s.ok());
+    // A row an older build left sent (its send in flight or failed), one pending, one answered.
+    s->Bind(1, int64_t{0}).Bind(2, "sent").Bind(3, int64_t{2}).Bind(4, kT0 - 40);
+    ASSERT_TRUE(s->Run().ok());
+    ASSERT_TRUE(s->Reset().ok());
+    s->Bind(1, int64_t{1}).Bind(2, "pending").Bind(3, int64_t{0}).Bind(4, kT0 + 5'000);
+    ASSERT_TRUE(s->Run().ok());
+    ASSERT_TRUE(s->Reset().ok());
+    s->Bind(1, int64_t{2}).Bind(2, "answered").Bind(3, int64_t{1}).Bind(4, kT0 - 90);
+    ASSERT_TRUE(s->Run().ok());
+  }
+  FixedClock clock(kT0);
+  Upgraded up = Upgrade(path, clock);
+  ASSERT_NE(up.db, nullptr);
+  EXPECT_EQ(Rows(*up.db, "SELECT call_index, state, attempts, next_attempt_ms - " + std::to_string(kT0) +
+                             ", claimed_by = '' FROM outbox_rows ORDER BY call_index",
+                 0, 4),
+            (std::vector<std::string>{"0|sent|2|-40|1", "1|pending|0|5000|1", "2|answered|1|-90|1"}));
+  ExpectTheIndexesWereMadeAgain(*up.db);
+  // The sent row is due as it was, and one send takes it; the pending one waits for its time.
+  auto due = up.outbox->DuePending(kT0, 10);
+  ASSERT_TRUE(due.ok()) << due.error().ToString();
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].call_index, 0);
+  auto claimed = up.outbox->Claim("a", 0, kT0, "send-a", kT0 + 10'000);
+  ASSERT_TRUE(claimed.ok() && claimed->has_value());
+  EXPECT_EQ((*claimed)->attempts, 3);
+  EXPECT_EQ((*claimed)->claimed_by, "send-a");
+  EXPECT_FALSE(up.outbox->Claim("a", 0, kT0, "send-b", kT0 + 10'000)->has_value());
+  EXPECT_TRUE(up.outbox->DuePending(kT0, 10)->empty());
+}
+
 TEST(SqliteIdempotencySchemaTest, ACurrentDatabaseIsNotMigratedAgainAndUnknownVersionsAreRefused) {
   testing::TempDir dir;
   const std::string path = dir.Sub("state.db");
@@ -327,7 +373,7 @@ TEST(SqliteIdempotencySchemaTest, ACurrentDatabaseIsNotMigratedAgainAndUnknownVe
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(MigrateIdempotencySchema(**db).ok());
   ASSERT_TRUE(MigrateIdempotencySchema(**db).ok());
-  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4,5,6"});
+  EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4,5,6,7"});
 
   const Status none = MigrateIdempotencySchemaTo(**db, 99);
   EXPECT_EQ(none.reason(), Reason::kInternal);

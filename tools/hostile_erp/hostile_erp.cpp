@@ -1,0 +1,398 @@
+// hostile_erp.cpp — see hostile_erp.h.
+#include "hostile_erp/hostile_erp.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+namespace clawguard::tools {
+namespace {
+
+constexpr std::pair<HostileMode, std::string_view> kNames[] = {
+    {HostileMode::kNormal, "normal"},
+    {HostileMode::kSlow, "slow"},
+    {HostileMode::kInterim, "interim"},
+    {HostileMode::kDoubleAnswer, "double-answer"},
+    {HostileMode::kCloseMidBody, "close-mid-body"},
+    {HostileMode::kGarbage, "garbage"},
+    {HostileMode::kConflictInFlight, "conflict-in-flight"},
+    {HostileMode::kDedupAfterCompletion, "dedup-after-completion"},
+    {HostileMode::kNeverAnswer, "never-answer"},
+};
+
+bool IEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// SendAll writes |bytes| (false when the peer is gone).
+bool SendAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+std::string Answer(int status, std::string_view reason, std::string_view body, std::string_view extra, bool close) {
+  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) +
+                    "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  out += extra;
+  if (close) out += "Connection: close\r\n";
+  out += "\r\n";
+  out += body;
+  return out;
+}
+
+}  // namespace
+
+std::string_view HostileModeName(HostileMode mode) {
+  for (const auto& [m, name] : kNames) {
+    if (m == mode) return name;
+  }
+  return "normal";
+}
+
+std::optional<HostileMode> HostileModeFromName(std::string_view name) {
+  for (const auto& [m, n] : kNames) {
+    if (n == name) return m;
+  }
+  return std::nullopt;
+}
+
+struct HostileErp::Request {
+  std::string method;
+  std::string target;
+  std::string key;  // Idempotency-Key ("" when none)
+  std::string body;
+  bool close = false;  // Connection: close, or HTTP/1.0
+};
+
+Result<std::unique_ptr<HostileErp>> HostileErp::Start(HostileErpOptions options) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(options.port);
+  if (::inet_pton(AF_INET, options.address.c_str(), &addr.sin_addr) != 1) {
+    return Status(Reason::kConfigInvalid, "hostile erp: \"" + options.address + "\" is not an IPv4 address");
+  }
+  std::unique_ptr<HostileErp> erp(new HostileErp(std::move(options)));
+  erp->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  socklen_t len = sizeof addr;
+  if (erp->listen_fd_ < 0 || ::setsockopt(erp->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      ::bind(erp->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(erp->listen_fd_, 128) != 0 ||
+      ::getsockname(erp->listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return Status(Reason::kInternal, "hostile erp: cannot listen on " + erp->options_.address + ":" +
+                                         std::to_string(erp->options_.port) + ": " + std::strerror(errno));
+  }
+  erp->port_ = ntohs(addr.sin_port);
+  erp->acceptor_ = std::thread([raw = erp.get()] { raw->AcceptLoop(); });
+  return erp;
+}
+
+HostileErp::~HostileErp() { Stop(); }
+
+std::string HostileErp::base_url() const { return "http://" + options_.address + ":" + std::to_string(port_); }
+
+void HostileErp::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ && listen_fd_ < 0) return;
+    stopping_ = true;
+    for (int fd : open_fds_) ::shutdown(fd, SHUT_RDWR);  // wakes reads and polls
+  }
+  changed_.notify_all();
+  if (listen_fd_ >= 0) ::shutdown(listen_fd_, SHUT_RDWR);  // ends the accept
+  if (acceptor_.joinable()) acceptor_.join();
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  listen_fd_ = -1;
+  std::unique_lock lock(mu_);
+  changed_.wait(lock, [&] { return open_fds_.empty(); });
+}
+
+void HostileErp::AcceptLoop() {
+  for (;;) {
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return;  // shut down
+    }
+    std::lock_guard lock(mu_);
+    if (stopping_ || open_fds_.size() >= kMaxConnections) {
+      ::close(fd);
+      continue;
+    }
+    const int one = 1;
+    (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    open_fds_.insert(fd);
+    std::thread([this, fd] { Serve(fd); }).detach();
+  }
+}
+
+void HostileErp::Serve(int fd) {
+  std::string buffer;
+  char chunk[16 * 1024];
+  // Read one request at a time; bytes after it (pipelining) stay in |buffer|.
+  const auto fill = [&](size_t want) {
+    while (buffer.size() < want) {
+      const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      buffer.append(chunk, static_cast<size_t>(n));
+    }
+    return true;
+  };
+  for (;;) {
+    size_t end = buffer.find("\r\n\r\n");
+    while (end == std::string::npos && buffer.size() <= kMaxHeaderBytes) {
+      if (!fill(buffer.size() + 1)) break;
+      end = buffer.find("\r\n\r\n");
+    }
+    if (end == std::string::npos) break;  // closed, or a header over the bound
+    Request r;
+    std::string_view head(buffer.data(), end);
+    const size_t line_end = head.find("\r\n");
+    std::string_view line = head.substr(0, line_end);
+    const size_t sp1 = line.find(' ');
+    const size_t sp2 = line.rfind(' ');
+    if (sp1 == std::string_view::npos || sp2 == sp1) break;
+    r.method = std::string(line.substr(0, sp1));
+    r.target = std::string(line.substr(sp1 + 1, sp2 - sp1 - 1));
+    r.close = line.substr(sp2 + 1) != "HTTP/1.1";
+    size_t length = 0;
+    bool bad = false;
+    for (size_t at = line_end; at != std::string_view::npos && at < head.size();) {
+      const size_t next = head.find("\r\n", at + 2);
+      std::string_view field = head.substr(at + 2, next == std::string_view::npos ? std::string_view::npos : next - at - 2);
+      at = next;
+      const size_t colon = field.find(':');
+      if (colon == std::string_view::npos) continue;
+      const std::string_view name = Trim(field.substr(0, colon));
+      const std::string_view value = Trim(field.substr(colon + 1));
+      if (IEquals(name, "content-length")) {
+        const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
+        bad = bad || ec != std::errc() || p != value.data() + value.size() || length > kMaxBodyBytes;
+      } else if (IEquals(name, "transfer-encoding")) {
+        bad = true;  // the host's client always sends Content-Length
+      } else if (IEquals(name, "idempotency-key")) {
+        r.key = std::string(value);
+      } else if (IEquals(name, "connection") && IEquals(value, "close")) {
+        r.close = true;
+      }
+    }
+    if (bad) {
+      (void)SendAll(fd, Answer(400, "Bad Request", R"({"error":"bad framing"})", "", /*close=*/true));
+      break;
+    }
+    if (!fill(end + 4 + length)) break;
+    r.body = buffer.substr(end + 4, length);
+    buffer.erase(0, end + 4 + length);
+    if (!Handle(fd, r) || r.close) break;
+  }
+  ::close(fd);
+  // Notified under the lock: once Stop sees the last descriptor gone, this thread touches
+  // nothing of the server any more.
+  std::lock_guard lock(mu_);
+  open_fds_.erase(fd);
+  changed_.notify_all();
+}
+
+void HostileErp::Admit(const std::string& key) {
+  ++stats_.requests;
+  if (key.empty()) {
+    ++stats_.keyless;
+    return;
+  }
+  HostileKeyStats* ks = nullptr;
+  if (stats_.keys.count(key) != 0 || stats_.keys.size() < kMaxKeys) ks = &stats_.keys[key];
+  if (ks != nullptr) ++ks->requests;
+  if (in_flight_[key] > 0) {
+    ++stats_.overlapping;
+    if (ks != nullptr) ++ks->overlapping;
+  }
+  ++in_flight_[key];
+}
+
+void HostileErp::Finish(const std::string& key) {
+  if (key.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    if (--in_flight_[key] <= 0) in_flight_.erase(key);
+  }
+  changed_.notify_all();
+}
+
+std::string HostileErp::Effect(const std::string& key, const std::string& path) {
+  ++stats_.effects;
+  size_t for_key = 1;
+  auto it = stats_.keys.find(key);
+  if (it != stats_.keys.end()) for_key = ++it->second.effects;
+  stats_.max_effects_per_key = std::max(stats_.max_effects_per_key, for_key);
+  return nlohmann::json{{"ok", true}, {"key", key}, {"path", path}, {"effect", stats_.effects}}.dump();
+}
+
+bool HostileErp::SleepFor(std::chrono::milliseconds d) {
+  std::unique_lock lock(mu_);
+  return !changed_.wait_for(lock, d, [&] { return stopping_; });
+}
+
+std::string HostileErp::WaitStored(const std::string& key) {
+  std::unique_lock lock(mu_);
+  changed_.wait(lock, [&] { return stopping_ || stored_.count(key) != 0; });
+  auto it = stored_.find(key);
+  return it == stored_.end() ? std::string() : it->second;
+}
+
+bool HostileErp::TakeHostile(const std::string& key) {
+  std::lock_guard lock(mu_);
+  if (options_.hostile_requests <= 0) return true;
+  int& taken = hostile_taken_[key];
+  if (taken >= options_.hostile_requests) return false;
+  ++taken;
+  return true;
+}
+
+bool HostileErp::Handle(int fd, const Request& r) {
+  if (r.method == "GET" && r.target == "/_stats") {
+    return SendAll(fd, Answer(200, "OK", StatsJson(), "", r.close));
+  }
+  const std::string& key = r.key;
+  std::string body;
+  bool replay = false;   // the stored answer of an earlier request
+  bool conflict = false;  // conflict-in-flight: another request of the key is in flight
+  {
+    std::lock_guard lock(mu_);
+    Admit(key);
+    auto stored = key.empty() ? stored_.end() : stored_.find(key);
+    if (stored != stored_.end()) {
+      body = stored->second;
+      replay = true;
+    } else if (key.empty()) {
+      body = Effect(key, r.target);
+    } else if (options_.mode == HostileMode::kConflictInFlight && in_flight_[key] > 1) {
+      conflict = true;
+      auto ks = stats_.keys.find(key);
+      if (ks != stats_.keys.end()) ++ks->second.conflicts;
+      ++stats_.conflicts;
+    } else if (options_.mode != HostileMode::kConflictInFlight &&
+               options_.mode != HostileMode::kDedupAfterCompletion) {
+      // Deduplication on arrival: the effect and its stored answer at once.
+      body = Effect(key, r.target);
+      stored_[key] = body;
+    }
+  }
+  // The key's in-flight mark ends when this request is done with, however it ends.
+  struct Done {
+    HostileErp* erp;
+    const std::string& key;
+    ~Done() { erp->Finish(key); }
+  } done{this, key};
+
+  if (conflict) {
+    const std::string conflict_body =
+        options_.conflict_marker
+            ? R"({"error":{"message":"There is currently another in-progress request using this Idempotency-Key","type":"idempotency_error"}})"
+            : R"({"error":"conflict"})";
+    return SendAll(fd, Answer(409, "Conflict", conflict_body, options_.conflict_marker ? "Retry-After: 1\r\n" : "",
+                              r.close));
+  }
+  if (!replay && !key.empty() &&
+      (options_.mode == HostileMode::kConflictInFlight || options_.mode == HostileMode::kDedupAfterCompletion)) {
+    // Processing takes |delay|; a real ERP finishes it whether or not the client still waits.
+    (void)SleepFor(options_.delay);
+    std::lock_guard lock(mu_);
+    body = Effect(key, r.target);
+    stored_.emplace(key, body);  // the first to finish is what later requests get
+  }
+  const std::string answer = Answer(200, "OK", body, "", r.close);
+  switch (options_.mode) {
+    case HostileMode::kSlow:
+      if (!SleepFor(options_.delay)) return false;
+      return SendAll(fd, answer);
+    case HostileMode::kInterim: {
+      const auto step = options_.delay / 3;
+      for (std::string_view interim : {std::string_view("HTTP/1.1 100 Continue\r\n\r\n"),
+                                       std::string_view("HTTP/1.1 102 Processing\r\n\r\n"),
+                                       std::string_view("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n")}) {
+        if (!SendAll(fd, interim) || !SleepFor(step)) return false;
+      }
+      return SendAll(fd, answer);
+    }
+    case HostileMode::kDoubleAnswer: return SendAll(fd, answer) && SendAll(fd, answer);
+    case HostileMode::kCloseMidBody:
+      if (!TakeHostile(key)) return SendAll(fd, answer);
+      (void)SendAll(fd, answer.substr(0, answer.size() - body.size() / 2));
+      return false;
+    case HostileMode::kGarbage: {
+      if (!TakeHostile(key)) return SendAll(fd, answer);
+      static constexpr char kGarbage[] = "HTTP/1.1 2OO OKAY\r\n\x01\x02\xff garbage\r\n\r\n{\"ok\":";
+      (void)SendAll(fd, std::string_view(kGarbage, sizeof kGarbage - 1));
+      return false;
+    }
+    case HostileMode::kNeverAnswer: {
+      if (!TakeHostile(key)) return SendAll(fd, answer);
+      // Hold the connection until the client gives up on it (or the server stops).
+      char sink[4096];
+      for (;;) {
+        pollfd p{fd, POLLIN, 0};
+        const int n = ::poll(&p, 1, 200);
+        {
+          std::lock_guard lock(mu_);
+          if (stopping_) return false;
+        }
+        if (n < 0 && errno != EINTR) return false;
+        if (n > 0 && ::recv(fd, sink, sizeof sink, 0) <= 0) return false;
+      }
+    }
+    case HostileMode::kNormal:
+    case HostileMode::kConflictInFlight:
+    case HostileMode::kDedupAfterCompletion: return SendAll(fd, answer);
+  }
+  return false;
+}
+
+HostileErpStats HostileErp::Stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+std::string HostileErp::StatsJson() const {
+  const HostileErpStats s = Stats();
+  nlohmann::json keys = nlohmann::json::object();
+  for (const auto& [key, k] : s.keys) {
+    keys[key] = {{"requests", k.requests}, {"effects", k.effects}, {"overlapping", k.overlapping},
+                 {"conflicts", k.conflicts}};
+  }
+  return nlohmann::json{{"mode", HostileModeName(options_.mode)},
+                        {"requests", s.requests},
+                        {"effects", s.effects},
+                        {"keyless", s.keyless},
+                        {"overlapping", s.overlapping},
+                        {"conflicts", s.conflicts},
+                        {"max_effects_per_key", s.max_effects_per_key},
+                        {"keys", keys}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace clawguard::tools

@@ -1,0 +1,166 @@
+// hostile_erp.h — HostileErp: a real HTTP/1.1 ERP on a raw TCP socket that misbehaves as real
+// ERPs do, for the host's end-to-end tests and for people (`clawguard-hostile-erp`). Unlike
+// tools/test_erp (an HttpServer handler), it writes its answers byte by byte, so it can send what
+// no well-behaved server library sends: interim answers, two answers, a body cut short, garbage,
+// nothing at all.
+//
+// It counts what matters for effectively-once ERP calls, per Idempotency-Key: requests, effects
+// (a new order line, a payment — what a retry must not repeat), and requests that arrived while
+// an earlier request with the same key was still in flight at the ERP ("overlapping": a host that
+// sends one call at a time per key has none, unless its own deadline gave up on a request the
+// ERP was still processing). Every effect's answer is 200 with a body naming its own key,
+// `{"ok":true,"key":"<Idempotency-Key>","effect":<n>}`, so a caller can check that each stored
+// answer belongs to its own call.
+//
+// Modes (one per server; HostileErpOptions):
+//   normal                 an ERP that deduplicates keys on arrival: a request whose key was acted
+//                          on gets the stored answer; one whose key is in flight waits for it
+//   slow                   normal, answering |delay| after the request (the effect is at arrival)
+//   interim                100, 102 and 103 interim answers (|delay| / 3 apart) before every answer
+//   double-answer          every answer is written twice on the connection
+//   close-mid-body         the effect happens; the answer is cut after half its body, then closed
+//   garbage                the effect happens; the answer is bytes that are not HTTP, then closed
+//   conflict-in-flight     a request whose key is in flight gets 409 (Stripe's idempotency_error
+//                          body and Retry-After: 1, or a bare 409 without |conflict_marker|); the
+//                          first answers after |delay|; finished keys are replayed
+//   dedup-after-completion a key is recorded only when its request finished (after |delay|): a
+//                          request that arrives meanwhile is a second effect
+//   never-answer           the effect happens; no answer ever (held until the client closes)
+// close-mid-body, garbage and never-answer treat the first |hostile_requests| requests of each key
+// so (0: every request); later requests for the key get the stored answer, properly framed.
+// `GET /_stats` answers StatsJson() and is not counted.
+//
+// Thread-safe. One thread per connection (at most kMaxConnections at once; more are closed).
+#ifndef CLAWGUARD_TOOLS_HOSTILE_ERP_HOSTILE_ERP_H_
+#define CLAWGUARD_TOOLS_HOSTILE_ERP_HOSTILE_ERP_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "clawguard/error.h"
+
+namespace clawguard::tools {
+
+enum class HostileMode {
+  kNormal,
+  kSlow,
+  kInterim,
+  kDoubleAnswer,
+  kCloseMidBody,
+  kGarbage,
+  kConflictInFlight,
+  kDedupAfterCompletion,
+  kNeverAnswer,
+};
+inline constexpr HostileMode kAllHostileModes[] = {
+    HostileMode::kNormal,       HostileMode::kSlow,    HostileMode::kInterim,
+    HostileMode::kDoubleAnswer, HostileMode::kCloseMidBody, HostileMode::kGarbage,
+    HostileMode::kConflictInFlight, HostileMode::kDedupAfterCompletion, HostileMode::kNeverAnswer};
+
+// HostileModeName returns the mode's name as listed above ("close-mid-body", …).
+std::string_view HostileModeName(HostileMode mode);
+// HostileModeFromName is its inverse; nullopt for any other text.
+std::optional<HostileMode> HostileModeFromName(std::string_view name);
+
+struct HostileErpOptions {
+  std::string address = "127.0.0.1";  // an IPv4 address to listen on
+  uint16_t port = 0;                  // 0: a free port
+  HostileMode mode = HostileMode::kNormal;
+  std::chrono::milliseconds delay{0};  // see the modes
+  int hostile_requests = 0;            // see the modes (0: every request)
+  bool conflict_marker = true;         // conflict-in-flight: say "idempotency_error" and Retry-After
+};
+
+// HostileKeyStats counts one Idempotency-Key's requests.
+struct HostileKeyStats {
+  size_t requests = 0;
+  size_t effects = 0;
+  size_t overlapping = 0;  // arrived while an earlier request with this key was in flight
+  size_t conflicts = 0;    // answered 409 (conflict-in-flight)
+};
+
+struct HostileErpStats {
+  size_t requests = 0;  // every request but GET /_stats
+  size_t effects = 0;
+  size_t keyless = 0;  // requests without an Idempotency-Key (each one an effect)
+  size_t overlapping = 0;
+  size_t conflicts = 0;
+  size_t max_effects_per_key = 0;
+  std::map<std::string, HostileKeyStats> keys;  // by Idempotency-Key (at most kMaxKeys)
+};
+
+class HostileErp {
+ public:
+  static constexpr size_t kMaxConnections = 256;
+  static constexpr size_t kMaxKeys = 100'000;
+  static constexpr size_t kMaxHeaderBytes = 64 * 1024;
+  static constexpr size_t kMaxBodyBytes = 1024 * 1024;
+
+  // Start listens and serves until Stop. kConfigInvalid for a bad address; kInternal when it
+  // cannot listen.
+  static Result<std::unique_ptr<HostileErp>> Start(HostileErpOptions options);
+  ~HostileErp();
+  HostileErp(const HostileErp&) = delete;
+  HostileErp& operator=(const HostileErp&) = delete;
+
+  uint16_t port() const { return port_; }
+  // base_url is http://ADDRESS:PORT.
+  std::string base_url() const;
+  HostileMode mode() const { return options_.mode; }
+
+  HostileErpStats Stats() const;
+  // StatsJson is Stats() as one JSON object ({"mode", "requests", "effects", "keyless",
+  // "overlapping", "conflicts", "max_effects_per_key", "keys": {key: {…}}}).
+  std::string StatsJson() const;
+
+  // Stop closes the listener and every connection, ends delays, and joins the threads.
+  void Stop();
+
+ private:
+  struct Request;
+  explicit HostileErp(HostileErpOptions options) : options_(std::move(options)) {}
+  void AcceptLoop();
+  void Serve(int fd);
+  // Handle answers one request on |fd|; false when the connection must close.
+  bool Handle(int fd, const Request& request);
+  // Admit counts a request for |key| arriving; true when another one of the key is in flight.
+  void Admit(const std::string& key);
+  void Finish(const std::string& key);
+  // Effect records a new effect for |key| and returns its answer body.
+  std::string Effect(const std::string& key, const std::string& path);
+  // SleepFor waits |d| unless the server stops first (false then).
+  bool SleepFor(std::chrono::milliseconds d);
+  // WaitStored waits until |key| has a stored answer (or the server stops): the answer or "".
+  std::string WaitStored(const std::string& key);
+  // TakeHostile counts a hostile treatment of |key|: true while it gets one (hostile_requests).
+  bool TakeHostile(const std::string& key);
+
+  const HostileErpOptions options_;
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread acceptor_;
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  bool stopping_ = false;
+  std::set<int> open_fds_;
+  std::vector<std::thread> connections_;
+  HostileErpStats stats_;
+  std::map<std::string, int> in_flight_;       // requests of a key being processed
+  std::map<std::string, std::string> stored_;  // answer body by key, once acted on (and recorded)
+  std::map<std::string, int> hostile_taken_;   // hostile treatments given, by key
+};
+
+}  // namespace clawguard::tools
+
+#endif  // CLAWGUARD_TOOLS_HOSTILE_ERP_HOSTILE_ERP_H_
