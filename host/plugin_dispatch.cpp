@@ -4,11 +4,14 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include "clawguard/fiber.h"
 #include "clawguard/thread_name.h"
@@ -19,8 +22,11 @@ constexpr size_t kMaxLogMessage = 2048;
 }  // namespace
 
 // cg_call is one delivery's context (plugin.h declares it opaque). Shared by the dispatcher and
-// the plugin's worker thread, which may outlive the dispatch after a timeout.
+// the plugin's worker thread, which may outlive the dispatch after a timeout. The plugin never
+// sees its address: it is given |handle| (see CallHandles).
 struct cg_call {
+  cg_call* handle = nullptr;  // what the plugin is given; retired when the delivery finishes
+
   // Host-owned request buffers, valid while the call lives.
   std::string plugin, route, method, path, body, key;
   std::vector<std::string> names, values;
@@ -31,13 +37,16 @@ struct cg_call {
   std::unique_ptr<clawguard::host::ErpGateway> gateway;
   std::mutex erp_mu;  // serialises erp_call per cg_call
   std::atomic<bool> abandoned{false};
+  // closed: handle_webhook returned. Set under |mu|; erp_call checks it under |erp_mu|, which the
+  // returning thread takes after setting it, so no ERP call starts once the delivery is over.
+  std::atomic<bool> closed{false};
 
   std::mutex mu;  // guards what follows
   std::condition_variable done_cv;
   bool finished = false;
   int rc = 0;
   int responds = 0;
-  bool bad_respond = false;
+  std::string respond_problem;  // why the one respond() was refused (empty: it was valid)
   int status = 0;
   std::string content_type, answer;
   clawguard::host::GatewayOutcome erp;
@@ -46,27 +55,93 @@ struct cg_call {
 namespace clawguard::host {
 namespace {
 
-int ErpCallFn(cg_call* call, const char* method, const char* path, cg_bytes body, cg_bytes* reply) {
+// CallHandles maps the cg_call* a plugin is given to the delivery it names. The pointer is not the
+// cg_call's address but a handle — a counter tagged into a non-canonical x86-64 address, so a
+// plugin that dereferences it faults instead of reading host memory — never reused, and looked up
+// by every host API call. A handle is retired when its plugin returns from handle_webhook: a call
+// made with it afterwards (from a thread the plugin kept) finds nothing and touches nothing, where
+// it used to reach a cg_call that might already be freed. Sharded by the counter; thread-safe.
+class CallHandles {
+ public:
+  cg_call* Add(std::shared_ptr<cg_call> call) {
+    const uint64_t n = next_.fetch_add(1, std::memory_order_relaxed) & kCounterMask;
+    Shard& shard = shards_[n % kShards];
+    auto* handle = reinterpret_cast<cg_call*>(static_cast<uintptr_t>(kTag | n));  // NOLINT(performance-no-int-to-ptr)
+    std::lock_guard lock(shard.mu);
+    shard.live.emplace(n, std::move(call));
+    return handle;
+  }
+  std::shared_ptr<cg_call> Find(const cg_call* handle) {
+    const auto value = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
+    if ((value & ~kCounterMask) != kTag) return nullptr;
+    const uint64_t n = value & kCounterMask;
+    Shard& shard = shards_[n % kShards];
+    std::lock_guard lock(shard.mu);
+    const auto it = shard.live.find(n);
+    return it == shard.live.end() ? nullptr : it->second;
+  }
+  void Retire(const cg_call* handle) {
+    const uint64_t n = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle)) & kCounterMask;
+    std::shared_ptr<cg_call> last;  // freed outside the lock
+    Shard& shard = shards_[n % kShards];
+    std::lock_guard lock(shard.mu);
+    if (const auto it = shard.live.find(n); it != shard.live.end()) {
+      last = std::move(it->second);
+      shard.live.erase(it);
+    }
+  }
+
+ private:
+  // Bits 63..48 neither all zero nor all one: not a canonical x86-64 (or AArch64 user) address.
+  static constexpr uint64_t kTag = 0xC6A1'0000'0000'0000ull;
+  static constexpr uint64_t kCounterMask = 0x0000'FFFF'FFFF'FFFFull;  // 2^48 deliveries before reuse
+  static constexpr size_t kShards = 16;
+  struct Shard {
+    std::mutex mu;
+    std::unordered_map<uint64_t, std::shared_ptr<cg_call>> live;  // guarded by mu
+  };
+  std::array<Shard, kShards> shards_;
+  std::atomic<uint64_t> next_{1};
+};
+
+// Handles is never destroyed: a thread a plugin keeps may call the host API during exit.
+CallHandles& Handles() {
+  static auto* handles = new CallHandles;
+  return *handles;
+}
+
+int ErpCallFn(cg_call* handle, const char* method, const char* path, cg_bytes body, cg_bytes* reply) {
   if (reply != nullptr) *reply = cg_bytes{nullptr, 0};
-  if (call == nullptr) return CG_UNAVAILABLE;
-  if (call->abandoned.load()) return CG_FENCED;
+  // A finished (or unknown) delivery: nothing of it is touched, nothing is written or sent.
+  const std::shared_ptr<cg_call> call = Handles().Find(handle);
+  if (call == nullptr || call->abandoned.load() || call->closed.load()) return CG_FENCED;
   if (method == nullptr || path == nullptr || (body.data == nullptr && body.len != 0)) return CG_DENIED;
   std::lock_guard lock(call->erp_mu);
-  if (call->abandoned.load()) return CG_FENCED;
+  if (call->abandoned.load() || call->closed.load()) return CG_FENCED;
   return call->gateway->Call(method, path, std::string_view(body.data == nullptr ? "" : body.data, body.len),
                              reply);
 }
 
-void RespondFn(cg_call* call, int status, const char* content_type, cg_bytes body) {
+void RespondFn(cg_call* handle, int status, const char* content_type, cg_bytes body) {
+  const std::shared_ptr<cg_call> call = Handles().Find(handle);
   if (call == nullptr) return;
   std::lock_guard lock(call->mu);
-  if (call->abandoned.load() || call->finished) return;  // ignored: too late
+  if (call->abandoned.load() || call->closed.load() || call->finished) return;  // ignored: too late
   if (++call->responds > 1) return;
   const std::string_view ct = content_type == nullptr ? std::string_view() : std::string_view(content_type);
   // A header value with CR/LF would split the stored answer's headers.
-  if ((body.data == nullptr && body.len != 0) || ct.size() > kMaxContentType ||
-      ct.find_first_of("\r\n") != std::string_view::npos) {
-    call->bad_respond = true;
+  if (body.data == nullptr && body.len != 0) {
+    call->respond_problem = "respond() got a body of " + std::to_string(body.len) + " bytes at a null pointer";
+    return;
+  }
+  if (ct.size() > kMaxContentType || ct.find_first_of("\r\n") != std::string_view::npos) {
+    call->respond_problem = "respond() got a content type over " + std::to_string(kMaxContentType) +
+                            " bytes or with CR/LF";
+    return;
+  }
+  // The one answer rule (host/responder.h): what is stored must be what every replay can serve.
+  if (std::optional<std::string> problem = AnswerProblem(status, body.len)) {
+    call->respond_problem = "respond() refused: " + *problem;
     return;
   }
   call->status = status;
@@ -104,8 +179,10 @@ bool AppendAsciiJson(std::string& out, std::string_view s) {
   return true;
 }
 
-void LogFn(cg_call* call, int level, const char* message) {
-  if (call == nullptr || message == nullptr || !call->audit) return;
+void LogFn(cg_call* handle, int level, const char* message) {
+  if (message == nullptr) return;
+  const std::shared_ptr<cg_call> call = Handles().Find(handle);  // dropped once the plugin returned
+  if (call == nullptr || !call->audit) return;
   call->audit(PluginLogLine(call->plugin, level, std::string_view(message, strnlen(message, kMaxLogMessage))));
 }
 
@@ -152,13 +229,20 @@ std::shared_ptr<cg_call> MakeCall(const DispatchContext& ctx) {
   call->plugin = std::string(ctx.plugin);
   call->route = std::string(ctx.route);
   call->key = std::string(ctx.event_key);
+  // Only what the signature authenticated is shown as headers (plugin.h, cg_request): the id and
+  // the timestamp, under their Standard Webhooks names. Other request headers are the sender's
+  // word, unsigned — a replay with a changed Content-Type or X-Idempotency-Key still verifies.
+  call->names.push_back("webhook-id");
+  call->values.push_back(std::string(ctx.webhook_id));
   if (ctx.request != nullptr) {
     call->method = ctx.request->method;
     call->path = ctx.request->target;
     call->body = ctx.request->body;
-    for (const auto& [n, v] : ctx.request->headers) {
-      call->names.push_back(n);
-      call->values.push_back(v);
+    std::optional<std::string_view> ts = ctx.request->headers.Get("webhook-timestamp");
+    if (!ts) ts = ctx.request->headers.Get("svix-timestamp");  // byte-equal when both came (checked)
+    if (ts) {
+      call->names.push_back("webhook-timestamp");
+      call->values.push_back(std::string(*ts));
     }
   }
   for (size_t i = 0; i < call->names.size(); ++i) {
@@ -194,14 +278,19 @@ void RunPlugin(const cg_plugin* plugin, std::mutex* serial_mu, cg_call& call) {
     // Given up on while waiting for the serial mutex: nothing it did would count.
     if (!call.abandoned.load()) {
       try {
-        rc = plugin->handle_webhook(&call, call.route.c_str(), &call.request);
+        rc = plugin->handle_webhook(call.handle, call.route.c_str(), &call.request);
       } catch (...) {
         rc = -1;  // a C++ plugin must not throw across the C ABI
       }
     }
   }
+  {
+    std::lock_guard lock(call.mu);  // a respond() from a kept thread is ignored from here on
+    call.closed.store(true);
+  }
   GatewayOutcome erp;
   {
+    // Waits for an erp_call a kept thread is in; any later one sees |closed| and sends nothing.
     std::lock_guard erp_lock(call.erp_mu);
     erp = call.gateway->outcome();
   }
@@ -211,6 +300,7 @@ void RunPlugin(const cg_plugin* plugin, std::mutex* serial_mu, cg_call& call) {
     call.rc = rc;
     call.erp = std::move(erp);
   }
+  Handles().Retire(call.handle);  // the plugin's pointer names nothing any more
   call.done_cv.notify_all();  // after unlocking: the waiter need not block on call.mu again
 }
 
@@ -226,8 +316,8 @@ DispatchReport ReportOf(const cg_call& call) {
   } else if (call.responds != 1) {
     report.outcome = PluginOutcome::Failed("respond() was called " + std::to_string(call.responds) +
                                            " times; exactly once is required");
-  } else if (call.bad_respond || call.status < 100 || call.status > 599) {
-    report.outcome = PluginOutcome::Failed("respond() got an invalid status, content type or body");
+  } else if (!call.respond_problem.empty()) {
+    report.outcome = PluginOutcome::Failed(call.respond_problem);
   } else {
     report.outcome = PluginOutcome::Answered(call.status, call.content_type, call.answer);
   }
@@ -474,6 +564,7 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
                                ErpDelivery{call->plugin, call->key, ctx.fencing_token, ctx.level});
   if (!gw.ok()) return {PluginOutcome::Failed(gw.error().message()), {}};
   call->gateway = std::move(gw).value();
+  call->handle = Handles().Add(call);  // retired by RunPlugin when the plugin returns
 
   const cg_plugin* plugin = entry.plugin;
   std::mutex* serial = entry.serial.get();
@@ -519,6 +610,7 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
     });
   } catch (const std::exception&) {
     finished();
+    Handles().Retire(call->handle);
     return {PluginOutcome::Failed("could not start the plugin's thread"), {}};
   }
 

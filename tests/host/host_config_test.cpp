@@ -17,7 +17,7 @@ namespace clawguard::host {
 namespace {
 
 constexpr char kOrderSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-constexpr char kOldSecret[] = "whsec_c2VjcmV0LW9mLWxhc3QtcXVhcnRlcg==";
+constexpr char kOldSecret[] = "whsec_c2VjcmV0LW9mLWxhc3QtcXVhcnRlci0yMDI2";
 constexpr char kAdminToken[] = "adm-0123456789abcdef0123456789abcdef";
 constexpr char kErpToken[] = "erp-token-value-never-printed";
 
