@@ -59,8 +59,8 @@ namespace {
 // cg_call's address but a handle — a counter tagged into a non-canonical x86-64 address, so a
 // plugin that dereferences it faults instead of reading host memory — never reused, and looked up
 // by every host API call. A handle is retired when its plugin returns from handle_webhook: a call
-// made with it afterwards (from a thread the plugin kept) finds nothing and touches nothing, where
-// it used to reach a cg_call that might already be freed. Sharded by the counter; thread-safe.
+// made with it afterwards (from a thread the plugin kept) finds nothing and touches nothing — no
+// cg_call that may already be freed. Sharded by the counter; thread-safe.
 class CallHandles {
  public:
   cg_call* Add(std::shared_ptr<cg_call> call) {

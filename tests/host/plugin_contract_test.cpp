@@ -181,8 +181,8 @@ TEST_F(PluginContractTest, AValidEmptyAnswerIsServedFirstAndReplayed) {
 }
 
 // The plugin keeps its cg_call in a thread of its own and uses it after handle_webhook returned:
-// erp_call gets CG_FENCED and nothing is sent or written (before, it reached a freed cg_call —
-// a use-after-free under ASan); its respond and log are dropped. Both dispatch paths.
+// erp_call gets CG_FENCED and nothing is sent or written (following the pointer would be a
+// use-after-free, which ASan reports); its respond and log are dropped. Both dispatch paths.
 TEST_F(PluginContractTest, ACgCallKeptPastItsDeliveryNamesNothing) {
   for (const bool inline_dispatch : {true, false}) {
     TestPlugins::Get().Open("keeper");
