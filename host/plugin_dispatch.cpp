@@ -4,17 +4,16 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <thread>
-#include <unordered_map>
 
 #include "clawguard/fiber.h"
 #include "clawguard/thread_name.h"
+#include "host/call_handles.h"
 
 namespace {
 constexpr size_t kMaxContentType = 256;
@@ -55,65 +54,10 @@ struct cg_call {
 namespace clawguard::host {
 namespace {
 
-// CallHandles maps the cg_call* a plugin is given to the delivery it names. The pointer is not the
-// cg_call's address but a handle — a counter tagged into a non-canonical x86-64 address, so a
-// plugin that dereferences it faults instead of reading host memory — never reused, and looked up
-// by every host API call. A handle is retired when its plugin returns from handle_webhook: a call
-// made with it afterwards (from a thread the plugin kept) finds nothing and touches nothing — no
-// cg_call that may already be freed. Sharded by the counter; thread-safe.
-class CallHandles {
- public:
-  cg_call* Add(std::shared_ptr<cg_call> call) {
-    const uint64_t n = next_.fetch_add(1, std::memory_order_relaxed) & kCounterMask;
-    Shard& shard = shards_[n % kShards];
-    auto* handle = reinterpret_cast<cg_call*>(static_cast<uintptr_t>(kTag | n));  // NOLINT(performance-no-int-to-ptr)
-    std::lock_guard lock(shard.mu);
-    shard.live.emplace(n, std::move(call));
-    return handle;
-  }
-  std::shared_ptr<cg_call> Find(const cg_call* handle) {
-    const auto value = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
-    if ((value & ~kCounterMask) != kTag) return nullptr;
-    const uint64_t n = value & kCounterMask;
-    Shard& shard = shards_[n % kShards];
-    std::lock_guard lock(shard.mu);
-    const auto it = shard.live.find(n);
-    return it == shard.live.end() ? nullptr : it->second;
-  }
-  void Retire(const cg_call* handle) {
-    const uint64_t n = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle)) & kCounterMask;
-    std::shared_ptr<cg_call> last;  // freed outside the lock
-    Shard& shard = shards_[n % kShards];
-    std::lock_guard lock(shard.mu);
-    if (const auto it = shard.live.find(n); it != shard.live.end()) {
-      last = std::move(it->second);
-      shard.live.erase(it);
-    }
-  }
-
- private:
-  // Bits 63..48 neither all zero nor all one: not a canonical x86-64 (or AArch64 user) address.
-  static constexpr uint64_t kTag = 0xC6A1'0000'0000'0000ull;
-  static constexpr uint64_t kCounterMask = 0x0000'FFFF'FFFF'FFFFull;  // 2^48 deliveries before reuse
-  static constexpr size_t kShards = 16;
-  struct Shard {
-    std::mutex mu;
-    std::unordered_map<uint64_t, std::shared_ptr<cg_call>> live;  // guarded by mu
-  };
-  std::array<Shard, kShards> shards_;
-  std::atomic<uint64_t> next_{1};
-};
-
-// Handles is never destroyed: a thread a plugin keeps may call the host API during exit.
-CallHandles& Handles() {
-  static auto* handles = new CallHandles;
-  return *handles;
-}
-
 int ErpCallFn(cg_call* handle, const char* method, const char* path, cg_bytes body, cg_bytes* reply) {
   if (reply != nullptr) *reply = cg_bytes{nullptr, 0};
   // A finished (or unknown) delivery: nothing of it is touched, nothing is written or sent.
-  const std::shared_ptr<cg_call> call = Handles().Find(handle);
+  const std::shared_ptr<cg_call> call = CallHandles::Global().Find(handle);
   if (call == nullptr || call->abandoned.load() || call->closed.load()) return CG_FENCED;
   if (method == nullptr || path == nullptr || (body.data == nullptr && body.len != 0)) return CG_DENIED;
   std::lock_guard lock(call->erp_mu);
@@ -123,7 +67,7 @@ int ErpCallFn(cg_call* handle, const char* method, const char* path, cg_bytes bo
 }
 
 void RespondFn(cg_call* handle, int status, const char* content_type, cg_bytes body) {
-  const std::shared_ptr<cg_call> call = Handles().Find(handle);
+  const std::shared_ptr<cg_call> call = CallHandles::Global().Find(handle);
   if (call == nullptr) return;
   std::lock_guard lock(call->mu);
   if (call->abandoned.load() || call->closed.load() || call->finished) return;  // ignored: too late
@@ -181,7 +125,7 @@ bool AppendAsciiJson(std::string& out, std::string_view s) {
 
 void LogFn(cg_call* handle, int level, const char* message) {
   if (message == nullptr) return;
-  const std::shared_ptr<cg_call> call = Handles().Find(handle);  // dropped once the plugin returned
+  const std::shared_ptr<cg_call> call = CallHandles::Global().Find(handle);  // dropped once the plugin returned
   if (call == nullptr || !call->audit) return;
   call->audit(PluginLogLine(call->plugin, level, std::string_view(message, strnlen(message, kMaxLogMessage))));
 }
@@ -300,7 +244,7 @@ void RunPlugin(const cg_plugin* plugin, std::mutex* serial_mu, cg_call& call) {
     call.rc = rc;
     call.erp = std::move(erp);
   }
-  Handles().Retire(call.handle);  // the plugin's pointer names nothing any more
+  CallHandles::Global().Retire(call.handle);  // the plugin's pointer names nothing any more
   call.done_cv.notify_all();  // after unlocking: the waiter need not block on call.mu again
 }
 
@@ -564,7 +508,7 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
                                ErpDelivery{call->plugin, call->key, ctx.fencing_token, ctx.level});
   if (!gw.ok()) return {PluginOutcome::Failed(gw.error().message()), {}};
   call->gateway = std::move(gw).value();
-  call->handle = Handles().Add(call);  // retired by RunPlugin when the plugin returns
+  call->handle = CallHandles::Global().Add(call);  // retired by RunPlugin when the plugin returns
 
   const cg_plugin* plugin = entry.plugin;
   std::mutex* serial = entry.serial.get();
@@ -610,7 +554,7 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
     });
   } catch (const std::exception&) {
     finished();
-    Handles().Retire(call->handle);
+    CallHandles::Global().Retire(call->handle);
     return {PluginOutcome::Failed("could not start the plugin's thread"), {}};
   }
 
