@@ -109,7 +109,7 @@ class HostApp {
   uint16_t main_port() const;
   uint16_t admin_port() const;
   // ReadyJson is the admin /readyz body: {ready, mode, plugins:[{name, version, sha256,
-  // publisher}], refused:[{package, reason, detail}], shedding, connections:{open, max,
+  // publisher}], refused:[{package, reason, detail}], ledger_anchor, shedding, connections:{open, max,
   // max_per_peer, peers, shed_total, refused_total}, fd_limit:{soft, hard, soft_before}}.
   std::string ReadyJson() const;
   const std::vector<RefusedPackage>& refused() const { return refused_; }
