@@ -139,7 +139,7 @@ YAML
 bench_host_secrets() {
   export BENCH_ADMIN_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
   export BENCH_WHSEC="whsec_$(head -c 32 /dev/urandom | base64 -w0)"
-  export BENCH_ERP_AUTH="Bearer bench-erp-token"
+  export BENCH_ERP_AUTH="Bearer bench-erp-token-0123456789abcdef"
 }
 
 # bench_start_host DIR BIN: starts `BIN host` on DIR/host.yaml with DIR as its working directory

@@ -3,6 +3,11 @@
 
 #include <sodium.h>
 
+#include <unistd.h>  // environ
+
+#include <cstdlib>
+#include <cstring>
+
 namespace clawguard {
 
 SecretBytes::SecretBytes(std::string_view bytes) : bytes_(bytes.begin(), bytes.end()) {}
@@ -35,6 +40,21 @@ bool SecretBytes::Equals(const SecretBytes& other) const {
 void SecretBytes::Wipe() {
   if (!bytes_.empty()) sodium_memzero(bytes_.data(), bytes_.size());
   bytes_.clear();
+}
+
+std::optional<SecretBytes> TakeEnvSecret(const std::string& name) {
+  const char* first = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe): start-up only
+  if (first == nullptr) return std::nullopt;
+  SecretBytes secret{std::string_view(first)};
+  // Every entry of that name (an environment may hold one twice; getenv shows only the first).
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (std::strncmp(*e, name.c_str(), name.size()) == 0 && (*e)[name.size()] == '=') {
+      char* value = *e + name.size() + 1;
+      sodium_memzero(value, std::strlen(value));
+    }
+  }
+  ::unsetenv(name.c_str());
+  return secret;
 }
 
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {

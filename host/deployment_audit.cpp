@@ -16,6 +16,7 @@
 #include "clawguard/limits.h"
 #include "clawguard/sha256.h"
 #include "clawguard/strict_yaml.h"
+#include "host/host_config_reader.h"
 #include "loader/allowlist.h"
 #include "loader/audit_log.h"
 #include "loader/ledger_anchor.h"
@@ -99,6 +100,8 @@ class Auditor {
   void Secrets();
   void Listeners();
   void Retention();
+  void ErpTransport();
+  void Execution();
 
   const HostConfig& c_;
   const Clock& clock_;
@@ -361,6 +364,24 @@ void Auditor::Retention() {
           (have < need ? ": a late retry would run again" : ": a retry within the span is deduplicated"));
 }
 
+void Auditor::ErpTransport() {
+  // The host starts with such a URL only under erp.allow_plaintext: true (host_config.h).
+  if (config_internal::IsPlaintextOffHost(c_.erp.base_url)) {
+    Add("erp.plaintext_nonloopback", Severity::kHigh, "erp " + config_internal::UrlHost(c_.erp.base_url),
+        "erp.base_url is http:// to a host that is not loopback (allowed by erp.allow_plaintext): the bearer "
+        "credential erp.auth and every plugin's ERP call cross the network in clear; use https:// with erp.ca");
+  }
+}
+
+void Auditor::Execution() {
+  if (!c_.listen.fibers) return;
+  Add("listen.fibers_thread_locals", Severity::kMedium, "listen.execution fibers",
+      "deliveries run as fibers on " + std::to_string(c_.listen.carriers) +
+          " carrier thread(s): thread-local state is shared by every delivery on a carrier and may change "
+          "across an erp_call (ARCHITECTURE.md \"Execution model\"); a plugin that keeps per-delivery data in "
+          "thread-locals would mix deliveries — check every loaded plugin keeps none, or use execution: threads");
+}
+
 }  // namespace
 
 AuditReport RunDeploymentAudit(const HostConfig& config, const LedgerSource& ledger, const Clock& clock) {
@@ -374,6 +395,8 @@ AuditReport RunDeploymentAudit(const HostConfig& config, const LedgerSource& led
   a.Secrets();
   a.Listeners();
   a.Retention();
+  a.ErpTransport();
+  a.Execution();
   return report;
 }
 

@@ -39,6 +39,10 @@
 //   admin.plaintext_nonloopback (high)  the admin listener on a non-loopback address without TLS
 //   listen.plaintext_nonloopback (low)  the webhook listener likewise (bodies are signed, not
 //                                     encrypted)
+//   erp.plaintext_nonloopback (high)  erp.base_url is http:// to a host that is not loopback
+//                                     (only loads with erp.allow_plaintext: the credential in clear)
+//   listen.fibers_thread_locals (medium)  execution: fibers — plugins' thread-locals are shared
+//                                     by the deliveries of a carrier
 // Thread-safe (no shared state); the Ledger is used for reads only.
 #ifndef CLAWGUARD_HOST_DEPLOYMENT_AUDIT_H_
 #define CLAWGUARD_HOST_DEPLOYMENT_AUDIT_H_

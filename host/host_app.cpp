@@ -14,7 +14,9 @@
 #include <fcntl.h>
 
 #include "clawguard/thread_name.h"
+#include "clawguard/limits.h"
 #include "host/admin_auth.h"
+#include "host/fd_budget.h"
 #include "host/json_log.h"
 #include "host/ops_page.h"
 #include "loader/audit_log.h"
@@ -50,8 +52,8 @@ class HostApp::AuditSink {
     JsonLogger::Options options;
     options.redact = c.log.redact;
     const auto known = [&options](const SecretBytes& s) {
-      // Shorter values cannot be scrubbed without mangling ordinary text; the shape rules still apply.
-      if (s.size() >= kMinKnownSecretBytes) options.known_secrets.push_back(s.Clone());
+      // Whatever its length: host.yaml refuses short secrets, and a leak is worse than a scrubbed word.
+      if (!s.empty()) options.known_secrets.push_back(s.Clone());
     };
     known(c.admin.token);
     known(c.erp.auth);
@@ -174,6 +176,19 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   app->clock_ = &clock;
   const HostConfig& c = *config;
   CLAWGUARD_ASSIGN_OR_RETURN(app->audit_, AuditSink::Create(c));
+  // Descriptors first: the listener's bound depends on them (host/fd_budget.h).
+  app->fd_limit_ = RaiseFdLimit();
+  const uint64_t configured =
+      c.listen.max_connections > 0 ? c.listen.max_connections : limits::kDefaultMaxConnections;
+  CLAWGUARD_ASSIGN_OR_RETURN(app->max_connections_,
+                             ListenerBudget(configured, app->fd_limit_.soft, static_cast<uint64_t>(c.listen.handlers)));
+  app->Audit(Dump({{"event", "fd_limit"},
+                   {"soft_before", app->fd_limit_.soft_before},
+                   {"soft", app->fd_limit_.soft},
+                   {"hard", app->fd_limit_.hard},
+                   {"reserved", FdsReserved(static_cast<uint64_t>(c.listen.handlers))},
+                   {"max_connections", app->max_connections_},
+                   {"max_connections_configured", configured}}));
   // The sink, not the app: an abandoned plugin thread may log after the app is gone.
   const AuditFn audit = [sink = app->audit_](const std::string& line) { sink->Write(line); };
 
@@ -328,6 +343,10 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   // Deliveries run on the pipeline's own threads (FinishAsync, bounded by listen.handlers); the
   // server's handler pool serves nothing here (FrontMain answers or starts, never defers a run).
   main_options.handler_threads = 1;
+  main_options.max_connections = app->max_connections_;
+  main_options.max_connections_per_peer = std::min<uint64_t>(
+      app->max_connections_,
+      c.listen.max_connections_per_peer > 0 ? c.listen.max_connections_per_peer : limits::kDefaultMaxConnectionsPerPeer);
   if (c.listen.tls) main_options.tls = ServerTls{c.listen.tls->cert, c.listen.tls->key};
   CLAWGUARD_ASSIGN_OR_RETURN(app->main_,
                              HttpServer::CreateWithFront(std::move(main_options),
@@ -338,6 +357,8 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   ServerOptions admin_options;
   admin_options.address = c.admin.address;
   admin_options.workers = 1;
+  admin_options.max_connections = limits::kAdminMaxConnections;
+  admin_options.max_connections_per_peer = limits::kAdminMaxConnections;
   if (c.admin.tls) admin_options.tls = ServerTls{c.admin.tls->cert, c.admin.tls->key};
   CLAWGUARD_ASSIGN_OR_RETURN(app->admin_, HttpServer::Create(std::move(admin_options), std::move(admin_handler)));
   return app;
@@ -450,11 +471,21 @@ std::string HostApp::ReadyJson() const {
   for (const RefusedPackage& r : refused_) {
     refused.push_back({{"package", r.package}, {"reason", r.reason}, {"detail", r.detail}});
   }
+  const ConnectionStats conns = main_->connection_stats();
   return Dump({{"ready", ready_.load()},
                {"mode", loader_->mode()},
                {"plugins", plugins},
                {"refused", refused},
-               {"ledger_anchor", LedgerAnchorStatusToJson(loader_->ledger_anchor())}});
+               {"ledger_anchor", LedgerAnchorStatusToJson(loader_->ledger_anchor())},
+               {"shedding", conns.shedding},
+               {"connections",
+                {{"open", conns.open},
+                 {"max", conns.max_connections},
+                 {"max_per_peer", conns.max_connections_per_peer},
+                 {"peers", conns.peers},
+                 {"shed_total", conns.shed_total},
+                 {"refused_total", conns.refused_total}}},
+               {"fd_limit", {{"soft", fd_limit_.soft}, {"hard", fd_limit_.hard}, {"soft_before", fd_limit_.soft_before}}}});
 }
 
 std::variant<HttpResponse, Deferred> HostApp::FrontMain(const HttpRequest& request) const {
@@ -462,7 +493,10 @@ std::variant<HttpResponse, Deferred> HostApp::FrontMain(const HttpRequest& reque
     const std::string path = PathOf(request.target);
     if (path == "/healthz") return JsonAnswer(200, R"({"status":"ok"})");
     if (path == "/readyz") {
-      return ready_.load() ? JsonAnswer(200, R"({"ready":true})") : JsonAnswer(503, R"({"ready":false})");
+      // Still ready while it sheds idle connections (signed webhooks get in), and says so.
+      if (!ready_.load()) return JsonAnswer(503, R"({"ready":false})");
+      return main_->connection_stats().shedding ? JsonAnswer(200, R"({"ready":true,"shedding":true})")
+                                                : JsonAnswer(200, R"({"ready":true})");
     }
   }
   // Refusals and replays from memory are answered here, on the I/O thread; a claim goes to a

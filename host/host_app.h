@@ -16,6 +16,8 @@
 //     limiter (webhooks.rate_limit, when a count is configured), the capability pauses (read from
 //     the DLQ store at start), the retention advisor — given to the pipeline (PipelineGuards) and
 //     to every ERP gateway and the retry worker (ErpEnv);
+//   - RLIMIT_NOFILE raised to its hard limit and the main listener's connection bound set within
+//     it (host/fd_budget.h; audited as "fd_limit"; kConfigInvalid when too few descriptors);
 //   - the main listener (POST /webhooks/{plugin}/{route}, GET /healthz, GET /readyz) and the
 //     admin listener, every path behind its bearer token: GET /readyz (the detailed JSON of
 //     ReadyJson()), GET /metrics (Prometheus text), GET /ops (the operator page).
@@ -55,6 +57,7 @@
 #include "host/breaker.h"
 #include "host/capability_pauses.h"
 #include "host/erp_gateway.h"
+#include "host/fd_budget.h"
 #include "host/host_config.h"
 #include "host/host_metrics.h"
 #include "host/host_observe.h"
@@ -106,7 +109,8 @@ class HostApp {
   uint16_t main_port() const;
   uint16_t admin_port() const;
   // ReadyJson is the admin /readyz body: {ready, mode, plugins:[{name, version, sha256,
-  // publisher}], refused:[{package, reason, detail}]}.
+  // publisher}], refused:[{package, reason, detail}], ledger_anchor, shedding, connections:{open, max,
+  // max_per_peer, peers, shed_total, refused_total}, fd_limit:{soft, hard, soft_before}}.
   std::string ReadyJson() const;
   const std::vector<RefusedPackage>& refused() const { return refused_; }
   RetryWorker& retry_worker() { return *retry_; }
@@ -156,6 +160,8 @@ class HostApp {
   std::unique_ptr<HostOpsLoop> ops_loop_;
   Handler ops_page_;
   std::unique_ptr<HttpServer> main_, admin_;
+  FdLimit fd_limit_;              // RLIMIT_NOFILE as raised at Create
+  uint64_t max_connections_ = 0;  // the main listener's bound (listen.max_connections within fd_limit_)
   std::atomic<bool> ready_{false};
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

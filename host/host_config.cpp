@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "clawguard/clock.h"
@@ -49,6 +50,17 @@ Result<ListenConfig> ReadListen(Reader& r, YamlMap& top) {
     return m.Error(m.node()["carriers"], "carriers", "carriers applies only to execution: fibers");
   }
   c.carriers = static_cast<int>(carriers.value_or(DefaultCarriers(std::thread::hardware_concurrency())));
+  const auto max = static_cast<int64_t>(limits::kMaxConnectionsSetting);
+  const auto min = static_cast<int64_t>(limits::kMinConnections);
+  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<int64_t> conns, m.OptionalInt("max_connections", min, max));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<int64_t> per_peer, m.OptionalInt("max_connections_per_peer", 1, max));
+  c.max_connections = static_cast<uint64_t>(conns.value_or(static_cast<int64_t>(limits::kDefaultMaxConnections)));
+  c.max_connections_per_peer = static_cast<uint64_t>(
+      per_peer.value_or(static_cast<int64_t>(std::min(limits::kDefaultMaxConnectionsPerPeer, c.max_connections))));
+  if (c.max_connections_per_peer > c.max_connections) {
+    return m.Error(m.node()["max_connections_per_peer"], "max_connections_per_peer",
+                   "must not exceed max_connections (" + std::to_string(c.max_connections) + ")");
+  }
   CLAWGUARD_RETURN_IF_ERROR(m.Finish());
   return c;
 }
@@ -193,11 +205,26 @@ Result<ErpConfig> ReadErp(Reader& r, YamlMap& top) {
   if (c.base_url.rfind("https://", 0) != 0 && c.base_url.rfind("http://", 0) != 0) {
     return m.Error(m.node()["base_url"], "base_url", "expected an http(s):// URL");
   }
+  if (m.Has("allow_plaintext")) {
+    CLAWGUARD_ASSIGN_OR_RETURN(c.allow_plaintext, m.Bool("allow_plaintext"));
+  }
+  if (config_internal::IsPlaintextOffHost(c.base_url) && !c.allow_plaintext) {
+    return m.Error(m.node()["base_url"], "base_url",
+                   "http:// to a host that is not loopback sends erp.auth (a bearer credential) and every "
+                   "plugin's ERP call in clear; use https:// with erp.ca, or set erp.allow_plaintext: true "
+                   "to accept that (clawguard audit reports it as high)");
+  }
   CLAWGUARD_ASSIGN_OR_RETURN(c.timeout, m.Duration("timeout"));
   CLAWGUARD_ASSIGN_OR_RETURN(c.ca, r.PathOf(m, "ca"));
   CLAWGUARD_ASSIGN_OR_RETURN(std::string auth, r.EnvSecret(m, "auth"));
   c.auth = SecretBytes(auth);
   std::fill(auth.begin(), auth.end(), '\0');
+  if (const size_t n = config_internal::CredentialBytes(InsecureSecretAccess::View(c.auth)); n < limits::kMinSecretBytes) {
+    return m.Error(m.node()["auth"], "auth",
+                   "the ERP credential (after its scheme, e.g. \"Bearer \") has " + std::to_string(n) +
+                       " bytes; at least " + std::to_string(limits::kMinSecretBytes) +
+                       " are required (the host refuses to start)");
+  }
   CLAWGUARD_ASSIGN_OR_RETURN(YamlMap rt, r.Sub(m, "retry"));
   CLAWGUARD_ASSIGN_OR_RETURN(c.retry.base, rt.Duration("base"));
   CLAWGUARD_ASSIGN_OR_RETURN(c.retry.max, rt.Duration("max"));
@@ -274,9 +301,18 @@ Millis HostConfig::RetrySpan() const {
 
 Result<std::shared_ptr<const HostConfig>> HostConfig::Load(const std::string& path) {
   CLAWGUARD_ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, limits::kMaxPolicyFile, Reason::kConfigInvalid));
-  const EnvLookup env = [](const std::string& name) -> std::optional<std::string> {
-    const char* v = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe): read once at start-up
-    return v ? std::optional<std::string>(v) : std::nullopt;
+  // Each env:VAR is taken out of the environment the first time it is read (a variable named by
+  // two settings is read once), before any plugin is loaded: a plugin's getenv and
+  // /proc/self/environ find none of the host's secrets.
+  std::map<std::string, SecretBytes> taken;
+  const EnvLookup env = [&taken](const std::string& name) -> std::optional<std::string> {
+    auto it = taken.find(name);
+    if (it == taken.end()) {
+      std::optional<SecretBytes> value = TakeEnvSecret(name);
+      if (!value) return std::nullopt;
+      it = taken.emplace(name, std::move(*value)).first;
+    }
+    return std::string(InsecureSecretAccess::View(it->second));  // wiped by the reader after use
   };
   return Parse(text, path, env);
 }

@@ -5,7 +5,10 @@
 // SecretBytes (a missing or empty variable is kConfigInvalid naming VAR, never a value); route
 // secrets are Standard Webhooks secrets (`whsec_<base64>`) decoded to their HMAC key. Impossible
 // settings are refused at start-up, each with file:line:
-//   - admin.token shorter than limits::kMinAdminTokenLength characters;
+//   - admin.token shorter than limits::kMinAdminTokenLength characters; a route secret that
+//     decodes to fewer than limits::kMinSecretBytes bytes; an erp.auth credential (after its
+//     scheme, e.g. "Bearer ") shorter than that — each message names the setting, never the value;
+//   - an http:// erp.base_url whose host is not loopback, unless erp.allow_plaintext: true;
 //   - a store URL carrying a password (the URL is not echoed);
 //   - idempotency.retention < sum(platform_retry.schedule) + 2 × clock_skew (both numbers printed);
 //   - plugins.handler_timeout ≥ idempotency.lease;
@@ -50,6 +53,11 @@ struct ListenConfig {
   // (false, "threads") or fibers on |carriers| carrier threads (true, "fibers"; SQLite only).
   bool fibers = false;
   int carriers = 0;  // listen.carriers (fibers only); default: DefaultCarriers
+  // listen.max_connections / listen.max_connections_per_peer (ARCHITECTURE.md "Host request
+  // pipeline", connection limits): connections the webhook listener holds at once, in all and from
+  // one peer address. The host lowers the first to what RLIMIT_NOFILE leaves (host/fd_budget.h).
+  uint64_t max_connections = 0;           // default limits::kDefaultMaxConnections
+  uint64_t max_connections_per_peer = 0;  // default limits::kDefaultMaxConnectionsPerPeer
 };
 
 // DefaultCarriers is listen.carriers when not set: half the CPUs |cpus| (at least one). The
@@ -103,11 +111,15 @@ struct ErpRetry {
 };
 
 struct ErpConfig {
-  std::string base_url;  // https://…
+  std::string base_url;  // https://…, or http:// to a loopback host (else only with allow_plaintext)
   Millis timeout{0};
   std::string ca;  // absolute path
   SecretBytes auth;
   ErpRetry retry;
+  // erp.allow_plaintext: an http:// base_url on a host that is not loopback is accepted only with
+  // this set (the bearer credential then crosses the network in clear; `clawguard audit` reports it
+  // as high).
+  bool allow_plaintext = false;
 };
 
 struct BreakerSpec {
@@ -137,7 +149,10 @@ struct HostConfig {
   BreakerSpec breaker_key, breaker_erp;
   LogConfig log;
 
-  // Load reads |path| (at most limits::kMaxPolicyFile) with the process environment.
+  // Load reads |path| (at most limits::kMaxPolicyFile) with the process environment. Every
+  // `env:VAR` it reads is taken out of the environment (TakeEnvSecret: value overwritten, then
+  // unset) whether or not the file loads, so code loaded later — plugins — finds no secret in
+  // getenv or /proc/self/environ. WARNING: not thread-safe; call before other threads start.
   static Result<std::shared_ptr<const HostConfig>> Load(const std::string& path);
   // Parse reads |text| as if it were the file |path| (relative paths against its directory),
   // resolving env:VAR through |env|.

@@ -1,6 +1,8 @@
 // host_config_reader.cpp — ConfigReader and the name checks of host.yaml.
 #include "host/host_config_reader.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -45,6 +47,47 @@ bool IsHostPort(std::string_view s) {
   return ec == std::errc() && p == s.data() + s.size() && port <= 65535;
 }
 
+std::string UrlHost(std::string_view url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) return {};
+  std::string_view rest = url.substr(scheme + 3);
+  rest = rest.substr(0, rest.find_first_of("/?#"));
+  if (const size_t at = rest.rfind('@'); at != std::string_view::npos) rest.remove_prefix(at + 1);
+  if (!rest.empty() && rest.front() == '[') {
+    const size_t close = rest.find(']');
+    return close == std::string_view::npos ? std::string() : std::string(rest.substr(1, close - 1));
+  }
+  return std::string(rest.substr(0, rest.find(':')));
+}
+
+bool IsLoopbackHost(std::string_view host) {
+  std::string h(host);
+  for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (h == "localhost") return true;
+  unsigned char buf[16];
+  if (inet_pton(AF_INET, h.c_str(), buf) == 1) return buf[0] == 127;
+  if (inet_pton(AF_INET6, h.c_str(), buf) == 1) {
+    static const unsigned char kLoop[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    return std::equal(buf, buf + 16, kLoop);
+  }
+  return false;
+}
+
+bool IsPlaintextOffHost(std::string_view url) {
+  std::string scheme(url.substr(0, std::min<size_t>(url.size(), 7)));
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return scheme == "http://" && !IsLoopbackHost(UrlHost(url));
+}
+
+size_t CredentialBytes(std::string_view authorization) {
+  const size_t space = authorization.find(' ');
+  if (space == std::string_view::npos) return authorization.size();
+  std::string_view credential = authorization.substr(space + 1);
+  while (!credential.empty() && credential.front() == ' ') credential.remove_prefix(1);
+  while (!credential.empty() && credential.back() == ' ') credential.remove_suffix(1);
+  return credential.size();
+}
+
 Result<YamlMap> ConfigReader::Map(const YAML::Node& node, const std::string& path) { return YamlMap::Create(node, source_, path); }
 
 Result<YamlMap> ConfigReader::Sub(YamlMap& parent, const std::string& key) {
@@ -83,7 +126,14 @@ Result<SecretBytes> ConfigReader::WebhookSecret(YamlMap& m, const std::string& k
   CLAWGUARD_ASSIGN_OR_RETURN(std::string raw, EnvSecret(m, key));
   auto k = DecodeWebhookSecret(raw);
   std::fill(raw.begin(), raw.end(), '\0');
-  if (!k.ok()) return m.Error(m.node()[key], key, "environment variable " + m.node()[key].Scalar().substr(4) + ": " + k.error().message());
+  const std::string var = m.node()[key].Scalar().substr(4);
+  if (!k.ok()) return m.Error(m.node()[key], key, "environment variable " + var + ": " + k.error().message());
+  if (k->size() < limits::kMinSecretBytes) {
+    return m.Error(m.node()[key], key,
+                   "environment variable " + var + ": the webhook secret decodes to " + std::to_string(k->size()) +
+                       " bytes; at least " + std::to_string(limits::kMinSecretBytes) +
+                       " are required (the host refuses to start; Standard Webhooks issues 24 to 64)");
+  }
   return std::move(k).value();
 }
 

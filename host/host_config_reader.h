@@ -28,6 +28,17 @@ bool IsValidRouteName(std::string_view s);
 // IsHostPort accepts "HOST:PORT" with a non-empty host and a decimal port 0..65535 ("[::1]:0" too).
 bool IsHostPort(std::string_view s);
 
+// UrlHost returns the host of an http(s):// URL ("[::1]" without brackets), "" if there is none.
+std::string UrlHost(std::string_view url);
+// IsLoopbackHost: 127.0.0.0/8, ::1 or "localhost".
+bool IsLoopbackHost(std::string_view host);
+// IsPlaintextOffHost: |url| is http:// to a host that is not loopback (credentials in clear on
+// the network).
+bool IsPlaintextOffHost(std::string_view url);
+// CredentialBytes is the length of the credential in an Authorization value: the part after the
+// scheme ("Bearer <token>", "Basic <b64>") when there is one, else the whole value.
+size_t CredentialBytes(std::string_view authorization);
+
 // ConfigReader: every error names file:line and the key path; secrets are never echoed.
 class ConfigReader {
  public:

@@ -35,6 +35,7 @@
 
 #include "clawguard/ossl.h"
 #include "clawguard/thread_name.h"
+#include "host/connection_table.h"
 #include "host/http_server_checks.h"
 #include "host/problem.h"
 
@@ -77,6 +78,9 @@ class SessionBase : public std::enable_shared_from_this<SessionBase> {
   // RequestStop closes the connection if it is between requests; an answer in progress is
   // finished first (with Connection: close). Any thread.
   virtual void RequestStop() = 0;
+  // Shed closes the connection: the ConnectionTable doomed it while it was idle (and Busy refuses
+  // a doomed one, so no request of it is being handled). Any thread.
+  virtual void Shed() = 0;
 };
 
 // ServerState is what every session of one server shares. It outlives the io_context.
@@ -91,6 +95,7 @@ struct ServerState {
   std::condition_variable cv;
   std::unordered_map<uint64_t, std::weak_ptr<SessionBase>> sessions;  // guarded by mu
   uint64_t next_id = 0;                                              // guarded by mu
+  std::optional<ConnectionTable> table;                              // guarded by mu
 };
 
 HttpResponse RunHandler(const Handler& handler, const HttpRequest& request) {
@@ -124,16 +129,38 @@ class Session final : public SessionBase {
 
   ~Session() override {
     std::lock_guard<std::mutex> lock(state_.mu);
-    state_.sessions.erase(id_);
+    state_.table->Remove(&entry_);
+    if (registered_) state_.sessions.erase(id_);
     state_.cv.notify_all();
   }
 
-  // Run registers the session and starts it on its connection's I/O thread.
-  void Run() {
+  // Run admits the connection from |peer| (shedding idle ones if a bound is reached, or closing
+  // this one when nothing idle can go), registers the session and starts it on its connection's
+  // I/O thread.
+  void Run(std::string peer) {
+    std::vector<std::shared_ptr<SessionBase>> victims;
+    bool admitted = false;
     {
       std::lock_guard<std::mutex> lock(state_.mu);
-      id_ = state_.next_id++;
-      state_.sessions.emplace(id_, weak_from_this());
+      entry_.owner = static_cast<SessionBase*>(this);
+      entry_.peer = std::move(peer);
+      std::vector<void*> shed;
+      admitted = !state_.stopping && state_.table->Admit(&entry_, &shed, std::chrono::steady_clock::now());
+      for (void* owner : shed) {
+        // A session whose destructor waits for this lock is gone already (lock() is empty).
+        if (auto victim = static_cast<SessionBase*>(owner)->weak_from_this().lock()) victims.push_back(std::move(victim));
+      }
+      if (admitted) {
+        id_ = state_.next_id++;
+        state_.sessions.emplace(id_, weak_from_this());
+        registered_ = true;
+      }
+    }
+    for (auto& victim : victims) victim->Shed();
+    if (!admitted) {
+      beast::error_code ec;
+      Lowest().socket().close(ec);  // refused: no operation was started on it
+      return;
     }
     asio::dispatch(stream_.get_executor(), [self = Self()] { self->OnRun(); });
   }
@@ -142,6 +169,10 @@ class Session final : public SessionBase {
     asio::post(stream_.get_executor(), [self = Self()] {
       if (!self->busy_) self->Abort();
     });
+  }
+
+  void Shed() override {
+    asio::post(stream_.get_executor(), [self = Self()] { self->Abort(); });
   }
 
  private:
@@ -161,8 +192,22 @@ class Session final : public SessionBase {
     }
   }
 
+  // Claim marks the connection busy before its request is handled; false if it was chosen to be
+  // shed meanwhile (then nothing of the request is handled).
+  bool Claim() {
+    std::lock_guard<std::mutex> lock(state_.mu);
+    return state_.table->Busy(&entry_);
+  }
+  // Release lists the connection as idle again (sheddable); |closing|: it is ending anyway (an
+  // answer with Connection: close, draining), so it goes first.
+  void Release(bool closing) {
+    std::lock_guard<std::mutex> lock(state_.mu);
+    state_.table->Idle(&entry_, proven_ && !closing, /*first=*/closing);
+  }
+
   void DoRead(bool first) {
     if (state_.stopping) return DoClose();
+    if (!first) Release(/*closing=*/false);
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(state_.options.max_headers));
     parser_->body_limit(state_.options.max_body);
@@ -190,11 +235,13 @@ class Session final : public SessionBase {
   void OnRead(beast::error_code ec) {
     if (ec == http::error::end_of_stream) return DoClose();
     if (ec == http::error::body_limit || ec == http::error::header_limit) {
+      if (!Claim()) return Abort();
       force_close_ = true;
       busy_ = true;
       return Write(ProblemResponse(Reason::kRequestTooLarge, "request headers or body over the limit"));
     }
     if (ec && ec.category() == beast::http::make_error_code(http::error::end_of_stream).category()) {
+      if (!Claim()) return Abort();
       force_close_ = true;
       busy_ = true;
       return Write(BlankProblemResponse(400, "malformed HTTP request"));
@@ -203,11 +250,13 @@ class Session final : public SessionBase {
     // Defence in depth: Beast 1.74's eager parse can miss body_limit when body bytes share a
     // read with the header (seen for responses; requests checked here as well).
     if (parser_->get().body().size() > state_.options.max_body) {
+      if (!Claim()) return Abort();
       force_close_ = true;
       busy_ = true;
       return Write(ProblemResponse(Reason::kRequestTooLarge, "request headers or body over the limit"));
     }
 
+    if (!Claim()) return Abort();
     busy_ = true;
     auto& msg = parser_->get();
     keep_alive_ = msg.keep_alive();
@@ -225,6 +274,7 @@ class Session final : public SessionBase {
       std::variant<HttpResponse, Deferred> front = RunFront(state_.front, request);
       if (HttpResponse* answer = std::get_if<HttpResponse>(&front)) return Write(std::move(*answer));
       Deferred& later = std::get<Deferred>(front);
+      proven_ = true;  // handed on: for webhooks, authenticated and admitted
       if (later.start) return Start(later.start, std::move(request));
       run = std::move(later.run);
       if (!run) return Write(ProblemResponse(Reason::kInternal, "the request handler failed"));
@@ -254,6 +304,9 @@ class Session final : public SessionBase {
 
   void Write(HttpResponse response) {
     if (response.status == kAbortConnection) return Abort();
+    // With a plain Handler, an answer below 400 proves the connection (the admin listener answers
+    // 401 without its token); a FrontHandler proves it by deferring (see OnRead).
+    if (!state_.front && response.status >= 100 && response.status < 400) proven_ = true;
     bool close = force_close_ || !keep_alive_ || state_.stopping;
     if (!ValidResponse(response)) {
       response = ProblemResponse(Reason::kInternal, "the request handler produced an invalid answer");
@@ -296,6 +349,7 @@ class Session final : public SessionBase {
   // DoClose ends the connection politely: TLS close_notify, or a TCP half-close followed by a
   // bounded drain of what the peer is still sending.
   void DoClose() {
+    Release(/*closing=*/true);  // the first to go if room is needed
     Lowest().expires_after(kLingerTimeout);
     if constexpr (kTls) {
       stream_.async_shutdown([self = Self()](beast::error_code) { self->Abort(); });
@@ -320,6 +374,9 @@ class Session final : public SessionBase {
   ServerState& state_;
   Stream stream_;
   uint64_t id_ = 0;
+  bool registered_ = false;       // in state_.sessions (set under state_.mu)
+  ConnectionTable::Entry entry_;  // guarded by state_.mu
+  bool proven_ = false;           // a request was handed on (or, plain Handler, answered < 400)
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
@@ -395,10 +452,16 @@ struct HttpServer::Impl {
       }
       beast::error_code opt_ec;
       socket->set_option(tcp::no_delay(true), opt_ec);  // best effort: small answers go out at once
+      const tcp::endpoint remote = socket->remote_endpoint(opt_ec);
+      if (opt_ec) {  // already reset by the peer
+        socket->close(opt_ec);
+        return DoAccept();
+      }
+      std::string peer = remote.address().to_string();
       if (state.tls) {
-        std::make_shared<Session<beast::ssl_stream<TcpStream>>>(state, std::move(*socket))->Run();
+        std::make_shared<Session<beast::ssl_stream<TcpStream>>>(state, std::move(*socket))->Run(std::move(peer));
       } else {
-        std::make_shared<Session<TcpStream>>(state, std::move(*socket))->Run();
+        std::make_shared<Session<TcpStream>>(state, std::move(*socket))->Run(std::move(peer));
       }
       DoAccept();
     });
@@ -449,6 +512,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::CreateServer(ServerOptions optio
       CLAWGUARD_ASSIGN_OR_RETURN(ssl::context ctx, MakeServerTls(*options.tls));
       impl->state.tls.emplace(std::move(ctx));
     }
+    impl->state.table.emplace(options.max_connections, options.max_connections_per_peer);
     impl->state.options = std::move(options);
     impl->state.handler = std::move(handler);
     impl->state.front = std::move(front);
@@ -501,6 +565,11 @@ Status HttpServer::Start() {
 }
 
 uint16_t HttpServer::port() const { return impl_->port; }
+
+ConnectionStats HttpServer::connection_stats() const {
+  std::lock_guard<std::mutex> lock(impl_->state.mu);
+  return impl_->state.table->Stats(std::chrono::steady_clock::now());
+}
 
 void HttpServer::Stop() {
   if (!impl_ || impl_->stopped) return;

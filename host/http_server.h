@@ -14,6 +14,18 @@
 // threads of its own and answers later through a Responder (Deferred::start: the host's webhook
 // deliveries, so the thread that runs a delivery's plugin is the one that answers it).
 //
+// Connections (ServerOptions::max_connections, max_connections_per_peer): a listener holds at
+// most max_connections connections, and at most max_connections_per_peer from one peer address.
+// A new connection over either bound takes the place of an idle one — first one that has not
+// proven itself (no request handed on by the FrontHandler, which for webhooks means
+// authenticated and admitted, nor, with a plain Handler, answered below 400: a connection still in
+// its TLS handshake, waiting for or reading its first request, or answered only refusals), oldest
+// first; then a proven one idle between requests, least recently used first — of the same peer
+// when the per-peer bound is the one reached. A connection whose request is being handled or
+// answered is never shed. With no idle connection to take, the new connection is closed at once
+// (refused). So idle and slow clients (slow loris) cannot hold every descriptor and stop accept:
+// a signed webhook always gets in. connection_stats() counts what was shed and refused.
+//
 // Limits (checked by the HTTP parser, before the Handler runs): a header block over max_headers
 // or a body over max_body is answered 413 application/problem+json (`request_too_large`) and the
 // connection is closed; a malformed request gets 400 and the connection is closed. Timeouts:
@@ -79,7 +91,22 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{10'000};
   std::chrono::milliseconds idle_timeout{60'000};
   std::optional<ServerTls> tls;  // TLS 1.2+ without compression when set
+  uint64_t max_connections = limits::kDefaultMaxConnections;                  // ≥ 1
+  uint64_t max_connections_per_peer = limits::kDefaultMaxConnectionsPerPeer;  // 1..max_connections
 };
+
+// ConnectionStats is a listener's connection bookkeeping now.
+struct ConnectionStats {
+  uint64_t open = 0;            // connections held (not counting those being shed)
+  uint64_t max_connections = 0;
+  uint64_t max_connections_per_peer = 0;
+  uint64_t peers = 0;           // distinct peer addresses among the open connections
+  uint64_t shed_total = 0;      // idle connections closed to make room
+  uint64_t refused_total = 0;   // new connections closed at once (nothing idle to shed)
+  // shedding: a connection was shed or refused within the last kSheddingWindow.
+  bool shedding = false;
+};
+inline constexpr std::chrono::seconds kSheddingWindow{10};
 
 // HttpServer is one listening socket plus its threads. Create binds (so port() is known at once),
 // Start begins accepting, Stop is graceful. Public methods never throw. Start and Stop are to be
@@ -103,6 +130,9 @@ class HttpServer {
 
   // port returns the bound port (the real one when the address asked for port 0).
   uint16_t port() const;
+
+  // connection_stats returns the connection counters (see ConnectionStats). Thread-safe.
+  ConnectionStats connection_stats() const;
 
   // Stop stops accepting, closes idle connections, lets requests already read finish and their
   // answers be written (with `Connection: close`), then joins every thread. Idempotent.

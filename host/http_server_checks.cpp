@@ -64,6 +64,12 @@ Status ValidateServerOptions(const ServerOptions& o) {
     return Status(Reason::kConfigInvalid, "handler threads must be 1.." + std::to_string(limits::kMaxHandlerThreads) +
                                               ", got " + std::to_string(o.handler_threads));
   }
+  if (o.max_connections < 1 || o.max_connections_per_peer < 1 || o.max_connections_per_peer > o.max_connections) {
+    return Status(Reason::kConfigInvalid, "max_connections must be ≥ 1 and max_connections_per_peer 1.." +
+                                              std::to_string(o.max_connections) + ", got " +
+                                              std::to_string(o.max_connections) + " and " +
+                                              std::to_string(o.max_connections_per_peer));
+  }
   if (o.max_headers < 64 || o.max_headers > UINT32_MAX) {
     return Status(Reason::kConfigInvalid, "max_headers must be 64..4GiB, got " + std::to_string(o.max_headers));
   }

@@ -404,6 +404,7 @@ JsonLogger::JsonLogger(Options options, LogSink sink, const Clock& clock)
     : min_level_(options.min_level), sink_(std::move(sink)), clock_(clock) {
   for (const auto& r : options.redact) redact_.push_back(ToLower(r));
   for (auto& s : options.known_secrets) {
+    if (s.empty()) continue;  // nothing to find (and it would match everywhere)
     secrets_.emplace_back(Base64Encode(InsecureSecretAccess::View(s)));
     secrets_.push_back(std::move(s));
   }
@@ -419,12 +420,6 @@ Result<std::unique_ptr<JsonLogger>> JsonLogger::Create(Options options, LogSink 
   }
   for (const auto& r : options.redact) {
     if (r.empty()) return Status(Reason::kConfigInvalid, "log.redact: an entry is empty (it would match every field)");
-  }
-  for (const auto& s : options.known_secrets) {
-    if (s.size() < kMinKnownSecretBytes) {
-      return Status(Reason::kConfigInvalid, "log: a secret to scrub is shorter than " +
-                                                std::to_string(kMinKnownSecretBytes) + " bytes");
-    }
   }
   return std::unique_ptr<JsonLogger>(new JsonLogger(std::move(options), std::move(sink), clock));
 }

@@ -13,7 +13,9 @@
 //    passwords (`postgresql://user:pw@` → `postgresql://user:***@`), `password=`/`pin-value=`
 //    parameters, JWTs (`eyJ….eyJ….…`);
 //  - by value: any occurrence of a secret the host registered (Options::known_secrets: the admin
-//    token, erp.auth, route secrets — raw and base64) is replaced, wherever it appears;
+//    token, erp.auth, route secrets — raw and base64) is replaced, wherever it appears, whatever
+//    its length (host.yaml refuses secrets under limits::kMinSecretBytes, so a short one scrubbed
+//    here is a deployment mistake that costs some ordinary text, never a leak);
 //  - a SecretBytes value is never rendered at all.
 // Strings are cut at kMaxLogValueBytes and escaped to valid JSON (invalid UTF-8 becomes U+FFFD).
 //
@@ -42,7 +44,6 @@ inline constexpr std::string_view kRedacted = "[REDACTED]";
 inline constexpr uint64_t kMaxLogValueBytes = 8 * 1024;    // one string value, after redaction
 inline constexpr uint64_t kMaxLogFields = 64;              // fields (or headers) in one object
 inline constexpr uint64_t kMaxRedactEntries = 256;         // host.yaml log.redact entries
-inline constexpr uint64_t kMinKnownSecretBytes = 6;        // shorter secrets cannot be scrubbed safely
 inline constexpr int kMaxLogLineDepth = 32;                // nesting kept by RedactJsonLine
 
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
@@ -94,12 +95,12 @@ class JsonLogger {
  public:
   struct Options {
     std::vector<std::string> redact;          // host.yaml log.redact (substrings of field names)
-    std::vector<SecretBytes> known_secrets;   // scrubbed wherever they appear (≥ kMinKnownSecretBytes)
+    std::vector<SecretBytes> known_secrets;   // scrubbed wherever they appear (empty ones are skipped)
     LogLevel min_level = LogLevel::kInfo;
   };
 
   // Create: kConfigInvalid when a redact entry is empty or there are more than
-  // kMaxRedactEntries, or a known secret is shorter than kMinKnownSecretBytes, or |sink| is empty.
+  // kMaxRedactEntries, or |sink| is empty. Every non-empty known secret is scrubbed.
   // |clock| must outlive the logger.
   static Result<std::unique_ptr<JsonLogger>> Create(Options options, LogSink sink, const Clock& clock);
 

@@ -8,10 +8,12 @@
 #include <condition_variable>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "clawguard/fiber.h"
 #include "clawguard/thread_name.h"
+#include "host/call_handles.h"
 
 namespace {
 constexpr size_t kMaxContentType = 256;
@@ -19,8 +21,11 @@ constexpr size_t kMaxLogMessage = 2048;
 }  // namespace
 
 // cg_call is one delivery's context (plugin.h declares it opaque). Shared by the dispatcher and
-// the plugin's worker thread, which may outlive the dispatch after a timeout.
+// the plugin's worker thread, which may outlive the dispatch after a timeout. The plugin never
+// sees its address: it is given |handle| (see CallHandles).
 struct cg_call {
+  cg_call* handle = nullptr;  // what the plugin is given; retired when the delivery finishes
+
   // Host-owned request buffers, valid while the call lives.
   std::string plugin, route, method, path, body, key;
   std::vector<std::string> names, values;
@@ -31,13 +36,16 @@ struct cg_call {
   std::unique_ptr<clawguard::host::ErpGateway> gateway;
   std::mutex erp_mu;  // serialises erp_call per cg_call
   std::atomic<bool> abandoned{false};
+  // closed: handle_webhook returned. Set under |mu|; erp_call checks it under |erp_mu|, which the
+  // returning thread takes after setting it, so no ERP call starts once the delivery is over.
+  std::atomic<bool> closed{false};
 
   std::mutex mu;  // guards what follows
   std::condition_variable done_cv;
   bool finished = false;
   int rc = 0;
   int responds = 0;
-  bool bad_respond = false;
+  std::string respond_problem;  // why the one respond() was refused (empty: it was valid)
   int status = 0;
   std::string content_type, answer;
   clawguard::host::GatewayOutcome erp;
@@ -46,27 +54,38 @@ struct cg_call {
 namespace clawguard::host {
 namespace {
 
-int ErpCallFn(cg_call* call, const char* method, const char* path, cg_bytes body, cg_bytes* reply) {
+int ErpCallFn(cg_call* handle, const char* method, const char* path, cg_bytes body, cg_bytes* reply) {
   if (reply != nullptr) *reply = cg_bytes{nullptr, 0};
-  if (call == nullptr) return CG_UNAVAILABLE;
-  if (call->abandoned.load()) return CG_FENCED;
+  // A finished (or unknown) delivery: nothing of it is touched, nothing is written or sent.
+  const std::shared_ptr<cg_call> call = CallHandles::Global().Find(handle);
+  if (call == nullptr || call->abandoned.load() || call->closed.load()) return CG_FENCED;
   if (method == nullptr || path == nullptr || (body.data == nullptr && body.len != 0)) return CG_DENIED;
   std::lock_guard lock(call->erp_mu);
-  if (call->abandoned.load()) return CG_FENCED;
+  if (call->abandoned.load() || call->closed.load()) return CG_FENCED;
   return call->gateway->Call(method, path, std::string_view(body.data == nullptr ? "" : body.data, body.len),
                              reply);
 }
 
-void RespondFn(cg_call* call, int status, const char* content_type, cg_bytes body) {
+void RespondFn(cg_call* handle, int status, const char* content_type, cg_bytes body) {
+  const std::shared_ptr<cg_call> call = CallHandles::Global().Find(handle);
   if (call == nullptr) return;
   std::lock_guard lock(call->mu);
-  if (call->abandoned.load() || call->finished) return;  // ignored: too late
+  if (call->abandoned.load() || call->closed.load() || call->finished) return;  // ignored: too late
   if (++call->responds > 1) return;
   const std::string_view ct = content_type == nullptr ? std::string_view() : std::string_view(content_type);
   // A header value with CR/LF would split the stored answer's headers.
-  if ((body.data == nullptr && body.len != 0) || ct.size() > kMaxContentType ||
-      ct.find_first_of("\r\n") != std::string_view::npos) {
-    call->bad_respond = true;
+  if (body.data == nullptr && body.len != 0) {
+    call->respond_problem = "respond() got a body of " + std::to_string(body.len) + " bytes at a null pointer";
+    return;
+  }
+  if (ct.size() > kMaxContentType || ct.find_first_of("\r\n") != std::string_view::npos) {
+    call->respond_problem = "respond() got a content type over " + std::to_string(kMaxContentType) +
+                            " bytes or with CR/LF";
+    return;
+  }
+  // The one answer rule (host/responder.h): what is stored must be what every replay can serve.
+  if (std::optional<std::string> problem = AnswerProblem(status, body.len)) {
+    call->respond_problem = "respond() refused: " + *problem;
     return;
   }
   call->status = status;
@@ -104,8 +123,10 @@ bool AppendAsciiJson(std::string& out, std::string_view s) {
   return true;
 }
 
-void LogFn(cg_call* call, int level, const char* message) {
-  if (call == nullptr || message == nullptr || !call->audit) return;
+void LogFn(cg_call* handle, int level, const char* message) {
+  if (message == nullptr) return;
+  const std::shared_ptr<cg_call> call = CallHandles::Global().Find(handle);  // dropped once the plugin returned
+  if (call == nullptr || !call->audit) return;
   call->audit(PluginLogLine(call->plugin, level, std::string_view(message, strnlen(message, kMaxLogMessage))));
 }
 
@@ -152,13 +173,20 @@ std::shared_ptr<cg_call> MakeCall(const DispatchContext& ctx) {
   call->plugin = std::string(ctx.plugin);
   call->route = std::string(ctx.route);
   call->key = std::string(ctx.event_key);
+  // Only what the signature authenticated is shown as headers (plugin.h, cg_request): the id and
+  // the timestamp, under their Standard Webhooks names. Other request headers are the sender's
+  // word, unsigned — a replay with a changed Content-Type or X-Idempotency-Key still verifies.
+  call->names.push_back("webhook-id");
+  call->values.push_back(std::string(ctx.webhook_id));
   if (ctx.request != nullptr) {
     call->method = ctx.request->method;
     call->path = ctx.request->target;
     call->body = ctx.request->body;
-    for (const auto& [n, v] : ctx.request->headers) {
-      call->names.push_back(n);
-      call->values.push_back(v);
+    std::optional<std::string_view> ts = ctx.request->headers.Get("webhook-timestamp");
+    if (!ts) ts = ctx.request->headers.Get("svix-timestamp");  // byte-equal when both came (checked)
+    if (ts) {
+      call->names.push_back("webhook-timestamp");
+      call->values.push_back(std::string(*ts));
     }
   }
   for (size_t i = 0; i < call->names.size(); ++i) {
@@ -194,14 +222,19 @@ void RunPlugin(const cg_plugin* plugin, std::mutex* serial_mu, cg_call& call) {
     // Given up on while waiting for the serial mutex: nothing it did would count.
     if (!call.abandoned.load()) {
       try {
-        rc = plugin->handle_webhook(&call, call.route.c_str(), &call.request);
+        rc = plugin->handle_webhook(call.handle, call.route.c_str(), &call.request);
       } catch (...) {
         rc = -1;  // a C++ plugin must not throw across the C ABI
       }
     }
   }
+  {
+    std::lock_guard lock(call.mu);  // a respond() from a kept thread is ignored from here on
+    call.closed.store(true);
+  }
   GatewayOutcome erp;
   {
+    // Waits for an erp_call a kept thread is in; any later one sees |closed| and sends nothing.
     std::lock_guard erp_lock(call.erp_mu);
     erp = call.gateway->outcome();
   }
@@ -211,6 +244,7 @@ void RunPlugin(const cg_plugin* plugin, std::mutex* serial_mu, cg_call& call) {
     call.rc = rc;
     call.erp = std::move(erp);
   }
+  CallHandles::Global().Retire(call.handle);  // the plugin's pointer names nothing any more
   call.done_cv.notify_all();  // after unlocking: the waiter need not block on call.mu again
 }
 
@@ -226,8 +260,8 @@ DispatchReport ReportOf(const cg_call& call) {
   } else if (call.responds != 1) {
     report.outcome = PluginOutcome::Failed("respond() was called " + std::to_string(call.responds) +
                                            " times; exactly once is required");
-  } else if (call.bad_respond || call.status < 100 || call.status > 599) {
-    report.outcome = PluginOutcome::Failed("respond() got an invalid status, content type or body");
+  } else if (!call.respond_problem.empty()) {
+    report.outcome = PluginOutcome::Failed(call.respond_problem);
   } else {
     report.outcome = PluginOutcome::Answered(call.status, call.content_type, call.answer);
   }
@@ -474,6 +508,7 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
                                ErpDelivery{call->plugin, call->key, ctx.fencing_token, ctx.level});
   if (!gw.ok()) return {PluginOutcome::Failed(gw.error().message()), {}};
   call->gateway = std::move(gw).value();
+  call->handle = CallHandles::Global().Add(call);  // retired by RunPlugin when the plugin returns
 
   const cg_plugin* plugin = entry.plugin;
   std::mutex* serial = entry.serial.get();
@@ -519,6 +554,7 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
     });
   } catch (const std::exception&) {
     finished();
+    CallHandles::Global().Retire(call->handle);
     return {PluginOutcome::Failed("could not start the plugin's thread"), {}};
   }
 

@@ -2,8 +2,12 @@
 // claimed delivery through a plugin's handle_webhook (ARCHITECTURE.md "Plugin ABI" and step 5).
 //
 // Per delivery it builds a cg_call (opaque; defined in plugin_dispatch.cpp) holding host-owned
-// copies of the request (method, path, body, idempotency_key = the event key, headers) and an
-// ErpGateway, then runs handle_webhook in one of two ways:
+// copies of the request (method, path, body, idempotency_key = the event key, and as headers only
+// the authenticated ones: webhook-id and, when the request has it, webhook-timestamp) and an
+// ErpGateway. The plugin is given a handle for it, not its address: a tagged number looked up by
+// every host API call and retired when handle_webhook returns, so a call made with it later (from
+// a thread the plugin kept) finds nothing — erp_call returns CG_FENCED, respond and log are
+// dropped — and touches no freed memory. Then it runs handle_webhook in one of two ways:
 //   - handed off (no DispatchContext::on_abandon: DLQ replays, tests): on a thread of its own (a
 //     spare one that an earlier delivery left, if any: host/spare_threads.h) while the caller
 //     waits at most handler_timeout, renewing the lease (DispatchContext::renew_lease) every
@@ -21,8 +25,10 @@
 //   - handle_webhook returned 0 after exactly one respond() → kAnswered (its status, type, body);
 //   - an ERP call refused CG_MISMATCH (the plugin changed its calls on a re-run: the event is
 //     dead-lettered, class "mismatch") → kDeadLettered, whatever the plugin returned or answered;
-//   - non-zero return, zero or two+ respond() calls, a status outside 100..599 or a lost lease
-//     → kFailed (500 plugin_failed, retryable, audited);
+//   - non-zero return, zero or two+ respond() calls, an answer that breaks the answer rule
+//     (AnswerProblem, host/responder.h: status 200..599, no body with 204/205/304; the audited
+//     detail says which), a bad content type, or a lost lease → kFailed (500 plugin_failed,
+//     retryable, audited);
 //   - no return within handler_timeout → kTimedOut (503 plugin_timeout); inline, given to
 //     on_abandon at that moment (and a lost lease there as kFailed).
 // WARNING: a C function cannot be cancelled. A timed-out plugin's thread (inline: the caller's

@@ -12,9 +12,12 @@
 #ifndef CLAWGUARD_HOST_RESPONDER_H_
 #define CLAWGUARD_HOST_RESPONDER_H_
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 
 #include "host/http_types.h"
 
@@ -41,6 +44,15 @@ class Responder {
   };
   std::shared_ptr<State> state_;
 };
+
+// AnswerProblem applies the one rule every answer a plugin gives — and so every answer the host
+// stores and replays — must meet: a final status 200..599 (1xx is not a final answer; the framing
+// of the HTTP layer refuses anything else), and no content with 204, 205 or 304 (RFC 9110
+// §15.3.5, §15.3.6, §15.4.5: such an answer cannot carry a body, and an HTTP/1.1 writer must refuse
+// to send one). It returns why |status| with |body_size| bytes of body breaks the rule, or nullopt
+// when it does not. Used at the plugin's respond() (an answer that breaks it ends the delivery as a
+// plugin failure, never stored) and again by the pipeline before it stores an answer. Pure.
+std::optional<std::string> AnswerProblem(int status, size_t body_size);
 
 }  // namespace clawguard::host
 

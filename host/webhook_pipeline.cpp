@@ -414,9 +414,16 @@ WebhookPipeline::Handled WebhookPipeline::Dispatch(const PipelineRoute& route, c
       (*answer_now)(GaveUp(route, request, key, token, webhook_id, delivery, gave_up));
     };
   }
-  const PluginOutcome out = dispatcher_(ctx);
+  PluginOutcome out = dispatcher_(ctx);
   // Given up on and answered by on_abandon; this thread is back from the plugin, late.
   if (out.abandoned) return Handled{HttpResponse{}, WebhookOutcome::kPluginTimeout};
+  // The answer rule again (the dispatcher applies it at respond()): never store what the HTTP
+  // layer cannot serve, first or replayed.
+  if (out.kind == PluginOutcome::Kind::kAnswered) {
+    if (std::optional<std::string> problem = AnswerProblem(out.status, out.body.size())) {
+      out = PluginOutcome::Failed("the plugin's answer was refused: " + *problem);
+    }
+  }
 
   const GuardEvent ev{route.plugin, route.route, key};
   const auto failure = [&](std::string_view why) {

@@ -13,7 +13,8 @@
 //      `Idempotent-Replayed: true` / 409 in_progress + Retry-After (the lease left, capped at 2 s) /
 //      409 expired_key_seen on a tombstone (one DLQ entry manual_review with the request) /
 //      claimed → the injected Dispatcher runs;
-//   7. the outcome is stored per the table: 2xx and 4xx except 408, 409, 425, 429 are stored;
+//   7. an answer that breaks the answer rule (AnswerProblem, host/responder.h) is a plugin failure,
+//      never stored; the outcome is stored per the table: 2xx and 4xx except 408, 409, 425, 429 are stored;
 //      level 3 answers 202 and stores it; other answers and plugin failures release the key
 //      (retryable); a timed-out plugin's lease is left to expire (not renewed, not released);
 //      a dead-lettered event (outbox mismatch) stores and answers 202 with kDeadLetteredBody —

@@ -10,8 +10,11 @@
 //
 // Model. A Carriers pool owns |n| carrier threads. Spawn starts a function as a fiber on the
 // carrier running the fewest live fibers (not counting one that looks stuck, below). A fiber never
-// migrates: it runs, parks and resumes on the carrier that started it, so thread-local state (the
-// plugin's, OpenSSL's error queue, errno) stays coherent across a park. A carrier runs its
+// migrates: it runs, parks and resumes on the carrier that started it, so code that expects one
+// thread (OpenSSL's error queue read right after the failing call) works. WARNING: thread-local
+// state is the carrier's, not the fiber's: while a fiber is parked, the other fibers of its
+// carrier run and may change it (a plugin's thread-locals included; ARCHITECTURE.md "Execution
+// model"). A carrier runs its
 // runnable fibers in order, then polls its epoll set (the descriptors fibers wait on, and an
 // eventfd for wake-ups from other threads) without blocking; it blocks in epoll_wait only when no
 // fiber is runnable.

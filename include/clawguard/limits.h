@@ -50,6 +50,18 @@ inline constexpr uint64_t kDefaultHandlerThreads = 64;
 inline constexpr uint64_t kMaxHandlerThreads = 1024;
 inline constexpr uint64_t kMaxLingerDrainBytes = 1 * kMiB;        // read and dropped after a 413
 inline constexpr uint64_t kMinAdminTokenLength = 32;              // admin.token
+// Every other secret host.yaml names (a route's decoded webhook key, the ERP credential after its
+// scheme) has at least this many bytes, or the host refuses to start: shorter ones are guessable
+// and cannot be scrubbed from logs without mangling ordinary text.
+inline constexpr uint64_t kMinSecretBytes = 24;
+// Connections of one listener (listen.max_connections, listen.max_connections_per_peer). The
+// listener never holds more than the file descriptors left after kReservedFds allow.
+inline constexpr uint64_t kDefaultMaxConnections = 4096;
+inline constexpr uint64_t kDefaultMaxConnectionsPerPeer = 256;
+inline constexpr uint64_t kMaxConnectionsSetting = 1'000'000;
+inline constexpr uint64_t kMinConnections = 16;                   // below it the host refuses to start
+inline constexpr uint64_t kReservedFds = 256;                     // store, logs, plugins, epolls, pipes
+inline constexpr uint64_t kAdminMaxConnections = 64;              // the admin listener (fixed)
 inline constexpr uint64_t kMaxErpResponseBody = 1 * kMiB;         // an ERP answer's body
 inline constexpr uint64_t kMaxErpResponseHeaders = 16 * 1024;     // an ERP answer's header block
 // Keep-alive pool of the ERP client: as many as deliveries in flight (listen.handlers default), or

@@ -22,22 +22,33 @@ typedef enum {                      /* negative results of erp_call; >= 0 is the
   CG_FENCED = -6,                   /* this worker's lease was taken over: stop */
   CG_DEFERRED = -7,                 /* sent earlier and still pending (the host retries it): stop, retry later */
   CG_UNAVAILABLE = -8               /* timeout, TLS or connection failure, store down */
-} cg_erp_result;
+} cg_erp_result;                    /* CG_FENCED also: the delivery is over (returned or given up on) */
 
 typedef struct {
-  cg_bytes method, path, body;
+  cg_bytes method, path, body;      /* body: the signed bytes */
   cg_bytes idempotency_key;         /* the derived event key, 64 lowercase hex characters */
+  /* Only authenticated headers, lower-case names: "webhook-id" (always) and "webhook-timestamp"
+     (a live delivery; not a DLQ replay), the values the signature covered, under these names even
+     when the sender used svix-*. Other request headers (Content-Type, X-Idempotency-Key, …) are
+     not signed and are never shown: a plugin cannot be steered by a header an attacker changed. */
   const cg_bytes *header_names, *header_values; size_t header_count;
 } cg_request;
 
-typedef struct cg_call cg_call;     /* one delivery's context; opaque, valid during handle_webhook */
+/* One delivery's context; opaque and not an address (never dereference it). Valid until
+   handle_webhook returns: a host call made with it later, from any thread, does nothing
+   (erp_call returns CG_FENCED, respond and log are ignored). */
+typedef struct cg_call cg_call;
 
 typedef struct {
   uint32_t abi;                     /* CLAWGUARD_PLUGIN_ABI */
   /* Calls are serialized per cg_call and never sleep for backoff. *reply points into host memory valid
      until handle_webhook returns. After any negative result but CG_HELD the plugin returns at once. */
   int  (*erp_call)(cg_call *call, const char *method, const char *path, cg_bytes body, cg_bytes *reply);
-  /* Exactly once per successful handle_webhook; only Content-Type is kept with the stored answer. */
+  /* Exactly once per successful handle_webhook; only Content-Type is kept with the stored answer.
+     The answer must be valid: status 200..599, no body with 204, 205 or 304, content_type at most
+     256 bytes without CR/LF. An invalid answer is not taken: the delivery ends as a plugin failure
+     (500 plugin_failed, retryable, audited with the reason), never stored. (respond returns
+     nothing, to keep this ABI; check the rule before calling.) */
   void (*respond)(cg_call *call, int status, const char *content_type, cg_bytes body);
   void (*log)(cg_call *call, int level, const char *message);
 } cg_host_api;
@@ -52,6 +63,13 @@ typedef struct {
 } cg_plugin;
 
 CG_EXPORT const cg_plugin *clawguard_plugin_v1(void);
+
+/* Threads. With listen.execution: threads, each delivery runs on a host thread of its own, reused
+   by later deliveries: thread-local state outlives a delivery. With listen.execution: fibers,
+   deliveries are fibers on a few carrier threads, and a carrier switches to another delivery
+   whenever one waits in erp_call: THREAD-LOCAL STATE IS SHARED by every delivery on that carrier,
+   and may change across an erp_call. A plugin must not keep per-delivery state in thread-locals
+   (__thread, thread_local, errno across erp_call); keep it on the stack or behind the cg_call. */
 
 #ifdef __cplusplus
 }

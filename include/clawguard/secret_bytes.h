@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -43,6 +45,14 @@ class InsecureSecretAccess {
   }
   static uint8_t* MutableData(SecretBytes& s) { return s.bytes_.data(); }
 };
+
+// TakeEnvSecret reads the environment variable |name| into a SecretBytes and takes it out of the
+// process: the value is overwritten in place first (the environment strings a process starts
+// with are the bytes /proc/self/environ shows, so unsetenv alone would leave them readable), then
+// the variable is unset, so neither getenv nor /proc/self/environ shows it to code loaded later
+// (plugins). nullopt when it is not set. WARNING: not thread-safe (nothing about the environment
+// is): call at start-up, before other threads run.
+std::optional<SecretBytes> TakeEnvSecret(const std::string& name);
 
 // ConstantTimeEquals compares two byte strings without data-dependent timing (length is public).
 bool ConstantTimeEquals(std::string_view a, std::string_view b);

@@ -81,7 +81,7 @@ class HostAppTest : public ::testing::Test {
   static std::optional<std::string> Env(const std::string& name) {
     if (name == "T_ADMIN") return kAdminToken;
     if (name == "T_SECRET") return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-    if (name == "T_ERP") return "Bearer erp-token";
+    if (name == "T_ERP") return "Bearer erp-token-0123456789abcdefghij";
     return std::nullopt;
   }
   std::shared_ptr<const HostConfig> Config(const std::string& store) {
@@ -209,7 +209,7 @@ TEST_F(HostAppTest, CommandPrintsListeningAddressesAndStopsOnSigterm) {
                        "kill -TERM $pid; wait $pid; echo \"rc=$?\"",
                        "sh", CLAWGUARD_CLI_PATH, dir_.Sub("host.yaml"), dir_.Sub("out.txt")},
                       {{"T_ADMIN", kAdminToken}, {"T_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
-                       {"T_ERP", "Bearer erp-token"}});
+                       {"T_ERP", "Bearer erp-token-0123456789abcdefghij"}});
   EXPECT_NE(r.out.find("rc=0"), std::string::npos) << r.out << r.err;
   const std::string line = clawguard::testing::ReadFile(dir_.Sub("out.txt"));
   const auto j = nlohmann::json::parse(line.substr(0, line.find('\n')));

@@ -17,7 +17,7 @@ namespace clawguard::host {
 namespace {
 
 constexpr char kOrderSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-constexpr char kOldSecret[] = "whsec_c2VjcmV0LW9mLWxhc3QtcXVhcnRlcg==";
+constexpr char kOldSecret[] = "whsec_c2VjcmV0LW9mLWxhc3QtcXVhcnRlci0yMDI2";
 constexpr char kAdminToken[] = "adm-0123456789abcdef0123456789abcdef";
 constexpr char kErpToken[] = "erp-token-value-never-printed";
 
@@ -78,7 +78,7 @@ TEST(HostConfigTest, LoadsEveryKeyOfTheExample) {
   const RouteSecrets& r = h.webhooks.routes.at("acme-orders/order.created");
   EXPECT_TRUE(r.current.Equals(SecretBytes(*Base64Decode("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))));
   ASSERT_TRUE(r.previous.has_value());
-  EXPECT_TRUE(r.previous->Equals(SecretBytes("secret-of-last-quarter")));
+  EXPECT_TRUE(r.previous->Equals(SecretBytes("secret-of-last-quarter-2026")));
   EXPECT_EQ(r.current_since, ParseRfc3339Utc("2026-11-02T00:00:00Z"));
   EXPECT_EQ(r.previous_until, ParseRfc3339Utc("2026-12-09T00:00:00Z"));
   EXPECT_FALSE(h.webhooks.routes.at("acme-orders/order.cancelled").previous.has_value());

@@ -21,11 +21,13 @@
 #include "host/webhook_auth.h"
 #include "plugins/erp_harness.h"
 #include "support/gate.h"
+#include "support/test_plugins.h"
 
 namespace clawguard::host {
 namespace {
 
 using testing::ErpHarness;
+using testing::TestPlugins;
 using testing::WaitFor;
 namespace fs = std::filesystem;
 
@@ -33,52 +35,6 @@ constexpr const char* kPlugin = "acme-orders";
 constexpr const char* kRoute = "order.created";
 const std::vector<std::string> kCaps = {"POST /orders/{id}/fulfil", "POST /inventory/adjust"};
 constexpr char kHookSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-
-// TestPlugins compiles every test plugin once per test binary and keeps it loaded (never
-// dlclosed: a timed-out plugin's thread may still run).
-class TestPlugins {
- public:
-  static TestPlugins& Get() {
-    static TestPlugins instance;
-    return instance;
-  }
-  const cg_plugin* Open(const std::string& name) {
-    std::lock_guard lock(mu_);
-    if (auto it = loaded_.find(name); it != loaded_.end()) return it->second;
-    const fs::path src_dir = fs::path(CLAWGUARD_SOURCE_DIR) / "tests" / "host" / "plugins";
-    const fs::path include = fs::path(CLAWGUARD_SOURCE_DIR) / "include";
-    const std::string so = dir_.Sub(name + ".so");
-    auto r = clawguard::testing::RunCommand({"cc", "-shared", "-fPIC", "-o", so, (src_dir / (name + ".c")).string(),
-                                             "-I" + include.string(), "-I" + src_dir.string()});
-    if (r.exit_code != 0) {
-      ADD_FAILURE() << "cc failed for " << name << ": " << r.err;
-      return nullptr;
-    }
-    void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      ADD_FAILURE() << dlerror();
-      return nullptr;
-    }
-    handles_[name] = handle;
-    auto entry = reinterpret_cast<const cg_plugin* (*)()>(dlsym(handle, "clawguard_plugin_v1"));
-    if (entry == nullptr) return nullptr;
-    const cg_plugin* p = entry();
-    if (p == nullptr || p->init(HostApi()) != 0) return nullptr;
-    loaded_[name] = p;
-    return p;
-  }
-  template <typename T>
-  T* Symbol(const std::string& plugin, const char* symbol) {
-    std::lock_guard lock(mu_);
-    return static_cast<T*>(dlsym(handles_.at(plugin), symbol));
-  }
-
- private:
-  std::mutex mu_;
-  clawguard::testing::TempDir dir_;
-  std::map<std::string, const cg_plugin*> loaded_;
-  std::map<std::string, void*> handles_;
-};
 
 class PluginDispatchTest : public ::testing::Test {
  protected:

@@ -40,7 +40,7 @@ constexpr char kPackage[] = "acme-orders-1.4.2.claw";
 std::vector<std::pair<std::string, std::string>> HostEnv() {
   return {{"E2E_ADMIN", kAdminToken},
           {"E2E_SECRET", "whsec_" + Base64Encode(HostFixture::kHookKey)},
-          {"E2E_ERP", "Bearer e2e-erp-token"}};
+          {"E2E_ERP", "Bearer e2e-erp-token-0123456789abcdef"}};
 }
 
 // Replace swaps the one occurrence of |from| in file |path| for |to|.

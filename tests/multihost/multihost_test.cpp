@@ -51,7 +51,7 @@ void PointAtPostgres(const HostFixture& f, const std::string& url) {
 std::vector<std::pair<std::string, std::string>> HostEnv() {
   return {{"E2E_ADMIN", "multihost-admin-token-0123456789abcdefgh"},
           {"E2E_SECRET", "whsec_" + Base64Encode(HostFixture::kHookKey)},
-          {"E2E_ERP", "Bearer e2e-erp-token"}};
+          {"E2E_ERP", "Bearer e2e-erp-token-0123456789abcdef"}};
 }
 
 uint16_t MainPort(const HostProcess& p) {

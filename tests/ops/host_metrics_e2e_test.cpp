@@ -46,7 +46,7 @@ Result<HostStores> OpenSqlite(const std::string& url, const Clock& clock) {
 std::optional<std::string> Env(const std::string& name) {
   if (name == "E2E_ADMIN") return kAdminToken;
   if (name == "E2E_SECRET") return "whsec_" + Base64Encode(HostFixture::kHookKey);
-  if (name == "E2E_ERP") return "Bearer metrics-e2e-erp-token";
+  if (name == "E2E_ERP") return "Bearer metrics-e2e-erp-token-0123456789";
   return std::nullopt;
 }
 

@@ -79,10 +79,33 @@ TEST(JsonLogTest, RefusesBadOptions) {
   JsonLogger::Options empty_entry;
   empty_entry.redact = {""};
   EXPECT_EQ(JsonLogger::Create(std::move(empty_entry), out.Sink(), clock).error().reason(), Reason::kConfigInvalid);
-  JsonLogger::Options short_secret;
-  short_secret.known_secrets.emplace_back(SecretBytes("abc"));
-  EXPECT_EQ(JsonLogger::Create(std::move(short_secret), out.Sink(), clock).error().reason(), Reason::kConfigInvalid);
   EXPECT_EQ(JsonLogger::Create({}, LogSink(), clock).error().reason(), Reason::kConfigInvalid);
+}
+
+// A registered secret is scrubbed whatever its length: a 3-byte and a 5-byte one (shorter than
+// any host.yaml accepts, so only a deployment mistake could register them) are still replaced,
+// raw and base64, in free text, Status messages and re-rendered audit lines. An empty one is
+// skipped (it would match everywhere).
+TEST(JsonLogTest, ScrubsKnownSecretsOfAnyLength) {
+  FixedClock clock(kNow);
+  Captured out;
+  JsonLogger::Options options;
+  options.known_secrets.emplace_back(SecretBytes("q7Z"));
+  options.known_secrets.emplace_back(SecretBytes("k9#Lp"));
+  options.known_secrets.emplace_back(SecretBytes(""));
+  auto log = JsonLogger::Create(std::move(options), out.Sink(), clock);
+  ASSERT_TRUE(log.ok()) << log.error().ToString();
+  const std::string b64 = "azkjTHA=";  // base64 of k9#Lp
+  EXPECT_EQ((*log)->RedactText("token q7Z and k9#Lp and " + b64 + " end"),
+            "token [REDACTED] and [REDACTED] and [REDACTED] end");
+  const std::string line = (*log)->RedactJsonLine(R"({"event":"x","detail":"sent q7Z then k9#Lp"})");
+  EXPECT_EQ(line.find("q7Z"), std::string::npos) << line;
+  EXPECT_EQ(line.find("k9#Lp"), std::string::npos) << line;
+  const Status s(Reason::kInternal, "the ERP refused k9#Lp");
+  (*log)->LogStatus(LogLevel::kWarn, "erp", s);
+  ASSERT_EQ(out.lines.size(), 1u);
+  EXPECT_EQ(out.lines[0].find("k9#Lp"), std::string::npos) << out.lines[0];
+  EXPECT_NE(out.lines[0].find("the ERP refused [REDACTED]"), std::string::npos) << out.lines[0];
 }
 
 // The secrets of a host: what each looks like where it could leak.

@@ -50,7 +50,7 @@ Result<HostStores> OpenSqlite(const std::string& url, const Clock& clock) {
 std::optional<std::string> Env(const std::string& name) {
   if (name == "E2E_ADMIN") return kAdminToken;
   if (name == "E2E_SECRET") return "whsec_" + Base64Encode(HostFixture::kHookKey);
-  if (name == "E2E_ERP") return "Bearer dlq-test-erp-token";
+  if (name == "E2E_ERP") return "Bearer dlq-test-erp-token-0123456789";
   return std::nullopt;
 }
 

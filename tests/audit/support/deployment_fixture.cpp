@@ -22,7 +22,7 @@ namespace clawguard::testing {
 namespace {
 
 constexpr char kOrderSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-constexpr char kOldSecret[] = "whsec_c2VjcmV0LW9mLWxhc3QtcXVhcnRlcg==";
+constexpr char kOldSecret[] = "whsec_c2VjcmV0LW9mLWxhc3QtcXVhcnRlci0yMDI2";
 constexpr char kAdminToken[] = "adm-0123456789abcdef0123456789abcdef";
 constexpr char kPackage[] = "acme-orders-1.4.2.claw";
 constexpr char kManifest[] =
@@ -92,7 +92,7 @@ Deployment::Deployment(const DeploymentSpec& s) : anchor_in_state_dir_(s.anchor_
   env_ = {{"CG_AUDIT_ADMIN_TOKEN", kAdminToken},
           {"CG_AUDIT_ORDER_SECRET", kOrderSecret},
           {"CG_AUDIT_ORDER_SECRET_OLD", kOldSecret},
-          {"CG_AUDIT_ERP_TOKEN", "erp-token-never-printed"}};
+          {"CG_AUDIT_ERP_TOKEN", "erp-token-never-printed-0123456789"}};
 
   // Trust: a pinned root and (optionally) a pinned allowlist signer.
   KeyCert root = MakeCert("ClawHub", "ClawHub test root", now - 10 * kDay, now + s.root_valid_days * kDay);

@@ -19,6 +19,7 @@
 #include "clawguard/sha256.h"
 #include "host/webhook_auth.h"
 #include "support/softhsm.h"
+#include "support/test_plugins.h"
 
 extern char** environ;
 
@@ -29,12 +30,10 @@ using clawguard::testing::ReadFile;
 using clawguard::testing::RunClawguard;
 using clawguard::testing::WriteFile;
 
-constexpr const char* kAdminToken = "e2e-admin-token-0123456789abcdefghijkl";
-
 }  // namespace
 
 int SpawnHost(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env,
-              const posix_spawn_file_actions_t* fa, pid_t* pid) {
+              const posix_spawn_file_actions_t* fa, pid_t* pid, uint64_t nofile) {
   std::vector<std::string> envs;
   for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
   for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
@@ -42,11 +41,18 @@ int SpawnHost(const std::string& config, const std::vector<std::pair<std::string
   for (auto& s : envs) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::string bin = CLAWGUARD_CLI_PATH, cmd = "host", flag = "--config", cfg = config;
+  if (nofile > 0) {
+    std::string prlimit = "/usr/bin/prlimit", limit = "--nofile=" + std::to_string(nofile) + ":" + std::to_string(nofile),
+                dashes = "--";
+    char* argv[] = {prlimit.data(), limit.data(), dashes.data(), bin.data(), cmd.data(), flag.data(), cfg.data(), nullptr};
+    return posix_spawn(pid, prlimit.c_str(), fa, nullptr, argv, envp.data());
+  }
   char* argv[] = {bin.data(), cmd.data(), flag.data(), cfg.data(), nullptr};
   return posix_spawn(pid, bin.c_str(), fa, nullptr, argv, envp.data());
 }
 
-bool HostProcess::Start(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env) {
+bool HostProcess::Start(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env,
+                        uint64_t nofile) {
   if (pid_ > 0) return false;
   first_line_.clear();
   int fds[2];
@@ -55,7 +61,7 @@ bool HostProcess::Start(const std::string& config, const std::vector<std::pair<s
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
   posix_spawn_file_actions_addclose(&fa, fds[0]);
-  const int rc = SpawnHost(config, env, &fa, &pid_);
+  const int rc = SpawnHost(config, env, &fa, &pid_, nofile);
   posix_spawn_file_actions_destroy(&fa);
   close(fds[1]);
   if (rc != 0) {
@@ -92,6 +98,11 @@ void HostFixture::Prepare(const HostFixtureOptions& options) {
   ASSERT_NE(at, std::string::npos) << "the example manifest has no 'level: 2'";
   manifest.replace(at, 8, "level: " + std::to_string(options.level));
   WriteFile((root / "manifest.yaml").string(), manifest);
+  if (!options.plugin_source.empty()) {
+    const std::string failed = CompilePackagedPlugin(options.plugin_source, (root / "lib/libacme_orders.so").string());
+    ASSERT_EQ(failed, "");
+  }
+  nofile_ = options.nofile;
 
   // Release: an HSM key, a leaf from the test PKI, pack and sign.
   clawguard::testing::SoftHsmToken hsm;
@@ -123,7 +134,7 @@ void HostFixture::Prepare(const HostFixtureOptions& options) {
             "schema: clawguard/host/v1\n"
             "listen: { address: 127.0.0.1:0, tls: null, max_body: 1MiB, max_headers: 16KiB, workers: " +
                 std::to_string(options.workers) +
-                (options.execution == "fibers" ? ", execution: fibers, carriers: 2" : "") +
+                (options.execution == "fibers" ? ", execution: fibers, carriers: 2" : "") + options.listen_extra +
                 " }\n"
                 "admin: { address: 127.0.0.1:0, token: env:E2E_ADMIN, tls: null }\n"
                 "store: sqlite:state/state.db\n"
@@ -145,11 +156,12 @@ void HostFixture::Prepare(const HostFixtureOptions& options) {
                 "log: { audit: audit.jsonl, redact: [token] }\n");
   env_ = {{"E2E_ADMIN", kAdminToken},
           {"E2E_SECRET", "whsec_" + Base64Encode(kHookKey)},
-          {"E2E_ERP", "Bearer e2e-erp-token"}};
+          {"E2E_ERP", kErpAuth}};
+  env_.insert(env_.end(), options.extra_env.begin(), options.extra_env.end());
 }
 
 bool HostFixture::StartHost() {
-  if (!host_->Start(dir_.Sub("host.yaml"), env_)) {
+  if (!host_->Start(dir_.Sub("host.yaml"), env_, nofile_)) {
     ADD_FAILURE() << "the host did not start; audit log:\n" << ReadFile(audit_log());
     return false;
   }
@@ -160,6 +172,8 @@ bool HostFixture::StartHost() {
   }
   const std::string main = listening["main"].get<std::string>();
   main_port_ = static_cast<uint16_t>(std::stoi(main.substr(main.rfind(':') + 1)));
+  const std::string admin = listening["admin"].get<std::string>();
+  admin_port_ = static_cast<uint16_t>(std::stoi(admin.substr(admin.rfind(':') + 1)));
   return true;
 }
 

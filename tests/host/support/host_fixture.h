@@ -30,8 +30,10 @@ namespace clawguard::host::testing {
 
 // SpawnHost starts `clawguard host --config |config|` (CLAWGUARD_CLI_PATH) with this process's
 // environment plus |env| and the file actions |fa|; returns posix_spawn's result (0: started).
+// |nofile| > 0 starts it under `prlimit --nofile=N:N` (RLIMIT_NOFILE soft and hard N; prlimit
+// execs the host, so |pid| is the host's).
 int SpawnHost(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env,
-              const posix_spawn_file_actions_t* fa, pid_t* pid);
+              const posix_spawn_file_actions_t* fa, pid_t* pid, uint64_t nofile = 0);
 
 // HostProcess runs `clawguard host --config F` with extra environment, reads its first stdout
 // line (the listening addresses).
@@ -42,13 +44,15 @@ class HostProcess {
   HostProcess& operator=(const HostProcess&) = delete;
   ~HostProcess() { (void)Stop(); }
 
-  bool Start(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env);
+  bool Start(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env,
+             uint64_t nofile = 0);
   // Stop sends SIGTERM and waits; returns the exit code (128 + signal if killed), -1 if not running.
   int Stop() { return Signal(15); }
   // Kill sends SIGKILL and waits (a crash: nothing is flushed or stopped gracefully).
   int Kill() { return Signal(9); }
   const std::string& first_line() const { return first_line_; }
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
 
  private:
   int Signal(int sig);
@@ -65,6 +69,12 @@ struct HostFixtureOptions {
   std::string erp_retry = "{ base: 1s, max: 1m, attempts: 3, jitter: 20%, floor_429: 60s }";
   int workers = 4;
   std::string execution = "threads";  // listen.execution: threads or fibers (then 2 carriers)
+  std::string listen_extra;           // more `listen:` settings, e.g. ", max_connections_per_peer: 64"
+  uint64_t nofile = 0;                // > 0: the host runs under RLIMIT_NOFILE N (soft and hard)
+  // plugin_source: package tests/host/plugins/NAME.c (built as a shipped plugin is) in place of
+  // the example's library, under the example's manifest (name, route, capabilities).
+  std::string plugin_source;
+  std::vector<std::pair<std::string, std::string>> extra_env;  // more environment for the host
 };
 
 // ExecutionTest runs a host test once per listen.execution: INSTANTIATE_TEST_SUITE_P(Execution,
@@ -91,6 +101,8 @@ struct Reply {
 class HostFixture {
  public:
   static constexpr std::string_view kHookKey = "0123456789abcdef0123456789abcdef";  // the route's HMAC key
+  static constexpr const char* kAdminToken = "e2e-admin-token-0123456789abcdefghijkl";
+  static constexpr const char* kErpAuth = "Bearer e2e-erp-token-0123456789abcdef";
   static constexpr const char* kRoutePath = "/webhooks/acme-orders/order.created";
 
   // Prepare: see the file comment. Use as ASSERT_NO_FATAL_FAILURE(fixture.Prepare(options)).
@@ -102,6 +114,10 @@ class HostFixture {
 
   TestErpServer& erp() { return *erp_; }
   uint16_t main_port() const { return main_port_; }
+  uint16_t admin_port() const { return admin_port_; }
+  pid_t host_pid() const { return host_->pid(); }
+  // env is what the host is started with in addition to this process's environment.
+  const std::vector<std::pair<std::string, std::string>>& env() const { return env_; }
   std::string db_path() const { return dir_.Sub("state/state.db"); }
   std::string audit_log() const { return dir_.Sub("audit.jsonl"); }
   const clawguard::testing::TempDir& dir() const { return dir_; }
@@ -125,6 +141,8 @@ class HostFixture {
   std::unique_ptr<HostProcess> host_ = std::make_unique<HostProcess>();
   std::vector<std::pair<std::string, std::string>> env_;
   uint16_t main_port_ = 0;
+  uint16_t admin_port_ = 0;
+  uint64_t nofile_ = 0;
 };
 
 }  // namespace clawguard::host::testing

@@ -1,0 +1,170 @@
+// host_config_secrets_test.cpp — host.yaml's secrets and transport rules: env:VAR secrets leave
+// the environment when read (TakeEnvSecret), secrets under limits::kMinSecretBytes are refused
+// with a message that names the setting and never the value, an http:// ERP off the machine needs
+// erp.allow_plaintext, and listen's connection bounds. (The end-to-end check that a plugin in a
+// real host finds none of them is tests/host/host_secrets_e2e_test.cpp.)
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "clawguard/encoding.h"
+#include "clawguard/limits.h"
+#include "clawguard/secret_bytes.h"
+#include "host/host_config.h"
+#include "support/temp_dir.h"
+
+namespace clawguard::host {
+namespace {
+
+constexpr char kOrderSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";  // 24 bytes decoded
+constexpr char kAdminToken[] = "adm-0123456789abcdef0123456789abcdef";
+constexpr char kErpToken[] = "Bearer erp-token-value-never-printed";
+
+std::string DataPath() { return std::string(CLAWGUARD_SOURCE_DIR) + "/tests/host/data/host.yaml"; }
+
+std::map<std::string, std::string> Env() {
+  return {{"CG_TEST_ADMIN_TOKEN", kAdminToken},
+          {"CG_TEST_ORDER_SECRET", kOrderSecret},
+          {"CG_TEST_ORDER_SECRET_OLD", "whsec_" + Base64Encode("previous-secret-0123456789")},
+          {"CG_TEST_ERP_TOKEN", kErpToken}};
+}
+
+Result<std::shared_ptr<const HostConfig>> ParseWith(const std::string& text, const std::map<std::string, std::string>& env) {
+  return HostConfig::Parse(text, DataPath(), [env](const std::string& name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+  });
+}
+
+std::string Data() { return clawguard::testing::ReadFile(DataPath()); }
+
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// The process environment is the test's: every case restores what it set.
+TEST(TakeEnvSecretTest, OverwritesTheValueInPlaceAndUnsetsIt) {
+  ASSERT_EQ(::setenv("CG_TAKE_TEST", "value-0123456789-abcdef", 1), 0);
+  char* where = std::getenv("CG_TAKE_TEST");
+  ASSERT_NE(where, nullptr);
+  const size_t len = std::strlen(where);
+  std::optional<SecretBytes> taken = TakeEnvSecret("CG_TAKE_TEST");
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_EQ(InsecureSecretAccess::View(*taken), "value-0123456789-abcdef");
+  EXPECT_EQ(std::getenv("CG_TAKE_TEST"), nullptr);
+  // The bytes the variable's string held are zero now (glibc keeps setenv's strings allocated;
+  // for the initial environment they are the bytes /proc/self/environ shows).
+  for (size_t i = 0; i < len; ++i) EXPECT_EQ(where[i], '\0') << i;
+  EXPECT_FALSE(TakeEnvSecret("CG_TAKE_TEST").has_value());
+}
+
+TEST(HostConfigSecretsTest, LoadTakesEverySecretOutOfTheEnvironment) {
+  for (const auto& [k, v] : Env()) ::setenv(k.c_str(), v.c_str(), 1);
+  auto c = HostConfig::Load(DataPath());
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  for (const auto& [k, v] : Env()) EXPECT_EQ(std::getenv(k.c_str()), nullptr) << k;
+  // Read once: CG_TEST_ORDER_SECRET is named by two routes, both got it.
+  EXPECT_TRUE((*c)->webhooks.routes.at("acme-orders/order.cancelled").current.Equals(
+      (*c)->webhooks.routes.at("acme-orders/order.created").current));
+  EXPECT_TRUE((*c)->erp.auth.Equals(SecretBytes(kErpToken)));
+}
+
+TEST(HostConfigSecretsTest, LoadTakesTheSecretsOutEvenWhenTheFileIsRefused) {
+  for (const auto& [k, v] : Env()) ::setenv(k.c_str(), v.c_str(), 1);
+  ::setenv("CG_TEST_ERP_TOKEN", "Bearer short", 1);  // refused below
+  auto c = HostConfig::Load(DataPath());
+  ASSERT_FALSE(c.ok());
+  for (const auto& [k, v] : Env()) EXPECT_EQ(std::getenv(k.c_str()), nullptr) << k;
+}
+
+struct ShortCase {
+  std::string var;
+  std::string value;
+  std::string setting;  // what the message must name
+};
+
+TEST(HostConfigSecretsTest, SecretsUnder24BytesAreRefusedNamingTheSettingNeverTheValue) {
+  const std::string short_key = "short-key-23-bytes-long";  // 23 bytes decoded
+  ASSERT_EQ(short_key.size(), limits::kMinSecretBytes - 1);
+  const std::vector<ShortCase> cases = {
+      {"CG_TEST_ORDER_SECRET", "whsec_" + Base64Encode(short_key), "current"},
+      {"CG_TEST_ORDER_SECRET_OLD", "whsec_" + Base64Encode(short_key), "previous"},
+      {"CG_TEST_ERP_TOKEN", "Bearer " + short_key, "erp.auth"},
+      {"CG_TEST_ERP_TOKEN", short_key, "erp.auth"},  // no scheme: the whole value
+  };
+  for (const ShortCase& k : cases) {
+    std::map<std::string, std::string> env = Env();
+    env[k.var] = k.value;
+    auto c = ParseWith(Data(), env);
+    ASSERT_FALSE(c.ok()) << k.var;
+    EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid);
+    const std::string m = c.error().message();
+    EXPECT_NE(m.find(k.setting), std::string::npos) << m;
+    EXPECT_NE(m.find("at least 24"), std::string::npos) << m;
+    EXPECT_EQ(m.find(short_key), std::string::npos) << m;
+    EXPECT_EQ(m.find(Base64Encode(short_key)), std::string::npos) << m;
+  }
+  // Exactly 24 bytes pass.
+  std::map<std::string, std::string> env = Env();
+  env["CG_TEST_ORDER_SECRET"] = "whsec_" + Base64Encode(short_key + "x");
+  env["CG_TEST_ERP_TOKEN"] = "Bearer " + short_key + "x";
+  auto ok = ParseWith(Data(), env);
+  EXPECT_TRUE(ok.ok()) << ok.error().ToString();
+  // The admin token keeps its stricter minimum.
+  env = Env();
+  env["CG_TEST_ADMIN_TOKEN"] = std::string(31, 'a');
+  auto admin = ParseWith(Data(), env);
+  ASSERT_FALSE(admin.ok());
+  EXPECT_NE(admin.error().message().find("admin.token"), std::string::npos) << admin.error().message();
+}
+
+TEST(HostConfigSecretsTest, PlaintextErpOffTheMachineNeedsAllowPlaintext) {
+  const std::string https = "base_url: https://erp.internal:8443";
+  for (const std::string url : {"http://erp.internal:8080", "http://10.1.2.3", "http://[2001:db8::1]:80/x",
+                                "http://user@erp.internal"}) {
+    auto refused = ParseWith(Replace(Data(), https, "base_url: " + url), Env());
+    ASSERT_FALSE(refused.ok()) << url;
+    EXPECT_NE(refused.error().message().find("erp.allow_plaintext"), std::string::npos) << refused.error().message();
+    auto allowed = ParseWith(Replace(Data(), https, "base_url: " + url + "\n  allow_plaintext: true"), Env());
+    ASSERT_TRUE(allowed.ok()) << url << ": " << allowed.error().ToString();
+    EXPECT_TRUE((*allowed)->erp.allow_plaintext);
+  }
+  for (const std::string url : {"http://127.0.0.1:9000", "http://127.8.9.10", "http://localhost:80", "http://[::1]:80",
+                                "https://erp.internal:8443"}) {
+    auto ok = ParseWith(Replace(Data(), https, "base_url: " + url), Env());
+    ASSERT_TRUE(ok.ok()) << url << ": " << ok.error().ToString();
+    EXPECT_FALSE((*ok)->erp.allow_plaintext);
+  }
+  auto not_bool = ParseWith(Replace(Data(), https, https + "\n  allow_plaintext: yes"), Env());
+  EXPECT_FALSE(not_bool.ok());
+}
+
+TEST(HostConfigSecretsTest, ListenConnectionBoundsHaveDefaultsAndLimits) {
+  auto c = ParseWith(Data(), Env());
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ((*c)->listen.max_connections, limits::kDefaultMaxConnections);
+  EXPECT_EQ((*c)->listen.max_connections_per_peer, limits::kDefaultMaxConnectionsPerPeer);
+  const std::string workers = "workers: 4 }";
+  auto set = ParseWith(Replace(Data(), workers, "workers: 4, max_connections: 500, max_connections_per_peer: 20 }"), Env());
+  ASSERT_TRUE(set.ok()) << set.error().ToString();
+  EXPECT_EQ((*set)->listen.max_connections, 500u);
+  EXPECT_EQ((*set)->listen.max_connections_per_peer, 20u);
+  auto small = ParseWith(Replace(Data(), workers, "workers: 4, max_connections: 100 }"), Env());
+  ASSERT_TRUE(small.ok()) << small.error().ToString();
+  EXPECT_EQ((*small)->listen.max_connections_per_peer, 100u);  // the default, lowered to the bound
+  for (const std::string bad : {"max_connections: 15", "max_connections: 0", "max_connections_per_peer: 0",
+                                "max_connections: 100, max_connections_per_peer: 101"}) {
+    auto r = ParseWith(Replace(Data(), workers, "workers: 4, " + bad + " }"), Env());
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().reason(), Reason::kConfigInvalid);
+    EXPECT_NE(r.error().message().find("max_connections"), std::string::npos) << r.error().message();
+  }
+}
+
+}  // namespace
+}  // namespace clawguard::host

@@ -1,0 +1,163 @@
+// host_flood_e2e_test.cpp — a real `clawguard host` under RLIMIT_NOFILE 1024 (prlimit, soft and
+// hard) against 1,100 idle and then 1,100 slow-loris connections (FloodClient, from 127.0.0.2–9):
+// the host raises the soft limit to the hard one and reports it (audit line fd_limit, admin
+// /readyz), bounds its listener below the descriptors it has, sheds idle strangers to let new
+// clients in, and keeps answering signed webhooks from 127.0.0.1 throughout; the main /readyz
+// says it sheds. Then one peer alone cannot hold more than listen.max_connections_per_peer.
+// What was measured is printed (connections held, descriptors, answers). No wall-clock asserts.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <iostream>
+
+#include "support/flood_client.h"
+#include "support/gate.h"
+#include "support/host_fixture.h"
+#include "support/raw_client.h"
+
+namespace clawguard::host {
+namespace {
+
+namespace ht = clawguard::host::testing;
+using ht::HostFixture;
+using ht::HostFixtureOptions;
+
+constexpr uint64_t kNoFile = 1024;
+constexpr int kFlood = 1100;
+constexpr int kDeliveries = 20;
+
+class HostFloodE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HostFixtureOptions o;
+    o.nofile = kNoFile;
+    o.workers = 2;
+    ASSERT_NO_FATAL_FAILURE(fixture_.Prepare(o));
+    ASSERT_TRUE(fixture_.StartHost());
+  }
+  nlohmann::json AdminReady() {
+    auto c = ht::RawConnection::Connect(fixture_.admin_port());
+    if (c == nullptr || !c->Send(ht::SimpleRequest("GET", "/readyz", "",
+                                                   std::string("Authorization: Bearer ") + HostFixture::kAdminToken +
+                                                       "\r\n"))) {
+      return nullptr;
+    }
+    const ht::RawResponse r = c->ReadResponse();
+    return r.ok ? nlohmann::json::parse(r.body, nullptr, false) : nlohmann::json();
+  }
+  ht::RawResponse MainReady() {
+    auto c = ht::RawConnection::Connect(fixture_.main_port());
+    if (c == nullptr || !c->Send(ht::SimpleRequest("GET", "/readyz", ""))) return {};
+    return c->ReadResponse();
+  }
+  size_t HostFds() const {
+    size_t n = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(fixture_.host_pid()) + "/fd", ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      ++n;
+    }
+    return n;
+  }
+  std::unique_ptr<ht::FloodClient> Flood(int n, std::vector<std::string> sources, bool slow_loris) {
+    ht::FloodOptions o;
+    o.port = fixture_.main_port();
+    o.connections = n;
+    o.sources = std::move(sources);
+    o.slow_loris = slow_loris;
+    return ht::FloodClient::Open(o);
+  }
+  // DeliverAll sends |kDeliveries| fresh signed webhooks, each on a new connection; returns how
+  // many were answered 2xx.
+  int DeliverAll(const std::string& prefix) {
+    int answered = 0;
+    for (int i = 0; i < kDeliveries; ++i) {
+      const ht::Reply r = fixture_.Deliver(prefix + std::to_string(i), HostFixture::OrderBody(prefix + std::to_string(i)));
+      if (r.ok && r.status >= 200 && r.status < 300) ++answered;
+    }
+    return answered;
+  }
+
+  HostFixture fixture_;
+};
+
+TEST_F(HostFloodE2eTest, SignedWebhooksAreAnsweredWhileIdleAndSlowConnectionsFloodTheHost) {
+  // The limit the host found and its listener's bound within it.
+  const nlohmann::json ready = AdminReady();
+  ASSERT_TRUE(ready.is_object()) << ready;
+  EXPECT_EQ(ready["fd_limit"]["soft"], kNoFile);
+  EXPECT_EQ(ready["fd_limit"]["hard"], kNoFile);
+  const uint64_t bound = ready["connections"]["max"].get<uint64_t>();
+  EXPECT_LT(bound, kNoFile);
+  EXPECT_GE(bound, 16u);
+  const std::string audit = clawguard::testing::ReadFile(fixture_.audit_log());
+  EXPECT_NE(audit.find("\"event\":\"fd_limit\""), std::string::npos) << audit;
+  EXPECT_NE(audit.find("\"max_connections\":" + std::to_string(bound)), std::string::npos) << audit;
+
+  const std::vector<std::string> sources = {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5",
+                                            "127.0.0.6", "127.0.0.7", "127.0.0.8", "127.0.0.9"};
+  for (const bool slow_loris : {false, true}) {
+    const std::string kind = slow_loris ? "slow-loris" : "idle";
+    // Each round starts from an empty listener (the last round's flood closed its sockets).
+    ASSERT_TRUE(ht::WaitFor([&] { return AdminReady()["connections"]["open"] == 0; })) << AdminReady();
+    const uint64_t shed_before = AdminReady()["connections"]["shed_total"].get<uint64_t>();
+    auto flood = Flood(kFlood, sources, slow_loris);
+    ASSERT_NE(flood, nullptr);
+    // Every flood connection past the bound took an older one's place (none is refused: idle
+    // strangers can always go).
+    ASSERT_TRUE(ht::WaitFor([&] {
+      const nlohmann::json j = AdminReady();
+      return j.is_object() && j["connections"]["shed_total"].get<uint64_t>() >= shed_before + kFlood - bound &&
+             j["connections"]["open"].get<uint64_t>() == bound;
+    })) << AdminReady();
+    ASSERT_TRUE(ht::WaitFor([&] { return flood->Count().closed >= kFlood - static_cast<int>(bound); }));
+    flood->Trickle();
+    const size_t fds_full = HostFds();
+    const int answered = DeliverAll("msg_flood_" + kind + "_");
+    const ht::RawResponse main_ready = MainReady();
+    const nlohmann::json after = AdminReady();
+    const ht::FloodCount held = flood->Count();
+    std::cout << "[ measured ] " << kind << " flood: " << flood->connected() << " connected, host holds "
+              << after["connections"]["open"] << " of bound " << bound << " (fd limit " << kNoFile
+              << "), host fds " << fds_full << ", shed " << after["connections"]["shed_total"] << ", refused "
+              << after["connections"]["refused_total"] << ", flood sockets closed by the host " << held.closed
+              << ", signed webhooks answered " << answered << "/" << kDeliveries << "\n";
+    EXPECT_EQ(flood->connected(), kFlood);
+    EXPECT_EQ(answered, kDeliveries) << kind;
+    EXPECT_LE(fds_full, kNoFile);
+    ASSERT_TRUE(main_ready.ok);
+    EXPECT_EQ(main_ready.status, 200);
+    EXPECT_EQ(main_ready.body, R"({"ready":true,"shedding":true})");
+    EXPECT_EQ(after["shedding"], true);
+    EXPECT_EQ(after["connections"]["refused_total"], 0);  // nothing was busy for long: always room
+  }
+}
+
+TEST_F(HostFloodE2eTest, OnePeerCannotHoldMoreThanItsShare) {
+  const nlohmann::json ready = AdminReady();
+  ASSERT_TRUE(ready.is_object());
+  const int per_peer = ready["connections"]["max_per_peer"].get<int>();
+  ASSERT_EQ(per_peer, 256);  // the default
+  auto flood = Flood(kFlood, {"127.0.0.2"}, /*slow_loris=*/false);
+  ASSERT_NE(flood, nullptr);
+  ASSERT_TRUE(ht::WaitFor([&] {
+    const nlohmann::json j = AdminReady();
+    return j.is_object() && j["connections"]["shed_total"].get<int>() >= kFlood - per_peer;
+  })) << AdminReady();
+  const nlohmann::json after = AdminReady();
+  EXPECT_LE(after["connections"]["open"].get<int>(), per_peer);  // the admin listener's own is not counted
+  EXPECT_EQ(after["connections"]["peers"], 1);
+  EXPECT_EQ(after["connections"]["refused_total"], 0);
+  EXPECT_EQ(DeliverAll("msg_one_peer_"), kDeliveries);  // 127.0.0.1 is another peer: never held back
+  ASSERT_TRUE(ht::WaitFor([&] { return flood->Count().closed >= kFlood - per_peer; }));
+  const ht::FloodCount held = flood->Count();
+  EXPECT_LE(held.open, per_peer);
+  std::cout << "[ measured ] one peer: " << flood->connected() << " connected, host holds "
+            << after["connections"]["open"] << " (max_connections_per_peer " << per_peer << "), closed by the host "
+            << held.closed << "\n";
+}
+
+}  // namespace
+}  // namespace clawguard::host
