@@ -102,6 +102,11 @@ Result<std::string> ReadOpenedFile(const UniqueFd& fd, const std::string& path, 
 
 Result<std::string> ReadFileBounded(const std::string& path, uint64_t max_size, Reason too_large) {
   CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd fd, OpenRegularFile(path));
+  return ReadOpenedFileBounded(fd, path, max_size, too_large);
+}
+
+Result<std::string> ReadOpenedFileBounded(const UniqueFd& fd, const std::string& path, uint64_t max_size,
+                                          Reason too_large) {
   try {
     return ReadOpenedFile(fd, path, max_size, too_large);
   } catch (const std::bad_alloc&) {

@@ -162,8 +162,10 @@ Result<std::optional<int64_t>> ReadAllowlistFloor(Ledger& ledger) {
   return HighestAllowlistVersion(rows);
 }
 
-Result<LedgerAppend> RecordAllowlist(Ledger& ledger, int64_t version, const std::string& sha256) {
-  return ledger.Record(LedgerKind::kAllowlist, std::string(kAllowlistLedgerName), std::to_string(version), sha256);
+Result<LedgerAppend> RecordAllowlist(Ledger& ledger, int64_t version, const std::string& sha256,
+                                     const LedgerRecordRules& rules) {
+  return ledger.Record(LedgerKind::kAllowlist, std::string(kAllowlistLedgerName), std::to_string(version), sha256,
+                       rules);
 }
 
 Status VerifyLedgerChain(const std::vector<LedgerRow>& rows, const std::optional<LedgerCheckpoint>& anchor) {
@@ -190,6 +192,23 @@ Status VerifyLedgerChain(const std::vector<LedgerRow>& rows, const std::optional
   }
   if (!anchor) return Status::Ok();
   return CheckLedgerAnchor(rows, *anchor);
+}
+
+Result<LedgerRecordView> PrepareLedgerRecord(const std::vector<LedgerRow>& all, const std::string& name,
+                                             const LedgerRecordRules& rules) {
+  CLAWGUARD_RETURN_IF_ERROR(VerifyLedgerChain(all, std::nullopt));
+  for (const auto& anchor : rules.anchors) {
+    if (Status s = CheckLedgerAnchor(all, anchor); !s.ok()) {
+      return Status(s.reason(), s.message() + " (checked again inside the recording transaction; nothing written)");
+    }
+  }
+  LedgerRecordView view;
+  for (const auto& r : all) {
+    if (r.name == name) view.same_name.push_back(r);
+  }
+  view.head = all.empty() ? LedgerCheckpoint{0, std::string(64, '0')}
+                          : LedgerCheckpoint{all.back().seq, all.back().hash};
+  return view;
 }
 
 Status CheckLedgerAnchor(const std::vector<LedgerRow>& rows, const LedgerCheckpoint& anchor) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -18,6 +19,7 @@ std::string FileTypeName(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISSOCK(mode)) return "a socket";
   if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISLNK(mode)) return "a symbolic link";
   return "not a regular file";
 }
 
@@ -25,7 +27,10 @@ std::string FileTypeName(mode_t mode) {
 std::optional<LedgerCheckpoint> ParseCheckpointLine(std::string_view line) {
   if (line.find("ledger_checkpoint") == std::string_view::npos) return std::nullopt;
   const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("event", "") != "ledger_checkpoint") return std::nullopt;
+  if (!j.is_object()) return std::nullopt;
+  // Every member is checked for its type before it is read: a hostile line must not throw.
+  const auto event = j.find("event");
+  if (event == j.end() || !event->is_string() || event->get<std::string>() != "ledger_checkpoint") return std::nullopt;
   const auto count = j.find("count");
   const auto head = j.find("head");
   if (count == j.end() || !count->is_number_integer() || head == j.end() || !head->is_string()) return std::nullopt;
@@ -37,13 +42,13 @@ std::optional<LedgerCheckpoint> ParseCheckpointLine(std::string_view line) {
 }  // namespace
 
 Result<UniqueFd> OpenRegularFileNonBlocking(const std::string& path, int flags, std::string_view what) {
-  UniqueFd fd(::open(path.c_str(), flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0640));
+  UniqueFd fd(::open(path.c_str(), flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0640));
   if (!fd.valid()) {
     const int err = errno;
     if (err == ENOENT && (flags & O_CREAT) == 0) return UniqueFd();
     // ENXIO: a FIFO opened for writing with no reader (O_NONBLOCK); say what it is.
     struct stat st {};
-    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
       return Status(Reason::kConfigInvalid, "the " + std::string(what) + " '" + path + "' is " +
                                                 FileTypeName(st.st_mode) + ", expected a regular file");
     }
@@ -87,18 +92,40 @@ Status AuditLog::Append(const nlohmann::json& line) const {
 Result<std::optional<LedgerCheckpoint>> AuditLog::LastCheckpoint() const {
   CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd fd, OpenRegularFileNonBlocking(path_, O_RDONLY, "audit log"));
   if (!fd.valid()) return std::optional<LedgerCheckpoint>();
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return Status(Reason::kConfigInvalid, "cannot stat the audit log '" + path_ + "': " + std::strerror(errno));
+  }
+  // Only the tail: start inside it and drop the (possibly partial) first line.
+  const auto size = static_cast<uint64_t>(st.st_size);
+  bool skip_first = false;
+  if (size > kMaxAuditTailBytes) {
+    if (::lseek(fd.get(), static_cast<off_t>(size - kMaxAuditTailBytes), SEEK_SET) < 0) {
+      return Status(Reason::kConfigInvalid, "cannot seek in the audit log '" + path_ + "': " + std::strerror(errno));
+    }
+    skip_first = true;
+  }
+  uint64_t budget = kMaxAuditTailBytes;  // a log that grows while it is read is not read past this
   std::optional<LedgerCheckpoint> last;
   std::string line;       // the current line so far (bounded by kMaxAuditLineBytes)
   bool too_long = false;  // the current line outgrew the bound: skipped up to its newline
   char chunk[65536];
   while (true) {
-    const ssize_t n = ::read(fd.get(), chunk, sizeof(chunk));
+    if (budget == 0) break;
+    const ssize_t n = ::read(fd.get(), chunk, static_cast<size_t>(std::min<uint64_t>(sizeof(chunk), budget)));
     if (n < 0) {
       if (errno == EINTR) continue;
       return Status(Reason::kConfigInvalid, "cannot read the audit log '" + path_ + "': " + std::strerror(errno));
     }
     if (n == 0) break;
+    budget -= static_cast<uint64_t>(n);
     std::string_view rest(chunk, static_cast<size_t>(n));
+    if (skip_first) {
+      const size_t nl = rest.find('\n');
+      if (nl == std::string_view::npos) continue;
+      rest.remove_prefix(nl + 1);
+      skip_first = false;
+    }
     while (!rest.empty()) {
       const size_t nl = rest.find('\n');
       const std::string_view piece = rest.substr(0, nl);

@@ -72,7 +72,8 @@ Result<std::optional<LedgerAnchor>> LedgerAnchorFile::Read() const {
   };
   const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return invalid("expected one JSON object");
-  if (j.value("schema", "") != kLedgerAnchorSchema) {
+  const auto schema = j.find("schema");
+  if (schema == j.end() || !schema->is_string() || schema->get<std::string>() != kLedgerAnchorSchema) {
     return invalid("expected schema " + std::string(kLedgerAnchorSchema));
   }
   LedgerAnchor anchor;

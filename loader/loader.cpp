@@ -1,6 +1,8 @@
 // loader.cpp — the ordered verification pipeline and the load (see clawguard/loader.h).
 #include "clawguard/loader.h"
 
+#include <sys/stat.h>
+
 #include <mutex>
 
 #include "allowlist.h"
@@ -111,6 +113,10 @@ class LoaderPipeline {
   static Status CheckAnchors(Loader::Impl& im, const std::vector<LedgerRow>& rows, Verdict& v);
   // NoteAppend moves the anchor file and the audit log's checkpoint to |head| after an append.
   static Status NoteAppend(Loader::Impl& im, const LedgerCheckpoint& head);
+  // RulesFor is what every Record of this loader passes: the policy's rollback rule and every
+  // checkpoint the loader trusts, so that a chain rewritten between the check and the record is
+  // refused inside the recording transaction and the anchor never moves onto it.
+  static LedgerRecordRules RulesFor(Loader::Impl& im);
   // RecordDeploy records the allowlist row, then the deploy row, of |out| (the rules applied
   // again inside each transaction). A refusal is the returned Status.
   static Status RecordDeploy(Loader::Impl& im, const Outcome& out);
@@ -136,11 +142,18 @@ Status LoaderPipeline::CheckAnchors(Loader::Impl& im, const std::vector<LedgerRo
   if (!im.anchor && im.log_checkpoint && im.anchor_file) {
     // The anchor file is gone (or predates this build) but the audit log still holds a
     // checkpoint that the chain was just checked against: the file is written from it.
+    // Loudly: whoever can delete the anchor file may also have written that log line (keep
+    // log.anchor outside the audit log's folder).
     LedgerAnchor restored{*im.log_checkpoint, now, std::nullopt, 0};
     CLAWGUARD_RETURN_IF_ERROR(im.anchor_file->Write(restored));
     im.anchor = restored;
+    v.warnings.push_back("ledger anchor file " + im.anchor_file->path() +
+                         " was missing: written again from the audit log's checkpoint " +
+                         std::to_string(restored.checkpoint.count) + ":" + restored.checkpoint.head +
+                         "; if nobody deleted it on purpose, compare that head with another host's anchor");
     if (im.audit) {
       CLAWGUARD_RETURN_IF_ERROR(im.audit->Append({{"event", "ledger_anchor_written"},
+                                                  {"level", "warning"},
                                                   {"anchor", im.anchor_file->path()},
                                                   {"count", restored.checkpoint.count},
                                                   {"head", restored.checkpoint.head},
@@ -193,14 +206,22 @@ Status LoaderPipeline::NoteAppend(Loader::Impl& im, const LedgerCheckpoint& head
   return Status::Ok();
 }
 
+LedgerRecordRules LoaderPipeline::RulesFor(Loader::Impl& im) {
+  LedgerRecordRules rules;
+  rules.rollback_allowed = im.policy->rollback_allowed();
+  std::lock_guard<std::mutex> lock(im.mu);
+  if (im.anchor) rules.anchors.push_back(im.anchor->checkpoint);
+  if (im.log_checkpoint) rules.anchors.push_back(*im.log_checkpoint);
+  return rules;
+}
+
 Status LoaderPipeline::RecordDeploy(Loader::Impl& im, const Outcome& out) {
   Ledger& ledger = *im.opts.ledger;
   const Verdict& v = out.verdict;
-  auto allowlisted = RecordAllowlist(ledger, out.allowlist_version, out.allowlist_sha256);
+  auto allowlisted = RecordAllowlist(ledger, out.allowlist_version, out.allowlist_sha256, RulesFor(im));
   if (!allowlisted) return allowlisted.error();
   if (allowlisted->appended) CLAWGUARD_RETURN_IF_ERROR(NoteAppend(im, allowlisted->head));
-  const LedgerRecordRules rules{im.policy->rollback_allowed()};
-  auto deployed = ledger.Record(LedgerKind::kDeploy, v.name, v.version, v.sha256, rules);
+  auto deployed = ledger.Record(LedgerKind::kDeploy, v.name, v.version, v.sha256, RulesFor(im));
   if (!deployed) return deployed.error();
   if (deployed->appended) CLAWGUARD_RETURN_IF_ERROR(NoteAppend(im, deployed->head));
   return Status::Ok();
@@ -237,14 +258,20 @@ Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path, R
     return false;
   };
 
-  // 1. Package and bundle, read once; the package hashed before anything parses it.
-  auto package = ReadFileBounded(path, policy.limits().max_package, Reason::kPackageTooLarge);
-  if (!package) {
-    if (package.error().reason() == Reason::kPackageTooLarge) return refuse(package.error());
-    return refuse(Status(Reason::kUnsigned, "package unreadable: " + package.error().message()));
+  // 1. Package opened (a regular file within max_package) but not read yet; bundle read.
+  auto package_fd = OpenRegularFile(path);
+  if (!package_fd) return refuse(Status(Reason::kUnsigned, "package unreadable: " + package_fd.error().message()));
+  {
+    struct stat st {};
+    if (::fstat(package_fd->get(), &st) != 0) {
+      return refuse(Status(Reason::kUnsigned, "package unreadable: cannot stat '" + path + "'"));
+    }
+    if (static_cast<uint64_t>(st.st_size) > policy.limits().max_package) {
+      return refuse(Status(Reason::kPackageTooLarge, "'" + path + "' is " + std::to_string(st.st_size) +
+                                                         " bytes; the limit is " +
+                                                         std::to_string(policy.limits().max_package)));
+    }
   }
-  const Sha256Digest digest = Sha256Of(*package);
-  v.sha256 = DigestHex(digest);
   auto bundle_bytes = ReadFileBounded(path + ".sig", limits::kMaxBundle, Reason::kBundleInvalid);
   if (!bundle_bytes) {
     if (bundle_bytes.error().reason() == Reason::kBundleInvalid) return refuse(bundle_bytes.error());
@@ -262,12 +289,21 @@ Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path, R
   v.name = statement->name;
   v.version = statement->version;
   v.publisher = statement->publisher;
-  // 3. Signatures counted.
+  // 3. Signatures counted — before the package is read, so that a file nobody trusted signed
+  // costs its bundle's parse, never a read and hash of up to max_package bytes.
   auto counted = im.chain->Verify(*bundle, *statement);
   if (!counted) return refuse(counted.error());
   v.signers = counted->signers;
   v.warnings = counted->warnings;
   for (auto& r : counted->relaxations) relaxed.push_back(std::move(r));
+  // The package, read once through the fd opened above and hashed before anything parses it.
+  auto package = ReadOpenedFileBounded(*package_fd, path, policy.limits().max_package, Reason::kPackageTooLarge);
+  if (!package) {
+    if (package.error().reason() == Reason::kPackageTooLarge) return refuse(package.error());
+    return refuse(Status(Reason::kUnsigned, "package unreadable: " + package.error().message()));
+  }
+  const Sha256Digest digest = Sha256Of(*package);
+  v.sha256 = DigestHex(digest);
   // 4. Digest of the bytes read.
   if (statement->subject_sha256 != v.sha256) {
     return refuse(Status(Reason::kDigestMismatch, "the package's sha256 is " + v.sha256 + "; the signed statement says " +
@@ -301,7 +337,7 @@ Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path, R
       if (row.name == statement->name) same_name.push_back(row);
     }
     auto rules = CheckLedgerRecord(same_name, LedgerKind::kDeploy, statement->name, statement->version, v.sha256,
-                                   LedgerRecordRules{policy.rollback_allowed()});
+                                   LedgerRecordRules{policy.rollback_allowed(), {}});
     if (!rules && !relax(rules.error())) return refuse(rules.error());
   }
   // 7. Only now is the archive parsed.
@@ -323,7 +359,7 @@ Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path, R
       v.ledger = "recorded";
     } else {
       auto attempt = ledger->Record(LedgerKind::kAttempt, statement->name, statement->version, v.sha256,
-                                    LedgerRecordRules{policy.rollback_allowed()});
+                                    RulesFor(im));
       if (!attempt) return refuse(attempt.error());
       if (attempt->appended) {
         if (Status s = NoteAppend(im, attempt->head); !s.ok()) return s;

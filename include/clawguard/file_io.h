@@ -27,6 +27,11 @@ Result<UniqueFd> OpenRegularFile(const std::string& path, std::string_view hint 
 Result<std::string> ReadFileBounded(const std::string& path, uint64_t max_size,
                                     Reason too_large = Reason::kFileUnreadable);
 
+// ReadOpenedFileBounded is ReadFileBounded on |fd|, already opened by OpenRegularFile (|path|
+// names it in messages), read from its current offset. Never throws.
+Result<std::string> ReadOpenedFileBounded(const UniqueFd& fd, const std::string& path, uint64_t max_size,
+                                          Reason too_large = Reason::kFileUnreadable);
+
 // WriteFileAtomic writes |bytes| to a temp file beside |path|, fsyncs it, renames it over |path|
 // and fsyncs the directory. |mode| is the new file's mode. Returns kInternal on failure.
 Status WriteFileAtomic(const std::string& path, std::string_view bytes, unsigned mode = 0644);

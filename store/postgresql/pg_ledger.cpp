@@ -13,6 +13,24 @@ Result<LedgerCheckpoint> HeadOn(PgPool::Lease& db) {
   return LedgerCheckpoint{r.Int(0, 0), r.Text(0, 1)};
 }
 
+// PlainSchema: the ledger's reads must come from its table: `ledger` resolves to an ordinary
+// table with no user trigger, no rewrite rule and no row-level security, so whoever can write the
+// database cannot answer Record's reads with one chain and keep another.
+Status PlainSchema(PgPool::Lease& db) {
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      PgResult r, db.Exec("ledger schema",
+                          "SELECT c.relkind::text, c.relrowsecurity::int, "
+                          "(SELECT count(*) FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal), "
+                          "(SELECT count(*) FROM pg_rewrite w WHERE w.ev_class = c.oid) "
+                          "FROM pg_class c WHERE c.oid = to_regclass('ledger')"));
+  if (r.rows() != 1 || r.Text(0, 0) != "r" || r.Int(0, 1) != 0 || r.Int(0, 2) != 0 || r.Int(0, 3) != 0) {
+    return Status(Reason::kLedgerTampered,
+                  "the ledger is not a plain table (a view, trigger, rule or row-level security answers its "
+                  "reads); nothing written");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<PgLedger>> PgLedger::Open(std::shared_ptr<PgPool> pool) {
@@ -73,14 +91,13 @@ Result<LedgerAppend> PgLedger::Record(LedgerKind kind, const std::string& name, 
   const int64_t now_ms = lock.Int(0, 0);
   // Read after the lock: every append of every process is serialised behind it, so the rules
   // below see the rows as they are when this one is written (READ COMMITTED takes a new snapshot
-  // per statement).
-  CLAWGUARD_ASSIGN_OR_RETURN(std::vector<LedgerRow> same_name, SelectRows(db, &name));
-  CLAWGUARD_ASSIGN_OR_RETURN(bool append, CheckLedgerRecord(same_name, kind, name, version, sha256, rules));
-  if (!append) {
-    CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint head, HeadOn(db));
-    return LedgerAppend{false, std::move(head)};
-  }
-  CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint last, HeadOn(db));
+  // per statement). The whole chain is verified against the caller's anchors first.
+  CLAWGUARD_RETURN_IF_ERROR(PlainSchema(db));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::vector<LedgerRow> all, SelectRows(db, nullptr));
+  CLAWGUARD_ASSIGN_OR_RETURN(LedgerRecordView view, PrepareLedgerRecord(all, name, rules));
+  CLAWGUARD_ASSIGN_OR_RETURN(bool append, CheckLedgerRecord(view.same_name, kind, name, version, sha256, rules));
+  if (!append) return LedgerAppend{false, std::move(view.head)};
+  const LedgerCheckpoint& last = view.head;
   LedgerRow row;
   row.seq = last.count + 1;
   row.kind = kind;

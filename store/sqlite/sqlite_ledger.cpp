@@ -48,11 +48,23 @@ Result<LedgerCheckpoint> HeadOn(SqliteDb& db) {
   return LedgerCheckpoint{s.Int(0), s.Text(1)};
 }
 
-// Append chains (kind, name, version, sha256) onto the current head; the caller holds the
-// transaction.
-Result<LedgerCheckpoint> Append(SqliteDb& db, LedgerKind kind, const std::string& name, const std::string& version,
-                                const std::string& sha256, int64_t time) {
-  CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint last, HeadOn(db));
+// PlainSchema: the ledger's reads must come from its table. A view named `ledger`, or a trigger
+// anywhere in the database (an INSTEAD OF trigger can swap what a view shows after our insert),
+// would let whoever can write the file answer Record's reads with one chain and keep another.
+// The stores of this database create neither.
+Status PlainSchema(SqliteDb& db) {
+  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger') "
+                                                "OR (name IN ('ledger', 'ledger_meta') AND type <> 'table') LIMIT 1"));
+  CLAWGUARD_ASSIGN_OR_RETURN(bool found, s.Step());
+  if (!found) return Status::Ok();
+  return Status(Reason::kLedgerTampered, "the ledger database '" + db.path() + "' holds a " + s.Text(0) + " '" +
+                                             s.Text(1).substr(0, 64) +
+                                             "': the ledger is kept in plain tables only (nothing written)");
+}
+
+// Append chains (kind, name, version, sha256) onto |last|; the caller holds the transaction.
+Result<LedgerCheckpoint> Append(SqliteDb& db, const LedgerCheckpoint& last, LedgerKind kind, const std::string& name,
+                                const std::string& version, const std::string& sha256, int64_t time) {
   LedgerRow row;
   row.seq = last.count + 1;
   row.kind = kind;
@@ -84,7 +96,8 @@ Status CarryAllowlistFloor(SqliteDb& db, const Clock& clock) {
   CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row || s.Int(0) < 1) return Status::Ok();
   const std::string version = std::to_string(s.Int(0));
-  auto appended = Append(db, LedgerKind::kAllowlist, std::string(kAllowlistLedgerName), version, std::string(64, '0'),
+  CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint last, HeadOn(db));
+  auto appended = Append(db, last, LedgerKind::kAllowlist, std::string(kAllowlistLedgerName), version, std::string(64, '0'),
                          clock.NowSeconds());
   return appended.ok() ? Status::Ok() : appended.error();
 }
@@ -168,13 +181,13 @@ Result<LedgerAppend> SqliteLedger::Record(LedgerKind kind, const std::string& na
   std::lock_guard<std::mutex> lock(mu_);
   // BEGIN IMMEDIATE: the rows read below cannot change before the insert commits.
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
-  CLAWGUARD_ASSIGN_OR_RETURN(std::vector<LedgerRow> same_name, SelectRows(&name));
-  CLAWGUARD_ASSIGN_OR_RETURN(bool append, CheckLedgerRecord(same_name, kind, name, version, sha256, rules));
-  if (!append) {
-    CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint head, HeadOn(*db_));
-    return LedgerAppend{false, std::move(head)};
-  }
-  CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint head, Append(*db_, kind, name, version, sha256, clock_.NowSeconds()));
+  CLAWGUARD_RETURN_IF_ERROR(PlainSchema(*db_));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::vector<LedgerRow> all, SelectRows(nullptr));
+  CLAWGUARD_ASSIGN_OR_RETURN(LedgerRecordView view, PrepareLedgerRecord(all, name, rules));
+  CLAWGUARD_ASSIGN_OR_RETURN(bool append, CheckLedgerRecord(view.same_name, kind, name, version, sha256, rules));
+  if (!append) return LedgerAppend{false, std::move(view.head)};
+  CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint head,
+                             Append(*db_, view.head, kind, name, version, sha256, clock_.NowSeconds()));
   CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
   return LedgerAppend{true, std::move(head)};
 }

@@ -50,7 +50,9 @@ class MemoryLedger final : public Ledger {
       before_record = nullptr;
       hook(*this);
     }
-    auto append = CheckLedgerRecord(*RowsFor(name), kind, name, version, sha256, rules);
+    auto view = PrepareLedgerRecord(rows, name, rules);
+    if (!view) return view.error();
+    auto append = CheckLedgerRecord(view->same_name, kind, name, version, sha256, rules);
     if (!append) return append.error();
     if (!*append) return LedgerAppend{false, *Head()};
     LedgerRow row;

@@ -82,7 +82,7 @@ class MultiHostHostileErpTest : public ::testing::Test {
     const std::vector<std::pair<std::string, std::string>> env = {
         {"E2E_ADMIN", "multihost-admin-token-0123456789abcdefgh"},
         {"E2E_SECRET", "whsec_" + Base64Encode(HostFixture::kHookKey)},
-        {"E2E_ERP", "Bearer e2e-erp-token"}};
+        {"E2E_ERP", "Bearer e2e-erp-token-0123456789abcdef"}};
     for (auto& h : hosts_) {
       ASSERT_TRUE(h.Start(path, env)) << ReadFile(f_.audit_log());
       ports_.push_back(MainPort(h));

@@ -73,7 +73,7 @@ TEST(LedgerChainTest, RecordingRulesForPluginRows) {
                                        Row(2, LedgerKind::kAttempt, "acme-orders", "1.9.0", 'b'),
                                        Row(3, LedgerKind::kDeploy, "acme-orders", "1.5.0", 'c')};
   const std::string b(64, 'b'), c(64, 'c'), d(64, 'd');
-  const LedgerRecordRules refuse{}, allow{true};
+  const LedgerRecordRules refuse{}, allow{true, {}};
   // Overwrites, of every kind, against every kind.
   for (LedgerKind k : {LedgerKind::kRelease, LedgerKind::kAttempt, LedgerKind::kDeploy}) {
     EXPECT_EQ(CheckLedgerRecord(rows, k, "acme-orders", "2.0.0", d, allow).error().reason(),

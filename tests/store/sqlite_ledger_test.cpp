@@ -71,10 +71,11 @@ class PgLedgerFactory {
   std::string NewerSchemaSql() const {
     return "INSERT INTO clawguard_schema_version (version, applied_ms) VALUES (99, 0)";
   }
-  // SideTableFloorSql puts the database back at schema 3 with |floor| in the old side row.
+  // SideTableFloorSql puts the database back at schema 3 with |floor| in the old side row (undoing
+  // the later migrations too: version 5 added outbox_rows.claimed_by).
   std::string SideTableFloorSql(int64_t floor) const {
     return "INSERT INTO ledger_meta (key, value) VALUES ('highest_allowlist_version', " + std::to_string(floor) +
-           "); DELETE FROM clawguard_schema_version WHERE version = 4";
+           "); ALTER TABLE outbox_rows DROP COLUMN claimed_by; DELETE FROM clawguard_schema_version WHERE version >= 4";
   }
 
  private:
@@ -221,7 +222,7 @@ TYPED_TEST(SqliteLedgerTest, RecordRefusesADeployBelowTheHighestDeployed) {
   ASSERT_TRUE(second->Record(LedgerKind::kDeploy, "acme-orders", "1.6.0", kC).ok());
   ASSERT_TRUE(second->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kB).ok());
   // The policy may allow it; other names have their own floor.
-  auto allowed = second->Record(LedgerKind::kDeploy, "acme-orders", "1.4.0", kB, LedgerRecordRules{true});
+  auto allowed = second->Record(LedgerKind::kDeploy, "acme-orders", "1.4.0", kB, LedgerRecordRules{true, {}});
   ASSERT_TRUE(allowed.ok()) << allowed.error().ToString();
   EXPECT_TRUE(allowed->appended);
   ASSERT_TRUE(second->Record(LedgerKind::kDeploy, "acme-stock", "0.1.0", kA).ok());

@@ -60,6 +60,10 @@ struct LedgerAppend {
 // LedgerRecordRules are the policy inputs of Record.
 struct LedgerRecordRules {
   bool rollback_allowed = false;  // the trust policy's `rollback: allow`
+  // Checkpoints the caller trusts (its anchor file, its audit log's last checkpoint): the whole
+  // chain, read inside Record's transaction, must verify and hold each of them, or Record writes
+  // nothing (kLedgerTampered) — a head returned by Record always extends the caller's anchors.
+  std::vector<LedgerCheckpoint> anchors;
 };
 
 // Ledger is thread-safe in every engine (each call is its own transaction).
@@ -69,9 +73,11 @@ class Ledger {
 
   // Rows returns every row for |name| (all versions, every kind) in chain order.
   virtual Result<std::vector<LedgerRow>> RowsFor(const std::string& name) = 0;
-  // Record appends (kind, name, version, sha256) in one transaction that first applies
-  // CheckLedgerRecord to the rows of |name| as they are inside that transaction (so two writers
-  // racing cannot both pass a floor): kVersionOverwritten, kVersionRollback (deploy and attempt
+  // Record appends (kind, name, version, sha256) in one transaction that first reads the whole
+  // chain and checks it with PrepareLedgerRecord (it verifies and holds rules.anchors, else
+  // kLedgerTampered; the SQL objects are plain tables — no view, trigger or rule can answer the
+  // reads — else kLedgerTampered), then applies CheckLedgerRecord to the rows of |name| as they
+  // are inside that transaction (so two writers racing cannot both pass a floor): kVersionOverwritten, kVersionRollback (deploy and attempt
   // below the highest deploy, unless rules.rollback_allowed), kAllowlistInvalid (an allowlist
   // version below the highest recorded) with nothing written; an identical row → no-op
   // (appended=false). kInternal for a malformed row, kStoreUnavailable when the store cannot
@@ -129,12 +135,24 @@ Result<std::optional<int64_t>> ReadAllowlistFloor(Ledger& ledger);
 
 // RecordAllowlist records allowlist |version| with the sha256 of its bytes (Record of kind
 // allowlist under kAllowlistLedgerName).
-Result<LedgerAppend> RecordAllowlist(Ledger& ledger, int64_t version, const std::string& sha256);
+Result<LedgerAppend> RecordAllowlist(Ledger& ledger, int64_t version, const std::string& sha256,
+                                     const LedgerRecordRules& rules = {});
 
 // VerifyLedgerChain re-walks |rows|: seq 1..N contiguous, each prev_hash = the previous hash,
 // each hash recomputed; and, when |anchor| is given, CheckLedgerAnchor. kLedgerTampered with the
 // first failing seq.
 Status VerifyLedgerChain(const std::vector<LedgerRow>& rows, const std::optional<LedgerCheckpoint>& anchor);
+
+// LedgerRecordView is what PrepareLedgerRecord found in the chain a Record read.
+struct LedgerRecordView {
+  std::vector<LedgerRow> same_name;  // rows with the name being recorded, in chain order
+  LedgerCheckpoint head;             // the last row of the verified chain
+};
+// PrepareLedgerRecord verifies |all| (the whole chain as read inside Record's transaction) with
+// VerifyLedgerChain against every checkpoint of |rules.anchors| (kLedgerTampered) and returns the
+// rows of |name| and the head the new row will chain onto. Every engine's Record calls it.
+Result<LedgerRecordView> PrepareLedgerRecord(const std::vector<LedgerRow>& all, const std::string& name,
+                                             const LedgerRecordRules& rules);
 
 // CheckLedgerAnchor checks |rows| (already walked by VerifyLedgerChain) against |anchor|: the
 // chain is at least anchor.count long and row anchor.count has hash anchor.head (other hosts may
