@@ -152,7 +152,7 @@ HostOpsLoop::ReplayStats HostOpsLoop::ReplayDue(const std::atomic<bool>* stop) {
     if (stop != nullptr && stop->load()) {
       // Handed back due at once (for this host after a restart, or another host), not left
       // leased until kReplayLeaseMs.
-      (void)deps_.dlq->MarkReplayed(e.id, e.attempts, false, "not replayed: the host stopped first",
+      (void)deps_.dlq->MarkReplayed(e.id, e.attempts, /*succeeded=*/false, "not replayed: the host stopped first",
                                     deps_.clock->NowMillis());
       ++stats.not_done;
       continue;

@@ -115,7 +115,10 @@ class HostOpsLoop {
   // "cg-replays", "cg-reconcile"); until then Tick posts nothing. kInternal when a thread cannot
   // be made, or when started twice.
   Status StartWorkers();
-  // StopWorkers stops them, waiting up to |bound| for each; returns how many were abandoned.
+  // StopWorkers tells every worker to stop, then waits up to |bound| in all for them; returns how
+  // many were abandoned (still inside an item). Called by the owner (one thread); again: at once.
+  // WARNING: an abandoned worker still runs this loop's pass: the loop and what its deps point to
+  // must then outlive it (HostApp keeps them, never freed).
   int StopWorkers(std::chrono::milliseconds bound);
 
   struct ReplayStats {

@@ -16,7 +16,7 @@
 // purpose). An abandoned send is safe: it owns its outbox row by its claim until erp.timeout +
 // kSendClaimMarginMs, and any later send of the row carries the same Idempotency-Key.
 //
-// Thread-safe.
+// Post, RequestStop and stats are thread-safe; Stop is called by the owner (one thread).
 #ifndef CLAWGUARD_HOST_OPS_WORKER_H_
 #define CLAWGUARD_HOST_OPS_WORKER_H_
 
