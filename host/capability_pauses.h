@@ -2,10 +2,12 @@
 // pauses (Dlq::ListPauses), consulted before every ERP send (ARCHITECTURE.md "Dead-letter
 // triage": on ERP 401/403 the capability is paused until `clawguard capability resume`).
 //
-// The store is the truth. The host calls Refresh at start and whenever the operations generation
-// changes (an operator paused or resumed a capability), and MarkPaused right after it paused one
-// itself (so its own next send is held back without waiting for a refresh). A paused call is not
-// sent: its outbox row is deferred and retried once the pause is lifted.
+// The store is the truth. The host calls Refresh at start, whenever the operations generation
+// changes (an operator paused or resumed a capability) and at least every kPauseRefreshMs (a pause
+// another host wrote on an ERP 401/403 bumps no generation) — from its background loop, which
+// never waits on the ERP (host/host_ops_loop.h) — and MarkPaused right after it paused one itself
+// (so its own next send is held back without waiting for a refresh). A paused call is not sent,
+// whichever path retries it: its outbox row is deferred and sent once after the pause is lifted.
 //
 // Thread-safe (one mutex); IsPaused is a set lookup.
 #ifndef CLAWGUARD_HOST_CAPABILITY_PAUSES_H_

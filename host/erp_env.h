@@ -22,6 +22,7 @@
 
 namespace clawguard {
 class Dlq;
+class IdempotencyStore;
 }  // namespace clawguard
 
 namespace clawguard::host {
@@ -85,10 +86,12 @@ std::string NewSendOwner();
 // ErpPluginCaps names a loaded plugin and its manifest capabilities, so the retry worker can find
 // the plugin of an outbox row (which stores no plugin name: the plugin p is the one with
 // ErpCallKey(row.event_key, p, row.call_index) == row.idempotency_key) and the row's endpoint
-// (the capability string CapabilitySet::Match returns).
+// (the capability string CapabilitySet::Match returns) — in the version loaded NOW, which may not
+// be the version that made the call (host/erp_send.h: a call it no longer declares is revoked).
 struct ErpPluginCaps {
   std::string plugin;
   CapabilitySet capabilities;
+  std::string version;  // the loaded version, for messages ("" when unknown)
 };
 
 // ErpEnv is what every gateway of a host shares; everything pointed to must outlive the gateways
@@ -103,8 +106,8 @@ struct ErpEnv {
   // kSendClaimMarginMs after it started (SendClaimMs).
   std::chrono::milliseconds send_timeout{5'000};
   AuditFn audit;
-  // DLQ entries (cooldown, transient_exhausted, auth, not_found, conflict), their resolution, and
-  // capability pauses on ERP 401/403.
+  // DLQ entries (cooldown, transient_exhausted, auth, not_found, conflict, capability_revoked), their
+  // resolution, and capability pauses on ERP 401/403.
   Dlq* dlq = nullptr;
   // Per-endpoint circuit breaker (host.yaml breaker.erp): open → the call is not sent.
   EndpointBreaker* endpoint_breaker = nullptr;
@@ -112,9 +115,12 @@ struct ErpEnv {
   const HostMetrics* metrics = nullptr;
   // The in-memory mirror of the store's capability pauses (paused → the call is not sent).
   CapabilityPauses* pauses = nullptr;
-  // The loaded plugins (the retry worker's way from a row to its plugin and endpoint). Without
-  // it, resent rows have no known endpoint: no breaker, no pause check, metrics label _unknown.
+  // The loaded plugins (the retry worker's way from a row to its plugin and endpoint). Required
+  // by the retry worker: a row that no loaded plugin's capability allows is never resent.
   std::shared_ptr<const std::vector<ErpPluginCaps>> plugins;
+  // The idempotency records: names the plugin of a revoked row that no loaded plugin made (its
+  // DLQ entry needs one). Optional (without it such an entry names the plugin "(not loaded)").
+  IdempotencyStore* records = nullptr;
   // Random source for jitter: uniform in [0, 1]; empty → a thread-safe PRNG seeded from
   // std::random_device. Tests inject a fixed one. Must be thread-safe.
   std::function<double()> uniform01;

@@ -71,7 +71,7 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
     Audit("erp_call_denied", method, path, -1, "not in the manifest's capabilities");
     return CG_DENIED;
   }
-  const ErpCallTarget target{delivery_.plugin, std::string(*capability)};
+  const ErpCallTarget target{delivery_.plugin, std::string(*capability), ""};
 
   // 2.–3. Call index, key, and the outbox row before any send.
   const int64_t index = outcome_.calls++;
@@ -166,6 +166,7 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
     case SendResult::kDead:
     case SendResult::kNotSent:
     case SendResult::kBusy:
+    case SendResult::kRevoked:
       return CG_UNAVAILABLE;
   }
   return CG_UNAVAILABLE;
@@ -173,19 +174,26 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
 
 Result<std::unique_ptr<RetryWorker>> RetryWorker::Create(ErpEnv env) {
   CLAWGUARD_RETURN_IF_ERROR(CheckEnv(env, "retry worker"));
+  if (env.plugins == nullptr) {
+    // Without the loaded plugins no resend could be matched against a capability: refuse to run.
+    return Status(Reason::kInternal, "retry worker: the loaded plugins' capabilities are required");
+  }
   return std::unique_ptr<RetryWorker>(new RetryWorker(std::move(env)));
 }
 
-Result<RetryWorker::DrainStats> RetryWorker::DrainPending(int64_t now_ms, int64_t limit) {
+Result<RetryWorker::DrainStats> RetryWorker::DrainPending(int64_t now_ms, int64_t limit,
+                                                          const std::atomic<bool>* stop) {
   CLAWGUARD_ASSIGN_OR_RETURN(std::vector<OutboxRow> due, env_.outbox->DuePending(now_ms, limit));
   DrainStats stats;
   for (const OutboxRow& row : due) {
+    if (stop != nullptr && stop->load()) break;
     switch (SendOutboxRow(env_, row, ResolveCallTarget(env_, row), now_ms, nullptr)) {
       case SendResult::kAnswered: ++stats.answered; break;
       case SendResult::kRetryLater: ++stats.retry_later; break;
       case SendResult::kDead: ++stats.dead; break;
       case SendResult::kNotSent: ++stats.not_sent; break;
       case SendResult::kBusy: ++stats.busy; break;
+      case SendResult::kRevoked: ++stats.revoked; break;
     }
   }
   return stats;
@@ -195,10 +203,20 @@ Result<int64_t> RetryWorker::Confirm(const std::string& event_key) {
   return env_.outbox->ConfirmHeld(event_key, env_.clock->NowMillis());
 }
 
-Result<bool> RetryWorker::ReplayCall(const DlqEntry& e) {
+Result<CallReplay> RetryWorker::ReplayCall(const DlqEntry& e) {
   if (e.call_index < 0) {
     return Status(Reason::kUsage, "dlq entry " + std::to_string(e.id) +
                                       " is event-level (no call index): replay it as an event, not a call");
+  }
+  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<OutboxRow> row, env_.outbox->Get(e.event_key, e.call_index));
+  if (!row) {
+    return Status(Reason::kNotFound, "no outbox row " + e.event_key + "/" + std::to_string(e.call_index));
+  }
+  // A replay is a resend: the call must still be allowed by the plugin version loaded now.
+  const ErpCallTarget target = ResolveCallTarget(env_, *row);
+  if (CallRevoked(target)) {
+    RecordRevokedCall(env_, *row, target, "dlq_replay");
+    return CallReplay::kRevoked;
   }
   CLAWGUARD_ASSIGN_OR_RETURN(bool revived, env_.outbox->Revive(e.event_key, e.call_index, env_.clock->NowMillis()));
   if (revived) {
@@ -207,13 +225,15 @@ Result<bool> RetryWorker::ReplayCall(const DlqEntry& e) {
                 {"dlq_class", DlqClassName(e.klass)},
                 {"event_key", e.event_key},
                 {"call_index", e.call_index}});
-    return true;
+    return CallReplay::kQueued;
   }
-  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<OutboxRow> row, env_.outbox->Get(e.event_key, e.call_index));
+  // Not revived: it is pending, sent or held. Read again to tell which (a row that was pending
+  // and has been answered or dead-lettered since was the worker's to send: kQueued too).
+  CLAWGUARD_ASSIGN_OR_RETURN(row, env_.outbox->Get(e.event_key, e.call_index));
   if (!row) {
     return Status(Reason::kNotFound, "no outbox row " + e.event_key + "/" + std::to_string(e.call_index));
   }
-  return row->state == OutboxState::kPending || row->state == OutboxState::kSent;
+  return row->state == OutboxState::kHeld ? CallReplay::kHeld : CallReplay::kQueued;
 }
 
 }  // namespace clawguard::host

@@ -34,6 +34,7 @@
 #ifndef CLAWGUARD_HOST_ERP_GATEWAY_H_
 #define CLAWGUARD_HOST_ERP_GATEWAY_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -98,31 +99,45 @@ class ErpGateway {
   std::deque<std::string> replies_;  // stable addresses for *reply
 };
 
+// CallReplay is what RetryWorker::ReplayCall did with a call-level DLQ entry's outbox row.
+enum class CallReplay {
+  kQueued,   // revived, or already pending/sent: the worker sends it with its Idempotency-Key
+  kHeld,     // a held level-3 intent: it needs `idem confirm`, not a replay
+  kRevoked,  // no capability of the plugin version loaded now allows the call: not revived
+};
+
 // RetryWorker resends due pending/sent rows with their same Idempotency-Key, through
-// SendOutboxRow (each row's plugin and endpoint found with ResolveCallTarget), each row claimed
-// first: several workers (threads, hosts) may drain one outbox; each row goes out once at a time.
+// SendOutboxRow (each row's plugin and endpoint found with ResolveCallTarget in the plugins
+// loaded now: a row they no longer allow is revoked, never sent), each row claimed first:
+// several workers (threads, hosts) may drain one outbox; each row goes out once at a time.
 // Thread-safe.
 class RetryWorker {
  public:
-  // Create: kInternal without outbox, sender or clock; kConfigInvalid for a bad retry policy or a
-  // send_timeout ≤ 0.
+  // Create: kInternal without outbox, sender, clock or the loaded plugins (env.plugins; an empty
+  // list is a host with no plugin: every row is revoked); kConfigInvalid for a bad retry policy
+  // or a send_timeout ≤ 0.
   static Result<std::unique_ptr<RetryWorker>> Create(ErpEnv env);
 
   struct DrainStats {
     int64_t answered = 0, retry_later = 0, dead = 0;
     int64_t not_sent = 0;  // paused capability or open breaker: deferred, no attempt counted
     int64_t busy = 0;      // claimed by another send meanwhile (another worker or host): skipped
+    int64_t revoked = 0;   // no loaded capability allows the call: dead + capability_revoked
   };
-  // DrainPending sends up to |limit| rows due at |now_ms|. kStoreUnavailable if the outbox fails.
-  Result<DrainStats> DrainPending(int64_t now_ms, int64_t limit = 100);
+  // DrainPending sends up to |limit| rows due at |now_ms|, one after the other; with a |stop|
+  // flag it returns early once the flag is set (checked before each row: a row not reached stays
+  // due, a send under way ends as sends do — its claim protects its row meanwhile).
+  // kStoreUnavailable if the outbox fails.
+  Result<DrainStats> DrainPending(int64_t now_ms, int64_t limit = 100, const std::atomic<bool>* stop = nullptr);
 
-  // ReplayCall is an operator's `dlq replay` of a call-level entry (|e|.call_index ≥ 0): the
-  // entry's outbox row is revived (dead or answered → pending, due now, attempts 0) and the next
-  // DrainPending sends it with its same Idempotency-Key. Returns true if the row was revived or is
-  // already pending/sent (the worker will send it), false for a held intent (it needs `idem
-  // confirm`). kUsage for an event-level entry; kNotFound when the row does not exist;
-  // kStoreUnavailable on a store failure.
-  Result<bool> ReplayCall(const DlqEntry& e);
+  // ReplayCall is an operator's `dlq replay` of a call-level entry (|e|.call_index ≥ 0). The
+  // row's call is matched again against the plugins loaded now: revoked → RecordRevokedCall,
+  // nothing revived (kRevoked). Otherwise the row is revived (dead or answered → pending, due
+  // now, attempts 0) and the next DrainPending sends it with its same Idempotency-Key (kQueued,
+  // also when it was already pending/sent); a held intent is left held (kHeld). kUsage for an
+  // event-level entry; kNotFound when the row does not exist; kStoreUnavailable on a store
+  // failure.
+  Result<CallReplay> ReplayCall(const DlqEntry& e);
 
   // Confirm flips the parked intents of |event_key| to due now (an operator confirmed them);
   // returns how many. kStoreUnavailable on a store failure.

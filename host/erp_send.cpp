@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "clawguard/store/dlq.h"
+#include "clawguard/store/idempotency_store.h"
 #include "host/breaker.h"
 #include "host/capability_pauses.h"
 #include "host/erp_triage.h"
@@ -185,6 +186,23 @@ SendResult OnInProgress(const SendContext& c, const ErpTriage& t, Result<ErpRepl
   return SendResult::kAnswered;
 }
 
+// RevokeRow ends a row whose call no loaded capability allows (SendOutboxRow).
+SendResult RevokeRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, int64_t now_ms) {
+  // Claimed first, as for a send: a send another worker or host still has in flight keeps the
+  // row (kBusy) until its claim ends, and of several revokers one writes. Dead by this claim, the
+  // row is never due again.
+  const int64_t now = std::max(now_ms, env.clock->NowMillis());
+  const std::string owner = NewSendOwner();
+  Result<std::optional<OutboxRow>> claimed =
+      env.outbox->Claim(row.event_key, row.call_index, now, owner, now + SendClaimMs(env));
+  if (!claimed.ok()) return SendResult::kRetryLater;  // store down: looked at again later
+  if (!claimed->has_value()) return SendResult::kBusy;
+  // A failed MarkDead leaves the row claimed until its claim ends; then it is revoked again.
+  if (!env.outbox->MarkDead(row.event_key, row.call_index, owner).ok()) return SendResult::kRetryLater;
+  RecordRevokedCall(env, **claimed, target, "resend");
+  return SendResult::kRevoked;
+}
+
 }  // namespace
 
 ErpCallTarget ResolveCallTarget(const ErpEnv& env, const OutboxRow& row) {
@@ -193,10 +211,48 @@ ErpCallTarget ResolveCallTarget(const ErpEnv& env, const OutboxRow& row) {
   }
   for (const ErpPluginCaps& p : *env.plugins) {
     if (ErpCallKey(row.event_key, p.plugin, static_cast<uint32_t>(row.call_index)) != row.idempotency_key) continue;
+    // The exact stored method and path, as the gateway matched them when the call was made.
     const std::optional<std::string_view> endpoint = p.capabilities.Match(row.method, row.path);
-    return ErpCallTarget{p.plugin, endpoint ? std::string(*endpoint) : std::string()};
+    return ErpCallTarget{p.plugin, endpoint ? std::string(*endpoint) : std::string(), p.version};
   }
   return {};
+}
+
+void RecordRevokedCall(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, std::string_view via) {
+  const SendContext c{env, row, target, row.attempts};
+  std::string plugin = target.plugin;
+  if (plugin.empty() && env.records != nullptr) {
+    // The event's record names the plugin that ran it (gone after the retention: then unnamed).
+    Result<std::optional<IdempotencyRecord>> record = env.records->Get(row.event_key);
+    if (record.ok() && record->has_value()) plugin = (*record)->plugin;
+  }
+  if (plugin.empty()) plugin = "(not loaded)";
+  std::string detail = "capability revoked: ";
+  if (!target.plugin.empty()) {
+    detail += "plugin " + target.plugin + (target.version.empty() ? "" : " " + target.version) +
+              " (loaded now) declares no capability that allows " + c.Call();
+  } else {
+    detail += "plugin " + plugin + " is not loaded (removed or renamed): no loaded plugin made " + c.Call();
+  }
+  detail += "; the call was never sent. Replay it only after loading a version that declares it.";
+  c.Metric(ErpCallOutcome::kDenied);  // no endpoint any more: counted under _unknown
+  c.Emit({{"event", "erp_call_revoked"}, {"via", via}, {"row_plugin", plugin}, {"detail", detail}});
+  if (env.dlq == nullptr) return;
+  DlqNewEntry e;
+  e.klass = DlqClass::kCapabilityRevoked;
+  e.event_key = row.event_key;
+  e.plugin = plugin;
+  e.route = "";  // not known to the outbox
+  e.call_index = row.call_index;
+  e.endpoint = "";  // no capability of the loaded version allows the call
+  e.detail = detail;
+  e.next_attempt_ms = 0;  // for people: replaying it is an operator's decision
+  const Result<DlqAdded> added = env.dlq->Add(e);
+  if (!added.ok()) {
+    c.Emit({{"event", "dlq_write_failed"},
+            {"dlq_class", DlqClassName(DlqClass::kCapabilityRevoked)},
+            {"detail", added.error().message()}});
+  }
 }
 
 SendGate CheckSendGate(const ErpEnv& env, const ErpCallTarget& target) {
@@ -229,6 +285,7 @@ void CountNotSent(const ErpEnv& env, const ErpCallTarget& target, const SendGate
 
 SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, int64_t now_ms,
                          ErpReply* reply) {
+  if (CallRevoked(target)) return RevokeRow(env, row, target, now_ms);
   const SendGate gate = CheckSendGate(env, target);
   // The worker listed the row as due at |now_ms|; the claim is checked against the later of that
   // and the clock now, and lasts from then.

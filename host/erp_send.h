@@ -10,9 +10,21 @@
 // of its own (NewSendOwner) until SendClaimMs later; every write after the answer names that
 // owner, so a row another send took over (this one's claim ran out) is left to that send.
 //
+// FIRST, on every resend (SendOutboxRow: the worker's resends, confirmed level-3 intents, revived
+// DLQ calls — and so whatever a reconciler re-drive or an event replay leaves to the worker), the
+// row's exact method and path are matched again against the capabilities of the plugin version
+// loaded NOW (ResolveCallTarget; the gateway's first send was matched by the version that made
+// it). No loaded plugin made the call (its plugin was removed), or the loaded version declares no
+// capability that allows it (replaced by a version without it) → revoked: the row is claimed
+// (so no other send holds it), marked dead by that claim, dead-lettered capability_revoked,
+// audited (erp_call_revoked) and counted as erp_calls_total{outcome="denied"}; nothing is sent,
+// ever, unless an operator replays it after loading a version that declares the call.
+//
 // BEFORE sending (nothing is sent, no attempt is counted, the row is Defer'd — or, on the
 // gateway's first send, appended pending with that next attempt):
-//   - the capability (plugin, endpoint) is paused → due again in kPausedRecheckMs;
+//   - the capability (plugin, endpoint) is paused (the host's mirror of the pauses in force,
+//     refreshed by the background loop) → due again in kPausedRecheckMs: a paused call waits,
+//     it is not dead-lettered — after `capability resume` it is sent once;
 //     erp_calls_total{outcome="paused"};
 //   - the endpoint's breaker refuses → due again when it may let calls through;
 //     erp_calls_total{outcome="breaker_open"}.
@@ -42,6 +54,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "clawguard/store/outbox.h"
 #include "host/breaker.h"
@@ -53,16 +66,29 @@ namespace clawguard::host {
 // kPausedRecheckMs: a call of a paused capability is looked at again after this long.
 inline constexpr int64_t kPausedRecheckMs = 1000;
 
-// ErpCallTarget is the plugin and ERP endpoint (manifest capability string) of a row; empty when
-// unknown (then no pause check, no breaker, metrics under the _unknown label).
+// ErpCallTarget is the plugin and ERP endpoint (manifest capability string) of a row in the
+// plugin version loaded now. plugin is "" when no loaded plugin made the call; endpoint is ""
+// when the loaded version has no capability that allows the row's method and path. Either
+// empty: the call is revoked (CallRevoked) and never resent.
 struct ErpCallTarget {
   std::string plugin;
   std::string endpoint;
+  std::string version;  // the loaded version of plugin ("" when unknown)
 };
 
 // ResolveCallTarget finds |row|'s plugin among |env|.plugins by its Idempotency-Key, and its
-// endpoint through that plugin's capabilities (see ErpPluginCaps).
+// endpoint through that plugin's capabilities (see ErpPluginCaps). No plugin list: nothing found.
 ErpCallTarget ResolveCallTarget(const ErpEnv& env, const OutboxRow& row);
+
+// CallRevoked: |target| names no loaded plugin or no capability of it (see ErpCallTarget).
+inline bool CallRevoked(const ErpCallTarget& target) { return target.plugin.empty() || target.endpoint.empty(); }
+
+// RecordRevokedCall writes (or folds into) the event's call-level capability_revoked DLQ entry
+// for |row| (its plugin: |target|'s, else the event's idempotency record's through |env|.records,
+// else "(not loaded)"), audits erp_call_revoked with |via| ("resend", "dlq_replay") and counts
+// erp_calls_total{outcome="denied"}. It changes no outbox row. DLQ and audit failures are audited
+// or dropped, never returned (the DLQ is for people).
+void RecordRevokedCall(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, std::string_view via);
 
 // SendResult is what one SendOutboxRow (or SendMarkedRow) led to.
 enum class SendResult {
@@ -71,6 +97,7 @@ enum class SendResult {
   kDead,        // retries spent: the row is dead and dead-lettered
   kNotSent,     // paused capability or open breaker: deferred, no attempt counted
   kBusy,        // not claimed: another send owns the row, or it is no longer due: nothing sent
+  kRevoked,     // no loaded capability allows the call: claimed, dead, DLQ capability_revoked; not sent
 };
 
 // SendGate is what CheckSendGate decided about one send of a call.
@@ -103,12 +130,15 @@ void CountNotSent(const ErpEnv& env, const ErpCallTarget& target, const SendGate
 // (everything AFTER above: metrics, breaker record, NoteAnswer, Release, MarkDead, DLQ, audit).
 // |row| must be owned by this send — state sent, attempts = this send's number (1-based),
 // claimed_by = this send's owner (CHECKed), by Claim or by an Append of a kSent row — and |gate|
-// is the allowed gate of this send (CHECKed). Never returns kNotSent or kBusy. |reply| may be null.
+// is the allowed gate of this send (CHECKed). Never returns kNotSent, kBusy or kRevoked. |reply|
+// may be null.
 SendResult SendMarkedRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, const SendGate& gate,
                          ErpReply* reply);
 
 // SendOutboxRow runs the whole send path above for |row| (pending or sent, as listed by
-// DuePending at |now_ms|): CheckSendGate (refused → Defer, CountNotSent, kNotSent), then Claim
+// DuePending at |now_ms|): CallRevoked(|target|) → claimed, MarkDead by that claim and
+// RecordRevokedCall, kRevoked (a row not claimed: kBusy; a store failure: kRetryLater — nothing
+// sent either way); then CheckSendGate (refused → Defer, CountNotSent, kNotSent), then Claim
 // under a new owner, due at and lasting SendClaimMs from the later of |now_ms| and the clock
 // (attempts + 1; a store failure → kRetryLater, a row not claimed → kBusy, nothing sent either
 // way), then SendMarkedRow. |reply| may be null. Thread-safe as far as |env|'s parts are (they

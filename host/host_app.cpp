@@ -24,8 +24,6 @@
 namespace clawguard::host {
 namespace {
 
-constexpr std::chrono::milliseconds kLoopPeriod{200};
-
 std::string Dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 HttpResponse JsonAnswer(int status, std::string body) {
@@ -111,6 +109,12 @@ class HostApp::AuditSink {
 namespace {
 // Abandoned holds what a still-running plugin thread may touch, once its HostApp is gone.
 struct Abandoned {
+  // A background worker still in its item (HostOpsLoop::StopWorkers gave up on it) runs the
+  // loop's passes: the loop, the observer, the retry worker and the reconciler.
+  std::unique_ptr<HostOpsLoop> ops_loop;
+  std::unique_ptr<HostObserver> observer;
+  std::unique_ptr<RetryWorker> retry;
+  std::unique_ptr<Reconciler> reconciler;
   std::unique_ptr<WebhookPipeline> pipeline;  // destroyed first (it uses what follows)
   std::unique_ptr<fiber::Carriers> carriers;  // a hung plugin's fiber never returns to its carrier
   HostStores stores;  // the DLQ among them
@@ -136,16 +140,26 @@ void Bury(std::unique_ptr<Abandoned> a) {
 
 HostApp::~HostApp() {
   Stop();
-  if (dispatcher_ != nullptr && dispatcher_->running_threads() > 0) {
-    Audit(Dump({{"event", "plugin_threads_abandoned"},
-                {"threads", dispatcher_->running_threads()},
-                {"detail", "plugin threads still run after shutdown: their plugins, stores, ERP sender, "
-                           "breakers, metrics and capability pauses are leaked on purpose"}}));
-    // The objects that use these (observer, loop) go first; the plugin threads only reach what
-    // is kept here (the pipeline whose Dispatch they run in, their ErpEnv copy and cg_call).
-    ops_loop_.reset();
-    observer_.reset();
+  const bool plugin_threads = dispatcher_ != nullptr && dispatcher_->running_threads() > 0;
+  if (plugin_threads || workers_abandoned_) {
+    if (plugin_threads) {
+      Audit(Dump({{"event", "plugin_threads_abandoned"},
+                  {"threads", dispatcher_->running_threads()},
+                  {"detail", "plugin threads still run after shutdown: their plugins, stores, ERP sender, "
+                             "breakers, metrics and capability pauses are leaked on purpose"}}));
+    }
     auto a = std::make_unique<Abandoned>();
+    if (workers_abandoned_) {
+      a->ops_loop = std::move(ops_loop_);
+      a->observer = std::move(observer_);
+      a->retry = std::move(retry_);
+      a->reconciler = std::move(reconciler_);
+    } else {
+      // The objects that use these (observer, loop) go first; the plugin threads only reach what
+      // is kept here (the pipeline whose Dispatch they run in, their ErpEnv copy and cg_call).
+      ops_loop_.reset();
+      observer_.reset();
+    }
     // A plugin thread of FinishAsync runs inside the pipeline's Dispatch until its plugin returns.
     a->pipeline = std::move(pipeline_);
     a->carriers = std::move(carriers_);
@@ -252,7 +266,7 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
     const Manifest& m = p.manifest();
     targets.push_back(DispatchTarget{m.name, p.plugin(), m.erp_capabilities});
     CLAWGUARD_ASSIGN_OR_RETURN(CapabilitySet set, CapabilitySet::Create(m.erp_capabilities));
-    caps->push_back(ErpPluginCaps{m.name, std::move(set)});
+    caps->push_back(ErpPluginCaps{m.name, std::move(set), m.version});
   }
   ErpEnv env;
   env.outbox = app->stores_.outbox.get();
@@ -270,6 +284,7 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   env.metrics = app->metrics_.get();
   env.pauses = app->pauses_.get();
   env.plugins = std::move(caps);
+  env.records = app->stores_.idempotency.get();  // names the plugin of a row no loaded plugin made
   CLAWGUARD_ASSIGN_OR_RETURN(app->retry_, RetryWorker::Create(env));
 
   DispatchOptions dopts;
@@ -421,6 +436,8 @@ Status HostApp::Start() {
   }
   CLAWGUARD_RETURN_IF_ERROR(main_->Start());
   CLAWGUARD_RETURN_IF_ERROR(admin_->Start());
+  // The workers that wait on peers (outbox, DLQ replays, reconciler) before the loop that posts them.
+  CLAWGUARD_RETURN_IF_ERROR(ops_loop_->StartWorkers());
   background_thread_ = std::thread([this] {
     NameThisThread("cg-background");
     BackgroundLoop();
@@ -440,6 +457,19 @@ void HostApp::Stop() {
   if (main_) main_->Stop();
   if (admin_) admin_->Stop();
   if (background_thread_.joinable()) background_thread_.join();
+  if (ops_loop_ != nullptr && config_ != nullptr) {
+    // A worker's item ends by itself within erp.timeout (a send) or handler_timeout + erp.timeout
+    // (a re-drive runs the plugin); one still running then is abandoned, its send's row still
+    // owned by its claim (a later send carries the same Idempotency-Key).
+    const int abandoned = ops_loop_->StopWorkers(config_->plugins.handler_timeout + config_->erp.timeout);
+    if (abandoned > 0) {
+      workers_abandoned_ = true;
+      Audit(Dump({{"event", "background_workers_abandoned"},
+                  {"workers", abandoned},
+                  {"detail", "background workers still in an ERP call or a plugin after shutdown: what they use is "
+                             "leaked on purpose; their outbox rows stay claimed until the claim ends"}}));
+    }
+  }
   if (dispatcher_ != nullptr && config_ != nullptr) {
     // A plugin that timed out may still run; give it (and an ERP call it is in) time to return.
     (void)dispatcher_->WaitIdle(config_->plugins.handler_timeout + config_->erp.timeout);
@@ -447,14 +477,15 @@ void HostApp::Stop() {
 }
 
 void HostApp::BackgroundLoop() {
-  // Every kLoopPeriod: operations generation (≤ 1 s, ARCHITECTURE.md "Operator commands"), DLQ
-  // replays, outbox retries and, less often, gauges (HostOpsLoop::Tick).
+  // Every kOpsLoopPeriodMs: operations generation (≤ 1 s, ARCHITECTURE.md "Operator commands"),
+  // capability pauses, work posted to the background workers (DLQ replays, outbox retries,
+  // reconciler) and, less often, gauges (HostOpsLoop::Tick). Nothing here waits on a peer.
   std::unique_lock lock(stop_mu_);
   while (!stopping_) {
     lock.unlock();
     ops_loop_->Tick();
     lock.lock();
-    stop_cv_.wait_for(lock, kLoopPeriod, [this] { return stopping_; });
+    stop_cv_.wait_for(lock, std::chrono::milliseconds(kOpsLoopPeriodMs), [this] { return stopping_; });
   }
 }
 
@@ -485,7 +516,8 @@ std::string HostApp::ReadyJson() const {
                  {"peers", conns.peers},
                  {"shed_total", conns.shed_total},
                  {"refused_total", conns.refused_total}}},
-               {"fd_limit", {{"soft", fd_limit_.soft}, {"hard", fd_limit_.hard}, {"soft_before", fd_limit_.soft_before}}}});
+               {"fd_limit", {{"soft", fd_limit_.soft}, {"hard", fd_limit_.hard}, {"soft_before", fd_limit_.soft_before}}},
+               {"background", ops_loop_->StatusJson()}});
 }
 
 std::variant<HttpResponse, Deferred> HostApp::FrontMain(const HttpRequest& request) const {

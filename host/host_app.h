@@ -21,16 +21,19 @@
 //   - the main listener (POST /webhooks/{plugin}/{route}, GET /healthz, GET /readyz) and the
 //     admin listener, every path behind its bearer token: GET /readyz (the detailed JSON of
 //     ReadyJson()), GET /metrics (Prometheus text), GET /ops (the operator page).
-// Start starts both listeners and the background thread, which runs HostOpsLoop::Tick every
-// 200 ms (operations generation, DLQ replays, outbox retries, gauges; host/host_ops_loop.h).
-// Stop is graceful and idempotent: after the listeners and the background thread stopped it waits
-// up to handler_timeout + erp.timeout for plugin threads that are still running (a timed-out
-// plugin cannot be cancelled).
+// Start starts both listeners, the background workers (outbox resends, DLQ replays, reconciler:
+// one thread each) and the background thread, which runs HostOpsLoop::Tick every
+// kOpsLoopPeriodMs (operations generation, capability pauses, posting the workers, gauges;
+// host/host_ops_loop.h) and never waits on the ERP.
+// Stop is graceful and idempotent: after the listeners and the background thread stopped it stops
+// the workers, waiting up to handler_timeout + erp.timeout for their items, then waits as long
+// for plugin threads that are still running (a timed-out plugin cannot be cancelled).
 // WARNING: if one is still running when the HostApp is destroyed, the objects it may touch — the
 // plugins' code, the stores (the DLQ among them), the ERP sender, the breakers, the metrics, the
-// capability pauses, the loader and the dispatcher — are leaked on purpose (kept reachable, never
-// freed) and this is audited ("plugin_threads_abandoned"): a leak at shutdown instead of a
-// use-after-free. The audit sink is shared with those threads.
+// capability pauses, the loader and the dispatcher; for a background worker also the loop, the
+// observer, the retry worker and the reconciler — are leaked on purpose (kept reachable, never
+// freed) and this is audited ("plugin_threads_abandoned", "background_workers_abandoned"): a leak
+// at shutdown instead of a use-after-free. The audit sink is shared with those threads.
 // Thread-safe after Create; Start/Stop from the owning thread.
 #ifndef CLAWGUARD_HOST_HOST_APP_H_
 #define CLAWGUARD_HOST_HOST_APP_H_
@@ -110,7 +113,8 @@ class HostApp {
   uint16_t admin_port() const;
   // ReadyJson is the admin /readyz body: {ready, mode, plugins:[{name, version, sha256,
   // publisher}], refused:[{package, reason, detail}], ledger_anchor, shedding, connections:{open, max,
-  // max_per_peer, peers, shed_total, refused_total}, fd_limit:{soft, hard, soft_before}}.
+  // max_per_peer, peers, shed_total, refused_total}, fd_limit:{soft, hard, soft_before}, background}
+  // (background: HostOpsLoop::StatusJson — the loop's ticks, the pauses in force, the workers).
   std::string ReadyJson() const;
   const std::vector<RefusedPackage>& refused() const { return refused_; }
   RetryWorker& retry_worker() { return *retry_; }
@@ -167,6 +171,7 @@ class HostApp {
   std::condition_variable stop_cv_;
   bool stopping_ = false;
   bool started_ = false;
+  bool workers_abandoned_ = false;  // Stop gave up on a background worker (see the WARNING above)
   std::thread background_thread_;
 };
 

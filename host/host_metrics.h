@@ -54,7 +54,7 @@ ErpCallOutcome ErpCallOutcomeForStatus(int status);
 // kDlqClasses are the DLQ classes of ARCHITECTURE.md's status table.
 inline constexpr std::string_view kDlqClasses[] = {"breaker",  "unconfirmed", "cooldown", "transient_exhausted",
                                                    "auth",     "not_found",   "conflict", "mismatch",
-                                                   "manual_review"};
+                                                   "manual_review", "capability_revoked"};
 
 // HostMetrics declares the host's metrics over |names| and updates them by name. Updates with an
 // unknown plugin, route or endpoint go to the series whose name labels are kUnknownLabel.

@@ -53,7 +53,7 @@ Status Reconciler::GiveUp(const IdempotencyRecord& record) {
   return Status::Ok();
 }
 
-Result<ReconcilerStats> Reconciler::RunOnce() {
+Result<ReconcilerStats> Reconciler::RunOnce(const std::atomic<bool>* stop) {
   ReconcilerStats stats;
   const int64_t now = clock_.NowMillis();
   CLAWGUARD_ASSIGN_OR_RETURN(stats.purged, store_.Purge(now - options_.retention.count(),
@@ -62,6 +62,7 @@ Result<ReconcilerStats> Reconciler::RunOnce() {
                              store_.ListStuck(now, options_.stuck_for.count(), options_.batch));
   stats.stuck = static_cast<int64_t>(stuck.size());
   for (const IdempotencyRecord& record : stuck) {
+    if (stop != nullptr && stop->load()) break;
     if (record.reconcile_attempts > options_.max_attempts) continue;  // given up earlier
     if (record.reconcile_attempts == options_.max_attempts) {
       // DLQ first: if the Add fails, the attempt is not counted and the next run tries again.

@@ -20,10 +20,13 @@
 // Store and DLQ failures end the run with their Status (the next run starts over); RedriveFn's
 // own failures are its business (false = not completed). Several hosts may run reconcilers on
 // one store: an attempt may then be counted twice, and the pipeline's claim lets only one
-// re-drive run. Thread-compatible: one caller at a time.
+// re-drive run. A re-drive runs the plugin, which may wait on the ERP: the host runs RunOnce on a
+// worker of its own (host/host_ops_loop.h), never on its background loop. Thread-compatible: one
+// caller at a time.
 #ifndef CLAWGUARD_HOST_RECONCILER_H_
 #define CLAWGUARD_HOST_RECONCILER_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -63,8 +66,10 @@ class Reconciler {
   static Result<std::unique_ptr<Reconciler>> Create(IdempotencyStore& store, Dlq& dlq, const Clock& clock,
                                                     ReconcilerOptions options, RedriveFn redrive);
 
-  // RunOnce runs one sweep (see the file comment) and returns what it did.
-  Result<ReconcilerStats> RunOnce();
+  // RunOnce runs one sweep (see the file comment) and returns what it did. With a |stop| flag it
+  // ends early once the flag is set (checked before each stuck record: one not reached is found
+  // again by the next run).
+  Result<ReconcilerStats> RunOnce(const std::atomic<bool>* stop = nullptr);
 
  private:
   Reconciler(IdempotencyStore& store, Dlq& dlq, const Clock& clock, ReconcilerOptions options, RedriveFn redrive)

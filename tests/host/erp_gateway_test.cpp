@@ -338,7 +338,7 @@ class ErpGatewayWritesTest : public ErpGatewayTest {
     h_.env.metrics = metrics_.get();
     // The worker finds a row's plugin and endpoint through the loaded plugins.
     h_.env.plugins = std::make_shared<const std::vector<ErpPluginCaps>>(
-        std::vector<ErpPluginCaps>{ErpPluginCaps{kPlugin, *caps_}});
+        std::vector<ErpPluginCaps>{ErpPluginCaps{kPlugin, *caps_, "1.4.2"}});
   }
   // MetricCount is erp_calls_total{endpoint=|endpoint|,outcome=|outcome|}, −1 when not found.
   double MetricCount(std::string_view endpoint, std::string_view outcome) const {
@@ -551,6 +551,9 @@ TEST(RetryWorkerTest, RefusesAnIncompleteEnvOrABadPolicy) {
   bad = h.env;
   bad.send_timeout = std::chrono::milliseconds(0);
   EXPECT_EQ(RetryWorker::Create(bad).error().reason(), Reason::kConfigInvalid);
+  bad = h.env;
+  bad.plugins = nullptr;  // no way to match a resend against a capability: refused, fail closed
+  EXPECT_EQ(RetryWorker::Create(bad).error().reason(), Reason::kInternal);
   EXPECT_TRUE(RetryWorker::Create(h.env).ok());
 }
 

@@ -87,7 +87,7 @@ class ErpTriageFixture : public ::testing::Test {
     env_.metrics = metrics_.get();
     env_.pauses = &pauses_;
     env_.plugins = std::make_shared<const std::vector<ErpPluginCaps>>(
-        std::vector<ErpPluginCaps>{ErpPluginCaps{kTriagePlugin, *caps_}});
+        std::vector<ErpPluginCaps>{ErpPluginCaps{kTriagePlugin, *caps_, "1.4.2"}});
     env_.uniform01 = [this] { return u01_.load(); };
     auto worker = RetryWorker::Create(env_);
     ASSERT_TRUE(worker.ok()) << worker.error().ToString();

@@ -432,10 +432,10 @@ TEST_F(ErpDeadLetterTest, ReplayCallRevivesADeadRowAndTheWorkerSendsItWithTheSam
   erp_->SetAnswer("/orders/9/fulfil", ErpAnswer{});
   auto revived = worker_->ReplayCall(exhausted[0]);
   ASSERT_TRUE(revived.ok()) << revived.error().ToString();
-  EXPECT_TRUE(*revived);
+  EXPECT_EQ(*revived, CallReplay::kQueued);
   EXPECT_EQ(Row(key_).state, OutboxState::kPending);
   EXPECT_EQ(Row(key_).attempts, 0);
-  EXPECT_TRUE(*worker_->ReplayCall(exhausted[0]));  // already pending: still true, nothing changed
+  EXPECT_EQ(*worker_->ReplayCall(exhausted[0]), CallReplay::kQueued);  // already pending: nothing changed
   EXPECT_EQ(Drain().answered, 1);
   const auto reqs = erp_->requests();
   ASSERT_EQ(reqs.size(), 5u);

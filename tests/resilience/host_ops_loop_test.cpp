@@ -1,17 +1,26 @@
-// host_ops_loop_test.cpp — HostOpsLoop::Tick on real SQLite stores with a fixed clock: a new
-// operations generation re-reads the capability pauses; a DLQ replay that cannot run is audited
-// and due again after kReplayRetryMs, then left to an operator after kMaxAutoReplays; retention
-// advice is audited at most once an hour. (The replays that do run are end to end in
-// host_dlq_test.cpp.)
+// host_ops_loop_test.cpp — HostOpsLoop on real SQLite stores with a fixed clock: a new
+// operations generation re-reads the capability pauses, and so does the refresh period without
+// one; a DLQ replay that cannot run is audited and due again after kReplayRetryMs, then left to an
+// operator after kMaxAutoReplays; retention advice is audited at most once an hour; the loop keeps
+// ticking and re-reading the pauses while its outbox worker is held inside an ERP call, and a
+// worker held past the stop bound is abandoned and reported. (The replays that do run are end to
+// end in host_dlq_test.cpp; a real host against an ERP that never answers in
+// tests/host/host_peer_workers_test.cpp.)
 #include "host/host_ops_loop.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <nlohmann/json.hpp>
+#include <thread>
 
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <vector>
+
+#include "clawguard/sha256.h"
+#include "host/idempotency_key.h"
 
 #include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
@@ -23,12 +32,41 @@ namespace {
 
 constexpr int64_t kT0 = 1'800'000'000'000;
 
-class NoErp final : public ErpSender {
+// GateErp answers nothing: while closed a send waits in it (an ERP that does not answer), once
+// open it fails at once (no ERP in this test).
+class GateErp final : public ErpSender {
  public:
   Result<ErpReply> Send(std::string_view, std::string_view, const HttpHeaders&, std::string_view) override {
+    std::unique_lock lock(mu_);
+    ++entered_;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return open_; });
     return Status(Reason::kInternal, "no ERP in this test");
   }
+  void Close() {
+    std::lock_guard lock(mu_);
+    open_ = false;
+  }
+  void Open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  // WaitEntered waits (a guard against a hung test, never asserted) until |n| sends came in.
+  bool WaitEntered(int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(30), [&] { return entered_ >= n; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = true;
+  int entered_ = 0;
 };
+
+constexpr const char* kPlugin = "acme-orders";
+constexpr const char* kFulfil = "POST /orders/{id}/fulfil";
 
 class HostOpsLoopTest : public ::testing::Test {
  protected:
@@ -48,6 +86,10 @@ class HostOpsLoopTest : public ::testing::Test {
     env.outbox = outbox_.get();
     env.sender = &sender_;
     env.clock = &clock_;
+    auto caps = CapabilitySet::Create({kFulfil});
+    ASSERT_TRUE(caps.ok());
+    env.plugins = std::make_shared<const std::vector<ErpPluginCaps>>(
+        std::vector<ErpPluginCaps>{ErpPluginCaps{kPlugin, std::move(caps).value(), "1.4.2"}});
     auto retry = RetryWorker::Create(env);
     ASSERT_TRUE(retry.ok()) << retry.error().ToString();
     retry_ = std::move(retry).value();
@@ -91,6 +133,23 @@ class HostOpsLoopTest : public ::testing::Test {
     loop_ = std::move(loop).value();
   }
 
+  // AppendDueRow claims an event and appends its call 0 (POST /orders/1/fulfil) pending, due now.
+  void AppendDueRow(const std::string& key) {
+    auto claim = idem_->Claim(key, "fp", ClaimMeta{kPlugin, "order.created", 2, "msg_1", ""}, 30'000);
+    ASSERT_TRUE(claim.ok() && claim->kind == ClaimOutcome::Kind::kClaimed);
+    OutboxRow row;
+    row.event_key = key;
+    row.fencing_token = claim->fencing_token;
+    row.call_index = 0;
+    row.method = "POST";
+    row.path = "/orders/1/fulfil";
+    row.body_sha256 = Sha256Hex("");
+    row.idempotency_key = ErpCallKey(key, kPlugin, 0);
+    row.next_attempt_ms = clock_.NowMillis();
+    auto appended = outbox_->Append(row);
+    ASSERT_TRUE(appended.ok() && appended->kind == OutboxAppend::Kind::kAppended);
+  }
+
   std::vector<nlohmann::json> Events(const std::string& event) {
     std::lock_guard lock(mu_);
     std::vector<nlohmann::json> out;
@@ -102,7 +161,7 @@ class HostOpsLoopTest : public ::testing::Test {
 
   clawguard::testing::TempDir dir_;
   FixedClock clock_{kT0};
-  NoErp sender_;
+  GateErp sender_;
   std::unique_ptr<sqlite::SqliteIdempotencyStore> idem_;
   std::unique_ptr<sqlite::SqliteOutbox> outbox_;
   std::unique_ptr<sqlite::SqliteDlq> dlq_;
@@ -189,6 +248,83 @@ TEST_F(HostOpsLoopTest, RetentionAdviceIsAuditedAtMostOnceAnHour) {
   clock_.Advance(kAdviceIntervalMs);
   loop_->Tick();
   EXPECT_EQ(Events("retention_advice").size(), 2u);
+}
+
+TEST_F(HostOpsLoopTest, PausesAreReReadEveryRefreshPeriodWithoutANewGeneration) {
+  loop_->Tick();
+  // Another host paused the capability on an ERP 401: a store write that bumps no generation.
+  ASSERT_TRUE(dlq_->Pause(kPlugin, kFulfil, "ERP answered 401", "host").ok());
+  clock_.Advance(kPauseRefreshMs - 1);
+  loop_->Tick();
+  EXPECT_FALSE(pauses_.IsPaused(kPlugin, kFulfil));
+  clock_.Advance(1);
+  loop_->Tick();
+  EXPECT_TRUE(pauses_.IsPaused(kPlugin, kFulfil));
+  ASSERT_EQ(Events("capability_pauses").size(), 1u);
+  EXPECT_EQ(Events("capability_pauses")[0]["paused"][0]["capability"], kFulfil);
+  EXPECT_TRUE(Events("operations_generation").empty());
+  const nlohmann::json status = loop_->StatusJson();
+  EXPECT_EQ(status["ticks"], 3);
+  EXPECT_EQ(status["pauses"]["refreshed_ms"], clock_.NowMillis());
+  EXPECT_EQ(status["pauses"]["paused"][0]["plugin"], kPlugin);
+  EXPECT_EQ(status["workers"], nlohmann::json::object()) << "no worker before StartWorkers";
+}
+
+// The loop never waits on the ERP: with its outbox worker held inside a send the ERP does not
+// answer, each Tick still returns, counts itself and re-reads a pause an operator set meanwhile.
+TEST_F(HostOpsLoopTest, TheLoopKeepsTickingAndReReadingPausesWhileTheOutboxWorkerWaitsOnTheErp) {
+  ASSERT_NO_FATAL_FAILURE(AppendDueRow(Sha256Hex("event-hung")));
+  sender_.Close();
+  ASSERT_TRUE(loop_->StartWorkers().ok());
+  EXPECT_EQ(loop_->StartWorkers().reason(), Reason::kInternal) << "started once";
+  loop_->Tick();  // posts the outbox worker, which sends the row and waits
+  ASSERT_TRUE(sender_.WaitEntered(1));
+  nlohmann::json status = loop_->StatusJson();
+  EXPECT_EQ(status["workers"]["outbox"]["busy"], true);
+  const int64_t busy_since = status["workers"]["outbox"]["busy_since_ms"];
+
+  ASSERT_TRUE(dlq_->Pause(kPlugin, kFulfil, "operator", "cli:test").ok());
+  ASSERT_TRUE(idem_->BumpGeneration().ok());  // as `clawguard capability pause` does
+  for (int i = 0; i < 4; ++i) {
+    clock_.Advance(kOpsLoopPeriodMs);
+    loop_->Tick();
+  }
+  EXPECT_TRUE(pauses_.IsPaused(kPlugin, kFulfil));
+  status = loop_->StatusJson();
+  EXPECT_EQ(status["ticks"], 5);
+  EXPECT_EQ(status["last_tick_ms"], clock_.NowMillis());
+  EXPECT_EQ(status["workers"]["outbox"]["busy"], true) << "still in the same send";
+  EXPECT_EQ(status["workers"]["outbox"]["busy_since_ms"], busy_since);
+  EXPECT_GE(status["workers"]["outbox"]["coalesced"].get<int64_t>(), 1) << "one request queued, the rest folded";
+  EXPECT_EQ(Events("capability_pauses").size(), 1u);
+
+  sender_.Open();  // the send ends without an answer; the row waits for its backoff
+  EXPECT_EQ(loop_->StopWorkers(std::chrono::seconds(30)), 0);
+  EXPECT_EQ(loop_->StatusJson()["workers"]["outbox"]["abandoned"], false);
+}
+
+TEST_F(HostOpsLoopTest, StopWorkersAbandonsAWorkerStillWaitingOnTheErpPastTheBound) {
+  ASSERT_NO_FATAL_FAILURE(AppendDueRow(Sha256Hex("event-abandoned")));
+  sender_.Close();
+  ASSERT_TRUE(loop_->StartWorkers().ok());
+  loop_->Tick();
+  ASSERT_TRUE(sender_.WaitEntered(1));
+  EXPECT_EQ(loop_->StopWorkers(std::chrono::milliseconds(20)), 1);
+  EXPECT_EQ(loop_->StatusJson()["workers"]["outbox"]["abandoned"], true);
+  // The row is still owned by the abandoned send's claim: no other send may take it meanwhile.
+  auto row = outbox_->Get(Sha256Hex("event-abandoned"), 0);
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ((*row)->state, OutboxState::kSent);
+  EXPECT_FALSE((*row)->claimed_by.empty());
+  EXPECT_GT((*row)->next_attempt_ms, clock_.NowMillis());
+  // The send ends; the detached thread finishes its pass on its own (the test waits for it before
+  // tearing down what the pass uses).
+  sender_.Open();
+  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (loop_->StatusJson()["workers"]["outbox"]["busy"] == true && std::chrono::steady_clock::now() < guard) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(loop_->StatusJson()["workers"]["outbox"]["busy"], false);
 }
 
 }  // namespace

@@ -49,11 +49,13 @@ enum class DlqClass {
   kConflict,            // ERP 409: reconcile before any retry
   kMismatch,            // a re-run plugin's call differs from its outbox row
   kManualReview,        // tombstone hit after retention (event-level; request stored)
+  kCapabilityRevoked,   // a retry found no capability of the plugin version loaded now for its call
+                        // (the plugin was replaced by a version without it, or removed): never sent
 };
-inline constexpr std::array<DlqClass, 9> kAllDlqClasses = {
+inline constexpr std::array<DlqClass, 10> kAllDlqClasses = {
     DlqClass::kBreaker,  DlqClass::kUnconfirmed, DlqClass::kCooldown, DlqClass::kTransientExhausted,
     DlqClass::kAuth,     DlqClass::kNotFound,    DlqClass::kConflict, DlqClass::kMismatch,
-    DlqClass::kManualReview};
+    DlqClass::kManualReview, DlqClass::kCapabilityRevoked};
 // DlqClassName returns the stable snake_case name ("transient_exhausted").
 inline std::string_view DlqClassName(DlqClass c) {
   switch (c) {
@@ -66,6 +68,7 @@ inline std::string_view DlqClassName(DlqClass c) {
     case DlqClass::kConflict: return "conflict";
     case DlqClass::kMismatch: return "mismatch";
     case DlqClass::kManualReview: return "manual_review";
+    case DlqClass::kCapabilityRevoked: return "capability_revoked";
   }
   return "manual_review";
 }

@@ -78,6 +78,12 @@ class ErpHarness {
       std::lock_guard lock(audit_mu_);
       audit_.push_back(line);
     };
+    // The retry worker matches each resend against the loaded plugins: acme-orders with every
+    // capability these tests call.
+    auto caps = CapabilitySet::Create({"POST /orders/{id}/fulfil", "GET /orders/{id}", "POST /inventory/adjust"});
+    ASSERT_TRUE(caps.ok()) << caps.error().ToString();
+    env.plugins = std::make_shared<const std::vector<ErpPluginCaps>>(
+        std::vector<ErpPluginCaps>{ErpPluginCaps{"acme-orders", std::move(caps).value(), "1.4.2"}});
   }
 
   // Claim claims |key| and returns the fencing token (0 on failure).

@@ -116,6 +116,31 @@ void HostFixture::Prepare(const HostFixtureOptions& options) {
                                hsm.PinSource(), "--chain", chain, "--no-ledger", pkg},
                               hsm.Env());
   ASSERT_EQ(signed_.exit_code, 0) << signed_.err;
+  std::string more_allowed;
+  for (const HostFixtureOptions::Version& v : options.more_versions) {
+    // The same staged plugin under another version, its manifest without the dropped capabilities.
+    const fs::path vroot = dir_.path() / ("stage-" + v.version);
+    fs::copy(root, vroot, fs::copy_options::recursive);
+    std::string vmanifest = ReadFile((vroot / "manifest.yaml").string());
+    const size_t ver = vmanifest.find("version: 1.4.2");
+    ASSERT_NE(ver, std::string::npos) << "the example manifest has no 'version: 1.4.2'";
+    vmanifest.replace(ver, 14, "version: " + v.version);
+    for (const std::string& cap : v.drop_capabilities) {
+      const std::string line = "    - " + cap + "\n";
+      const size_t cat = vmanifest.find(line);
+      ASSERT_NE(cat, std::string::npos) << "the example manifest has no capability line '" << cap << "'";
+      vmanifest.erase(cat, line.size());
+    }
+    WriteFile((vroot / "manifest.yaml").string(), vmanifest);
+    auto vpacked = RunClawguard({"pack", "--manifest", (vroot / "manifest.yaml").string(), "--out", dir_.Sub("versions")});
+    ASSERT_EQ(vpacked.exit_code, 0) << vpacked.err;
+    const std::string vpkg = VersionPackage(v.version);
+    auto vsigned = RunClawguard({"sign", "--module", hsm.module_path(), "--key", key.uri, "--pin-source",
+                                 hsm.PinSource(), "--chain", chain, "--no-ledger", vpkg},
+                                hsm.Env());
+    ASSERT_EQ(vsigned.exit_code, 0) << vsigned.err;
+    more_allowed += "  - { name: acme-orders, version: " + v.version + ", sha256: " + Sha256Hex(ReadFile(vpkg)) + " }\n";
+  }
 
   WriteFile(dir_.Sub("trust.yaml"),
             "schema: clawguard/trust/v1\nmode: enforce\nroots:\n  - file: " + pki.root_pem + "\n    sha256: " +
@@ -126,7 +151,7 @@ void HostFixture::Prepare(const HostFixtureOptions& options) {
                 "elf: { allowed_needed: [libc.so.6] }\n");
   WriteFile(dir_.Sub("allowlist.yaml"), "schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2099-12-31T00:00:00Z\n"
                                         "plugins:\n  - { name: acme-orders, version: 1.4.2, sha256: " +
-                                            Sha256Hex(ReadFile(pkg)) + " }\n");
+                                            Sha256Hex(ReadFile(pkg)) + " }\n" + more_allowed);
   auto erp = TestErpServer::Create();
   ASSERT_TRUE(erp.ok()) << erp.error().ToString();
   erp_ = std::move(erp).value();

@@ -75,6 +75,14 @@ struct HostFixtureOptions {
   // the example's library, under the example's manifest (name, route, capabilities).
   std::string plugin_source;
   std::vector<std::pair<std::string, std::string>> extra_env;  // more environment for the host
+  // more_versions: other releases of the example plugin, packed and signed by Prepare with the
+  // same key into dir()/versions/ (not plugins.dir: a test moves one there) and allowlisted —
+  // each a version and the capability lines its manifest no longer has.
+  struct Version {
+    std::string version;
+    std::vector<std::string> drop_capabilities;  // e.g. "POST /orders/{id}/fulfil"
+  };
+  std::vector<Version> more_versions;
 };
 
 // ExecutionTest runs a host test once per listen.execution: INSTANTIATE_TEST_SUITE_P(Execution,
@@ -120,6 +128,12 @@ class HostFixture {
   const std::vector<std::pair<std::string, std::string>>& env() const { return env_; }
   std::string db_path() const { return dir_.Sub("state/state.db"); }
   std::string audit_log() const { return dir_.Sub("audit.jsonl"); }
+  // PluginPackage is the package Prepare put in plugins.dir (acme-orders 1.4.2).
+  std::string PluginPackage() const { return dir_.Sub("plugins/acme-orders-1.4.2.claw"); }
+  // VersionPackage is the package of a HostFixtureOptions::more_versions entry (its .sig beside it).
+  std::string VersionPackage(const std::string& version) const {
+    return dir_.Sub("versions/acme-orders-" + version + ".claw");
+  }
   const clawguard::testing::TempDir& dir() const { return dir_; }
 
   // OrderBody is an order.created event for |order_id| (the business key /order_id).
