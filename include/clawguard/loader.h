@@ -1,10 +1,11 @@
 // loader.h — Loader: the gate in front of dlopen (ARCHITECTURE.md "Verification (loader)").
 //
 // Loader::Verify runs the ordered pipeline on one package and returns a Verdict:
-//   read package (≤ max_package) and bundle → unsigned / package_too_large; hash the bytes read;
-//   parse bundle + statement (in-toto payload type) → bundle_invalid / algorithm_refused;
-//   count signatures (chain_verifier.h) → chain_untrusted … threshold_not_met;
-//   statement subject sha256 == package sha256 → digest_mismatch;
+//   open the package (a regular file ≤ max_package) and read the bundle → unsigned /
+//   package_too_large; parse bundle + statement (in-toto payload type) → bundle_invalid /
+//   algorithm_refused; count signatures (chain_verifier.h) → chain_untrusted … threshold_not_met;
+//   only then read the package and hash the bytes read; statement subject sha256 == package
+//   sha256 → digest_mismatch;
 //   predicate version is SemVer without +build → manifest_invalid;
 //   allowlist (signature, version not lower than the ledger's allowlist floor, not expired,
 //     entry) → allowlist_invalid / allowlist_expired / not_allowlisted;

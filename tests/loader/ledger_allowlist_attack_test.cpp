@@ -1,11 +1,15 @@
 // ledger_allowlist_attack_test.cpp — adversarial suite, part 4: the allowlist and the ledger —
 // every floor a chain row (allowlist, rollback), the floors re-checked inside Record, the deploy
 // row only after init, and the anchors (anchor file, audit-log checkpoint, trust on first use).
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 
 #include "loader/ledger_anchor.h"
+#include "clawguard/unique_fd.h"
+#include "loader/audit_log.h"
 #include "loader_fixture.h"
 
 namespace clawguard::testing {
@@ -396,7 +400,9 @@ TEST_F(LedgerAllowlistAttackTest, MissingAnchorFileIsWrittenAgainFromTheAuditLog
   auto v = (*loader)->Verify(pkg);
   ASSERT_TRUE(v.ok()) << v.error().ToString();
   EXPECT_EQ(v->verdict, VerdictKind::kVerified) << v->detail;
-  EXPECT_TRUE(v->warnings.empty());
+  // Loudly: whoever deleted the anchor may also have written the log line it is rebuilt from.
+  ASSERT_EQ(v->warnings.size(), 1u);
+  EXPECT_NE(v->warnings[0].find("written again from the audit log"), std::string::npos) << v->warnings[0];
   auto anchor = LedgerAnchorFile(AnchorPath()).Read();
   ASSERT_TRUE(anchor.ok() && anchor->has_value());
   EXPECT_EQ((*anchor)->checkpoint.count, 2);
@@ -477,6 +483,123 @@ TEST_F(LedgerAllowlistAttackTest, EditedAnchorFileIsTampering) {
   ASSERT_FALSE(loader.ok());
   EXPECT_EQ(loader.error().reason(), Reason::kLedgerTampered);
   EXPECT_NE(loader.error().message().find("is not a valid anchor"), std::string::npos) << loader.error().message();
+}
+
+// The race an outside review won: the chain is rewritten (a floor removed, re-chained) after the
+// loader checked it against its anchor and before its attempt row. The record verifies the whole
+// chain against the anchor inside its own transaction: refused, nothing written, and the anchor
+// never moves onto the rewritten chain — the rolled-back version stays refused.
+TEST_F(LedgerAllowlistAttackTest, ChainRewrittenBetweenTheCheckAndTheRecordNeverMovesTheAnchor) {
+  MemoryLedger ledger;
+  PackageOpts old_opts;
+  old_opts.version = "1.0.0";
+  const std::string old_pkg = Signed(old_opts);
+  const std::string pkg = Signed();
+  PackageOpts other;
+  other.name = "acme-billing";
+  const std::string other_pkg = Signed(other);
+  AllowListed({{"acme-orders", "1.0.0", old_pkg}, {"acme-orders", "1.4.2", pkg}, {"acme-billing", "1.4.2", other_pkg}});
+  {
+    auto loader = MakeLoader(&ledger);
+    ASSERT_TRUE(loader.ok()) << loader.error().ToString();
+    auto v = (*loader)->Verify(pkg, VerifyOptions{/*record=*/true});
+    ASSERT_TRUE(v.ok() && v->verdict == VerdictKind::kVerified) << (v.ok() ? v->detail : v.error().ToString());
+  }
+  const auto anchored = LedgerAnchorFile(AnchorPath()).Read().value().value().checkpoint;
+  auto loader = MakeLoader(&ledger);
+  ASSERT_TRUE(loader.ok());
+  ledger.before_record_kind = LedgerKind::kAttempt;
+  ledger.before_record = [](MemoryLedger& l) {
+    // Drop the deploy 1.4.2 floor: rewrite that row into an attempt row and re-chain everything.
+    for (auto& r : l.rows) {
+      if (r.kind == LedgerKind::kDeploy) r.kind = LedgerKind::kAttempt;
+    }
+    l.Rehash();
+  };
+  auto other_load = (*loader)->Load(other_pkg);
+  ASSERT_FALSE(other_load.ok());
+  EXPECT_EQ(other_load.error().reason(), Reason::kLedgerTampered) << other_load.error().ToString();
+  EXPECT_FALSE(MarkerExists()) << "a plugin ran although its record was refused";
+  const auto after = LedgerAnchorFile(AnchorPath()).Read().value().value().checkpoint;
+  EXPECT_EQ(after.count, anchored.count);
+  EXPECT_EQ(after.head, anchored.head);
+  ExpectRefused(old_pkg, Reason::kLedgerTampered, &ledger);
+}
+
+// Lines of the audit log and the anchor file are hostile input: a member of the wrong type is a
+// line skipped or an anchor refused, never an exception that ends the host.
+TEST_F(LedgerAllowlistAttackTest, HostileAuditLogLinesAreSkippedNeverACrash) {
+  WriteFile(AuditLogPath(), "{\"event\":1,\"x\":\"ledger_checkpoint\"}\n{\"event\":{\"a\":\"ledger_checkpoint\"}}\n"
+                            "{\"event\":\"ledger_checkpoint\",\"count\":\"2\",\"head\":7}\n[\"ledger_checkpoint\"]\n");
+  auto loader = MakeLoader();
+  ASSERT_TRUE(loader.ok()) << loader.error().ToString();
+}
+
+TEST_F(LedgerAllowlistAttackTest, AnchorWithAMemberOfTheWrongTypeIsTamperingNeverACrash) {
+  for (const char* text : {"{\"schema\":1}", "{\"schema\":{\"x\":1},\"count\":1}", "{\"schema\":null}"}) {
+    WriteFile(AnchorPath(), text);
+    MemoryLedger ledger;
+    auto loader = MakeLoader(&ledger);
+    ASSERT_FALSE(loader.ok()) << text;
+    EXPECT_EQ(loader.error().reason(), Reason::kLedgerTampered) << loader.error().ToString();
+  }
+}
+
+// A symbolic link at the audit log's path would send the host's decision lines (with names an
+// attacker chose) into any file the host can write: refused, the target untouched.
+TEST_F(LedgerAllowlistAttackTest, AuditLogThatIsASymlinkIsRefusedAndItsTargetUntouched) {
+  const std::string victim = dir_.Sub("victim.txt");
+  WriteFile(victim, "precious\n");
+  std::filesystem::create_symlink(victim, AuditLogPath());
+  auto loader = MakeLoader();
+  ASSERT_FALSE(loader.ok());
+  EXPECT_EQ(loader.error().reason(), Reason::kConfigInvalid);
+  EXPECT_NE(loader.error().message().find("symbolic link"), std::string::npos) << loader.error().message();
+  EXPECT_EQ(ReadFile(victim), "precious\n");
+}
+
+// Only the log's tail is read for its last checkpoint: a huge (here sparse) rotated-in log is
+// read in bounded time, and the checkpoint at its end is still found.
+TEST_F(LedgerAllowlistAttackTest, CheckpointAtTheEndOfAHugeSparseAuditLogIsFoundFromItsTail) {
+  {
+    UniqueFd fd(::open(AuditLogPath().c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0640));
+    ASSERT_TRUE(fd.valid());
+    ASSERT_EQ(::ftruncate(fd.get(), 64ll << 30), 0);  // 64 GiB of holes, no disk used
+  }
+  const std::string head(64, 'a');
+  {
+    std::ofstream out(AuditLogPath(), std::ios::app);
+    out << "\n{\"event\":\"ledger_checkpoint\",\"count\":1,\"head\":\"" << head << "\"}\n";
+  }
+  AuditLog log(AuditLogPath());
+  auto cp = log.LastCheckpoint();
+  ASSERT_TRUE(cp.ok()) << cp.error().ToString();
+  ASSERT_TRUE(cp->has_value());
+  EXPECT_EQ((*cp)->count, 1);
+  EXPECT_EQ((*cp)->head, head);
+}
+
+// Unsigned files in the plugin folder cost their missing bundle, not a read of their bytes: the
+// package is read only after its signatures counted (measured with the process's read count).
+TEST_F(LedgerAllowlistAttackTest, UnsignedPackageIsRefusedWithoutReadingIt) {
+  const std::string junk = dir_.Sub("junk-1.0.0.claw");
+  {
+    UniqueFd fd(::open(junk.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0640));
+    ASSERT_TRUE(fd.valid());
+    ASSERT_EQ(::ftruncate(fd.get(), 8ll << 20), 0);  // 8 MiB, within max_package
+  }
+  auto loader = MakeLoader();
+  ASSERT_TRUE(loader.ok());
+  const auto rchar = [] {
+    const std::string io = ReadFile("/proc/self/io");
+    return std::stoull(io.substr(io.find("rchar:") + 6));
+  };
+  const unsigned long long before = rchar();
+  auto v = (*loader)->Verify(junk);
+  const unsigned long long read = rchar() - before;
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->reason, Reason::kUnsigned);
+  EXPECT_LT(read, 1ull << 20) << "the unsigned package was read (" << read << " bytes)";
 }
 
 }  // namespace

@@ -44,6 +44,11 @@ class SqliteLedgerFactory {
     ASSERT_TRUE((*db)->Exec(sql).ok()) << sql;
   }
   std::string NewerSchemaSql() const { return "INSERT INTO ledger_schema_version (version) VALUES (99)"; }
+  // TriggerSql / ViewSql: an attacker's schema objects that would answer the ledger's reads.
+  std::string TriggerSql() const { return "CREATE TRIGGER cg_trap AFTER INSERT ON ledger BEGIN SELECT 1; END"; }
+  std::string ViewSql() const {
+    return "ALTER TABLE ledger RENAME TO chain_orig; CREATE VIEW ledger AS SELECT * FROM chain_orig";
+  }
   // SideTableFloorSql puts the database back at schema 1 with |floor| in the old side table.
   std::string SideTableFloorSql(int64_t floor) const {
     return "CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL); "
@@ -68,6 +73,13 @@ class PgLedgerFactory {
     return std::unique_ptr<Ledger>(std::move(l));
   }
   void Exec(const std::string& sql) { db_.Exec(sql); }
+  std::string TriggerSql() const {
+    return "CREATE FUNCTION cg_trap() RETURNS trigger AS $$ BEGIN RETURN NEW; END $$ LANGUAGE plpgsql; "
+           "CREATE TRIGGER cg_trap BEFORE INSERT ON ledger FOR EACH ROW EXECUTE FUNCTION cg_trap()";
+  }
+  std::string ViewSql() const {
+    return "ALTER TABLE ledger RENAME TO chain_orig; CREATE VIEW ledger AS SELECT * FROM chain_orig";
+  }
   std::string NewerSchemaSql() const {
     return "INSERT INTO clawguard_schema_version (version, applied_ms) VALUES (99, 0)";
   }
@@ -429,6 +441,71 @@ TYPED_TEST(SqliteLedgerTamperTest, LoweringOrDeletingTheAllowlistFloorIsTamperin
   const Status st = this->VerifyFile(anchored);                               // … that the anchor refuses
   EXPECT_EQ(st.reason(), Reason::kLedgerTampered);
   EXPECT_NE(st.message().find("seq 5"), std::string::npos) << st.message();
+}
+
+
+namespace {
+
+// RewriteSql rewrites every row from |from| (1-based) on, as an attacker re-chaining after an edit
+// of row |from|'s version would: UPDATEs for the edited chain.
+std::string RewriteSql(std::vector<LedgerRow> rows, size_t from, const std::string& new_version) {
+  rows[from - 1].version = new_version;
+  std::string sql;
+  for (size_t i = from - 1; i < rows.size(); ++i) {
+    rows[i].prev_hash = i == 0 ? std::string(64, '0') : rows[i - 1].hash;
+    rows[i].hash = LedgerRowHash(rows[i]);
+    sql += "UPDATE ledger SET version = '" + rows[i].version + "', prev_hash = '" + rows[i].prev_hash +
+           "', hash = '" + rows[i].hash + "' WHERE seq = " + std::to_string(rows[i].seq) + "; ";
+  }
+  return sql;
+}
+
+}  // namespace
+
+// The chain is checked again inside Record's transaction against the caller's anchors: a rewrite
+// committed after the caller's check (the race an outside review won) is refused, nothing is
+// written, and no head that extends the rewritten chain is ever returned.
+TYPED_TEST(SqliteLedgerTest, RecordRefusesAChainThatNoLongerHoldsTheCallersAnchor) {
+  auto l = this->OpenLedger();
+  ASSERT_TRUE(l->Record(LedgerKind::kDeploy, "acme-orders", "1.0.0", kA).ok());
+  ASSERT_TRUE(l->Record(LedgerKind::kDeploy, "acme-orders", "2.0.0", kB).ok());
+  const LedgerCheckpoint anchor = l->Head().value();
+  this->Exec(RewriteSql(l->ReadAll().value(), 2, "0.9.0"));  // the 2.0.0 floor is gone, re-chained
+  ASSERT_TRUE(VerifyLedgerChain(l->ReadAll().value(), std::nullopt).ok());
+  LedgerRecordRules rules;
+  rules.anchors = {anchor};
+  auto r = l->Record(LedgerKind::kAttempt, "acme-billing", "1.0.0", kC, rules);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().reason(), Reason::kLedgerTampered) << r.error().ToString();
+  EXPECT_EQ(l->ReadAll().value().size(), 2u);
+  // Also the no-op path: an identical row never reports the rewritten head.
+  auto same = l->Record(LedgerKind::kDeploy, "acme-orders", "1.0.0", kA, rules);
+  ASSERT_FALSE(same.ok());
+  EXPECT_EQ(same.error().reason(), Reason::kLedgerTampered);
+}
+
+// A trigger or a view could answer Record's reads with one chain and keep another: the ledger is
+// kept in plain tables only.
+TYPED_TEST(SqliteLedgerTest, RecordRefusesATriggerOnTheLedger) {
+  { ASSERT_TRUE(this->OpenLedger()->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kA).ok()); }
+  this->Exec(this->factory_.TriggerSql());
+  auto l = this->OpenLedger();
+  auto r = l->Record(LedgerKind::kRelease, "acme-orders", "1.1.0", kB);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().reason(), Reason::kLedgerTampered) << r.error().ToString();
+}
+
+TYPED_TEST(SqliteLedgerTest, RecordRefusesALedgerThatIsAView) {
+  { ASSERT_TRUE(this->OpenLedger()->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kA).ok()); }
+  this->Exec(this->factory_.ViewSql());
+  auto l = this->factory_.Open(this->clock_);
+  if (!l.ok()) {  // refusing the database at open is as good
+    EXPECT_NE(l.error().reason(), Reason::kOk);
+    return;
+  }
+  auto r = (*l)->Record(LedgerKind::kRelease, "acme-orders", "1.1.0", kB);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().reason(), Reason::kLedgerTampered) << r.error().ToString();
 }
 
 }  // namespace
