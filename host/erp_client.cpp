@@ -514,6 +514,7 @@ struct ErpClient::Impl {
   Target target;
   std::chrono::milliseconds timeout{0};
   SecretBytes auth;
+  bool keep_alive = true;
   std::optional<ssl::context> tls;  // declared before the pool: connections point into it
   std::mutex mu;
   std::vector<std::unique_ptr<Connection>> idle;  // guarded by mu
@@ -547,7 +548,7 @@ struct ErpClient::Impl {
       Suspend();
       return;
     }
-    if (!c->reusable() || Suspended()) return;
+    if (!keep_alive || !c->reusable() || Suspended()) return;
     std::lock_guard<std::mutex> lock(mu);
     if (idle.size() < limits::kMaxErpIdleConnections) idle.push_back(std::move(c));
   }
@@ -610,6 +611,7 @@ Result<std::unique_ptr<ErpClient>> ErpClient::Create(ErpClientOptions options) {
     impl->target = std::move(target);
     impl->timeout = options.timeout;
     impl->auth = std::move(options.auth);
+    impl->keep_alive = options.keep_alive;
     return std::unique_ptr<ErpClient>(new ErpClient(std::move(impl)));
   } catch (const std::exception& e) {
     return Status(Reason::kInternal, std::string("ERP client setup failed: ") + e.what());
@@ -647,7 +649,7 @@ Result<ErpReply> ErpClient::Send(std::string_view method, std::string_view path,
       req.set(http::field::authorization, beast::string_view(auth.data(), auth.size()));
     }
     req.body() = std::string(body);
-    req.keep_alive(true);
+    req.keep_alive(impl_->keep_alive);
     req.prepare_payload();
 
     const bool repeatable = headers.Has("Idempotency-Key") || method == "GET" || method == "HEAD" ||

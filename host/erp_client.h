@@ -38,6 +38,13 @@ struct ErpClientOptions {
   std::chrono::milliseconds timeout{5000};  // one deadline per call: connect, TLS, write, read
   std::string ca_file;  // PEM roots the ERP's certificate must chain to (https only; required)
   SecretBytes auth;     // sent as the Authorization header value; never logged, never in errors
+  // keep_alive: reuse connections (host.yaml erp.keep_alive, default true). WARNING: HTTP/1.1
+  // answers carry no request id, so an ERP that sends a second answer to one request *after* the
+  // connection was reused makes that answer indistinguishable from the next call's; the client
+  // detects it only afterwards (stray bytes) and then stops reusing connections for
+  // kErpKeepAliveSuspendMs. With false every call opens its own connection and asks the ERP to
+  // close it (Connection: close), so no answer can ever be taken for another call's.
+  bool keep_alive = true;
 };
 
 // ErpReply is the ERP's answer, whatever its status (4xx and 5xx are answers, not errors).

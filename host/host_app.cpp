@@ -226,6 +226,7 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
   erp_options.timeout = c.erp.timeout;
   erp_options.ca_file = c.erp.ca;
   erp_options.auth = c.erp.auth.Clone();
+  erp_options.keep_alive = c.erp.keep_alive;
   CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<ErpClient> client, ErpClient::Create(std::move(erp_options)));
   app->sender_ = MakeErpSender(std::move(client));
 

@@ -208,6 +208,9 @@ Result<ErpConfig> ReadErp(Reader& r, YamlMap& top) {
   if (m.Has("allow_plaintext")) {
     CLAWGUARD_ASSIGN_OR_RETURN(c.allow_plaintext, m.Bool("allow_plaintext"));
   }
+  if (m.Has("keep_alive")) {
+    CLAWGUARD_ASSIGN_OR_RETURN(c.keep_alive, m.Bool("keep_alive"));
+  }
   if (config_internal::IsPlaintextOffHost(c.base_url) && !c.allow_plaintext) {
     return m.Error(m.node()["base_url"], "base_url",
                    "http:// to a host that is not loopback sends erp.auth (a bearer credential) and every "

@@ -120,6 +120,9 @@ struct ErpConfig {
   // this set (the bearer credential then crosses the network in clear; `clawguard audit` reports it
   // as high).
   bool allow_plaintext = false;
+  // erp.keep_alive (default true): reuse connections to the ERP; false opens one per call (see
+  // ErpClientOptions::keep_alive for what keep-alive cannot rule out).
+  bool keep_alive = true;
 };
 
 struct BreakerSpec {

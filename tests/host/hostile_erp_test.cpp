@@ -58,6 +58,7 @@ struct HostileCase {
   // its next ask overlaps it and the ERP answers 409 "in progress" — asked again, never stored.
   bool slower_than_the_timeout = false;
   const char* execution = "threads";  // listen.execution (fibers: SQLite only)
+  bool keep_alive = true;              // erp.keep_alive
 };
 
 const HostileCase kCases[] = {
@@ -65,6 +66,9 @@ const HostileCase kCases[] = {
     {"Slow", HostileMode::kSlow, 1'500},
     {"Interim", HostileMode::kInterim, 90},
     {"DoubleAnswer", HostileMode::kDoubleAnswer},
+    // A second answer that may arrive after the connection was reused: only a connection per call
+    // (erp.keep_alive: false) rules out taking it for the next call's (ARCHITECTURE.md step 5).
+    {"LateSecondAnswerWithoutKeepAlive", HostileMode::kLateSecondAnswer, 0, 0, true, "5s", false, "threads", false},
     {"CloseMidBody", HostileMode::kCloseMidBody, 0, 1},
     {"Garbage", HostileMode::kGarbage, 0, 1},
     {"ConflictInFlight", HostileMode::kConflictInFlight, 1'500},
@@ -114,7 +118,8 @@ class HostileErpTest : public ::testing::TestWithParam<HostileCase> {
     const std::string from = "base_url: " + f_.erp().base_url() + "\n";
     const size_t at = yaml.find(from);
     ASSERT_NE(at, std::string::npos) << yaml;
-    yaml.replace(at, from.size(), "base_url: " + erp_->base_url() + "\n");
+    yaml.replace(at, from.size(),
+                 "base_url: " + erp_->base_url() + "\n" + (c.keep_alive ? "" : "  keep_alive: false\n"));
     // Short breaker cool-downs: a delivery whose ERP call got no answer fails (500) until the
     // worker has the answer, and the platform's retries would otherwise wait out 30 s.
     for (const auto& [breaker, shorter] :

@@ -24,6 +24,7 @@ constexpr std::pair<HostileMode, std::string_view> kNames[] = {
     {HostileMode::kSlow, "slow"},
     {HostileMode::kInterim, "interim"},
     {HostileMode::kDoubleAnswer, "double-answer"},
+    {HostileMode::kLateSecondAnswer, "late-second-answer"},
     {HostileMode::kCloseMidBody, "close-mid-body"},
     {HostileMode::kGarbage, "garbage"},
     {HostileMode::kConflictInFlight, "conflict-in-flight"},
@@ -339,7 +340,15 @@ bool HostileErp::Handle(int fd, const Request& r) {
       }
       return SendAll(fd, answer);
     }
-    case HostileMode::kDoubleAnswer: return SendAll(fd, answer) && SendAll(fd, answer);
+    // Two answers in one write: a client that reads past its answer, or checks an idle connection
+    // before reuse, sees the second one.
+    case HostileMode::kDoubleAnswer: return SendAll(fd, answer + answer);
+    // The second answer |delay| later (default 20 ms): with keep-alive it can reach a connection
+    // already reused for the next call, where no HTTP/1.1 client can tell it from that call's.
+    case HostileMode::kLateSecondAnswer:
+      if (!SendAll(fd, answer)) return false;
+      if (!SleepFor(options_.delay.count() > 0 ? options_.delay : std::chrono::milliseconds(20))) return false;
+      return SendAll(fd, answer);
     case HostileMode::kCloseMidBody:
       if (!TakeHostile(key)) return SendAll(fd, answer);
       (void)SendAll(fd, answer.substr(0, answer.size() - body.size() / 2));

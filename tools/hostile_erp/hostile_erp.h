@@ -17,7 +17,8 @@
 //                          on gets the stored answer; one whose key is in flight waits for it
 //   slow                   normal, answering |delay| after the request (the effect is at arrival)
 //   interim                100, 102 and 103 interim answers (|delay| / 3 apart) before every answer
-//   double-answer          every answer is written twice on the connection
+//   double-answer          every answer is written twice on the connection, in one write
+//   late-second-answer     every answer is written again |delay| later (default 20 ms)
 //   close-mid-body         the effect happens; the answer is cut after half its body, then closed
 //   garbage                the effect happens; the answer is bytes that are not HTTP, then closed
 //   conflict-in-flight     a request whose key is in flight gets 409 (Stripe's idempotency_error
@@ -56,6 +57,7 @@ enum class HostileMode {
   kSlow,
   kInterim,
   kDoubleAnswer,
+  kLateSecondAnswer,
   kCloseMidBody,
   kGarbage,
   kConflictInFlight,
@@ -64,7 +66,7 @@ enum class HostileMode {
 };
 inline constexpr HostileMode kAllHostileModes[] = {
     HostileMode::kNormal,       HostileMode::kSlow,    HostileMode::kInterim,
-    HostileMode::kDoubleAnswer, HostileMode::kCloseMidBody, HostileMode::kGarbage,
+    HostileMode::kDoubleAnswer, HostileMode::kLateSecondAnswer, HostileMode::kCloseMidBody, HostileMode::kGarbage,
     HostileMode::kConflictInFlight, HostileMode::kDedupAfterCompletion, HostileMode::kNeverAnswer};
 
 // HostileModeName returns the mode's name as listed above ("close-mid-body", …).
