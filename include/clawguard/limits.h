@@ -33,8 +33,8 @@ inline constexpr uint64_t kMaxChainLength = 8;           // certificates per sig
 inline constexpr uint64_t kMaxAllowlistEntries = 100000;
 inline constexpr uint64_t kMaxPathLength = 255;          // a packaged file's path
 inline constexpr uint64_t kMaxPinLength = 256;
-// A buffer reserved up front from a size the input declares (a tar header's size, a PKCS#11
-// attribute length) never exceeds this; bytes actually read may grow it within their own limits.
+// A buffer sized from a length an HSM declares (a PKCS#11 attribute) never exceeds this. (A tar
+// header's size is capped by the package's own budget instead: max_unpacked and max_ratio.)
 inline constexpr uint64_t kMaxDeclaredReservation = 64 * kMiB;
 
 // Certificates.
