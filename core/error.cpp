@@ -61,6 +61,7 @@ constexpr std::array kReasons = {
     ReasonInfo{Reason::kStoreUnavailable, "store_unavailable", "the store cannot be reached", 2},
     ReasonInfo{Reason::kPluginFailed, "plugin_failed", "the plugin failed or did not respond exactly once", 1},
     ReasonInfo{Reason::kPluginTimeout, "plugin_timeout", "the plugin exceeded its handler timeout", 1},
+    ReasonInfo{Reason::kErpPending, "erp_pending", "an ERP call of the event is in flight or queued; the host finishes it", 1},
     ReasonInfo{Reason::kExpiredKeySeen, "expired_key_seen", "a delivery arrived for a key past its retention", 1},
     ReasonInfo{Reason::kUsage, "usage", "the command line is not valid", 2},
     ReasonInfo{Reason::kConfigInvalid, "config_invalid", "a policy or configuration file was refused", 2},

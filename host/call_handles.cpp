@@ -1,7 +1,14 @@
 // call_handles.cpp — see call_handles.h.
 #include "host/call_handles.h"
 
+#include <openssl/rand.h>
+
 namespace clawguard::host {
+namespace {
+
+constexpr int kMaxDraws = 8;  // a collision among live handles is a 2^-50 event; 8 in a row: a broken RNG
+
+}  // namespace
 
 CallHandles& CallHandles::Global() {
   static auto* handles = new CallHandles;
@@ -9,32 +16,35 @@ CallHandles& CallHandles::Global() {
 }
 
 cg_call* CallHandles::Add(std::shared_ptr<cg_call> call) {
-  const uint64_t n = next_.fetch_add(1, std::memory_order_relaxed) & kCounterMask;
-  Shard& shard = shards_[n % kShards];
-  auto* handle = reinterpret_cast<cg_call*>(static_cast<uintptr_t>(kTag | n));  // NOLINT(performance-no-int-to-ptr)
-  std::lock_guard lock(shard.mu);
-  shard.live.emplace(n, std::move(call));
-  return handle;
+  for (int draw = 0; draw < kMaxDraws; ++draw) {
+    uint64_t bits = 0;
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(&bits), sizeof bits) != 1) return nullptr;
+    const uint64_t value = kTag | (bits & ~kTagMask);
+    Shard& shard = shards_[value % kShards];
+    std::lock_guard lock(shard.mu);
+    if (shard.live.emplace(value, call).second) {
+      return reinterpret_cast<cg_call*>(static_cast<uintptr_t>(value));  // NOLINT(performance-no-int-to-ptr)
+    }
+  }
+  return nullptr;
 }
 
 std::shared_ptr<cg_call> CallHandles::Find(const cg_call* handle) {
   const auto value = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
-  if ((value & ~kCounterMask) != kTag) return nullptr;
-  const uint64_t n = value & kCounterMask;
-  Shard& shard = shards_[n % kShards];
+  if ((value & kTagMask) != kTag) return nullptr;
+  Shard& shard = shards_[value % kShards];
   std::lock_guard lock(shard.mu);
-  const auto it = shard.live.find(n);
+  const auto it = shard.live.find(value);
   return it == shard.live.end() ? nullptr : it->second;
 }
 
 void CallHandles::Retire(const cg_call* handle) {
   const auto value = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
-  if ((value & ~kCounterMask) != kTag) return;
-  const uint64_t n = value & kCounterMask;
+  if ((value & kTagMask) != kTag) return;
   std::shared_ptr<cg_call> last;  // freed after the lock is released (declared first: destroyed last)
-  Shard& shard = shards_[n % kShards];
+  Shard& shard = shards_[value % kShards];
   std::lock_guard lock(shard.mu);
-  if (const auto it = shard.live.find(n); it != shard.live.end()) {
+  if (const auto it = shard.live.find(value); it != shard.live.end()) {
     last = std::move(it->second);
     shard.live.erase(it);
   }

@@ -3,6 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
+#include "clawguard/limits.h"
 #include "clawguard/sha256.h"
 #include "host/host_metrics.h"
 #include "host/idempotency_key.h"
@@ -53,6 +56,10 @@ void ErpGateway::Audit(std::string_view event, std::string_view method, std::str
   Emit(env_, j);
 }
 
+int64_t ErpGateway::PendingIn(int64_t due_ms) const {
+  return std::max<int64_t>(due_ms - env_.clock->NowMillis(), 1);
+}
+
 int ErpGateway::Reply(int status, std::string body, cg_bytes* reply) {
   replies_.push_back(std::move(body));
   if (reply != nullptr) *reply = cg_bytes{replies_.back().data(), replies_.back().size()};
@@ -62,6 +69,15 @@ int ErpGateway::Reply(int status, std::string body, cg_bytes* reply) {
 int ErpGateway::Call(std::string_view method, std::string_view path, std::string_view body, cg_bytes* reply) {
   if (reply != nullptr) *reply = cg_bytes{nullptr, 0};
   if (latched_ != 0) return latched_;
+  outcome_.pending_in_ms = 0;  // describes the last call only
+  if (body.size() > limits::kMaxErpRequestBody) {
+    ++outcome_.denied;
+    Metric(env_, "", ErpCallOutcome::kDenied);
+    Audit("erp_call_denied", method, path, -1,
+          "a body of " + std::to_string(body.size()) + " bytes; at most " +
+              std::to_string(limits::kMaxErpRequestBody) + " are sent");
+    return CG_DENIED;
+  }
 
   // 1. The exact method and path that would be sent; nothing else is ever sent.
   const std::optional<std::string_view> capability = caps_.Match(method, path);
@@ -133,6 +149,7 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
           return Reply(appended->row.reply_status, appended->row.reply_body, reply);
         case OutboxState::kPending:
         case OutboxState::kSent:
+          outcome_.pending_in_ms = PendingIn(appended->row.next_attempt_ms);
           return CG_DEFERRED;
         case OutboxState::kHeld:
           ++outcome_.held;
@@ -156,6 +173,7 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
   // breaker may let it through); the worker retries whatever is not final.
   if (!gate.allowed) {
     CountNotSent(env_, target, gate);
+    outcome_.pending_in_ms = PendingIn(gate.defer_to_ms);
     return CG_UNAVAILABLE;
   }
   ErpReply answer;
@@ -163,6 +181,9 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
     case SendResult::kAnswered:
       return Reply(answer.status, std::move(answer.body), reply);
     case SendResult::kRetryLater:
+      // Released to the retry worker, due after the first backoff (erp_send.h).
+      outcome_.pending_in_ms = std::max<int64_t>(env_.retry.BackoffMs(1), 1);
+      return CG_UNAVAILABLE;
     case SendResult::kDead:
     case SendResult::kNotSent:
     case SendResult::kBusy:

@@ -28,6 +28,9 @@
 //      gateway-owned memory valid while the gateway lives; no answer, 5xx, 401, 403, 408, 425,
 //      429 or a 409 saying the key is in progress → CG_UNAVAILABLE, the row is released to
 //      RetryWorker (triage and DLQ entries: host/erp_send.h).
+// Before step 1, a body over limits::kMaxErpRequestBody is CG_DENIED (audited, nothing written).
+// Call reads |method|, |path| and |body| once each; the caller passes host-owned copies (a plugin
+// thread may rewrite its own buffers while the call runs: what is matched must be what is sent).
 // Once CG_FENCED or CG_MISMATCH was returned, every later call returns the same code.
 // An ErpGateway is used by one delivery; Call is NOT thread-safe (the dispatcher serialises calls
 // per cg_call). Store failures are CG_UNAVAILABLE.
@@ -70,6 +73,12 @@ struct GatewayOutcome {
   bool fenced = false;
   bool dead_lettered = false;
   std::string dead_letter_reason;  // "mismatch"
+  // pending_in_ms: the last erp_call left its row to the outbox — CG_DEFERRED (a row of an
+  // earlier run still pending or in flight) or CG_UNAVAILABLE after the row was written (no
+  // answer yet, or the gate refused the send) — and the row is next due this many ms after the
+  // call returned (at least 1; 0: not pending). A plugin that stops on such a call did not fail:
+  // the host answers 503 erp_pending.
+  int64_t pending_in_ms = 0;
 };
 
 class ErpGateway {
@@ -88,6 +97,7 @@ class ErpGateway {
   ErpGateway(const ErpEnv& env, const CapabilitySet& capabilities, ErpDelivery delivery)
       : env_(env), caps_(capabilities), delivery_(std::move(delivery)) {}
   int Reply(int status, std::string body, cg_bytes* reply);
+  int64_t PendingIn(int64_t due_ms) const;  // ms from now until |due_ms|, at least 1
   void Audit(std::string_view event, std::string_view method, std::string_view path, int64_t index,
              std::string_view detail) const;
 

@@ -12,12 +12,14 @@
 #include <thread>
 
 #include "clawguard/fiber.h"
+#include "clawguard/limits.h"
 #include "clawguard/thread_name.h"
 #include "host/call_handles.h"
 
 namespace {
 constexpr size_t kMaxContentType = 256;
 constexpr size_t kMaxLogMessage = 2048;
+constexpr size_t kMaxMethodLength = 16;  // longer than any method a capability names
 }  // namespace
 
 // cg_call is one delivery's context (plugin.h declares it opaque). Shared by the dispatcher and
@@ -54,16 +56,30 @@ struct cg_call {
 namespace clawguard::host {
 namespace {
 
+// PluginString copies a NUL-terminated string out of plugin memory, reading at most |max| + 1
+// bytes: a longer one comes back |max| + 1 bytes long, which no capability matches.
+std::string PluginString(const char* s, size_t max) { return std::string(s, strnlen(s, max + 1)); }
+
 int ErpCallFn(cg_call* handle, const char* method, const char* path, cg_bytes body, cg_bytes* reply) {
   if (reply != nullptr) *reply = cg_bytes{nullptr, 0};
+  // The arguments are checked before the handle is looked up: a malformed call answers the same
+  // for every handle, live or not.
+  if (method == nullptr || path == nullptr || (body.data == nullptr && body.len != 0)) return CG_DENIED;
   // A finished (or unknown) delivery: nothing of it is touched, nothing is written or sent.
   const std::shared_ptr<cg_call> call = CallHandles::Global().Find(handle);
   if (call == nullptr || call->abandoned.load() || call->closed.load()) return CG_FENCED;
-  if (method == nullptr || path == nullptr || (body.data == nullptr && body.len != 0)) return CG_DENIED;
   std::lock_guard lock(call->erp_mu);
   if (call->abandoned.load() || call->closed.load()) return CG_FENCED;
-  return call->gateway->Call(method, path, std::string_view(body.data == nullptr ? "" : body.data, body.len),
-                             reply);
+  // Copied once, before anything looks at them: another plugin thread may rewrite these buffers
+  // while the call runs, and the capability must be matched on exactly the bytes that are sent.
+  // An over-long body is not copied; the gateway refuses it by its length alone.
+  const std::string method_copy = PluginString(method, kMaxMethodLength);
+  const std::string path_copy = PluginString(path, limits::kMaxErpPathLength);
+  if (body.len > limits::kMaxErpRequestBody) {
+    return call->gateway->Call(method_copy, path_copy, std::string_view(body.data, body.len), reply);
+  }
+  const std::string body_copy = body.len == 0 ? std::string() : std::string(body.data, body.len);
+  return call->gateway->Call(method_copy, path_copy, body_copy, reply);
 }
 
 void RespondFn(cg_call* handle, int status, const char* content_type, cg_bytes body) {
@@ -156,6 +172,7 @@ DispatchReport Audited(const AuditFn& audit, const DispatchContext& ctx, Dispatc
   if (audit && report.outcome.kind != PluginOutcome::Kind::kAnswered && !report.outcome.abandoned) {
     const char* event = "plugin_failed";
     if (report.outcome.kind == PluginOutcome::Kind::kTimedOut) event = "plugin_timeout";
+    if (report.outcome.erp_pending_in_ms > 0) event = "erp_pending";  // stopped as plugin.h asks
     if (report.outcome.kind == PluginOutcome::Kind::kDeadLettered) event = "event_dead_lettered";
     nlohmann::json j = {{"event", event},
                         {"plugin", ctx.plugin},
@@ -257,6 +274,10 @@ DispatchReport ReportOf(const cg_call& call) {
                                                  "event dead-lettered: " + call.erp.dead_letter_reason);
   } else if (call.rc != 0) {
     report.outcome = PluginOutcome::Failed("handle_webhook returned " + std::to_string(call.rc));
+    // Stopped on an ERP call the outbox still owns (plugin.h: return at once): not a failure of
+    // the plugin; the host finishes the call and a later delivery is answered from its row.
+    report.outcome.erp_pending_in_ms = call.erp.pending_in_ms;
+    if (call.erp.pending_in_ms != 0) report.outcome.detail += " after an ERP call the outbox still owns";
   } else if (call.responds != 1) {
     report.outcome = PluginOutcome::Failed("respond() was called " + std::to_string(call.responds) +
                                            " times; exactly once is required");
@@ -509,6 +530,7 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
   if (!gw.ok()) return {PluginOutcome::Failed(gw.error().message()), {}};
   call->gateway = std::move(gw).value();
   call->handle = CallHandles::Global().Add(call);  // retired by RunPlugin when the plugin returns
+  if (call->handle == nullptr) return {PluginOutcome::Failed("no call handle: the CSPRNG failed"), {}};
 
   const cg_plugin* plugin = entry.plugin;
   std::mutex* serial = entry.serial.get();

@@ -22,6 +22,7 @@ int ProblemStatus(Reason reason) {
     case Reason::kBreakerOpen: return 503;
     case Reason::kStoreUnavailable: return 503;
     case Reason::kPluginTimeout: return 503;
+    case Reason::kErpPending: return 503;
     case Reason::kPluginFailed: return 500;
     default: return 500;
   }
@@ -42,6 +43,7 @@ std::string_view ProblemTitle(Reason reason) {
     case Reason::kBreakerOpen: return "Circuit breaker open";
     case Reason::kStoreUnavailable: return "Store unavailable";
     case Reason::kPluginTimeout: return "Plugin timed out";
+    case Reason::kErpPending: return "ERP call pending";
     case Reason::kPluginFailed: return "Plugin failed";
     default: return "Internal error";
   }

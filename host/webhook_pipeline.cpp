@@ -26,6 +26,10 @@ Handled Refuse(WebhookOutcome outcome, Reason reason, std::string_view detail,
   return Handled{ProblemResponse(reason, detail, retry_after_s), outcome};
 }
 
+// kMaxErpPendingRetryAfterS caps erp_pending's Retry-After (a paused capability is due only
+// when an operator resumes it: platforms still get an answer to come back to).
+constexpr int64_t kMaxErpPendingRetryAfterS = 300;
+
 int64_t CeilSeconds(int64_t ms) { return std::max<int64_t>(1, (ms + 999) / 1000); }
 
 bool IsSignatureFailure(Reason r) {
@@ -60,6 +64,7 @@ std::string_view WebhookOutcomeName(WebhookOutcome o) {
     case WebhookOutcome::kNotStored: return "not_stored";
     case WebhookOutcome::kPluginFailed: return "plugin_failed";
     case WebhookOutcome::kPluginTimeout: return "plugin_timeout";
+    case WebhookOutcome::kErpPending: return "erp_pending";
     case WebhookOutcome::kFenced: return "fenced";
     case WebhookOutcome::kDeadLettered: return "dead_lettered";
     case WebhookOutcome::kRateLimited: return "rate_limited";
@@ -389,6 +394,14 @@ WebhookPipeline::Handled WebhookPipeline::GaveUp(const PipelineRoute& route, con
                   CeilSeconds(options_.lease.count()));
   }
   (void)store_.Release(key, token);  // best effort: the lease expires anyway
+  if (out.erp_pending_in_ms > 0) {
+    // The plugin stopped, as plugin.h asks, on an ERP call the outbox owns: the event is not
+    // poison (the per-key breaker does not count it) and is answered from the row once the host
+    // has finished the call. Until then a retry meets the same row.
+    return Refuse(WebhookOutcome::kErpPending, Reason::kErpPending,
+                  "an ERP call of this event is in flight or queued; the host finishes it; retry later",
+                  std::min<int64_t>(CeilSeconds(out.erp_pending_in_ms), kMaxErpPendingRetryAfterS));
+  }
   failure("plugin failed: " + out.detail);
   return Refuse(WebhookOutcome::kPluginFailed, Reason::kPluginFailed, "the plugin failed; the event may be retried");
 }
@@ -530,6 +543,8 @@ RedeliverResult WebhookPipeline::Redeliver(const std::string& plugin, const std:
       return {false, "the plugin failed"};
     case WebhookOutcome::kPluginTimeout:
       return {false, "the plugin timed out"};
+    case WebhookOutcome::kErpPending:
+      return {false, "an ERP call of the event is still in flight or queued; the host finishes it"};
     case WebhookOutcome::kFenced:
       return {false, "another worker took the event over while the plugin ran"};
     case WebhookOutcome::kTooLarge:

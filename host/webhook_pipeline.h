@@ -87,18 +87,23 @@ struct PluginOutcome {
   // abandoned: the dispatcher gave up on the delivery while the plugin ran and handed this
   // outcome to DispatchContext::on_abandon, which answered it; the caller does nothing more.
   bool abandoned = false;
+  // erp_pending_in_ms: kFailed right after an erp_call whose row the outbox still owns (in
+  // flight, queued for the retry worker, or waiting for a pause or breaker): 503 erp_pending with
+  // Retry-After until that row is due (GatewayOutcome::pending_in_ms); the per-key breaker does
+  // not count it. 0: a plain failure.
+  int64_t erp_pending_in_ms = 0;
 
   static PluginOutcome Answered(int status, std::string content_type, std::string body) {
-    return PluginOutcome{Kind::kAnswered, status, std::move(content_type), std::move(body), {}, {}, false};
+    return PluginOutcome{Kind::kAnswered, status, std::move(content_type), std::move(body), {}, {}, false, 0};
   }
   static PluginOutcome Failed(std::string detail) {
-    return PluginOutcome{Kind::kFailed, 0, {}, {}, std::move(detail), {}, false};
+    return PluginOutcome{Kind::kFailed, 0, {}, {}, std::move(detail), {}, false, 0};
   }
   static PluginOutcome TimedOut(std::string detail) {
-    return PluginOutcome{Kind::kTimedOut, 0, {}, {}, std::move(detail), {}, false};
+    return PluginOutcome{Kind::kTimedOut, 0, {}, {}, std::move(detail), {}, false, 0};
   }
   static PluginOutcome DeadLettered(std::string dlq_class, std::string detail) {
-    return PluginOutcome{Kind::kDeadLettered, 0, {}, {}, std::move(detail), std::move(dlq_class), false};
+    return PluginOutcome{Kind::kDeadLettered, 0, {}, {}, std::move(detail), std::move(dlq_class), false, 0};
   }
 };
 
@@ -128,7 +133,7 @@ using Dispatcher = std::function<PluginOutcome(const DispatchContext&)>;
 // WebhookOutcome labels what Handle did (metrics: webhook_requests_total{outcome}).
 enum class WebhookOutcome {
   kTooLarge, kNotFound, kAuthFailed, kKeyMissing, kFingerprintMismatch, kReplayed, kInProgress,
-  kStoreUnavailable, kProcessed, kNotStored, kPluginFailed, kPluginTimeout, kFenced, kDeadLettered,
+  kStoreUnavailable, kProcessed, kNotStored, kPluginFailed, kPluginTimeout, kErpPending, kFenced, kDeadLettered,
   kRateLimited,     // 429 rate_limited
   kBreakerOpen,     // 503 breaker_open
   kExpiredKeySeen,  // 409 expired_key_seen (tombstone hit; manual review)

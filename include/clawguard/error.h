@@ -68,6 +68,7 @@ enum class Reason {
   kStoreUnavailable,         // 503 / exit 2: the store cannot be reached
   kPluginFailed,             // 500: plugin returned non-zero or did not respond exactly once
   kPluginTimeout,            // 503: plugin exceeded handler_timeout
+  kErpPending,               // 503: the plugin stopped on an ERP call the outbox still owns
   kExpiredKeySeen,           // 409: tombstone hit after retention
 
   // ---- Generic (exit 2) ----

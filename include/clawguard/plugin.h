@@ -22,6 +22,8 @@ typedef enum {                      /* negative results of erp_call; >= 0 is the
   CG_FENCED = -6,                   /* this worker's lease was taken over: stop */
   CG_DEFERRED = -7,                 /* sent earlier and still pending (the host retries it): stop, retry later */
   CG_UNAVAILABLE = -8               /* timeout, TLS or connection failure, store down */
+                                    /* Stopping (non-zero) right after CG_DEFERRED, or CG_UNAVAILABLE whose call
+                                       the host still retries, is answered 503 erp_pending, not 500. */
 } cg_erp_result;                    /* CG_FENCED also: the delivery is over (returned or given up on) */
 
 typedef struct {
@@ -34,9 +36,11 @@ typedef struct {
   const cg_bytes *header_names, *header_values; size_t header_count;
 } cg_request;
 
-/* One delivery's context; opaque and not an address (never dereference it). Valid until
-   handle_webhook returns: a host call made with it later, from any thread, does nothing
-   (erp_call returns CG_FENCED, respond and log are ignored). */
+/* One delivery's context; opaque and not an address (never dereference it): 62 random bits, so
+   no plugin can guess another delivery's. Valid until handle_webhook returns: a host call made
+   with it later, from any thread, does nothing (erp_call returns CG_FENCED, respond and log are
+   ignored). erp_call copies method, path (at most 2048 bytes) and body (at most 1 MiB, else
+   CG_DENIED) once, and checks and sends that copy. */
 typedef struct cg_call cg_call;
 
 typedef struct {

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace clawguard::host {
 namespace {
@@ -52,6 +54,29 @@ TEST(CallHandlesTest, AnythingElseFindsNothing) {
   const uint64_t top = static_cast<uint64_t>(value) >> 47;
   EXPECT_NE(top, 0u);
   EXPECT_NE(top, 0x1FFFFu);
+}
+
+// Handles come from the CSPRNG: no two of 4,096 live ones are within 2^20 (false alarm: ~2^-19;
+// a plugin cannot walk from its own handle to another), and none is a canonical address with
+// 4- or 5-level paging.
+TEST(CallHandlesTest, HandlesAreUnpredictableAndNeverCanonicalAddresses) {
+  CallHandles handles;
+  std::vector<uint64_t> values;
+  for (int i = 0; i < 4096; ++i) {
+    values.push_back(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handles.Add(FakeCall()))));
+  }
+  std::sort(values.begin(), values.end());
+  for (size_t i = 1; i < values.size(); ++i) {
+    EXPECT_GT(values[i] - values[i - 1], uint64_t{1} << 20) << "two handles within 2^20 of each other";
+  }
+  for (const uint64_t v : values) {
+    EXPECT_NE(v >> 47, 0u);
+    EXPECT_NE(v >> 47, 0x1FFFFu);
+    EXPECT_NE(v >> 56, 0u);  // 5-level paging: bits 63..56 not all equal
+    EXPECT_NE(v >> 56, 0xFFu);
+    EXPECT_EQ(handles.Find(reinterpret_cast<cg_call*>(v + 1)), nullptr);
+    EXPECT_EQ(handles.Find(reinterpret_cast<cg_call*>(v - 1)), nullptr);
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <thread>
 
+#include "clawguard/limits.h"
 #include "host/breaker.h"
 #include "host/capability_pauses.h"
 #include "host/host_metrics.h"
@@ -198,6 +199,21 @@ TEST_F(ErpGatewayTest, SameCallWithOtherBodyIsMismatch) {
   EXPECT_EQ(h_.erp().requests_total(), 1u);
 }
 
+// A body over limits::kMaxErpRequestBody is refused by its length: nothing written or sent, the
+// call index not used, audited.
+TEST_F(ErpGatewayTest, ABodyOverTheLimitIsDeniedByItsLength) {
+  auto g = Gateway(h_.Claim(key_));
+  const std::string big(limits::kMaxErpRequestBody + 1, 'x');
+  EXPECT_EQ(Call(*g, "POST", "/orders/7/fulfil", big, nullptr), CG_DENIED);
+  EXPECT_EQ(g->outcome().calls, 0);
+  EXPECT_EQ(g->outcome().pending_in_ms, 0);
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
+  EXPECT_EQ(h_.AuditCount("erp_call_denied"), 1u);
+  const std::string fits(limits::kMaxErpRequestBody, 'x');
+  EXPECT_NE(Call(*g, "POST", "/orders/7/fulfil", fits, nullptr), CG_DENIED);  // sent, whatever the ERP says
+  EXPECT_EQ(h_.erp().requests_total(), 1u);
+}
+
 TEST_F(ErpGatewayTest, FencedWriterIsRefusedAndSendsNothing) {
   const int64_t stale = h_.Claim(key_);
   const int64_t fresh = h_.Retry(key_, stale);
@@ -214,6 +230,7 @@ TEST_F(ErpGatewayTest, ErpDownIsUnavailableThenWorkerSendsOnceWithSameKey) {
   const int64_t t1 = h_.Claim(key_);
   auto g = Gateway(t1);
   EXPECT_EQ(Call(*g, "POST", "/orders/9/fulfil", "{}", nullptr), CG_UNAVAILABLE);
+  EXPECT_GT(g->outcome().pending_in_ms, 0);  // the worker owns the row now
   EXPECT_EQ(h_.erp().requests_total(), 0u);
   auto row = h_.outbox().Get(key_, 0);
   ASSERT_TRUE(row.ok() && row->has_value());
@@ -223,6 +240,7 @@ TEST_F(ErpGatewayTest, ErpDownIsUnavailableThenWorkerSendsOnceWithSameKey) {
   // A platform retry meanwhile: the call is pending, the plugin is told to stop.
   auto again = Gateway(h_.Retry(key_, t1));
   EXPECT_EQ(Call(*again, "POST", "/orders/9/fulfil", "{}", nullptr), CG_DEFERRED);
+  EXPECT_EQ(again->outcome().pending_in_ms, (*row)->next_attempt_ms - testing::kT0);
 
   auto worker = RetryWorker::Create(h_.env);
   ASSERT_TRUE(worker.ok());

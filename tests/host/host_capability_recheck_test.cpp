@@ -166,7 +166,7 @@ class HostCapabilityRecheckTest : public ::testing::Test {
     ASSERT_NO_FATAL_FAILURE(StartHost());
     const testing::Reply r = Deliver("msg_" + order, order);
     ASSERT_TRUE(r.ok);
-    ASSERT_EQ(r.status, 500) << "the plugin stops when its ERP call fails: " << r.body;
+    ASSERT_EQ(r.status, 503) << "the plugin stops on a call the outbox still owns: " << r.body;
     event_key_ = DeriveEventKey(2, "acme-orders", "order.created", "msg_" + order, order, HostFixture::OrderBody(order)).key;
     StopHost();
     const std::optional<OutboxRow> row = FulfilRow();
@@ -244,7 +244,7 @@ TEST_F(HostCapabilityRecheckTest, APauseSetWhileARowWaitsForItsRetrySendsNothing
   ASSERT_NO_FATAL_FAILURE(StartHost());
   const testing::Reply r = Deliver("msg_RPAUSE", "RPAUSE");
   ASSERT_TRUE(r.ok);
-  ASSERT_EQ(r.status, 500) << r.body;
+  ASSERT_EQ(r.status, 503) << r.body;  // erp_pending: the row waits for its retry
 
   auto paused = RunClawguard({"capability", "pause", "acme-orders", kFulfil, "--store", Store()});
   ASSERT_EQ(paused.exit_code, 0) << paused.out << paused.err;

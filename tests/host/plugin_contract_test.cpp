@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "clawguard/fiber.h"
 #include "host/http_server.h"
@@ -218,6 +219,122 @@ TEST_F(PluginContractTest, ACgCallKeptPastItsDeliveryNamesNothing) {
     EXPECT_EQ(rows->size(), 1u);  // and never written
     EXPECT_EQ(h_.AuditCount("late log"), 0u);
   }
+}
+
+// DeliveryContext is a claimed delivery of |request| for the dispatcher (inline when |inline_dispatch|).
+DispatchContext DeliveryContext(const std::string& key, int64_t token, const std::string& id,
+                                const HttpRequest* request) {
+  DispatchContext ctx;
+  ctx.plugin = kPlugin;
+  ctx.route = kRoute;
+  ctx.event_key = key;
+  ctx.fencing_token = token;
+  ctx.webhook_id = id;
+  ctx.request = request;
+  ctx.renew_lease = [] { return true; };
+  return ctx;
+}
+
+// A plugin walks the neighbourhood of its own cg_call handle, 2 × 65,536 guesses, while another
+// delivery (another plugin's) is parked inside handle_webhook: no guess names a live delivery,
+// so nothing is sent, answered or logged for the parked one, and a malformed call answers the
+// same for a live handle and a guessed one (no liveness oracle).
+TEST_F(PluginContractTest, NoPluginCanGuessAnotherDeliverysHandle) {
+  TestPlugins::Get().Open("hang");
+  volatile int* release = TestPlugins::Get().Symbol<volatile int>("hang", "hang_release");
+  volatile int* hang_result = TestPlugins::Get().Symbol<volatile int>("hang", "hang_erp_result");
+  volatile int* entered = TestPlugins::Get().Symbol<volatile int>("hang", "hang_entered");
+  __atomic_store_n(release, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(hang_result, 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(entered, 0, __ATOMIC_SEQ_CST);
+  auto victim = Dispatcher("hang");
+  auto snoop = Dispatcher("snoop");
+  const std::string victim_key = Sha256Hex("victim");
+  const int64_t victim_token = h_.Claim(victim_key);
+  ASSERT_NE(victim_token, 0);
+  const HttpRequest victim_request = Signed("msg_victim", "{}");
+  DispatchReport victim_report;
+  std::thread victim_thread([&] {
+    victim_report = victim->DispatchDetailed(DeliveryContext(victim_key, victim_token, "msg_victim", &victim_request));
+  });
+  ASSERT_TRUE(WaitFor([&] { return __atomic_load_n(entered, __ATOMIC_SEQ_CST) != 0; }));
+
+  const std::string key = Sha256Hex("snoop");
+  const int64_t token = h_.Claim(key);
+  ASSERT_NE(token, 0);
+  const HttpRequest request = Signed("msg_snoop", "{}");
+  const DispatchReport report = snoop->DispatchDetailed(DeliveryContext(key, token, "msg_snoop", &request));
+  ASSERT_EQ(report.outcome.kind, PluginOutcome::Kind::kAnswered) << report.outcome.detail;
+  EXPECT_EQ(report.outcome.body, "{\"probes\":131072,\"hits\":0}");
+  EXPECT_EQ(*TestPlugins::Get().Symbol<volatile int>("snoop", "snoop_oracle_differs"), 0);
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
+  EXPECT_EQ(h_.AuditCount("snooped"), 0u);
+
+  __atomic_store_n(release, 1, __ATOMIC_SEQ_CST);
+  victim_thread.join();
+  ASSERT_EQ(victim_report.outcome.kind, PluginOutcome::Kind::kAnswered) << victim_report.outcome.detail;
+  EXPECT_EQ(victim_report.outcome.body, "{\"late\":true}");  // its own answer, not the snoop's
+  EXPECT_EQ(h_.erp().requests_total(), 1u);                   // only its own call
+  auto rows = h_.outbox().ListEvent(victim_key);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].path, "/orders/1/fulfil");
+}
+
+// A plugin thread rewrites the path buffer while erp_call runs, between an allowed path and one
+// no capability allows: the host matches and sends one copy, so the ERP only ever receives paths
+// the capability allows, and every other call is refused as CG_DENIED.
+TEST_F(PluginContractTest, APathRewrittenDuringTheCallIsNeverSentUnchecked) {
+  auto d = Dispatcher("flip");
+  const std::string key = Sha256Hex("flip");
+  const int64_t token = h_.Claim(key);
+  ASSERT_NE(token, 0);
+  const HttpRequest request = Signed("msg_flip", "{}");
+  const DispatchReport report = d->DispatchDetailed(DeliveryContext(key, token, "msg_flip", &request));
+  ASSERT_EQ(report.outcome.kind, PluginOutcome::Kind::kAnswered) << report.outcome.detail;
+  const int denied = *TestPlugins::Get().Symbol<volatile int>("flip", "flip_denied");
+  const std::vector<ht::RecordedRequest> sent = h_.erp().requests();
+  EXPECT_EQ(sent.size() + static_cast<size_t>(denied), 400u);
+  for (const ht::RecordedRequest& r : sent) {
+    EXPECT_EQ(r.path, "/orders/1/fulfil") << "a path no capability check saw was sent";
+  }
+  auto rows = h_.outbox().ListEvent(key);
+  ASSERT_TRUE(rows.ok());
+  for (const OutboxRow& row : *rows) EXPECT_EQ(row.path, "/orders/1/fulfil");
+}
+
+// A plugin that stops, as plugin.h asks, on an ERP call the outbox still owns did not fail: the
+// answer is 503 erp_pending with Retry-After (the call unanswered, then in flight on a retry),
+// never 500; once the host's worker has the ERP's answer, the next delivery is answered from the
+// row, and the ERP saw the call once.
+TEST_F(PluginContractTest, StoppingOnACallTheOutboxOwnsIs503ErpPendingNotAFailure) {
+  auto d = Dispatcher("fulfil");
+  auto pipeline = Pipeline(d);
+  auto server = Serve(*pipeline);
+  h_.sender().down = true;
+  for (int attempt = 0; attempt < 2; ++attempt) {  // unanswered, then CG_DEFERRED
+    const ht::RawResponse r = Post(server->port(), SignedWire("msg_pending", "{}"));
+    ASSERT_TRUE(r.ok);
+    EXPECT_EQ(r.status, 503) << r.body;
+    EXPECT_NE(r.body.find("erp_pending"), std::string::npos) << r.body;
+    const std::string retry_after(r.headers.Get("Retry-After").value_or(""));
+    EXPECT_FALSE(retry_after.empty());
+    EXPECT_GE(std::atoi(retry_after.c_str()), 1) << retry_after;
+    EXPECT_LE(std::atoi(retry_after.c_str()), 300) << retry_after;
+  }
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
+  h_.sender().down = false;
+  auto worker = RetryWorker::Create(h_.env);
+  ASSERT_TRUE(worker.ok());
+  auto drained = (*worker)->DrainPending(ht::kT0 + 3'600'000);
+  ASSERT_TRUE(drained.ok());
+  EXPECT_EQ(drained->answered, 1);
+  const ht::RawResponse done = Post(server->port(), SignedWire("msg_pending", "{}"));
+  ASSERT_TRUE(done.ok);
+  EXPECT_EQ(done.status, 200) << done.body;
+  EXPECT_EQ(done.body, "{\"erp\":200}");
+  EXPECT_EQ(h_.erp().requests_total(), 1u);
+  EXPECT_EQ(h_.AuditCount("plugin_failed"), 0u);
 }
 
 // Only what the signature covers is shown: webhook-id and webhook-timestamp (under these names
