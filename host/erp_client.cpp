@@ -351,6 +351,19 @@ class Connection {
             http::async_read(*tls_, buffer_, parser, [done](beast::error_code e, size_t) { done(e); });
           });
         });
+    // Over TLS bytes after the answer can hide where buffer_ does not show them: decrypted inside
+    // OpenSSL, or as records not yet decrypted in the TLS layer's input. TlsAfterAnswer looks in
+    // every one of them, and the socket.
+    if (reply.ok() && !stray_) {
+      switch (TlsAfterAnswer()) {
+        case After::kNothing: break;
+        case After::kData:
+          stray_ = true;
+          reusable_ = false;
+          break;
+        case After::kClosed: reusable_ = false; break;
+      }
+    }
     deadline_.cancel();  // its handler (operation_aborted) runs in a later Run, as a no-op
     return reply;
   }
@@ -364,12 +377,21 @@ class Connection {
   // CheckIdle looks at the socket without blocking, before a pooled connection is reused: nothing
   // → kClean; end of stream or an error → kClosed (the ERP closed it: normal for keep-alive);
   // any byte → kStray (an answer nobody asked for, e.g. a second answer to the last request).
-  // Over https a byte may as well be a TLS record that is no answer (the close_notify of an idle
-  // close, a late session ticket): kClosed, dropped without suspending keep-alive.
+  // Over https a byte is a TLS record, which TlsAfterAnswer decrypts: application data → kStray,
+  // as over plain HTTP; a close_notify (the ERP's idle close) → kClosed, without suspending
+  // keep-alive; records that carry no data (a late session ticket) and nothing after → kClean.
+  // Nothing can wait inside the TLS layer here: the answer's own check left it empty.
   IdleState CheckIdle() {
     char byte = 0;
     const ssize_t n = ::recv(Lowest().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0) return tls_ ? IdleState::kClosed : IdleState::kStray;
+    if (n > 0 && !tls_) return IdleState::kStray;
+    if (n > 0) {
+      switch (TlsAfterAnswer()) {
+        case After::kNothing: return IdleState::kClean;
+        case After::kData: return IdleState::kStray;
+        case After::kClosed: return IdleState::kClosed;
+      }
+    }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return IdleState::kClean;
     return IdleState::kClosed;
   }
@@ -436,6 +458,54 @@ class Connection {
     stray_ = buffer_.size() != 0;
     reusable_ = msg.keep_alive() && !stray_;
     return reply;
+  }
+
+  // After tells what a TLS connection holds past the end of its last answer.
+  enum class After {
+    kNothing,  // nothing anywhere: the connection may be reused
+    kData,     // application data (or a part of a record): bytes nobody asked for
+    kClosed,   // a close_notify, the end of the stream, or a TLS error: the connection is over
+  };
+
+  // TlsAfterAnswer reads past the answer without waiting: one byte of application data, through
+  // the whole TLS stack, so whatever is there — plaintext OpenSSL decrypted and holds
+  // (SSL_pending), records in OpenSSL's or Asio's TLS input buffers, bytes on the socket — is
+  // processed in order. Records that carry no data (session tickets, key updates) are consumed;
+  // the read then waits for the socket, and is cancelled (kNothing), unless a record was left
+  // half-read (SSL_has_pending): a part of an answer nobody asked for (kData). Not for a
+  // connection with an operation in flight.
+  After TlsAfterAnswer() {
+    char byte = 0;
+    size_t got = 0;
+    beast::error_code result;
+    bool finished = false;
+    tls_->async_read_some(asio::buffer(&byte, 1), [&](beast::error_code ec, size_t n) {
+      result = ec;
+      got = n;
+      finished = true;
+    });
+    ioc_.restart();
+    ioc_.poll();  // runs what is ready (the read of what is buffered or on the socket), never waits
+    const bool waited = !finished;  // everything there was processed, and the read waited for more
+    if (waited) {
+      beast::error_code ignored;
+      Lowest().socket().cancel(ignored);
+      ioc_.restart();
+      while (!finished && ioc_.run_one() > 0) {
+      }
+      if (!finished) return After::kClosed;
+    }
+    if (got > 0) return After::kData;
+    // close_notify (eof), end of stream (stream_truncated), a TLS error, or the deadline.
+    if (!waited || result != asio::error::operation_aborted) return After::kClosed;
+    // The read consumed every whole record: anything left is a record cut short. SSL_pending and
+    // the input BIO are empty by then; they are checked all the same (fail closed).
+    SSL* ssl_handle = tls_->native_handle();
+    if (SSL_pending(ssl_handle) > 0 || SSL_has_pending(ssl_handle) == 1 ||
+        BIO_ctrl_pending(SSL_get_rbio(ssl_handle)) > 0) {  // get0: the BIO stays the session's
+      return After::kData;
+    }
+    return After::kNothing;
   }
 
   // ArmDeadline starts the exchange's one timer. When it fires it cancels what the socket has

@@ -1,7 +1,9 @@
 // hostile_erp_test.cpp — a real `clawguard host` (the signed example plugin, HostFixture) against
 // an ERP that misbehaves as real ERPs do (tools/hostile_erp, one mode per case): slow answers,
-// interim 1xx answers, two answers for one request, answers cut mid-body, garbage, 409 for a key
-// in flight (Stripe's marker, or a bare 409), keys deduplicated only after completion, no answer.
+// interim 1xx answers, two answers for one request (in one write or two, over http or https: over
+// TLS the second answer can hide inside the TLS layer), answers cut mid-body, garbage, 409 for a
+// key in flight (Stripe's marker, or a bare 409), keys deduplicated only after completion, no
+// answer.
 // Events are delivered as a platform does (concurrently, retried until an answer is stored), and
 // each case checks the core promise at the ERP and in the store:
 //   - exactly one effect per ERP call (per Idempotency-Key), one row per call;
@@ -28,6 +30,8 @@
 #include "hostile_erp/hostile_erp.h"
 #include "host/idempotency_key.h"
 #include "support/host_fixture.h"
+#include "support/temp_dir.h"
+#include "support/test_pki.h"
 #ifdef CLAWGUARD_TEST_PG
 #include "pg/support/pg_test_db.h"
 #include "postgresql/pg_conn.h"
@@ -59,6 +63,7 @@ struct HostileCase {
   bool slower_than_the_timeout = false;
   const char* execution = "threads";  // listen.execution (fibers: SQLite only)
   bool keep_alive = true;              // erp.keep_alive
+  bool tls = false;                    // the ERP speaks https (a test CA in erp.ca)
 };
 
 const HostileCase kCases[] = {
@@ -66,6 +71,12 @@ const HostileCase kCases[] = {
     {"Slow", HostileMode::kSlow, 1'500},
     {"Interim", HostileMode::kInterim, 90},
     {"DoubleAnswer", HostileMode::kDoubleAnswer},
+    {"DoubleAnswerTwoWrites", HostileMode::kDoubleAnswerTwoWrites},
+    // Over https the second answer is read with the first into the client's buffer (one record),
+    // or waits as a second record inside the TLS layer, where no socket check sees it.
+    {"DoubleAnswerOverTls", HostileMode::kDoubleAnswer, 0, 0, true, "5s", false, "threads", true, true},
+    {"DoubleAnswerTwoWritesOverTls", HostileMode::kDoubleAnswerTwoWrites, 0, 0, true, "5s", false, "threads", true,
+     true},
     // A second answer that may arrive after the connection was reused: only a connection per call
     // (erp.keep_alive: false) rules out taking it for the next call's (ARCHITECTURE.md step 5).
     {"LateSecondAnswerWithoutKeepAlive", HostileMode::kLateSecondAnswer, 0, 0, true, "5s", false, "threads", false},
@@ -82,6 +93,8 @@ const HostileCase kCases[] = {
     {"SlowWithFibers", HostileMode::kSlow, 1'500, 0, true, "5s", false, "fibers"},
     {"InterimWithFibers", HostileMode::kInterim, 90, 0, true, "5s", false, "fibers"},
     {"DoubleAnswerWithFibers", HostileMode::kDoubleAnswer, 0, 0, true, "5s", false, "fibers"},
+    {"DoubleAnswerTwoWritesOverTlsWithFibers", HostileMode::kDoubleAnswerTwoWrites, 0, 0, true, "5s", false, "fibers",
+     true, true},
 #endif
 };
 
@@ -103,6 +116,13 @@ class HostileErpTest : public ::testing::TestWithParam<HostileCase> {
     eo.delay = std::chrono::milliseconds(c.delay_ms);
     eo.hostile_requests = c.hostile_requests;
     eo.conflict_marker = c.marker;
+    testing::TestPki pki;
+    if (c.tls) {
+      std::string error;
+      ASSERT_TRUE(testing::MakeTestPki(pki_dir_.path().string(), "hostile-erp", &pki, &error)) << error;
+      eo.tls_cert = pki.leaf_cert;
+      eo.tls_key = pki.leaf_key;
+    }
     auto erp = HostileErp::Start(eo);
     ASSERT_TRUE(erp.ok()) << erp.error().ToString();
     erp_ = std::move(erp).value();
@@ -120,6 +140,12 @@ class HostileErpTest : public ::testing::TestWithParam<HostileCase> {
     ASSERT_NE(at, std::string::npos) << yaml;
     yaml.replace(at, from.size(),
                  "base_url: " + erp_->base_url() + "\n" + (c.keep_alive ? "" : "  keep_alive: false\n"));
+    if (c.tls) {  // erp.ca: the hostile ERP's test CA instead of the fixture's
+      const size_t ca = yaml.find("\n  ca: ");
+      ASSERT_NE(ca, std::string::npos) << yaml;
+      const size_t ca_end = yaml.find('\n', ca + 1);
+      yaml.replace(ca, ca_end - ca, "\n  ca: " + pki.ca_cert);
+    }
     // Short breaker cool-downs: a delivery whose ERP call got no answer fails (500) until the
     // worker has the answer, and the platform's retries would otherwise wait out 30 s.
     for (const auto& [breaker, shorter] :
@@ -182,6 +208,7 @@ class HostileErpTest : public ::testing::TestWithParam<HostileCase> {
 #ifdef CLAWGUARD_TEST_PG
   clawguard::testing::PgTestDb db_;
 #endif
+  clawguard::testing::TempDir pki_dir_;
   std::unique_ptr<HostileErp> erp_;
   HostFixture f_;
 };

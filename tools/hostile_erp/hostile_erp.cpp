@@ -4,7 +4,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,14 +20,25 @@
 #include <charconv>
 #include <cstring>
 
+#include "clawguard/ossl.h"
+
 namespace clawguard::tools {
 namespace {
+
+// The owners of this file's libssl handles (ossl.h holds libcrypto's only).
+struct SslCtxFree {
+  void operator()(SSL_CTX* p) const { SSL_CTX_free(p); }
+};
+struct SslFree {
+  void operator()(SSL* p) const { SSL_free(p); }
+};
 
 constexpr std::pair<HostileMode, std::string_view> kNames[] = {
     {HostileMode::kNormal, "normal"},
     {HostileMode::kSlow, "slow"},
     {HostileMode::kInterim, "interim"},
     {HostileMode::kDoubleAnswer, "double-answer"},
+    {HostileMode::kDoubleAnswerTwoWrites, "double-answer-two-writes"},
     {HostileMode::kLateSecondAnswer, "late-second-answer"},
     {HostileMode::kCloseMidBody, "close-mid-body"},
     {HostileMode::kGarbage, "garbage"},
@@ -42,17 +57,6 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
-}
-
-// SendAll writes |bytes| (false when the peer is gone).
-bool SendAll(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
 }
 
 std::string Answer(int status, std::string_view reason, std::string_view body, std::string_view extra, bool close) {
@@ -81,6 +85,78 @@ std::optional<HostileMode> HostileModeFromName(std::string_view name) {
   return std::nullopt;
 }
 
+struct HostileErp::TlsContext {
+  std::unique_ptr<SSL_CTX, SslCtxFree> ctx;
+};
+
+// Link is one connection's byte stream: the socket itself, or a TLS session over it. Used by the
+// connection's own thread only.
+class HostileErp::Link {
+ public:
+  Link(int fd, std::unique_ptr<SSL, SslFree> ssl) : fd_(fd), ssl_(std::move(ssl)) {}
+
+  int fd() const { return fd_; }
+
+  // Recv reads some bytes into |out|: their count, 0 at the end of the stream (over TLS: a
+  // close_notify or the socket's end), -1 on an error.
+  ssize_t Recv(char* out, size_t size) {
+    if (!ssl_) {
+      for (;;) {
+        const ssize_t n = ::recv(fd_, out, size, 0);
+        if (n < 0 && errno == EINTR) continue;
+        return n;
+      }
+    }
+    const int n = SSL_read(ssl_.get(), out, static_cast<int>(std::min<size_t>(size, INT32_MAX)));
+    if (n > 0) return n;
+    const int why = SSL_get_error(ssl_.get(), n);
+    ERR_clear_error();
+    return why == SSL_ERROR_ZERO_RETURN ? 0 : -1;
+  }
+
+  // Send writes |bytes| whole (false when the peer is gone). Over TLS one write of up to 16 KiB
+  // is one record.
+  bool Send(std::string_view bytes) {
+    while (!bytes.empty()) {
+      ssize_t n = 0;
+      if (ssl_) {
+        const int w = SSL_write(ssl_.get(), bytes.data(), static_cast<int>(std::min<size_t>(bytes.size(), INT32_MAX)));
+        if (w <= 0) {
+          ERR_clear_error();
+          return false;
+        }
+        n = w;
+      } else {
+        n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+      }
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+  // Cork holds what is written from now on (true) until it is released (false): several writes
+  // then leave in one segment and reach the client together.
+  void Cork(bool on) {
+    const int value = on ? 1 : 0;
+    (void)::setsockopt(fd_, IPPROTO_TCP, TCP_CORK, &value, sizeof value);
+  }
+
+  // Close ends the TLS session with a close_notify (over https) and closes the socket.
+  void Close() {
+    if (ssl_) {
+      (void)SSL_shutdown(ssl_.get());
+      ERR_clear_error();
+    }
+    ::close(fd_);
+  }
+
+ private:
+  const int fd_;
+  const std::unique_ptr<SSL, SslFree> ssl_;  // null for plain HTTP
+};
+
 struct HostileErp::Request {
   std::string method;
   std::string target;
@@ -89,6 +165,8 @@ struct HostileErp::Request {
   bool close = false;  // Connection: close, or HTTP/1.0
 };
 
+HostileErp::HostileErp(HostileErpOptions options) : options_(std::move(options)) {}
+
 Result<std::unique_ptr<HostileErp>> HostileErp::Start(HostileErpOptions options) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -96,7 +174,25 @@ Result<std::unique_ptr<HostileErp>> HostileErp::Start(HostileErpOptions options)
   if (::inet_pton(AF_INET, options.address.c_str(), &addr.sin_addr) != 1) {
     return Status(Reason::kConfigInvalid, "hostile erp: \"" + options.address + "\" is not an IPv4 address");
   }
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return Status(Reason::kConfigInvalid, "hostile erp: https needs both a certificate and its key");
+  }
+  std::unique_ptr<TlsContext> tls;
+  if (!options.tls_cert.empty()) {
+    tls = std::make_unique<TlsContext>();
+    tls->ctx.reset(SSL_CTX_new(TLS_server_method()));
+    if (!tls->ctx || SSL_CTX_set_min_proto_version(tls->ctx.get(), TLS1_2_VERSION) != 1) {
+      return Status(Reason::kInternal, "hostile erp: TLS setup failed: " + ossl::GetSslErrors());
+    }
+    if (SSL_CTX_use_certificate_chain_file(tls->ctx.get(), options.tls_cert.c_str()) != 1 ||
+        SSL_CTX_use_PrivateKey_file(tls->ctx.get(), options.tls_key.c_str(), SSL_FILETYPE_PEM) != 1 ||
+        SSL_CTX_check_private_key(tls->ctx.get()) != 1) {
+      return Status(Reason::kConfigInvalid, "hostile erp: expected a PEM certificate " + options.tls_cert +
+                                                " and its key " + options.tls_key + ": " + ossl::GetSslErrors());
+    }
+  }
   std::unique_ptr<HostileErp> erp(new HostileErp(std::move(options)));
+  erp->tls_ = std::move(tls);
   erp->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const int one = 1;
   socklen_t len = sizeof addr;
@@ -114,7 +210,9 @@ Result<std::unique_ptr<HostileErp>> HostileErp::Start(HostileErpOptions options)
 
 HostileErp::~HostileErp() { Stop(); }
 
-std::string HostileErp::base_url() const { return "http://" + options_.address + ":" + std::to_string(port_); }
+std::string HostileErp::base_url() const {
+  return (tls_ ? "https://" : "http://") + options_.address + ":" + std::to_string(port_);
+}
 
 void HostileErp::Stop() {
   {
@@ -152,18 +250,42 @@ void HostileErp::AcceptLoop() {
 }
 
 void HostileErp::Serve(int fd) {
+  // OpenSSL writes to the socket without MSG_NOSIGNAL: a client that is gone must be EPIPE for
+  // this thread, not SIGPIPE for the process.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+  std::unique_ptr<SSL, SslFree> ssl;
+  if (tls_) {
+    ssl.reset(SSL_new(tls_->ctx.get()));
+    if (!ssl || SSL_set_fd(ssl.get(), fd) != 1 || SSL_accept(ssl.get()) != 1) {
+      ERR_clear_error();
+      ssl.reset();
+      ::close(fd);
+      std::lock_guard lock(mu_);
+      open_fds_.erase(fd);
+      changed_.notify_all();
+      return;
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.connections;
+  }
+  Link link(fd, std::move(ssl));
   std::string buffer;
   char chunk[16 * 1024];
   // Read one request at a time; bytes after it (pipelining) stay in |buffer|.
   const auto fill = [&](size_t want) {
     while (buffer.size() < want) {
-      const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-      if (n < 0 && errno == EINTR) continue;
+      const ssize_t n = link.Recv(chunk, sizeof chunk);
       if (n <= 0) return false;
       buffer.append(chunk, static_cast<size_t>(n));
     }
     return true;
   };
+  int answers = 0;
   for (;;) {
     size_t end = buffer.find("\r\n\r\n");
     while (end == std::string::npos && buffer.size() <= kMaxHeaderBytes) {
@@ -203,15 +325,16 @@ void HostileErp::Serve(int fd) {
       }
     }
     if (bad) {
-      (void)SendAll(fd, Answer(400, "Bad Request", R"({"error":"bad framing"})", "", /*close=*/true));
+      (void)link.Send(Answer(400, "Bad Request", R"({"error":"bad framing"})", "", /*close=*/true));
       break;
     }
     if (!fill(end + 4 + length)) break;
     r.body = buffer.substr(end + 4, length);
     buffer.erase(0, end + 4 + length);
-    if (!Handle(fd, r) || r.close) break;
+    if (!Handle(link, r) || r.close) break;
+    if (options_.close_after_answers > 0 && ++answers >= options_.close_after_answers) break;
   }
-  ::close(fd);
+  link.Close();
   // Notified under the lock: once Stop sees the last descriptor gone, this thread touches
   // nothing of the server any more.
   std::lock_guard lock(mu_);
@@ -274,9 +397,15 @@ bool HostileErp::TakeHostile(const std::string& key) {
   return true;
 }
 
-bool HostileErp::Handle(int fd, const Request& r) {
+bool HostileErp::CountExtraAnswer() {
+  std::lock_guard lock(mu_);
+  ++stats_.extra_answers;
+  return true;
+}
+
+bool HostileErp::Handle(Link& link, const Request& r) {
   if (r.method == "GET" && r.target == "/_stats") {
-    return SendAll(fd, Answer(200, "OK", StatsJson(), "", r.close));
+    return link.Send(Answer(200, "OK", StatsJson(), "", r.close));
   }
   const std::string& key = r.key;
   std::string body;
@@ -315,8 +444,8 @@ bool HostileErp::Handle(int fd, const Request& r) {
         options_.conflict_marker
             ? R"({"error":{"message":"There is currently another in-progress request using this Idempotency-Key","type":"idempotency_error"}})"
             : R"({"error":"conflict"})";
-    return SendAll(fd, Answer(409, "Conflict", conflict_body, options_.conflict_marker ? "Retry-After: 1\r\n" : "",
-                              r.close));
+    return link.Send(Answer(409, "Conflict", conflict_body, options_.conflict_marker ? "Retry-After: 1\r\n" : "",
+                            r.close));
   }
   if (!replay && !key.empty() &&
       (options_.mode == HostileMode::kConflictInFlight || options_.mode == HostileMode::kDedupAfterCompletion)) {
@@ -330,53 +459,65 @@ bool HostileErp::Handle(int fd, const Request& r) {
   switch (options_.mode) {
     case HostileMode::kSlow:
       if (!SleepFor(options_.delay)) return false;
-      return SendAll(fd, answer);
+      return link.Send(answer);
     case HostileMode::kInterim: {
       const auto step = options_.delay / 3;
       for (std::string_view interim : {std::string_view("HTTP/1.1 100 Continue\r\n\r\n"),
                                        std::string_view("HTTP/1.1 102 Processing\r\n\r\n"),
                                        std::string_view("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n")}) {
-        if (!SendAll(fd, interim) || !SleepFor(step)) return false;
+        if (!link.Send(interim) || !SleepFor(step)) return false;
       }
-      return SendAll(fd, answer);
+      return link.Send(answer);
     }
     // Two answers in one write: a client that reads past its answer, or checks an idle connection
     // before reuse, sees the second one.
-    case HostileMode::kDoubleAnswer: return SendAll(fd, answer + answer);
+    case HostileMode::kDoubleAnswer:
+      if (!TakeHostile(key)) return link.Send(answer);
+      return link.Send(answer + answer) && CountExtraAnswer();
+    // Two writes (over https two TLS records) that reach the client together: the second one is
+    // already there, in the socket or inside the client's TLS layer, when the first is read.
+    case HostileMode::kDoubleAnswerTwoWrites: {
+      if (!TakeHostile(key)) return link.Send(answer);
+      link.Cork(true);
+      const bool sent = link.Send(answer) && link.Send(answer);
+      link.Cork(false);
+      return sent && CountExtraAnswer();
+    }
     // The second answer |delay| later (default 20 ms): with keep-alive it can reach a connection
     // already reused for the next call, where no HTTP/1.1 client can tell it from that call's.
     case HostileMode::kLateSecondAnswer:
-      if (!SendAll(fd, answer)) return false;
+      if (!TakeHostile(key)) return link.Send(answer);
+      if (!link.Send(answer)) return false;
       if (!SleepFor(options_.delay.count() > 0 ? options_.delay : std::chrono::milliseconds(20))) return false;
-      return SendAll(fd, answer);
+      return link.Send(answer) && CountExtraAnswer();
     case HostileMode::kCloseMidBody:
-      if (!TakeHostile(key)) return SendAll(fd, answer);
-      (void)SendAll(fd, answer.substr(0, answer.size() - body.size() / 2));
+      if (!TakeHostile(key)) return link.Send(answer);
+      (void)link.Send(answer.substr(0, answer.size() - body.size() / 2));
       return false;
     case HostileMode::kGarbage: {
-      if (!TakeHostile(key)) return SendAll(fd, answer);
+      if (!TakeHostile(key)) return link.Send(answer);
       static constexpr char kGarbage[] = "HTTP/1.1 2OO OKAY\r\n\x01\x02\xff garbage\r\n\r\n{\"ok\":";
-      (void)SendAll(fd, std::string_view(kGarbage, sizeof kGarbage - 1));
+      (void)link.Send(std::string_view(kGarbage, sizeof kGarbage - 1));
       return false;
     }
     case HostileMode::kNeverAnswer: {
-      if (!TakeHostile(key)) return SendAll(fd, answer);
+      if (!TakeHostile(key)) return link.Send(answer);
       // Hold the connection until the client gives up on it (or the server stops).
       char sink[4096];
       for (;;) {
-        pollfd p{fd, POLLIN, 0};
+        pollfd p{link.fd(), POLLIN, 0};
         const int n = ::poll(&p, 1, 200);
         {
           std::lock_guard lock(mu_);
           if (stopping_) return false;
         }
         if (n < 0 && errno != EINTR) return false;
-        if (n > 0 && ::recv(fd, sink, sizeof sink, 0) <= 0) return false;
+        if (n > 0 && link.Recv(sink, sizeof sink) <= 0) return false;
       }
     }
     case HostileMode::kNormal:
     case HostileMode::kConflictInFlight:
-    case HostileMode::kDedupAfterCompletion: return SendAll(fd, answer);
+    case HostileMode::kDedupAfterCompletion: return link.Send(answer);
   }
   return false;
 }
@@ -394,7 +535,9 @@ std::string HostileErp::StatsJson() const {
                  {"conflicts", k.conflicts}};
   }
   return nlohmann::json{{"mode", HostileModeName(options_.mode)},
+                        {"connections", s.connections},
                         {"requests", s.requests},
+                        {"extra_answers", s.extra_answers},
                         {"effects", s.effects},
                         {"keyless", s.keyless},
                         {"overlapping", s.overlapping},

@@ -12,12 +12,19 @@
 // `{"ok":true,"key":"<Idempotency-Key>","effect":<n>}`, so a caller can check that each stored
 // answer belongs to its own call.
 //
+// With a certificate and key (HostileErpOptions::tls_cert, tls_key) it speaks https (OpenSSL,
+// TLS 1.2 or 1.3) with the same modes: each write of an answer is one TLS record, so two writes
+// are two records.
+//
 // Modes (one per server; HostileErpOptions):
 //   normal                 an ERP that deduplicates keys on arrival: a request whose key was acted
 //                          on gets the stored answer; one whose key is in flight waits for it
 //   slow                   normal, answering |delay| after the request (the effect is at arrival)
 //   interim                100, 102 and 103 interim answers (|delay| / 3 apart) before every answer
 //   double-answer          every answer is written twice on the connection, in one write
+//   double-answer-two-writes
+//                          every answer is written twice, in two writes (over https two TLS
+//                          records) that leave together (TCP_CORK), so both reach the client at once
 //   late-second-answer     every answer is written again |delay| later (default 20 ms)
 //   close-mid-body         the effect happens; the answer is cut after half its body, then closed
 //   garbage                the effect happens; the answer is bytes that are not HTTP, then closed
@@ -27,8 +34,12 @@
 //   dedup-after-completion a key is recorded only when its request finished (after |delay|): a
 //                          request that arrives meanwhile is a second effect
 //   never-answer           the effect happens; no answer ever (held until the client closes)
-// close-mid-body, garbage and never-answer treat the first |hostile_requests| requests of each key
-// so (0: every request); later requests for the key get the stored answer, properly framed.
+// close-mid-body, garbage, never-answer, double-answer, double-answer-two-writes and
+// late-second-answer treat the first |hostile_requests| requests of each key so (0: every
+// request); later requests for the key get the stored answer, properly framed and once.
+// With |close_after_answers| N > 0 the ERP closes every connection right after its N-th answer
+// without announcing it (no Connection: close; over https a close_notify, then FIN), as an ERP
+// whose idle timeout fires at once.
 // `GET /_stats` answers StatsJson() and is not counted.
 //
 // Thread-safe. One thread per connection (at most kMaxConnections at once; more are closed).
@@ -57,6 +68,7 @@ enum class HostileMode {
   kSlow,
   kInterim,
   kDoubleAnswer,
+  kDoubleAnswerTwoWrites,
   kLateSecondAnswer,
   kCloseMidBody,
   kGarbage,
@@ -66,7 +78,8 @@ enum class HostileMode {
 };
 inline constexpr HostileMode kAllHostileModes[] = {
     HostileMode::kNormal,       HostileMode::kSlow,    HostileMode::kInterim,
-    HostileMode::kDoubleAnswer, HostileMode::kLateSecondAnswer, HostileMode::kCloseMidBody, HostileMode::kGarbage,
+    HostileMode::kDoubleAnswer, HostileMode::kDoubleAnswerTwoWrites, HostileMode::kLateSecondAnswer,
+    HostileMode::kCloseMidBody, HostileMode::kGarbage,
     HostileMode::kConflictInFlight, HostileMode::kDedupAfterCompletion, HostileMode::kNeverAnswer};
 
 // HostileModeName returns the mode's name as listed above ("close-mid-body", …).
@@ -81,6 +94,10 @@ struct HostileErpOptions {
   std::chrono::milliseconds delay{0};  // see the modes
   int hostile_requests = 0;            // see the modes (0: every request)
   bool conflict_marker = true;         // conflict-in-flight: say "idempotency_error" and Retry-After
+  int close_after_answers = 0;         // see the modes (0: never)
+  // tls_cert, tls_key: PEM files of the server certificate (chain) and its key; both set: https.
+  std::string tls_cert;
+  std::string tls_key;
 };
 
 // HostileKeyStats counts one Idempotency-Key's requests.
@@ -92,7 +109,9 @@ struct HostileKeyStats {
 };
 
 struct HostileErpStats {
-  size_t requests = 0;  // every request but GET /_stats
+  size_t connections = 0;  // accepted (over https: with a completed handshake)
+  size_t requests = 0;     // every request but GET /_stats
+  size_t extra_answers = 0;  // second answers written whole (the double-answer modes)
   size_t effects = 0;
   size_t keyless = 0;  // requests without an Idempotency-Key (each one an effect)
   size_t overlapping = 0;
@@ -108,21 +127,21 @@ class HostileErp {
   static constexpr size_t kMaxHeaderBytes = 64 * 1024;
   static constexpr size_t kMaxBodyBytes = 1024 * 1024;
 
-  // Start listens and serves until Stop. kConfigInvalid for a bad address; kInternal when it
-  // cannot listen.
+  // Start listens and serves until Stop. kConfigInvalid for a bad address, or a TLS certificate or
+  // key that cannot be loaded (or only one of them); kInternal when it cannot listen.
   static Result<std::unique_ptr<HostileErp>> Start(HostileErpOptions options);
   ~HostileErp();
   HostileErp(const HostileErp&) = delete;
   HostileErp& operator=(const HostileErp&) = delete;
 
   uint16_t port() const { return port_; }
-  // base_url is http://ADDRESS:PORT.
+  // base_url is http://ADDRESS:PORT, or https://ADDRESS:PORT with TLS.
   std::string base_url() const;
   HostileMode mode() const { return options_.mode; }
 
   HostileErpStats Stats() const;
-  // StatsJson is Stats() as one JSON object ({"mode", "requests", "effects", "keyless",
-  // "overlapping", "conflicts", "max_effects_per_key", "keys": {key: {…}}}).
+  // StatsJson is Stats() as one JSON object ({"mode", "connections", "requests", "extra_answers",
+  // "effects", "keyless", "overlapping", "conflicts", "max_effects_per_key", "keys": {key: {…}}}).
   std::string StatsJson() const;
 
   // Stop closes the listener and every connection, ends delays, and joins the threads.
@@ -130,11 +149,13 @@ class HostileErp {
 
  private:
   struct Request;
-  explicit HostileErp(HostileErpOptions options) : options_(std::move(options)) {}
+  struct TlsContext;  // the server's SSL_CTX (https only)
+  class Link;         // one connection: the socket, and its TLS session over https
+  explicit HostileErp(HostileErpOptions options);
   void AcceptLoop();
   void Serve(int fd);
-  // Handle answers one request on |fd|; false when the connection must close.
-  bool Handle(int fd, const Request& request);
+  // Handle answers one request on |link|; false when the connection must close.
+  bool Handle(Link& link, const Request& request);
   // Admit counts a request for |key| arriving; true when another one of the key is in flight.
   void Admit(const std::string& key);
   void Finish(const std::string& key);
@@ -146,8 +167,11 @@ class HostileErp {
   std::string WaitStored(const std::string& key);
   // TakeHostile counts a hostile treatment of |key|: true while it gets one (hostile_requests).
   bool TakeHostile(const std::string& key);
+  // CountExtraAnswer counts a second answer written whole; returns true.
+  bool CountExtraAnswer();
 
   const HostileErpOptions options_;
+  std::unique_ptr<TlsContext> tls_;  // set for https
   int listen_fd_ = -1;
   uint16_t port_ = 0;
   std::thread acceptor_;

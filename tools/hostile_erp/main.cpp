@@ -1,10 +1,11 @@
 // main.cpp — clawguard-hostile-erp: an ERP that misbehaves as real ERPs do (hostile_erp.h).
 //
 //   clawguard-hostile-erp --mode MODE [--address 127.0.0.1] [--port 0] [--delay-ms N]
-//                         [--hostile-requests N] [--bare-409]
+//                         [--hostile-requests N] [--bare-409] [--close-after-answers N]
+//                         [--tls-cert PEM --tls-key PEM]
 //
-// Listens, prints one JSON line on stdout
-//   {"event":"listening","port":PORT,"base_url":"http://127.0.0.1:PORT","mode":"MODE"}
+// Listens (https with --tls-cert and --tls-key), prints one JSON line on stdout
+//   {"event":"listening","port":PORT,"base_url":"http(s)://127.0.0.1:PORT","mode":"MODE"}
 // and serves until SIGTERM or SIGINT; then prints its counters (StatsJson) as one JSON line on
 // stderr and exits 0. `GET /_stats` answers the same counters while it runs. Exit 2 on a usage
 // or listen error.
@@ -35,9 +36,16 @@ int main(int argc, char** argv) {
                                          "interim: spread over the interim answers)")
       ->check(CLI::Range(0, 600'000));
   app.add_option("--hostile-requests", options.hostile_requests,
-                 "close-mid-body, garbage, never-answer: the first N requests of each key (0: all)")
+                 "close-mid-body, garbage, never-answer, double-answer, double-answer-two-writes, "
+                 "late-second-answer: the first N requests of each key (0: all)")
       ->check(CLI::Range(0, 1'000'000));
   app.add_flag("--bare-409", bare_409, "conflict-in-flight: a bare 409 without idempotency_error or Retry-After");
+  app.add_option("--close-after-answers", options.close_after_answers,
+                 "close every connection right after its N-th answer, unannounced (0: never)")
+      ->check(CLI::Range(0, 1'000'000));
+  app.add_option("--tls-cert", options.tls_cert, "PEM server certificate (chain): serve https")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", options.tls_key, "PEM key of --tls-cert")->check(CLI::ExistingFile);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
