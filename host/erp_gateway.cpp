@@ -182,7 +182,7 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
       return Reply(answer.status, std::move(answer.body), reply);
     case SendResult::kRetryLater:
       // Released to the retry worker, due after the first backoff (erp_send.h).
-      outcome_.pending_in_ms = std::max<int64_t>(env_.retry.BackoffMs(1), 1);
+      outcome_.pending_in_ms = std::max<int64_t>({env_.retry.BackoffMs(1), env_.send_timeout.count(), 1});
       return CG_UNAVAILABLE;
     case SendResult::kDead:
     case SendResult::kNotSent:

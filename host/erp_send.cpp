@@ -126,6 +126,15 @@ SendResult OnAuthFailure(const SendContext& c, const ErpTriage& t) {
 SendResult OnTransient(const SendContext& c, const ErpTriage& t) {
   const bool spent = c.attempt >= c.env.retry.attempts;
   c.Emit({{"event", spent ? "erp_call_dead" : "erp_call_retry"}, {"attempt", c.attempt}, {"detail", t.detail}});
+  if (!spent && t.outcome == ErpCallOutcome::kTimeout) {
+    // The request may still be running at the ERP, and an ERP that deduplicates a key only once
+    // its request finished would act on a resend too: wait at least erp.timeout more (the resend
+    // starts ≥ 2 × erp.timeout after this send did). An ERP slower than that is not told apart
+    // from a lost request — erp.timeout must exceed its worst processing time (ARCHITECTURE.md).
+    const int64_t backoff = c.env.retry.JitteredMs(c.env.retry.BackoffMs(c.attempt), DrawUniform01(c.env));
+    c.ReleaseTo(c.env.clock->NowMillis() + std::max<int64_t>(backoff, c.env.send_timeout.count()));
+    return SendResult::kRetryLater;
+  }
   if (!spent) {
     c.ReleaseAfterBackoff();
     return SendResult::kRetryLater;
