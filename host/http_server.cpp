@@ -78,8 +78,10 @@ class SessionBase : public std::enable_shared_from_this<SessionBase> {
   // RequestStop closes the connection if it is between requests; an answer in progress is
   // finished first (with Connection: close). Any thread.
   virtual void RequestStop() = 0;
-  // Shed closes the connection: the ConnectionTable doomed it while it was idle (and Busy refuses
-  // a doomed one, so no request of it is being handled). Any thread.
+  // Shed closes the connection: the ConnectionTable doomed it while it was idle — between
+  // requests, or unproven and writing an answer — and Busy refuses a doomed one, so no request of
+  // it is being handled. A write in progress ends with an error (the answer is dropped). Any
+  // thread.
   virtual void Shed() = 0;
 };
 
@@ -172,7 +174,10 @@ class Session final : public SessionBase {
   }
 
   void Shed() override {
-    asio::post(stream_.get_executor(), [self = Self()] { self->Abort(); });
+    asio::post(stream_.get_executor(), [self = Self()] {
+      if (self->writing_) return self->Reset();
+      self->Abort();
+    });
   }
 
  private:
@@ -198,11 +203,14 @@ class Session final : public SessionBase {
     std::lock_guard<std::mutex> lock(state_.mu);
     return state_.table->Busy(&entry_);
   }
-  // Release lists the connection as idle again (sheddable); |closing|: it is ending anyway (an
-  // answer with Connection: close, draining), so it goes first.
+  // Release lists the connection as idle again (sheddable). It goes first when |closing| (an
+  // answer with Connection: close, draining: it is ending anyway) or when it was answered without
+  // proving itself: a stranger that keeps asking must not stay younger than a new connection that
+  // has yet to send its first request (a platform's next delivery), as it would if it were put
+  // last each time it is answered.
   void Release(bool closing) {
     std::lock_guard<std::mutex> lock(state_.mu);
-    state_.table->Idle(&entry_, proven_ && !closing, /*first=*/closing);
+    state_.table->Idle(&entry_, proven_ && !closing, /*first=*/closing || !proven_);
   }
 
   void DoRead(bool first) {
@@ -274,10 +282,10 @@ class Session final : public SessionBase {
       std::variant<HttpResponse, Deferred> front = RunFront(state_.front, request);
       if (HttpResponse* answer = std::get_if<HttpResponse>(&front)) return Write(std::move(*answer));
       Deferred& later = std::get<Deferred>(front);
+      if (!later.start && !later.run) return Write(ProblemResponse(Reason::kInternal, "the request handler failed"));
       proven_ = true;  // handed on: for webhooks, authenticated and admitted
       if (later.start) return Start(later.start, std::move(request));
       run = std::move(later.run);
-      if (!run) return Write(ProblemResponse(Reason::kInternal, "the request handler failed"));
     }
     asio::post(*state_.handler_pool, [self = Self(), request = std::move(request), run = std::move(run)] {
       thread_local const bool named = (NameThisThread("cg-http-handler"), true);
@@ -308,6 +316,9 @@ class Session final : public SessionBase {
     // 401 without its token); a FrontHandler proves it by deferring (see OnRead).
     if (!state_.front && response.status >= 100 && response.status < 400) proven_ = true;
     bool close = force_close_ || !keep_alive_ || state_.stopping;
+    // A refusal ends an unproven connection: a peer that has shown nothing gets one answer per
+    // connection, not one per pipelined request (nginx likewise closes after a 400 or 413).
+    if (!proven_ && response.status >= 400) close = true;
     if (!ValidResponse(response)) {
       response = ProblemResponse(Reason::kInternal, "the request handler produced an invalid answer");
     }
@@ -318,10 +329,16 @@ class Session final : public SessionBase {
       Render(ProblemResponse(Reason::kInternal, "the request handler produced an invalid answer"), &close);
     }
     close_after_write_ = close;
+    // An unproven connection stays sheddable while its answer is written: nothing of its request
+    // is being handled any more (the front answered inline, or the plain Handler returned), and a
+    // peer that never reads must not pin the slot for write_timeout by letting answers pile up.
+    if (!proven_) Release(/*closing=*/close);
     Lowest().expires_after(state_.options.write_timeout);
+    writing_ = true;
     http::async_write(stream_, res_, [self = Self()](beast::error_code ec, size_t) {
       self->busy_ = false;
-      if (ec) return self->Abort();
+      self->writing_ = false;
+      if (ec) return self->Reset();
       if (self->close_after_write_) return self->DoClose();
       self->DoRead(/*first=*/false);
     });
@@ -370,6 +387,15 @@ class Session final : public SessionBase {
   }
 
   void Abort() { Lowest().close(); }
+  // Reset closes with a TCP reset, dropping what is left of an answer that can no longer be
+  // written whole (timed out, or shed while the peer was not reading): a plain close would leave
+  // the kernel holding the unsent bytes, and the peer a half-open connection, for minutes
+  // (nginx reset_timedout_connection).
+  void Reset() {
+    beast::error_code ec;
+    Lowest().socket().set_option(asio::socket_base::linger(true, 0), ec);
+    Abort();
+  }
 
   ServerState& state_;
   Stream stream_;
@@ -387,6 +413,7 @@ class Session final : public SessionBase {
   bool force_close_ = false;
   bool close_after_write_ = false;
   bool busy_ = false;  // a request was read and its answer is not yet written
+  bool writing_ = false;  // an answer's write is in progress
 };
 
 Result<ssl::context> MakeServerTls(const ServerTls& files) {

@@ -19,12 +19,18 @@
 // A new connection over either bound takes the place of an idle one — first one that has not
 // proven itself (no request handed on by the FrontHandler, which for webhooks means
 // authenticated and admitted, nor, with a plain Handler, answered below 400: a connection still in
-// its TLS handshake, waiting for or reading its first request, or answered only refusals), oldest
-// first; then a proven one idle between requests, least recently used first — of the same peer
-// when the per-peer bound is the one reached. A connection whose request is being handled or
+// its TLS handshake, waiting for or reading a request, or answered without proving itself): those
+// answered, most recently answered first, then the others, oldest first; then a proven one idle
+// between requests, least recently used first — of the same peer when the per-peer bound is the
+// one reached. An unproven connection counts as idle whatever it does, also while its answer is
+// written: a peer that pipelines requests and never reads cannot pin a slot with answers piling
+// up in the socket buffers (a connection shed mid-answer is reset, so the kernel drops what is
+// left unsent). A refusal (status ≥ 400) ends an unproven connection (`Connection: close`, the
+// pipelined rest drained unanswered). A proven connection whose request is being handled or
 // answered is never shed. With no idle connection to take, the new connection is closed at once
-// (refused). So idle and slow clients (slow loris) cannot hold every descriptor and stop accept:
-// a signed webhook always gets in. connection_stats() counts what was shed and refused.
+// (refused). So idle, slow (slow loris) and non-reading clients that have proven nothing cannot
+// hold every descriptor and stop accept: a signed webhook always gets in. connection_stats()
+// counts what was shed and refused.
 //
 // Limits (checked by the HTTP parser, before the Handler runs): a header block over max_headers
 // or a body over max_body is answered 413 application/problem+json (`request_too_large`) and the

@@ -39,6 +39,17 @@ std::optional<Mac> ComputeMac(const SecretBytes& key, std::string_view id, std::
   return mac;
 }
 
+// A refusal's detail quotes the peer's webhook-timestamp at most this far: leading zeros make a
+// number of any length, and a peer that has not authenticated must not choose how large each
+// refusal is (answers it never reads would fill the socket buffers sooner).
+constexpr size_t kMaxEchoedTimestamp = 64;
+
+// EchoedTimestamp is |ts| (decimal digits only: Verify checked) as a detail quotes it.
+std::string EchoedTimestamp(std::string_view ts) {
+  if (ts.size() <= kMaxEchoedTimestamp) return std::string(ts);
+  return std::string(ts.substr(0, kMaxEchoedTimestamp)) + "... (" + std::to_string(ts.size()) + " digits)";
+}
+
 // The three headers under their two names each, in the order their errors are reported.
 constexpr std::array<std::string_view, 3> kSuffixes = {"id", "timestamp", "signature"};
 constexpr std::array<std::string_view, 3> kStdNames = {"webhook-id", "webhook-timestamp", "webhook-signature"};
@@ -175,9 +186,9 @@ Result<VerifiedWebhook> WebhookVerifier::Verify(const HttpHeaders& headers, std:
   const int64_t tol_s = tolerance_.count() / 1000;
   const int64_t now_s = now_ms / 1000;
   if (ts > now_s + tol_s || ts < now_s - tol_s) {
-    return Status(Reason::kTimestampOutOfTolerance, "webhook-timestamp " + h.timestamp + " is outside ±" +
-                                                        std::to_string(tol_s) + " s of the host clock (" +
-                                                        std::to_string(now_s) + ")");
+    return Status(Reason::kTimestampOutOfTolerance, "webhook-timestamp " + EchoedTimestamp(h.timestamp) +
+                                                        " is outside ±" + std::to_string(tol_s) +
+                                                        " s of the host clock (" + std::to_string(now_s) + ")");
   }
 
   const auto cur = ComputeMac(current_, h.id, h.timestamp, body);

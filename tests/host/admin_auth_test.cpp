@@ -105,6 +105,12 @@ TEST(AdminAuthTest, GuardsARealListener) {
   ASSERT_TRUE(denied.ok);
   EXPECT_EQ(denied.status, 401);
   EXPECT_TRUE(denied.headers.Has("WWW-Authenticate"));
+  // A refusal ends a connection that has not proven itself (http_server.h); the client comes back
+  // on a new one.
+  EXPECT_EQ(denied.headers.Get("Connection"), "close");
+  EXPECT_TRUE(conn->WaitForClose());
+  conn = ht::RawConnection::Connect((*server)->port());
+  ASSERT_NE(conn, nullptr);
   ASSERT_TRUE(conn->Send(ht::SimpleRequest("GET", "/metrics", "", "Authorization: Bearer " + kToken + "\r\n")));
   ht::RawResponse allowed = conn->ReadResponse();
   ASSERT_TRUE(allowed.ok);

@@ -4,17 +4,25 @@
 // /readyz), bounds its listener below the descriptors it has, sheds idle strangers to let new
 // clients in, and keeps answering signed webhooks from 127.0.0.1 throughout; the main /readyz
 // says it sheds. Then one peer alone cannot hold more than listen.max_connections_per_peer.
+// HostBusyFloodE2eTest: strangers from 127.0.0.2–7 that pipeline forged deliveries (each with a
+// 15 KB webhook-timestamp) or health checks and never read the answers (PipelineFlood), more of
+// them than the listener holds, reconnecting at once when closed; signed webhooks from 127.0.0.1
+// are answered throughout, and a refusal quotes only a prefix of the timestamp.
 // What was measured is printed (connections held, descriptors, answers). No wall-clock asserts.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <filesystem>
 #include <iostream>
+#include <thread>
 
 #include "support/flood_client.h"
 #include "support/gate.h"
 #include "support/host_fixture.h"
+#include "support/pipeline_flood.h"
 #include "support/raw_client.h"
 
 namespace clawguard::host {
@@ -28,6 +36,18 @@ constexpr uint64_t kNoFile = 1024;
 constexpr int kFlood = 1100;
 constexpr int kDeliveries = 20;
 
+// AdminReady is the admin listener's detailed /readyz (null when it cannot be had).
+nlohmann::json AdminReady(const HostFixture& fixture) {
+  auto c = ht::RawConnection::Connect(fixture.admin_port());
+  if (c == nullptr || !c->Send(ht::SimpleRequest("GET", "/readyz", "",
+                                                 std::string("Authorization: Bearer ") + HostFixture::kAdminToken +
+                                                     "\r\n"))) {
+    return nullptr;
+  }
+  const ht::RawResponse r = c->ReadResponse();
+  return r.ok ? nlohmann::json::parse(r.body, nullptr, false) : nlohmann::json();
+}
+
 class HostFloodE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -37,16 +57,7 @@ class HostFloodE2eTest : public ::testing::Test {
     ASSERT_NO_FATAL_FAILURE(fixture_.Prepare(o));
     ASSERT_TRUE(fixture_.StartHost());
   }
-  nlohmann::json AdminReady() {
-    auto c = ht::RawConnection::Connect(fixture_.admin_port());
-    if (c == nullptr || !c->Send(ht::SimpleRequest("GET", "/readyz", "",
-                                                   std::string("Authorization: Bearer ") + HostFixture::kAdminToken +
-                                                       "\r\n"))) {
-      return nullptr;
-    }
-    const ht::RawResponse r = c->ReadResponse();
-    return r.ok ? nlohmann::json::parse(r.body, nullptr, false) : nlohmann::json();
-  }
+  nlohmann::json AdminReady() { return host::AdminReady(fixture_); }
   ht::RawResponse MainReady() {
     auto c = ht::RawConnection::Connect(fixture_.main_port());
     if (c == nullptr || !c->Send(ht::SimpleRequest("GET", "/readyz", ""))) return {};
@@ -158,6 +169,124 @@ TEST_F(HostFloodE2eTest, OnePeerCannotHoldMoreThanItsShare) {
             << after["connections"]["open"] << " (max_connections_per_peer " << per_peer << "), closed by the host "
             << held.closed << "\n";
 }
+
+// A forged delivery whose webhook-timestamp is 15,001 digits (a valid number, far out of
+// tolerance): its 401 would quote it whole if echoed values were not capped.
+std::string ForgedDelivery() {
+  return ht::SimpleRequest("POST", HostFixture::kRoutePath, "{}",
+                           "webhook-id: msg_forged\r\nwebhook-timestamp: " + std::string(15000, '0') +
+                               "1\r\nwebhook-signature: v1,AAAA\r\nContent-Type: application/json\r\n");
+}
+
+// What the strangers pipeline: forged deliveries (each answered 401, which ends the connection)
+// or health checks (each answered 200, which proves nothing: thousands of small answers).
+enum class Junk { kForgedDeliveries, kHealthChecks };
+
+std::string Name(Junk j) { return j == Junk::kForgedDeliveries ? "ForgedDeliveries" : "HealthChecks"; }
+std::string JunkName(const ::testing::TestParamInfo<Junk>& info) { return Name(info.param); }
+void PrintTo(Junk j, std::ostream* os) { *os << Name(j); }
+
+class HostBusyFloodE2eTest : public ::testing::Test {
+ protected:
+  static constexpr int kPerPeer = 4;
+  static constexpr int kMax = 16;  // listen.max_connections: the smallest allowed, filled at once
+  static constexpr int kDeliveries = 20;
+  void SetUp() override {
+    HostFixtureOptions o;
+    o.workers = 2;
+    o.listen_extra = ", max_connections: " + std::to_string(kMax) +
+                     ", max_connections_per_peer: " + std::to_string(kPerPeer);
+    ASSERT_NO_FATAL_FAILURE(fixture_.Prepare(o));
+    ASSERT_TRUE(fixture_.StartHost());
+  }
+  // Payload: more answers than a connection's socket buffers hold (with PipelineFlood's small
+  // window and segments), were each request answered.
+  static std::string Payload(Junk junk) {
+    std::string payload;
+    if (junk == Junk::kForgedDeliveries) {
+      for (int i = 0; i < 16; ++i) payload += ForgedDelivery();  // 16 answers of 15 KB unless capped
+    } else {
+      for (int i = 0; i < 4000; ++i) payload += ht::SimpleRequest("GET", "/healthz", "");  // ~85 B each
+    }
+    return payload;
+  }
+  HostFixture fixture_;
+};
+
+// One forged delivery, read: a short refusal that quotes a prefix of the timestamp, and the end of
+// the connection (what was pipelined behind it is not answered).
+TEST_F(HostBusyFloodE2eTest, AForgedDeliveryGetsAShortRefusalThatEndsItsConnection) {
+  auto c = ht::RawConnection::Connect(fixture_.main_port());
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(c->Send(ForgedDelivery() + ForgedDelivery()));
+  const ht::RawResponse r = c->ReadResponse();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 401);
+  EXPECT_LT(r.body.size(), 512u) << r.body.substr(0, 512);
+  EXPECT_NE(r.body.find("webhook-timestamp " + std::string(64, '0') + "... (15001 digits) is outside"),
+            std::string::npos)
+      << r.body.substr(0, 512);
+  EXPECT_EQ(r.headers.Get("Connection"), "close");
+  EXPECT_TRUE(c->WaitForClose());
+}
+
+class HostBusyFloodJunkE2eTest : public HostBusyFloodE2eTest, public ::testing::WithParamInterface<Junk> {};
+
+// More strangers than the listener holds (6 peers × 4), each pipelining requests and never
+// reading an answer; a connection the host closes is opened again at once. No connection is
+// refused (there is always a stranger to shed), signed webhooks on fresh connections are all
+// answered, and the host goes on serving after the flood.
+TEST_P(HostBusyFloodJunkE2eTest, SignedWebhooksAreAnsweredWhileStrangersPipelineRequestsAndNeverRead) {
+  ht::PipelineFloodOptions fo;
+  fo.port = fixture_.main_port();
+  fo.connections = 6 * kPerPeer;
+  fo.sources = {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"};
+  fo.payload = Payload(GetParam());
+  auto flood = ht::PipelineFlood::Open(fo);
+  ASSERT_NE(flood, nullptr);
+  std::atomic<bool> stop{false};
+  std::thread pump([&] {
+    while (!stop.load()) {
+      flood->Refill(fo.connections);
+      flood->Pump(/*wait_ms=*/5);
+    }
+  });
+  // The listener is full: connections are shed or refused.
+  const bool full = ht::WaitFor([&] {
+    const nlohmann::json j = AdminReady(fixture_);
+    return j.is_object() && j["shedding"] == true;
+  });
+  int answered = 0;
+  int attempts = 0;
+  for (int i = 0; full && i < kDeliveries; ++i) {
+    const std::string id = "msg_busy_flood_" + std::to_string(i);
+    // Retried as a platform retries a delivery that got no answer (at most 10 times here).
+    ht::Reply r;
+    for (int a = 0; a < 10 && !(r.ok && r.status == 200); ++a) {
+      ++attempts;
+      r = fixture_.Deliver(id, HostFixture::OrderBody("busy_" + std::to_string(i)));
+    }
+    answered += r.ok && r.status == 200 ? 1 : 0;
+  }
+  const nlohmann::json during = AdminReady(fixture_);
+  stop = true;
+  pump.join();
+  std::cout << "[ measured ] " << Name(GetParam()) << " flood: " << flood->opened_total()
+            << " connections opened, " << flood->closed_total() << " closed by the host; host holds "
+            << during["connections"]["open"] << " of " << kMax << ", shed " << during["connections"]["shed_total"]
+            << ", refused " << during["connections"]["refused_total"] << "; signed webhooks answered " << answered
+            << "/" << kDeliveries << " in " << attempts << " attempts\n";
+  ASSERT_TRUE(full) << AdminReady(fixture_);
+  EXPECT_EQ(answered, kDeliveries);
+  EXPECT_EQ(during["connections"]["refused_total"], 0);
+  EXPECT_GT(flood->opened_total(), static_cast<uint64_t>(fo.connections));  // the host closed some
+  flood.reset();
+  EXPECT_TRUE(fixture_.DeliverUntilStored("msg_busy_flood_after", HostFixture::OrderBody("busy_after")).ok);
+  EXPECT_EQ(::kill(fixture_.host_pid(), 0), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Junk, HostBusyFloodJunkE2eTest,
+                         ::testing::Values(Junk::kForgedDeliveries, Junk::kHealthChecks), JunkName);
 
 }  // namespace
 }  // namespace clawguard::host

@@ -370,9 +370,10 @@ TEST(HttpServerTest, FrontExceptionOrEmptyDeferralBecomes500) {
   });
   ASSERT_TRUE(server.ok()) << server.error().ToString();
   ASSERT_TRUE((*server)->Start().ok());
-  auto conn = ht::RawConnection::Connect((*server)->port());
-  ASSERT_NE(conn, nullptr);
   for (const char* target : {"/throw", "/empty"}) {
+    // Each on its own connection: an error answer ends a connection that proved nothing.
+    auto conn = ht::RawConnection::Connect((*server)->port());
+    ASSERT_NE(conn, nullptr);
     ASSERT_TRUE(conn->Send(ht::SimpleRequest("GET", target, "")));
     ht::RawResponse r = conn->ReadResponse();
     ASSERT_TRUE(r.ok) << target;

@@ -109,6 +109,26 @@ TEST_F(WebhookAuthTest, TimestampOutsideToleranceEitherWayIsRefused) {
   }
 }
 
+// Leading zeros make a timestamp of any length a valid number: the refusal quotes a short prefix
+// and the length, never the whole header (a peer must not choose how large its refusals are).
+TEST_F(WebhookAuthTest, AnOverlongTimestampIsQuotedOnlyAsAPrefix) {
+  const WebhookVerifier v = Verifier(base_["secret"], clock_);
+  const std::string ts = std::string(15000, '0') + "1";
+  auto r = v.Verify(HttpHeaders{{"webhook-id", id_}, {"webhook-timestamp", ts}, {"webhook-signature", sig_}}, body_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().reason(), Reason::kTimestampOutOfTolerance);
+  const std::string detail = r.error().message();
+  EXPECT_EQ(detail.find("webhook-timestamp " + std::string(64, '0') + "... (15001 digits) is outside ±300 s"), 0u)
+      << detail.substr(0, 200);
+  EXPECT_LT(detail.size(), 160u) << detail.substr(0, 200);
+  // A timestamp of ordinary length is quoted whole.
+  clock_.Set((ts_ + 1000) * 1000);
+  r = v.Verify(Headers(id_, ts_, sig_), body_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message().find("webhook-timestamp " + std::to_string(ts_) + " is outside"), 0u)
+      << r.error().message();
+}
+
 TEST_F(WebhookAuthTest, MissingOrMalformedHeadersAreSignatureInvalid) {
   const WebhookVerifier v = Verifier(base_["secret"], clock_);
   const std::vector<HttpHeaders> cases = {
