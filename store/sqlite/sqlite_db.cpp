@@ -3,6 +3,10 @@
 
 #include <strings.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 namespace clawguard::sqlite {
 namespace {
 
@@ -47,6 +51,9 @@ void ConfigureSqlite() {
   (void)rc;
 }
 
+// kBusyTimeoutMs is how long a statement waits for another connection's lock.
+constexpr int kBusyTimeoutMs = 10'000;
+
 Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, const char* vfs) {
   ConfigureSqlite();
   sqlite3* raw = nullptr;
@@ -59,9 +66,20 @@ Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, const 
   }
   std::unique_ptr<SqliteDb> db(new SqliteDb(raw, path));
   sqlite3_extended_result_codes(raw, 1);
-  sqlite3_busy_timeout(raw, 10000);
-  CLAWGUARD_RETURN_IF_ERROR(
-      db->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"));
+  sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+  // Switching a database to WAL answers SQLITE_BUSY at once, without the busy handler, while
+  // another connection (another `clawguard` process opening the same file) holds a lock: wait
+  // for it as the busy timeout would, then report what is still in the way.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (int pause_ms = 1;; pause_ms = std::min(pause_ms * 2, 50)) {
+    const int wal = sqlite3_exec(raw, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+    if (wal == SQLITE_OK) break;
+    if ((wal & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= give_up) {
+      return db->Error("switching to WAL mode");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+  }
+  CLAWGUARD_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"));
   return db;
 }
 
