@@ -76,6 +76,7 @@ class ErpTriageFixture : public ::testing::Test {
     env_.outbox = outbox_.get();
     env_.sender = sender_.get();
     env_.clock = &clock_;
+    env_.send_timeout = std::chrono::milliseconds(250);  // erp.timeout, as the client's deadline above
     env_.retry = ErpRetryPolicy{std::chrono::milliseconds(1000), std::chrono::milliseconds(60'000), o.attempts,
                                 o.jitter_percent, o.floor_429};
     env_.audit = [this](const std::string& line) {

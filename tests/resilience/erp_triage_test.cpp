@@ -239,7 +239,8 @@ TEST_F(ErpDeadLetterTest, TimeoutCountsAsAnAttemptAndABreakerFailure) {
   const OutboxRow row = Row(key_);
   EXPECT_EQ(row.state, OutboxState::kSent);
   EXPECT_EQ(row.attempts, 1);
-  EXPECT_EQ(row.next_attempt_ms, testing::kTriageT0 + 1'000);  // first backoff, u = 0.5
+  // A timed-out send waits max(backoff, erp.timeout): here the first backoff (u = 0.5) is longer.
+  EXPECT_EQ(row.next_attempt_ms, testing::kTriageT0 + 1'000);
   EXPECT_EQ(RecentFailures(testing::kFulfil), 1u);
   EXPECT_EQ(MetricCount(testing::kFulfil, "timeout"), 1);
   EXPECT_EQ(AuditCount("\"erp_call_retry\""), 1u);
