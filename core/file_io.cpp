@@ -2,15 +2,18 @@
 #include "clawguard/file_io.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <new>
 #include <stdexcept>
 
+#include "clawguard/sha256.h"
 #include "clawguard/unique_fd.h"
 
 namespace clawguard {
@@ -56,7 +59,11 @@ Result<UniqueFd> OpenRegularFile(const std::string& path, std::string_view hint)
 
 namespace {
 
-Result<std::string> ReadOpenedFile(const UniqueFd& fd, const std::string& path, uint64_t max_size, Reason too_large) {
+// ReadOpenedFile reads |fd| whole. With |hasher|, each chunk is published to it as soon as it
+// is read, so that hashing runs behind the reads.
+// |out| is the caller's, so that it outlives |hasher| on every path.
+Status ReadOpenedFile(const UniqueFd& fd, const std::string& path, uint64_t max_size, Reason too_large,
+                      std::string& out, Sha256Behind* hasher) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
     return Status(Reason::kFileUnreadable, "cannot stat '" + path + "': " + std::strerror(errno));
@@ -65,11 +72,14 @@ Result<std::string> ReadOpenedFile(const UniqueFd& fd, const std::string& path, 
     return Status(too_large, "'" + path + "' is " + std::to_string(st.st_size) + " bytes; the limit is " +
                                  std::to_string(max_size));
   }
-  // Read exactly the size fstat reported, then probe one byte: a file that grew since fstat is
-  // read on in chunks (still bounded), without ever allocating more than needed up front.
-  std::string out;
-  out.resize(static_cast<size_t>(st.st_size));
-  size_t got = 0;
+  // Reserve exactly the size fstat reported and read it in chunks (each zero-filled only just
+  // before it is read, in cache), then probe one byte: a file that grew since fstat is read on
+  // in chunks (still bounded), without ever allocating more than needed up front.
+  constexpr size_t kChunk = size_t{1} << 20;
+  const size_t expected = static_cast<size_t>(st.st_size);
+  out.clear();
+  out.reserve(expected);
+  AdviseHugePages(out.data(), out.capacity());
   auto read_some = [&](char* dst, size_t len) -> ssize_t {
     while (true) {
       const ssize_t n = ::read(fd.get(), dst, len);
@@ -77,14 +87,18 @@ Result<std::string> ReadOpenedFile(const UniqueFd& fd, const std::string& path, 
       return n;
     }
   };
-  while (got < out.size()) {
-    const ssize_t n = read_some(out.data() + got, out.size() - got);
+  size_t got = 0;
+  while (got < expected) {
+    const size_t want = std::min(kChunk, expected - got);
+    out.resize(got + want);  // within the reservation: the buffer never moves here
+    const ssize_t n = read_some(out.data() + got, want);
     if (n < 0) return Status(Reason::kFileUnreadable, "cannot read '" + path + "': " + std::strerror(errno));
-    if (n == 0) break;  // shrank since fstat
     got += static_cast<size_t>(n);
+    out.resize(got);
+    if (n == 0) break;  // shrank since fstat
+    if (hasher != nullptr) hasher->Publish(out);
   }
-  out.resize(got);
-  const bool shrank = got < static_cast<size_t>(st.st_size);
+  const bool shrank = got < expected;
   while (!shrank) {
     char chunk[65536];
     const ssize_t n = read_some(chunk, sizeof(chunk));
@@ -93,12 +107,37 @@ Result<std::string> ReadOpenedFile(const UniqueFd& fd, const std::string& path, 
     if (out.size() + static_cast<size_t>(n) > max_size) {
       return Status(too_large, "'" + path + "' grew beyond the limit of " + std::to_string(max_size) + " bytes");
     }
+    if (hasher != nullptr) hasher->Wait();  // the append below may move the buffer
     out.append(chunk, static_cast<size_t>(n));
+    if (hasher != nullptr) hasher->Publish(out);
   }
-  return out;
+  return Status::Ok();
+}
+
+// ReadOpenedFileInto is ReadOpenedFile that never throws.
+Status ReadOpenedFileInto(const UniqueFd& fd, const std::string& path, uint64_t max_size, Reason too_large,
+                          std::string& out, Sha256Behind* hasher) {
+  try {
+    return ReadOpenedFile(fd, path, max_size, too_large, out, hasher);
+  } catch (const std::bad_alloc&) {
+    return Status(Reason::kFileUnreadable, "not enough memory to read '" + path + "' (limit " +
+                                               std::to_string(max_size) + " bytes)");
+  } catch (const std::length_error&) {
+    return Status(Reason::kFileUnreadable, "'" + path + "' is too large to hold in memory");
+  }
 }
 
 }  // namespace
+
+void AdviseHugePages(const void* data, size_t size) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  if (size < 2 * kHuge || begin > UINTPTR_MAX - size) return;
+  const uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t last = (begin + size) & ~(kHuge - 1);
+  if (last <= first) return;
+  (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+}
 
 Result<std::string> ReadFileBounded(const std::string& path, uint64_t max_size, Reason too_large) {
   CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd fd, OpenRegularFile(path));
@@ -107,14 +146,20 @@ Result<std::string> ReadFileBounded(const std::string& path, uint64_t max_size, 
 
 Result<std::string> ReadOpenedFileBounded(const UniqueFd& fd, const std::string& path, uint64_t max_size,
                                           Reason too_large) {
-  try {
-    return ReadOpenedFile(fd, path, max_size, too_large);
-  } catch (const std::bad_alloc&) {
-    return Status(Reason::kFileUnreadable, "not enough memory to read '" + path + "' (limit " +
-                                               std::to_string(max_size) + " bytes)");
-  } catch (const std::length_error&) {
-    return Status(Reason::kFileUnreadable, "'" + path + "' is too large to hold in memory");
-  }
+  std::string bytes;
+  CLAWGUARD_RETURN_IF_ERROR(ReadOpenedFileInto(fd, path, max_size, too_large, bytes, nullptr));
+  return bytes;
+}
+
+Result<HashedFile> ReadOpenedFileHashed(const UniqueFd& fd, const std::string& path, uint64_t max_size,
+                                        Reason too_large) {
+  struct stat st {};
+  const uint64_t hint = ::fstat(fd.get(), &st) == 0 && st.st_size > 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  HashedFile out;
+  Sha256Behind hasher(hint);  // declared after |out|: destroyed first on every path
+  CLAWGUARD_RETURN_IF_ERROR(ReadOpenedFileInto(fd, path, max_size, too_large, out.bytes, &hasher));
+  out.sha256 = hasher.Finish();
+  return out;
 }
 
 Status WriteFileAtomic(const std::string& path, std::string_view bytes, unsigned mode) {

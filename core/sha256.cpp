@@ -1,8 +1,15 @@
 // sha256.cpp — SHA-256 on EVP (SHA-NI where the CPU has it).
 #include "clawguard/sha256.h"
 
+#include <condition_variable>
+#include <mutex>
+#include <new>
+#include <system_error>
+#include <thread>
+
 #include "clawguard/encoding.h"
 #include "clawguard/error.h"
+#include "clawguard/thread_name.h"
 
 namespace clawguard {
 namespace {
@@ -35,6 +42,92 @@ Sha256Digest Sha256::Finish() {
   unsigned int len = 0;
   CLAWGUARD_CHECK(EVP_DigestFinal_ex(ctx_.get(), d.data(), &len) == 1 && len == d.size());
   return d;
+}
+
+struct Sha256Behind::Shared {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string_view published;  // guarded by mu: the final prefix of the producer's buffer
+  size_t hashed = 0;           // guarded by mu: how much of it is hashed
+  bool stop = false;           // guarded by mu: hash what is left, then return
+  bool abandon = false;        // guarded by mu: return at once (the destructor, without Finish)
+  std::thread thread;
+};
+
+Sha256Behind::Sha256Behind(uint64_t expected_size) {
+  if (expected_size < kInlineBelow) return;
+  try {
+    auto shared = std::make_unique<Shared>();
+    shared_ = std::move(shared);
+    shared_->thread = std::thread([this] { Loop(); });
+  } catch (const std::system_error&) {
+    shared_.reset();  // no thread: hash inline
+  } catch (const std::bad_alloc&) {
+    shared_.reset();
+  }
+}
+
+Sha256Behind::~Sha256Behind() {
+  if (shared_ == nullptr) return;
+  {
+    std::lock_guard lock(shared_->mu);
+    shared_->abandon = true;
+  }
+  shared_->cv.notify_all();
+  if (shared_->thread.joinable()) shared_->thread.join();
+}
+
+void Sha256Behind::Loop() {
+  NameThisThread("cg-sha256");
+  std::unique_lock lock(shared_->mu);
+  while (true) {
+    shared_->cv.wait(lock, [&] {
+      return shared_->abandon || shared_->stop || shared_->hashed < shared_->published.size();
+    });
+    if (shared_->abandon || shared_->hashed == shared_->published.size()) return;
+    // At most kStep at a time, so that an abandoning destructor waits for one step only.
+    constexpr size_t kStep = size_t{1} << 20;
+    const std::string_view todo = shared_->published.substr(shared_->hashed, kStep);
+    lock.unlock();
+    hash_.Update(todo);  // published bytes are final and stay put until Wait returns
+    lock.lock();
+    shared_->hashed += todo.size();
+    shared_->cv.notify_all();
+  }
+}
+
+void Sha256Behind::Publish(std::string_view done) {
+  if (shared_ == nullptr) {
+    CLAWGUARD_CHECK(done.size() >= hashed_);
+    hash_.Update(done.substr(hashed_));
+    hashed_ = done.size();
+    return;
+  }
+  {
+    std::lock_guard lock(shared_->mu);
+    CLAWGUARD_CHECK(done.size() >= shared_->published.size());
+    shared_->published = done;
+  }
+  shared_->cv.notify_all();
+}
+
+void Sha256Behind::Wait() {
+  if (shared_ == nullptr) return;
+  std::unique_lock lock(shared_->mu);
+  shared_->cv.wait(lock, [&] { return shared_->hashed == shared_->published.size(); });
+}
+
+Sha256Digest Sha256Behind::Finish() {
+  if (shared_ != nullptr) {
+    {
+      std::unique_lock lock(shared_->mu);
+      shared_->stop = true;
+    }
+    shared_->cv.notify_all();
+    shared_->thread.join();  // the loop hashes what is left before it returns
+    shared_.reset();
+  }
+  return hash_.Finish();
 }
 
 Sha256Digest Sha256Of(std::string_view bytes) {

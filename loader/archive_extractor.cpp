@@ -12,6 +12,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "clawguard/file_io.h"
 #include "clawguard/limits.h"
 #include "clawguard/sha256.h"
 
@@ -109,20 +110,33 @@ Result<EntryData> ReadEntry(archive* a, archive_entry* e, const std::string& p, 
   if (archive_entry_size_is_set(e) && archive_entry_size(e) > 0) {
     try {
       out.bytes.reserve(static_cast<size_t>(Reservation(static_cast<uint64_t>(archive_entry_size(e)), budget)));
+      AdviseHugePages(out.bytes.data(), out.bytes.capacity());
     } catch (const std::bad_alloc&) {
       // Not fatal: a lying or simply large header; reading charges the real size.
     } catch (const std::length_error&) {
     }
   }
-  Sha256 hash;
-  char buf[64 * 1024];
+  // archive_read_data_block lends libarchive's own buffer: each block is copied once, straight
+  // into the entry, and hashed on a second thread behind the decompression (Sha256Behind).
+  Sha256Behind hash(out.bytes.capacity());  // declared after |out|: destroyed first on every path
   while (true) {
-    const la_ssize_t n = archive_read_data(a, buf, sizeof(buf));
-    if (n == 0) break;
-    if (n < 0) return Unsafe("entry '" + p + "' cannot be read: " + std::string(archive_error_string(a) ? archive_error_string(a) : "?"));
+    const void* block = nullptr;
+    size_t n = 0;
+    la_int64_t offset = 0;
+    const int r = archive_read_data_block(a, &block, &n, &offset);
+    if (r == ARCHIVE_EOF) break;
+    if (r != ARCHIVE_OK) {
+      return Unsafe("entry '" + p + "' cannot be read: " + std::string(archive_error_string(a) ? archive_error_string(a) : "?"));
+    }
+    // A block anywhere but right after the bytes read so far is a hole (sparse data): refused.
+    if (offset < 0 || static_cast<uint64_t>(offset) != out.bytes.size()) {
+      return Unsafe("entry '" + p + "' has a hole at byte " + std::to_string(out.bytes.size()));
+    }
+    if (n == 0) continue;
     CLAWGUARD_RETURN_IF_ERROR(budget.Add(static_cast<uint64_t>(n), out.bytes.size() + static_cast<uint64_t>(n), p));
-    out.bytes.append(buf, static_cast<size_t>(n));
-    hash.Update(std::string_view(buf, static_cast<size_t>(n)));
+    if (out.bytes.size() + n > out.bytes.capacity()) hash.Wait();  // the append below moves the buffer
+    out.bytes.append(static_cast<const char*>(block), n);
+    hash.Publish(out.bytes);
   }
   out.sha256 = DigestHex(hash.Finish());
   return out;

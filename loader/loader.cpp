@@ -297,12 +297,15 @@ Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path, R
   v.warnings = counted->warnings;
   for (auto& r : counted->relaxations) relaxed.push_back(std::move(r));
   // The package, read once through the fd opened above and hashed before anything parses it.
-  auto package = ReadOpenedFileBounded(*package_fd, path, policy.limits().max_package, Reason::kPackageTooLarge);
-  if (!package) {
-    if (package.error().reason() == Reason::kPackageTooLarge) return refuse(package.error());
-    return refuse(Status(Reason::kUnsigned, "package unreadable: " + package.error().message()));
+  // The hash runs on a second thread behind the reads (Sha256Behind) and covers exactly the
+  // bytes returned.
+  auto read = ReadOpenedFileHashed(*package_fd, path, policy.limits().max_package, Reason::kPackageTooLarge);
+  if (!read) {
+    if (read.error().reason() == Reason::kPackageTooLarge) return refuse(read.error());
+    return refuse(Status(Reason::kUnsigned, "package unreadable: " + read.error().message()));
   }
-  const Sha256Digest digest = Sha256Of(*package);
+  const std::string* const package = &read->bytes;
+  const Sha256Digest digest = read->sha256;
   v.sha256 = DigestHex(digest);
   // 4. Digest of the bytes read.
   if (statement->subject_sha256 != v.sha256) {
