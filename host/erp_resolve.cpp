@@ -89,6 +89,12 @@ Resolution ResolveBefore(const std::string& host, uint16_t port, std::chrono::st
     out.addresses.push_back(literal);
     return out;
   }
+  // A call whose deadline has passed does not start a lookup (a fast resolver could otherwise
+  // still answer in time for the wait below to find it done).
+  if (std::chrono::steady_clock::now() >= deadline) {
+    out.outcome = Resolution::Outcome::kTimedOut;
+    return out;
+  }
   if (g_lookups_in_flight.fetch_add(1) >= kMaxErpNameLookupsInFlight) {
     g_lookups_in_flight.fetch_sub(1);
     out.outcome = Resolution::Outcome::kBusy;
