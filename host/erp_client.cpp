@@ -150,8 +150,8 @@ using ClientStream = beast::basic_stream<tcp, asio::io_context::executor_type>;
 // PollingStream is Beast's SyncReadStream/SyncWriteStream over a connected TCP socket, every
 // operation bounded by one deadline: it sends and receives without blocking (MSG_DONTWAIT) and
 // waits in poll() for the rest. A plain-HTTP exchange then costs a send, a poll and a receive;
-// the io_context path cost a timerfd update, the send, a blocking epoll_wait, the receive and two
-// empty epoll_waits to reap the completions (host benchmark, bench/README.md session 9).
+// the io_context path costs a timerfd update, the send, a blocking epoll_wait, the receive and two
+// empty epoll_waits to reap the completions (decision 0018).
 class PollingStream {
  public:
   PollingStream(int fd, fiber::FdWatch& watch, SteadyTime deadline) : fd_(fd), watch_(watch), deadline_(deadline) {}

@@ -116,9 +116,10 @@ CREATE INDEX idem_records_stuck ON idem_records (lease_until_ms) WHERE state = '
 )sql";
 
 // v4: outbox_rows_due indexes only the rows the retry worker looks for (pending, sent), as
-// PostgreSQL's index does, instead of every row. The full index moved each answered row's entry
-// from ('sent', t) to ('answered', t) and kept every final row: in the host benchmark it was 2.4 of
-// the 11 WAL frames each commit wrote; the partial one is a few hot pages (0.9 frames per commit).
+// PostgreSQL's index does, instead of every row. An index over every row moves each answered
+// row's entry from ('sent', t) to ('answered', t) and keeps every final row (2.4 of the 11 WAL
+// frames a commit wrote in the host benchmark); the partial one is a few hot pages (0.9 frames per
+// commit; decision 0031).
 // DuePending's query names the same state list, so SQLite uses it (in next_attempt_ms order; only
 // rows due at the same millisecond are sorted by event key and call index, up to its LIMIT).
 constexpr std::string_view kSchemaV4 = R"sql(
@@ -130,7 +131,7 @@ CREATE INDEX outbox_rows_due ON outbox_rows (next_attempt_ms) WHERE state IN ('p
 // SQLite evaluates `x IN (...)` over three or more constants by building an ephemeral b-tree of
 // the list (sqlite3FindInIndex) — every time the constraint is checked, i.e. on every insert and
 // every update that sets the state (a first-time delivery's claim, outbox rows, answers and
-// completion): 4.6 % of the host's carrier thread in the benchmark profile (2026-12-05). An OR
+// completion): 4.6 % of the host's carrier thread in the benchmark profile (decision 0031). An OR
 // chain is a few comparisons. A CHECK cannot be changed in place: both tables are copied, as in
 // v2 and v3, and their indexes made again.
 constexpr std::string_view kSchemaV5 = R"sql(
@@ -194,9 +195,9 @@ CREATE INDEX outbox_rows_due ON outbox_rows (next_attempt_ms) WHERE state IN ('p
 )sql";
 
 // v6: outbox rows are keyed by their record's sequential id instead of the event key. The
-// (event_key, call_index) primary key put each ERP call's row in a random leaf of its index — one
-// more WAL frame per call, half of all the frames the host benchmark wrote (2026-12-05: 14.1 of
-// 27.7 frames per commit). idem_records gains `id INTEGER PRIMARY KEY` (its rowid, made explicit so
+// (event_key, call_index) primary key puts each ERP call's row in a random leaf of its index — one
+// more WAL frame per call, half of all the frames the host benchmark wrote (14.1 of 27.7 frames per
+// commit; decision 0031). idem_records gains `id INTEGER PRIMARY KEY` (its rowid, made explicit so
 // that VACUUM keeps it: the outbox refers to it) and outbox_rows the key (record_id, call_index),
 // whose new entries land on the index's right-most page. event_key stays in every row and every
 // statement that addresses a row matches it too. Ids are not reused while rows refer to them: a

@@ -231,12 +231,12 @@ Result<ClaimOutcome> SqliteIdempotencyStore::Claim(const std::string& key, const
                                                    const ClaimMeta& meta, int64_t lease_ms) {
   CLAWGUARD_CHECK(!fingerprint.empty() && lease_ms > 0);
   // Straight to the writer, which inserts a new key and otherwise reads the row and answers a
-  // completed record, a tombstone or another fingerprint without writing. (A read-snapshot
-  // pre-check on the reader connection was tried first until 2026-12-05: it served only replays
-  // that missed the host's record cache, yet cost every first-time delivery a read transaction —
-  // shared-memory locks, ~3 page reads from a WAL the writer had just changed, a process-wide
-  // mutex. Without it: first-time deliveries +9 %, cold replays −7 % (~13k/s, still 4–5× a
-  // first-time delivery); bench/README.md, session 9.)
+  // completed record, a tombstone or another fingerprint without writing. There is no
+  // read-snapshot pre-check on the reader connection: it would serve only replays that miss the
+  // host's record cache, yet cost every first-time delivery a read transaction (shared-memory
+  // locks, ~3 page reads from a WAL the writer just changed, a process-wide mutex). Without it
+  // first-time deliveries are 9 % faster and cold replays 7 % slower, still 4–5× a first-time
+  // delivery (decision 0026).
   // Lazy (sqlite_writer.h): nothing is answered from a claim alone but "in progress, retry".
   // Lost in a machine crash, the delivery was not answered, so its sender retries and it is
   // claimed again; the ERP calls made meanwhile carry derived Idempotency-Keys and replay.

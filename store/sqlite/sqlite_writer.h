@@ -1,112 +1,42 @@
 // sqlite_writer.h — SqliteWriter: group commit for one SQLite database file (ARCHITECTURE.md
-// "Stores": "a writer may group several requests' changes into one transaction").
+// "Stores"; the reasons and measurements behind each rule: docs/decisions/0026 to 0030, 0033).
 //
-// Every state change of the SQLite idempotency store and outbox is an op run through Write. Ops
-// that arrive while a commit is in flight are queued; the next leader (one of the waiting
-// callers — there is no writer thread) runs all queued ops in ONE `BEGIN IMMEDIATE … COMMIT`,
-// each op inside its own SAVEPOINT (a batch of one op needs none: if it fails, the batch rolls
-// back): an op that returns an error has only its own changes rolled back. If that COMMIT fails,
-// every op of the batch gets the failure. Ops run serially in arrival order and each sees the
-// changes of the ops before it (the same result as one transaction per op, with fewer commits).
-//
-// Durability (ARCHITECTURE.md "Durable means fsync'd before the answer"). Every batch commits with
-// synchronous=NORMAL: atomic and visible to every connection when COMMIT returns, its WAL frames
-// written but not yet flushed. Batches are numbered in commit order. Each op says what it needs
-// when Write returns:
-//   - kLazy: its batch committed. Used for the steps a first-time delivery takes before its
-//     answer (claim, lease renew/release, outbox append, mark sent/answered, defer).
-//   - kBeforeReturn (the default): its batch (number S) committed AND a flush of the WAL that
-//     started after that commit finished (synced >= S). Used for what an answer or an operator
-//     relies on: Complete (the stored answer), Reset, generation bumps, ConfirmHeld, MarkDead, …
-// Group fsync: a durable op whose batch committed waits for a flush; if none is running it
-// becomes the sync leader: it notes the last committed number, releases the writer's lock,
-// fdatasync()s the WAL through a descriptor the writer opened itself, then marks everything up to
-// that number synced and wakes the waiters. Batches keep committing during the flush, so a lazy
-// op never waits for a disk, and one flush serves every durable op committed before it.
-// Durable wake-ups: a durable op sleeps once, not once for its commit and again for its flush.
-// When a batch commits, the leader registers its durable ops as sync waiters at once (kept
-// asleep until a flush ends, which posts kDone with kSynced), except one that it wakes now to
-// lead the flush if none is running — the leader's own op when it is durable (it is awake
-// anyway). Any flush that starts after the commit covers it, so whichever one ends next
-// releases them; one that had started before only wakes them to check and lead the next. A
-// flush leader that finds the writer poisoned releases them too (host benchmark: −0.9 voluntary
-// context switches per first-time delivery; bench/README.md, session 9).
-// Why this is as durable as synchronous=FULL: in WAL mode a commit appends its frames to the WAL
-// with write(); FULL only adds an fsync of the WAL before COMMIT returns. fsync/fdatasync act on
-// the file (the inode), not on the descriptor, so fdatasync on our own descriptor after COMMIT
-// returned makes that commit's frames durable just the same. The rest of SQLite's syncing does
-// not depend on the level: it syncs the WAL header when it restarts the WAL after a checkpoint
-// (also at NORMAL), and a checkpoint syncs the WAL before copying frames into the database file
-// and the database file after. Before each flush the writer compares the file at `<db>-wal` with
-// its descriptor (st_dev/st_ino); if they differ (the WAL was deleted and recreated) it flushes the
-// old file, the new one and the database file. If the WAL cannot be opened when a batch holding a
-// durable op starts (nothing was written in WAL mode yet), that batch commits with
-// synchronous=FULL instead, as before; success is never returned without a flush.
-// Fail closed (fsyncgate, PostgreSQL 2018: after a failed fsync Linux may drop the dirty pages
-// and a retried fsync can falsely succeed): if a flush fails, every durable op waiting for it and
-// every op not yet started returns kStoreUnavailable; the writer stays poisoned until the
-// process restarts (SQLite then re-reads the WAL from disk and keeps only what reached it).
-// What is durable when: WAL frames are appended in commit order and a flush covers the whole
-// WAL, so every durable op makes every earlier commit (of any connection, any process on this
-// file) durable too. After a power loss or OS crash the file holds a PREFIX of the commit order
-// that ends at or after the last commit a durable Write returned for; only a suffix of lazy
-// commits can be lost. A killed process loses nothing (its commits are in the OS page cache).
-// Why losing that suffix is harmless: it holds no answer (an answer is stored by the durable
-// Complete before it is sent), only the progress of deliveries not yet answered. After restart
-// such a delivery is claimed again (its sender retries: no 2xx was sent) and the plugin re-runs;
-// each ERP call carries the same derived Idempotency-Key (event key + call index), so the ERP
-// replays an answer it already gave instead of acting twice — the same thing that happens when
-// the host dies between an ERP call and its mark, which the design already handles. Fencing
-// tokens may restart (a lost claim is claimed again with the first token) only when every
-// process using the file died with the machine, so no older holder of a token is still running.
+// Batches. Every state change of the SQLite idempotency store and outbox is an op run through
+// Write. Ops that arrive while a commit is in flight are queued; the next leader (one of the
+// waiting callers — there is no writer thread) runs them all in ONE `BEGIN IMMEDIATE … COMMIT`,
+// each inside its own SAVEPOINT (a batch of one op needs none), so an op that returns an error has
+// only its own changes rolled back, and a failed COMMIT fails every op of the batch. Ops run
+// serially in arrival order and each sees the changes before it: the result of one transaction
+// per op, with fewer commits.
+// Durability. Every batch commits with synchronous=NORMAL. A kLazy op returns once its batch
+// committed; a kBeforeReturn op (the default) also waits until a fdatasync of the WAL that started
+// after its commit finished. The sync leader flushes through a descriptor the writer opened itself,
+// without the writer's lock, so lazy ops never wait for a disk and one flush serves every durable
+// op committed before it. fsync acts on the inode, and SQLite's other syncs (WAL header at a
+// restart, checkpoints) do not depend on the level, so this is as durable as synchronous=FULL. A
+// WAL replaced on disk (st_dev/st_ino differ) is flushed with the new one and the database file; a
+// WAL that cannot be opened makes a batch holding a durable op commit with synchronous=FULL.
+// Frames reach the WAL in commit order, so a power loss can drop only lazy steps of unanswered
+// deliveries, which re-run with the same derived Idempotency-Keys. A killed process loses nothing.
+// Fail closed: a failed flush poisons the writer — every waiting durable op and every later op
+// returns kStoreUnavailable until the process restarts (after a failed fsync the kernel may have
+// dropped the dirty pages, and a retried fsync can falsely succeed).
+// Wake-ups. Each waiter sleeps on its own futex word, woken after the leader released mu_. Durable
+// wake-ups: a durable op sleeps once — at its commit it becomes a sync waiter (one leads the flush).
+// WAL writes go through the "clawguard-wal" VFS (sqlite_wal_vfs.h): one write() per commit. After
+// each COMMIT, RunBatch checks that nothing stayed buffered (FlushWalWrites) and poisons the writer
+// if that write fails, so a flush never acknowledges bytes the kernel was not given.
+// Gathering. When the last batch held kGatherAfterOps ops or more, the leader waits (lock released,
+// role kept) up to kGatherFor or until kGatherOps ops are queued. A lone writer never waits.
+// Checkpoints never run inside a COMMIT: a WAL hook wakes a checkpointer thread with its own
+// connection (PASSIVE) at kCheckpointFrames; at kWalRestartFrames the leader checkpoints between
+// two batches (BoundWal), so the WAL restarts and stays bounded under sustained load.
+// Fibers (fiber.h): a Write from a fiber parks where a thread would sleep. A fiber never runs a
+// flush (a flusher thread does) and a fiber leader gathers by yielding (kFiberGatherYields rounds).
+// Every kStealCheck the flusher leads ops nobody leads and takes the role from a fiber leader held
+// while it yields: nothing the process waits for may depend on a fiber a plugin holds.
 // WARNING: an op must not call Write (it would wait for itself) and must use only the SqliteDb
 // it is given (the writer's own connection).
-// WAL writes: the writer's connection opens the file through the "clawguard-wal" VFS
-// (sqlite_wal_vfs.h), which hands a commit's frames to the kernel with one write() instead of two
-// per frame (host benchmark: 29 → 6 pwrite calls per first-time delivery). A COMMIT that returns
-// has written all its frames, as before; RunBatch then checks that nothing stayed buffered
-// (FlushWalWrites) before the batch counts as committed, and poisons the writer if that write
-// fails — so a group flush never acknowledges bytes the kernel has not been given.
-// Gathering: under load a batch's fixed costs (BEGIN, COMMIT, the WAL write, page 1 and the
-// tables' newest leaves written once per commit, SQLite's file locks) are shared by more ops if
-// the batch waits briefly for them — PostgreSQL's commit_delay, gated like its commit_siblings.
-// When the last batch held kGatherAfterOps ops or more (several callers are active) and fewer
-// than kGatherOps are queued, the leader waits (the lock released, the leader role kept) up to
-// kGatherFor, or until kGatherOps ops are queued. A lone writer (batches of one or two ops) never
-// waits. Measured in the host benchmark (2026-12-03): batches of ~6 ops became ~19, WAL frames
-// per op −19 %, first-time deliveries +7.6 % and p99 −12 % (4 of 4 interleaved rounds).
-// Checkpoints: SQLite's auto-checkpoint runs inside the COMMIT of the connection that crosses
-// 1000 WAL pages, i.e. on this writer while it holds the leader role — copying pages into the
-// database file and fsyncing it while every queued op waits (profiling the host showed the writer
-// checkpointing in 2 of 3 stack samples under load). The writer replaces it with a WAL hook that
-// wakes a checkpointer thread with its own connection, which runs PASSIVE checkpoints beside the
-// commits (WAL mode lets a checkpoint and a writer run at once), once the WAL holds
-// kCheckpointFrames frames. Durability is unchanged: a checkpoint flushes the WAL before it copies
-// and the database file after.
-// A checkpoint beside the commits never catches up under sustained load: the frames committed
-// while it copies are left for the next one, so the WAL is never complete in the database file and
-// SQLite never starts writing it from its beginning again — the WAL file grew without bound (242 MB
-// after 60,000 first-time deliveries in the host benchmark, and more the longer the load lasted:
-// disk, crash-recovery time and wal-index searches with it). So once the WAL holds
-// kWalRestartFrames frames, the leader checkpoints on its own connection between two batches
-// (BoundWal); no batch commits meanwhile, so that checkpoint copies everything (unless a reader
-// still uses an old snapshot: then it is tried again after the next batch), and the next batch
-// writes the WAL from its start. In the same benchmark the WAL file stayed at 86 MB instead of
-// 242 MB (it can pass the mark while the checkpointer's own run makes the leader's one busy).
-// Fibers (fiber.h, host.yaml `listen.execution: fibers`): a Write from a fiber parks the fiber
-// wherever a thread would sleep, and is woken by the same posts (the leader pins the fiber under
-// mu_ and unparks it after, as it wakes a thread's futex after). Two things differ, because a
-// fiber's carrier runs other fibers: a fiber never runs a flush (an fdatasync would hold its whole
-// carrier) — its durable op is registered as a sync waiter and a flusher thread, started by the
-// first Write from a fiber, runs the group flush; and a fiber leader gathers by yielding to its
-// carrier's other fibers (up to kFiberGatherYields rounds), not by waiting on a timer. A fiber is
-// held whenever a plugin blocks its carrier, so nothing the whole process waits for may depend on
-// a held fiber: every kStealCheck the flusher leads ops that wait with nobody leading (the role
-// offered to a fiber that has not taken it), and takes the role from a fiber leader held while it
-// yields (a counter, epoch, tells the fiber when it runs again). Never handing the role to a
-// fiber at all (the running leader leading on) was measured 9 % slower (0 of 4 rounds). Gathering without holding the role (every fiber yielding until
-// one leads) was measured 14 % slower (0 of 6 rounds). Host benchmark, prototype: ops per commit
-// 9.7 with one yield, 11.5 with four (22 for threads).
 // Shared: ForPath returns one writer per database file per process. Thread-safe.
 #ifndef CLAWGUARD_STORE_SQLITE_SQLITE_WRITER_H_
 #define CLAWGUARD_STORE_SQLITE_SQLITE_WRITER_H_
@@ -141,9 +71,8 @@ class SqliteWriter {
   // The WAL size (frames) at which a commit wakes the checkpointer: 8× SQLite's auto-checkpoint
   // default (1000), a WAL of up to ~32 MiB with 4 KiB pages. A checkpoint copies each page once
   // however many frames the WAL holds for it, and hot pages (B-tree interiors, the newest leaves)
-  // are rewritten by most commits, so a longer WAL copies and syncs less per commit: first-time
-  // deliveries +7 % against 1000 in an interleaved A/B (bench/README.md). Readers pay a longer
-  // wal-index search, which is hashed.
+  // are rewritten by most commits, so a longer WAL copies and syncs less per commit (decision
+  // 0029). Readers pay a longer wal-index search, which is hashed.
   static constexpr int kCheckpointFrames = 8000;
   // The WAL size (frames) at which the leader, between two batches, checkpoints on its own
   // connection (see the file comment, "Checkpoints"): 2× kCheckpointFrames, ~64 MiB.
@@ -152,8 +81,7 @@ class SqliteWriter {
   // Gathering (see the file comment, "Gathering"): once a batch held at least kGatherAfterOps
   // ops, the next leader waits up to kGatherFor for kGatherOps ops to be queued before it commits.
   static constexpr size_t kGatherAfterOps = 3;
-  // 24 ops / 300 µs (2026-12-04; 12 / 150 µs before): +4 % and +6 %, 10 of 12 interleaved rounds
-  // ahead and p99 lower in 11 of 12 (bench/README.md, session 8). On the loaded benchmark VM a
+  // 24 ops / 300 µs is the setting that measured best (decision 0027). On a loaded machine a
   // gather lasts longer than its timeout anyway (the wait ends when the leader gets a CPU back).
   static constexpr size_t kGatherOps = 24;
   static constexpr std::chrono::microseconds kGatherFor{300};
