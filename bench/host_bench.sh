@@ -14,7 +14,7 @@
 #   (e) as (b), on a second host with listen.execution: fibers (its own store; one run after (b)),
 #       one I/O thread (listen.workers 1) and the default carriers (half the CPUs, at least 1): with
 #       fibers the I/O threads only parse and answer, and fewer threads compete for the 2 cores
-#       (+6.7 %, 3 of 4 interleaved rounds against workers 4; bench/README.md session 12);
+#       (+6.7 %, 3 of 4 interleaved bench/host_ab.sh rounds against workers 4);
 #   (c) nginx serving a static 200 to the same request bytes (the reference).
 #   (d) clawguard-test-erp --static: the host's HTTP layer (HttpServer, FrontHandler) answering 200 {}
 #       inline, without the pipeline: the ceiling of the replay path on this server design.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/machine_costs.sh — what a context switch and a system call cost on this machine, the two
-# costs a first-time delivery pays most often (bench/README.md, "Host": ~12 sleeps and ~60 system
+# costs a first-time delivery pays most often (docs/decisions/0032: ~12 sleeps and ~60 system
 # calls per delivery). Prints a markdown table; record it beside a host benchmark so first-time
 # figures from different machines (or hypervisors) can be compared.
 #

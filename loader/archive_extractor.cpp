@@ -104,7 +104,7 @@ uint64_t Reservation(uint64_t declared, const Budget& budget) {
 // capped by Reservation; a reservation the host cannot make (an address-space limit) is skipped
 // and the buffer grows with the bytes actually read, which the budget is always charged with.
 // Without the reservation a 64 MiB library doubled its way to a 128 MiB buffer (2× the RSS and a
-// copy per doubling: bench/README.md "Verification").
+// copy per doubling: docs/decisions/0005).
 Result<EntryData> ReadEntry(archive* a, archive_entry* e, const std::string& p, Budget& budget) {
   EntryData out;
   if (archive_entry_size_is_set(e) && archive_entry_size(e) > 0) {

@@ -4,7 +4,7 @@
 // Why: in the thread-per-delivery model every wait of a first-time delivery (its claim's commit,
 // three ERP replies, three outbox appends' commits, the durable completion) puts a kernel thread
 // to sleep and wakes it again — ~12 sleeps per delivery, and on the benchmark's hypervisor a
-// wake-up plus switch costs ~11 µs of CPU (bench/README.md). A fiber parks instead: its carrier
+// wake-up plus switch costs ~11 µs of CPU (docs/decisions/0032). A fiber parks instead: its carrier
 // thread runs the next runnable fiber without entering the kernel, and sleeps only when none is
 // runnable.
 //
