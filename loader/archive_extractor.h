@@ -6,8 +6,8 @@
 // Refusals:
 //   kArchiveUnsafe: more than max_entries entries; an entry over max_unpacked, or a total over
 //     max_unpacked, or total/packed over max_ratio (actual bytes read, never header sizes: a
-//     header's size only sizes an up-front reservation, capped at limits::kMaxDeclaredReservation
-//     and at what max_unpacked and max_ratio still allow); a host out of memory while unpacking;
+//     header's size only sizes an up-front reservation, capped at what max_unpacked and max_ratio
+//     still allow for this package); a host out of memory while unpacking;
 //     absolute paths, "..", backslashes, non-canonical paths; symlinks, hardlinks, devices,
 //     fifos, directories, sparse files; duplicate or case-colliding names; a file the manifest
 //     does not list; a compression other than zstd.
