@@ -11,6 +11,9 @@
 #include "clawguard/encoding.h"
 #include "clawguard/limits.h"
 #include "clawguard/sha256.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard {
 namespace {
@@ -142,7 +145,7 @@ TEST(BundleTest, RefusesEveryMalformationAsBundleInvalid) {
   for (const auto& c : cases) {
     auto r = ParseBundle(c.text);
     ASSERT_FALSE(r.ok()) << c.what;
-    EXPECT_EQ(r.error().reason(), Reason::kBundleInvalid) << c.what;
+    EXPECT_THAT(r, HasReason(Reason::kBundleInvalid)) << c.what;
     EXPECT_NE(r.error().message().find(c.expect_in_message), std::string::npos)
         << c.what << ": " << r.error().message();
   }
@@ -152,10 +155,10 @@ TEST(BundleTest, RefusesInputOverTheBundleLimitBeforeParsing) {
   const std::string huge(limits::kMaxBundle + 1, ' ');
   auto b = ParseBundle(huge);
   ASSERT_FALSE(b.ok());
-  EXPECT_EQ(b.error().reason(), Reason::kBundleInvalid) << b.error().ToString();
+  EXPECT_THAT(b, HasReason(Reason::kBundleInvalid)) << b.error().ToString();
   auto st = ParseStatement(huge);
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().reason(), Reason::kBundleInvalid) << st.error().ToString();
+  EXPECT_THAT(st, HasReason(Reason::kBundleInvalid)) << st.error().ToString();
 }
 
 TEST(PaeTest, MatchesTheDsseSpecExample) {
@@ -213,7 +216,7 @@ TEST(StatementTest, RefusesDeviations) {
   for (const auto& [what, text] : cases) {
     auto r = ParseStatement(text);
     ASSERT_FALSE(r.ok()) << what;
-    EXPECT_EQ(r.error().reason(), Reason::kBundleInvalid) << what << ": " << r.error().message();
+    EXPECT_THAT(r, HasReason(Reason::kBundleInvalid)) << what << ": " << r.error().message();
   }
 }
 
@@ -223,12 +226,12 @@ TEST(SignatureTest, EcdsaP256SignsAndVerifies) {
   const std::string pae = Pae(kInTotoPayloadType, "payload");
   const std::string sig = Sign(key.get(), pae);
   EXPECT_TRUE(VerifySignature(key.get(), pae, sig).ok());
-  EXPECT_EQ(VerifySignature(key.get(), pae + "x", sig).reason(), Reason::kSignatureInvalid);
+  EXPECT_THAT(VerifySignature(key.get(), pae + "x", sig), HasReason(Reason::kSignatureInvalid));
   auto other = Generate("EC", "P-256");
-  EXPECT_EQ(VerifySignature(other.get(), pae, sig).reason(), Reason::kSignatureInvalid);
-  EXPECT_EQ(VerifySignature(key.get(), pae, "not der").reason(), Reason::kSignatureInvalid);
-  EXPECT_EQ(VerifySignature(key.get(), pae, sig + std::string(1, '\0')).reason(), Reason::kSignatureInvalid);  // trailing byte
-  EXPECT_EQ(VerifySignature(key.get(), pae, "").reason(), Reason::kSignatureInvalid);
+  EXPECT_THAT(VerifySignature(other.get(), pae, sig), HasReason(Reason::kSignatureInvalid));
+  EXPECT_THAT(VerifySignature(key.get(), pae, "not der"), HasReason(Reason::kSignatureInvalid));
+  EXPECT_THAT(VerifySignature(key.get(), pae, sig + std::string(1, '\0')), HasReason(Reason::kSignatureInvalid));  // trailing byte
+  EXPECT_THAT(VerifySignature(key.get(), pae, ""), HasReason(Reason::kSignatureInvalid));
 }
 
 TEST(SignatureTest, Ed25519SignsAndVerifies) {
@@ -240,30 +243,29 @@ TEST(SignatureTest, Ed25519SignsAndVerifies) {
   EXPECT_TRUE(VerifySignature(key.get(), pae, sig).ok());
   std::string flipped = sig;
   flipped[10] ^= 1;
-  EXPECT_EQ(VerifySignature(key.get(), pae, flipped).reason(), Reason::kSignatureInvalid);
-  EXPECT_EQ(VerifySignature(Generate("ED25519").get(), pae, sig).reason(), Reason::kSignatureInvalid);
-  EXPECT_EQ(VerifySignature(key.get(), pae, sig.substr(0, 63)).reason(), Reason::kSignatureInvalid);
+  EXPECT_THAT(VerifySignature(key.get(), pae, flipped), HasReason(Reason::kSignatureInvalid));
+  EXPECT_THAT(VerifySignature(Generate("ED25519").get(), pae, sig), HasReason(Reason::kSignatureInvalid));
+  EXPECT_THAT(VerifySignature(key.get(), pae, sig.substr(0, 63)), HasReason(Reason::kSignatureInvalid));
   // An ECDSA signature offered for an Ed25519 key.
-  EXPECT_EQ(VerifySignature(key.get(), pae, Sign(Generate("EC", "P-256").get(), pae)).reason(),
-            Reason::kSignatureInvalid);
+  EXPECT_THAT(VerifySignature(key.get(), pae, Sign(Generate("EC", "P-256").get(), pae)), HasReason(Reason::kSignatureInvalid));
 }
 
 TEST(SignatureTest, RefusesOtherAlgorithms) {
   auto rsa = Generate("RSA", nullptr);
   auto r = AlgorithmOfKey(rsa.get());
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().reason(), Reason::kAlgorithmRefused);
+  EXPECT_THAT(r, HasReason(Reason::kAlgorithmRefused));
   EXPECT_NE(r.error().message().find("RSA"), std::string::npos) << r.error().message();
   const std::string rsa_sig = Sign(rsa.get(), "m");
-  EXPECT_EQ(VerifySignature(rsa.get(), "m", rsa_sig).reason(), Reason::kAlgorithmRefused);
+  EXPECT_THAT(VerifySignature(rsa.get(), "m", rsa_sig), HasReason(Reason::kAlgorithmRefused));
 
   auto p384 = Generate("EC", "P-384");
   auto p = AlgorithmOfKey(p384.get());
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error().reason(), Reason::kAlgorithmRefused);
+  EXPECT_THAT(p, HasReason(Reason::kAlgorithmRefused));
   EXPECT_NE(p.error().message().find("secp384r1"), std::string::npos) << p.error().message();
-  EXPECT_EQ(VerifySignature(p384.get(), "m", Sign(p384.get(), "m")).reason(), Reason::kAlgorithmRefused);
-  EXPECT_EQ(AlgorithmOfKey(nullptr).error().reason(), Reason::kAlgorithmRefused);
+  EXPECT_THAT(VerifySignature(p384.get(), "m", Sign(p384.get(), "m")), HasReason(Reason::kAlgorithmRefused));
+  EXPECT_THAT(AlgorithmOfKey(nullptr), HasReason(Reason::kAlgorithmRefused));
 }
 
 TEST(SignatureTest, EcdsaRawToDerRoundTrips) {
@@ -283,8 +285,8 @@ TEST(SignatureTest, EcdsaRawToDerRoundTrips) {
     EXPECT_EQ(*back, der);
     EXPECT_TRUE(VerifySignature(key.get(), msg, *back).ok());
   }
-  EXPECT_EQ(EcdsaRawToDer(std::string(63, '\1')).error().reason(), Reason::kSignatureInvalid);
-  EXPECT_EQ(EcdsaRawToDer(std::string(65, '\1')).error().reason(), Reason::kSignatureInvalid);
+  EXPECT_THAT(EcdsaRawToDer(std::string(63, '\1')), HasReason(Reason::kSignatureInvalid));
+  EXPECT_THAT(EcdsaRawToDer(std::string(65, '\1')), HasReason(Reason::kSignatureInvalid));
 }
 
 std::string I2dPubkey(EVP_PKEY* key) {
@@ -364,7 +366,7 @@ TEST(KeyTest, KeysOfRefusedAlgorithmsKeepOpenSslsEncoding) {
 TEST(KeyTest, KeyIdFailsClosedWithoutAKey) {
   auto id = KeyIdOf(nullptr);
   ASSERT_FALSE(id.ok());
-  EXPECT_EQ(id.error().reason(), Reason::kAlgorithmRefused);
+  EXPECT_THAT(id, HasReason(Reason::kAlgorithmRefused));
 }
 
 TEST(CertificateTest, ParsesDerAndPem) {
@@ -375,10 +377,9 @@ TEST(CertificateTest, ParsesDerAndPem) {
   auto parsed = ParseCertificateDer(der);
   ASSERT_TRUE(parsed.ok()) << parsed.error().ToString();
   EXPECT_EQ(CertificateDer(parsed->get()), der);
-  EXPECT_EQ(ParseCertificateDer(der + "x").error().reason(), Reason::kBundleInvalid);
-  EXPECT_EQ(ParseCertificateDer(der.substr(0, der.size() - 1), Reason::kChainUntrusted).error().reason(),
-            Reason::kChainUntrusted);
-  EXPECT_EQ(ParseCertificateDer("").error().reason(), Reason::kBundleInvalid);
+  EXPECT_THAT(ParseCertificateDer(der + "x"), HasReason(Reason::kBundleInvalid));
+  EXPECT_THAT(ParseCertificateDer(der.substr(0, der.size() - 1), Reason::kChainUntrusted), HasReason(Reason::kChainUntrusted));
+  EXPECT_THAT(ParseCertificateDer(""), HasReason(Reason::kBundleInvalid));
 
   ossl::UniquePtr<BIO> bio(BIO_new(BIO_s_mem()));
   ASSERT_EQ(PEM_write_bio_X509(bio.get(), a.get()), 1);
@@ -391,9 +392,9 @@ TEST(CertificateTest, ParsesDerAndPem) {
   ASSERT_EQ(certs->size(), 2u);
   EXPECT_EQ(CertificateDer((*certs)[0].get()), der);
   EXPECT_EQ(CertificateDer((*certs)[1].get()), CertificateDer(b.get()));
-  EXPECT_EQ(ParsePemCertificates("", Reason::kConfigInvalid).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(ParsePemCertificates("", Reason::kConfigInvalid), HasReason(Reason::kConfigInvalid));
   const std::string broken = "-----BEGIN CERTIFICATE-----\nAAAA!!\n-----END CERTIFICATE-----\n";
-  EXPECT_EQ(ParsePemCertificates(broken, Reason::kFileUnreadable).error().reason(), Reason::kFileUnreadable);
+  EXPECT_THAT(ParsePemCertificates(broken, Reason::kFileUnreadable), HasReason(Reason::kFileUnreadable));
 }
 
 }  // namespace

@@ -17,6 +17,9 @@
 #include "clawguard/strict_json.h"
 #include "loader/bounded_child.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard {
 namespace {
@@ -68,10 +71,9 @@ TEST(SecretBytesTest, ConstantTimeEqualsAndWipe) {
 TEST(StrictJsonTest, RefusesDuplicateKeysAndGarbage) {
   EXPECT_TRUE(ParseJsonStrict(R"({"a":1,"b":{"a":2}})", Reason::kBundleInvalid, "bundle").ok());
   const Status dup = ParseJsonStrict(R"({"a":1,"a":2})", Reason::kBundleInvalid, "bundle").error();
-  EXPECT_EQ(dup.reason(), Reason::kBundleInvalid);
+  EXPECT_THAT(dup, HasReason(Reason::kBundleInvalid));
   EXPECT_THAT(dup.message(), HasSubstr("duplicate key \"a\""));
-  EXPECT_EQ(ParseJsonStrict(R"({"a":1} x)", Reason::kBundleInvalid, "bundle").error().reason(),
-            Reason::kBundleInvalid);
+  EXPECT_THAT(ParseJsonStrict(R"({"a":1} x)", Reason::kBundleInvalid, "bundle"), HasReason(Reason::kBundleInvalid));
   EXPECT_FALSE(ParseJsonStrict(std::string(100, '['), Reason::kBundleInvalid, "b").ok());
 }
 
@@ -89,9 +91,9 @@ TEST(FileIoTest, ReadBoundedAndAtomicWrite) {
   const std::string p = dir.Sub("f.bin");
   ASSERT_TRUE(WriteFileAtomic(p, "hello").ok());
   EXPECT_EQ(*ReadFileBounded(p, 5), "hello");
-  EXPECT_EQ(ReadFileBounded(p, 4, Reason::kPackageTooLarge).error().reason(), Reason::kPackageTooLarge);
-  EXPECT_EQ(ReadFileBounded(dir.Sub("missing"), 10).error().reason(), Reason::kFileUnreadable);
-  EXPECT_EQ(ReadFileBounded(dir.path().string(), 10).error().reason(), Reason::kFileUnreadable);
+  EXPECT_THAT(ReadFileBounded(p, 4, Reason::kPackageTooLarge), HasReason(Reason::kPackageTooLarge));
+  EXPECT_THAT(ReadFileBounded(dir.Sub("missing"), 10), HasReason(Reason::kFileUnreadable));
+  EXPECT_THAT(ReadFileBounded(dir.path().string(), 10), HasReason(Reason::kFileUnreadable));
 }
 
 TEST(FileIoTest, RefusesFifoDeviceDirectoryAndSocketWithoutBlocking) {

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard {
 namespace {
@@ -57,7 +60,7 @@ TEST(ResultTest, HoldsValueOrStatus) {
   EXPECT_EQ(*ok, 3);
   Result<int> bad = Status(Reason::kUnsigned, "no bundle");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().reason(), Reason::kUnsigned);
+  EXPECT_THAT(bad, HasReason(Reason::kUnsigned));
   EXPECT_EQ(bad.error().ToString(), "unsigned: no bundle");
 }
 

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard {
 namespace {
@@ -47,7 +50,7 @@ std::string Replace(const std::string& from, const std::string& to) {
 void ExpectRefused(const std::string& text, const std::string& message_part) {
   auto m = ParseManifest(text, "manifest.yaml");
   ASSERT_FALSE(m.ok()) << "accepted:\n" << text;
-  EXPECT_EQ(m.error().reason(), Reason::kManifestInvalid) << m.error().ToString();
+  EXPECT_THAT(m, HasReason(Reason::kManifestInvalid)) << m.error().ToString();
   EXPECT_THAT(m.error().message(), HasSubstr(message_part));
   EXPECT_THAT(m.error().message(), HasSubstr("manifest.yaml"));  // says where
 }

@@ -12,6 +12,9 @@
 #include "clawguard/file_io.h"
 #include "clawguard/sha256.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard {
 namespace {
@@ -79,8 +82,7 @@ TEST(FileIoTest, ReadOpenedFileHashedReturnsTheDigestOfExactlyTheBytesRead) {
     auto fd2 = OpenRegularFile(p);
     ASSERT_TRUE(fd2.ok());
     if (size > 0) {
-      EXPECT_EQ(ReadOpenedFileHashed(*fd2, p, size - 1, Reason::kPackageTooLarge).error().reason(),
-                Reason::kPackageTooLarge);
+      EXPECT_THAT(ReadOpenedFileHashed(*fd2, p, size - 1, Reason::kPackageTooLarge), HasReason(Reason::kPackageTooLarge));
     }
   }
 }

@@ -3,6 +3,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard {
 namespace {
@@ -13,14 +16,14 @@ Status ParseStatus(const std::string& text) { return ParseYamlStrict(text, "t.ya
 
 TEST(StrictYamlTest, RefusesDuplicateKeyWithLine) {
   const Status s = ParseStatus("a: 1\nb: 2\na: 3\n");
-  EXPECT_EQ(s.reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(s, HasReason(Reason::kConfigInvalid));
   EXPECT_THAT(s.message(), HasSubstr("t.yaml:3:1"));
   EXPECT_THAT(s.message(), HasSubstr("duplicate key 'a'"));
 }
 
 TEST(StrictYamlTest, RefusesNestedDuplicateKey) {
   const Status s = ParseStatus("outer:\n  x: 1\n  x: 2\n");
-  EXPECT_EQ(s.reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(s, HasReason(Reason::kConfigInvalid));
   EXPECT_THAT(s.message(), HasSubstr("t.yaml:3:3"));
 }
 
@@ -46,13 +49,12 @@ TEST(StrictYamlTest, RefusesDeepNesting) {
 
 TEST(StrictYamlTest, SyntaxErrorInFlowListPointsAtBlockStyle) {
   const Status s = ParseStatus("erp: [POST /orders/{id}/fulfil]\n");
-  EXPECT_EQ(s.reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(s, HasReason(Reason::kConfigInvalid));
   EXPECT_THAT(s.message(), HasSubstr("t.yaml:1:"));
 }
 
 TEST(StrictYamlTest, UsesTheGivenReason) {
-  EXPECT_EQ(ParseYamlStrict("a: 1\na: 1\n", "m.yaml", Reason::kManifestInvalid).error().reason(),
-            Reason::kManifestInvalid);
+  EXPECT_THAT(ParseYamlStrict("a: 1\na: 1\n", "m.yaml", Reason::kManifestInvalid), HasReason(Reason::kManifestInvalid));
 }
 
 class YamlMapTest : public ::testing::Test {
@@ -78,7 +80,7 @@ TEST_F(YamlMapTest, StringsKeepYesAndHexAsText) {
 
 TEST_F(YamlMapTest, IntRefusesHexQuotedFloatAndRange) {
   auto m = Map("a: 0x10\nb: \"12\"\nc: 1.5\nd: 12\ne: 07\n");
-  EXPECT_EQ(m.Int("a", 0, 100).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(m.Int("a", 0, 100), HasReason(Reason::kConfigInvalid));
   EXPECT_THAT(m.Int("b", 0, 100).error().message(), HasSubstr("plain decimal integer"));
   EXPECT_FALSE(m.Int("c", 0, 100).ok());
   EXPECT_EQ(*m.Int("d", 0, 100), 12);
@@ -107,7 +109,7 @@ TEST_F(YamlMapTest, FinishRefusesUnknownKeysWithLine) {
   auto m = Map("known: 1\ntypo: 2\n");
   ASSERT_TRUE(m.Int("known", 0, 9).ok());
   const Status s = m.Finish();
-  EXPECT_EQ(s.reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(s, HasReason(Reason::kConfigInvalid));
   EXPECT_THAT(s.message(), HasSubstr("t.yaml:2:1"));
   EXPECT_THAT(s.message(), HasSubstr("unknown key 'typo'"));
 }
@@ -133,7 +135,7 @@ TEST(YamlMapCreateTest, RefusesNonMapping) {
 TEST(StrictYamlRegressionTest, EndlessDocumentStreamIsRefused) {
   auto parsed = ParseYamlStrict(",:: ", "x.yaml");
   ASSERT_FALSE(parsed.ok());
-  EXPECT_EQ(parsed.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(parsed, HasReason(Reason::kConfigInvalid));
 }
 
 // A publisher with bytes that are not UTF-8 parsed, and rendered back (as U+FFFD) to another
@@ -142,12 +144,12 @@ TEST(StrictYamlRegressionTest, EndlessDocumentStreamIsRefused) {
 TEST(StrictYamlRegressionTest, InvalidUtf8IsRefusedWithItsPosition) {
   auto parsed = ParseYamlStrict("name: ok\npublisher: \xaa\xaa\n", "m.yaml");
   ASSERT_FALSE(parsed.ok());
-  EXPECT_EQ(parsed.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(parsed, HasReason(Reason::kConfigInvalid));
   EXPECT_THAT(parsed.error().message(), HasSubstr("m.yaml:2:12: the file is not valid UTF-8"));
   for (const char* bad : {"a: \xc0\xaf\n", "a: \xed\xa0\x80\n", "a: \xf4\x90\x80\x80\n", "a: \xe2\x82\n", "a: \xe2"}) {
     auto refused = ParseYamlStrict(bad, "m.yaml");
     ASSERT_FALSE(refused.ok()) << "overlong, surrogate, > U+10FFFF or truncated";
-    EXPECT_EQ(refused.error().reason(), Reason::kConfigInvalid);
+    EXPECT_THAT(refused, HasReason(Reason::kConfigInvalid));
   }
   for (const char* good : {"a: \xc3\xa9\n", "a: \xe2\x82\xac\n", "a: \xf0\x9f\x94\x92\n", "a: \xf4\x8f\xbf\xbf\n"}) {
     EXPECT_TRUE(ParseYamlStrict(good, "m.yaml").ok()) << good;

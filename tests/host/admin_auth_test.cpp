@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "support/raw_client.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -45,12 +48,12 @@ HttpRequest WithAuth(std::initializer_list<std::string> values) {
 TEST(AdminAuthTest, RefusesATokenShorterThanTheMinimum) {
   auto h = RequireBearerToken(SecretBytes("short"), [](const HttpRequest&) { return HttpResponse{}; });
   ASSERT_FALSE(h.ok());
-  EXPECT_EQ(h.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(h, HasReason(Reason::kConfigInvalid));
   EXPECT_EQ(h.error().message().find("short"), std::string::npos);  // the token is never echoed
 }
 
 TEST(AdminAuthTest, RefusesAnEmptyInnerHandler) {
-  EXPECT_EQ(RequireBearerToken(SecretBytes(kToken), Handler()).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(RequireBearerToken(SecretBytes(kToken), Handler()), HasReason(Reason::kConfigInvalid));
 }
 
 TEST(AdminAuthTest, MissingHeaderGets401WithBearerChallenge) {

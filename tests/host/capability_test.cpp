@@ -2,6 +2,9 @@
 #include "host/capability.h"
 
 #include <gtest/gtest.h>
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -52,7 +55,7 @@ TEST(CapabilityTest, CreateRefusesMalformedTemplates) {
                           "POST /%2e"}) {
     auto r = CapabilitySet::Create({bad});
     ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_EQ(r.error().reason(), Reason::kManifestInvalid) << bad;
+    EXPECT_THAT(r, HasReason(Reason::kManifestInvalid)) << bad;
   }
 }
 

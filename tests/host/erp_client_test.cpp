@@ -28,6 +28,9 @@
 #include "host/http_server.h"
 #include "support/temp_dir.h"
 #include "support/test_erp_server.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -110,18 +113,18 @@ TEST(ErpClientTest, CreateRefusesBadOptions) {
                                  "http://user@erp:80", "http://erp:80/p?q=1", "http://[::1"}) {
     auto c = Make(url);
     ASSERT_FALSE(c.ok()) << url;
-    EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid) << url;
+    EXPECT_THAT(c, HasReason(Reason::kConfigInvalid)) << url;
   }
-  EXPECT_EQ(Make("https://erp:8443").error().reason(), Reason::kConfigInvalid);  // https needs erp.ca
-  EXPECT_EQ(Make("https://erp:8443", "/nonexistent/ca.pem").error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(Make("https://erp:8443"), HasReason(Reason::kConfigInvalid));  // https needs erp.ca
+  EXPECT_THAT(Make("https://erp:8443", "/nonexistent/ca.pem"), HasReason(Reason::kConfigInvalid));
   auto bad_auth = Make("http://erp:80", "", "Bearer a\r\nX-Evil: 1");
   ASSERT_FALSE(bad_auth.ok());
-  EXPECT_EQ(bad_auth.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(bad_auth, HasReason(Reason::kConfigInvalid));
   EXPECT_EQ(bad_auth.error().message().find("Evil"), std::string::npos);
   ErpClientOptions zero;
   zero.base_url = "http://erp:80";
   zero.timeout = std::chrono::milliseconds(0);
-  EXPECT_EQ(ErpClient::Create(std::move(zero)).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(ErpClient::Create(std::move(zero)), HasReason(Reason::kConfigInvalid));
   EXPECT_TRUE(Make("http://127.0.0.1:8080/erp/v1/").ok());
   EXPECT_TRUE(Make("http://[::1]:8080").ok());
 }

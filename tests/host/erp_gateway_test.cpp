@@ -13,6 +13,9 @@
 #include "host/idempotency_key.h"
 #include "plugins/erp_harness.h"
 #include "support/erp_metric_line.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -557,21 +560,21 @@ TEST_F(ErpGatewayWritesTest, ASendInFlightOwnsItsRowSoNoWorkerSendsItAgain) {
 
 TEST(RetryWorkerTest, RefusesAnIncompleteEnvOrABadPolicy) {
   ErpEnv env;
-  EXPECT_EQ(RetryWorker::Create(env).error().reason(), Reason::kInternal);
+  EXPECT_THAT(RetryWorker::Create(env), HasReason(Reason::kInternal));
   testing::ErpHarness h;
   ASSERT_NO_FATAL_FAILURE(h.Init());
   ErpEnv bad = h.env;
   bad.retry.jitter_percent = 150;
-  EXPECT_EQ(RetryWorker::Create(bad).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(RetryWorker::Create(bad), HasReason(Reason::kConfigInvalid));
   bad = h.env;
   bad.retry.attempts = 0;
-  EXPECT_EQ(RetryWorker::Create(bad).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(RetryWorker::Create(bad), HasReason(Reason::kConfigInvalid));
   bad = h.env;
   bad.send_timeout = std::chrono::milliseconds(0);
-  EXPECT_EQ(RetryWorker::Create(bad).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(RetryWorker::Create(bad), HasReason(Reason::kConfigInvalid));
   bad = h.env;
   bad.plugins = nullptr;  // no way to match a resend against a capability: refused, fail closed
-  EXPECT_EQ(RetryWorker::Create(bad).error().reason(), Reason::kInternal);
+  EXPECT_THAT(RetryWorker::Create(bad), HasReason(Reason::kInternal));
   EXPECT_TRUE(RetryWorker::Create(h.env).ok());
 }
 

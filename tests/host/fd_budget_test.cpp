@@ -7,6 +7,9 @@
 #include <sys/resource.h>
 
 #include "clawguard/limits.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -45,7 +48,7 @@ TEST(FdBudgetTest, TooFewDescriptorsStopTheHostNamingWhatItNeeds) {
   for (const uint64_t soft : {uint64_t{0}, uint64_t{256}, uint64_t{399}}) {
     auto b = ListenerBudget(limits::kDefaultMaxConnections, soft, 64);
     ASSERT_FALSE(b.ok()) << soft;
-    EXPECT_EQ(b.error().reason(), Reason::kConfigInvalid);
+    EXPECT_THAT(b, HasReason(Reason::kConfigInvalid));
     EXPECT_NE(b.error().message().find("RLIMIT_NOFILE is " + std::to_string(soft)), std::string::npos)
         << b.error().message();
     EXPECT_NE(b.error().message().find("at least 400"), std::string::npos) << b.error().message();

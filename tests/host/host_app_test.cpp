@@ -13,6 +13,9 @@
 #include "sqlite/sqlite_ledger.h"
 #include "sqlite/sqlite_outbox.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -174,7 +177,7 @@ TEST_F(HostAppTest, ServesHealthReadinessAndReportsRefusedPackages) {
 TEST_F(HostAppTest, UnavailableStoreRefusesToStart) {
   auto app = HostApp::Create(Config("postgresql://cg@127.0.0.1:5432/cg"), SystemClock::Instance(), &OpenSqlite);
   ASSERT_FALSE(app.ok());
-  EXPECT_EQ(app.error().reason(), Reason::kStoreUnavailable);
+  EXPECT_THAT(app, HasReason(Reason::kStoreUnavailable));
 }
 
 TEST_F(HostAppTest, StoreWithoutDlqRefusesToStart) {
@@ -185,7 +188,7 @@ TEST_F(HostAppTest, StoreWithoutDlqRefusesToStart) {
   };
   auto app = HostApp::Create(Config("sqlite:state/state.db"), SystemClock::Instance(), without_dlq);
   ASSERT_FALSE(app.ok());
-  EXPECT_EQ(app.error().reason(), Reason::kStoreUnavailable);
+  EXPECT_THAT(app, HasReason(Reason::kStoreUnavailable));
   EXPECT_NE(app.error().message().find("DLQ"), std::string::npos) << app.error().message();
 }
 

@@ -14,6 +14,9 @@
 #include "clawguard/secret_bytes.h"
 #include "host/host_config.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -102,7 +105,7 @@ TEST(HostConfigSecretsTest, SecretsUnder24BytesAreRefusedNamingTheSettingNeverTh
     env[k.var] = k.value;
     auto c = ParseWith(Data(), env);
     ASSERT_FALSE(c.ok()) << k.var;
-    EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid);
+    EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
     const std::string m = c.error().message();
     EXPECT_NE(m.find(k.setting), std::string::npos) << m;
     EXPECT_NE(m.find("at least 24"), std::string::npos) << m;
@@ -161,7 +164,7 @@ TEST(HostConfigSecretsTest, ListenConnectionBoundsHaveDefaultsAndLimits) {
                                 "max_connections: 100, max_connections_per_peer: 101"}) {
     auto r = ParseWith(Replace(Data(), workers, "workers: 4, " + bad + " }"), Env());
     ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_EQ(r.error().reason(), Reason::kConfigInvalid);
+    EXPECT_THAT(r, HasReason(Reason::kConfigInvalid));
     EXPECT_NE(r.error().message().find("max_connections"), std::string::npos) << r.error().message();
   }
 }

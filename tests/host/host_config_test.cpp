@@ -12,6 +12,9 @@
 #include "clawguard/limits.h"
 #include "clawguard/secret_bytes.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -110,7 +113,7 @@ TEST(HostConfigTest, LoadsEveryKeyOfTheExample) {
 TEST(HostConfigTest, RefusesRetentionShorterThanRetrySpanWithBothNumbers) {
   auto c = ParseText(Replace(DataText(), "retention: 7d", "retention: 10h"));
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(c.error().message().find("host.yaml:26:"), std::string::npos) << c.error().message();
   EXPECT_NE(c.error().message().find("idempotency.retention 10h (36000 s) is shorter than the platform retry span "
                                      "1023m (61380 s) + 2 × clock_skew 5m (600 s) = 61980 s"),
@@ -123,20 +126,20 @@ TEST(HostConfigTest, AcceptsRetentionEqualToTheSpanPlusSkew) {
   EXPECT_TRUE(c.ok()) << c.error().ToString();
   auto shorter = ParseText(Replace(DataText(), "retention: 7d", "retention: 61979s"));
   ASSERT_FALSE(shorter.ok());
-  EXPECT_EQ(shorter.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(shorter, HasReason(Reason::kConfigInvalid));
 }
 
 TEST(HostConfigTest, RefusesDuplicateKey) {
   auto c = ParseText(Replace(DataText(), "  tolerance: 300s\n", "  tolerance: 300s\n  tolerance: 30s\n"));
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(c.error().message().find("host.yaml:"), std::string::npos) << c.error().message();
 }
 
 TEST(HostConfigTest, RefusesUnknownKey) {
   auto c = ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, colour: red }"));
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(c.error().message().find("unknown key 'colour'"), std::string::npos) << c.error().message();
 }
 
@@ -149,7 +152,7 @@ TEST(HostConfigTest, HandlerThreadsDefaultAndAreBounded) {
   EXPECT_EQ((*set)->listen.handlers, 16);
   auto zero = ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, handlers: 0 }"));
   ASSERT_FALSE(zero.ok());
-  EXPECT_EQ(zero.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(zero, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(zero.error().message().find("handlers"), std::string::npos) << zero.error().message();
 }
 
@@ -177,7 +180,7 @@ TEST(HostConfigTest, ExecutionIsThreadsByDefaultAndFibersOnlyWithTheSqliteStore)
 
   const auto refused = [](const Result<std::shared_ptr<const HostConfig>>& c, const std::string& what) {
     ASSERT_FALSE(c.ok()) << what;
-    EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid);
+    EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
     EXPECT_NE(c.error().message().find(what), std::string::npos) << c.error().message();
   };
   refused(ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, execution: green }")),
@@ -196,7 +199,7 @@ TEST(HostConfigTest, RefusesMissingEnvVarNamingItNeverAValue) {
   env.erase("CG_TEST_ERP_TOKEN");
   auto c = ParseText(DataText(), env);
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(c.error().message().find("CG_TEST_ERP_TOKEN"), std::string::npos) << c.error().message();
   EXPECT_EQ(c.error().message().find(kAdminToken), std::string::npos);
 }
@@ -206,7 +209,7 @@ TEST(HostConfigTest, RefusesShortAdminTokenWithoutPrintingIt) {
   env["CG_TEST_ADMIN_TOKEN"] = "short-admin-token-31-characters";
   auto c = ParseText(DataText(), env);
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(c.error().message().find("31 characters"), std::string::npos) << c.error().message();
   EXPECT_EQ(c.error().message().find("short-admin-token"), std::string::npos);
 }
@@ -214,7 +217,7 @@ TEST(HostConfigTest, RefusesShortAdminTokenWithoutPrintingIt) {
 TEST(HostConfigTest, RefusesLiteralSecret) {
   auto c = ParseText(Replace(DataText(), "auth: env:CG_TEST_ERP_TOKEN", "auth: plain-token-in-file"));
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(c.error().message().find("env:VAR"), std::string::npos);
 }
 
@@ -223,7 +226,7 @@ TEST(HostConfigTest, RefusesWebhookSecretThatIsNotBase64NamingTheVariable) {
   env["CG_TEST_ORDER_SECRET"] = "whsec_not*base64!";
   auto c = ParseText(DataText(), env);
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(c.error().message().find("CG_TEST_ORDER_SECRET"), std::string::npos) << c.error().message();
   EXPECT_EQ(c.error().message().find("not*base64"), std::string::npos);
 }
@@ -231,7 +234,7 @@ TEST(HostConfigTest, RefusesWebhookSecretThatIsNotBase64NamingTheVariable) {
 TEST(HostConfigTest, RefusesStoreUrlWithPasswordWithoutEchoingIt) {
   auto c = ParseText(Replace(DataText(), "store: sqlite:state/state.db", "store: postgresql://cg:hunter2@db:5432/cg"));
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
   EXPECT_EQ(c.error().message().find("hunter2"), std::string::npos) << c.error().message();
   auto ok = ParseText(Replace(DataText(), "store: sqlite:state/state.db", "store: postgresql://cg@db:5432/cg"));
   ASSERT_TRUE(ok.ok()) << ok.error().ToString();
@@ -241,42 +244,42 @@ TEST(HostConfigTest, RefusesStoreUrlWithPasswordWithoutEchoingIt) {
 TEST(HostConfigTest, RefusesHandlerTimeoutNotShorterThanLease) {
   auto c = ParseText(Replace(DataText(), "handler_timeout: 10s", "handler_timeout: 30s"));
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(c.error().message().find("shorter than idempotency.lease 30s"), std::string::npos) << c.error().message();
 }
 
 TEST(HostConfigTest, RefusesPreviousSecretWithoutPreviousUntil) {
   auto c = ParseText(Replace(DataText(), "      previous_until: 2026-12-09T00:00:00Z\n", ""));
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(c.error().message().find("previous_until"), std::string::npos);
 }
 
 TEST(HostConfigTest, RefusesBadRateSchemaAndRouteName) {
   auto rate = ParseText(Replace(DataText(), "200/s", "200/fortnight"));
   ASSERT_FALSE(rate.ok());
-  EXPECT_EQ(rate.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(rate, HasReason(Reason::kConfigInvalid));
   auto schema = ParseText(Replace(DataText(), "clawguard/host/v1", "clawguard/host/v2"));
   ASSERT_FALSE(schema.ok());
-  EXPECT_EQ(schema.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(schema, HasReason(Reason::kConfigInvalid));
   auto route = ParseText(Replace(DataText(), "acme-orders/order.cancelled:", "Acme/order.cancelled:"));
   ASSERT_FALSE(route.ok());
-  EXPECT_EQ(route.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(route, HasReason(Reason::kConfigInvalid));
   auto jitter = ParseText(Replace(DataText(), "jitter: 20%", "jitter: 120%"));
   ASSERT_FALSE(jitter.ok());
-  EXPECT_EQ(jitter.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(jitter, HasReason(Reason::kConfigInvalid));
   auto address = ParseText(Replace(DataText(), "address: 127.0.0.1:0, tls", "address: 127.0.0.1:99999, tls"));
   ASSERT_FALSE(address.ok());
-  EXPECT_EQ(address.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(address, HasReason(Reason::kConfigInvalid));
   auto body = ParseText(Replace(DataText(), "max_body: 1MiB", "max_body: yes"));
   ASSERT_FALSE(body.ok());
-  EXPECT_EQ(body.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(body, HasReason(Reason::kConfigInvalid));
 }
 
 TEST(HostConfigTest, LoadOfMissingFileIsFileUnreadable) {
   auto c = HostConfig::Load(std::string(CLAWGUARD_SOURCE_DIR) + "/tests/host/data/no-such-host.yaml");
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().reason(), Reason::kFileUnreadable);
+  EXPECT_THAT(c, HasReason(Reason::kFileUnreadable));
 }
 
 TEST(HostConfigTest, FormatsDurationsInTheLargestExactUnit) {

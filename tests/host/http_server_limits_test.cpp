@@ -13,6 +13,9 @@
 #include "support/flood_client.h"
 #include "support/gate.h"
 #include "support/raw_client.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -90,7 +93,7 @@ TEST_F(HttpServerLimitsTest, OptionsOutOfRangeAreRefused) {
     o.max_connections_per_peer = per_peer;
     auto server = HttpServer::Create(std::move(o), [](const HttpRequest&) { return HttpResponse{}; });
     ASSERT_FALSE(server.ok()) << max << " " << per_peer;
-    EXPECT_EQ(server.error().reason(), Reason::kConfigInvalid);
+    EXPECT_THAT(server, HasReason(Reason::kConfigInvalid));
   }
 }
 

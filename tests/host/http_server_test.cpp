@@ -16,6 +16,9 @@
 #include "support/raw_client.h"
 #include "support/temp_dir.h"
 #include "support/test_pki.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -298,27 +301,27 @@ TEST(HttpServerTest, StopFinishesTheRequestInFlightAndRefusesNewConnections) {
 TEST(HttpServerTest, CreateRefusesBadOptions) {
   ServerOptions no_workers;
   no_workers.workers = 0;
-  EXPECT_EQ(HttpServer::Create(no_workers, Echo).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(HttpServer::Create(no_workers, Echo), HasReason(Reason::kConfigInvalid));
   ServerOptions bad_address;
   bad_address.address = "localhost";
-  EXPECT_EQ(HttpServer::Create(bad_address, Echo).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(HttpServer::Create(bad_address, Echo), HasReason(Reason::kConfigInvalid));
   ServerOptions bad_timeout;
   bad_timeout.read_timeout = std::chrono::milliseconds(0);
-  EXPECT_EQ(HttpServer::Create(bad_timeout, Echo).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(HttpServer::Create(bad_timeout, Echo), HasReason(Reason::kConfigInvalid));
   ServerOptions missing_tls;
   missing_tls.tls = ServerTls{"/nonexistent/cert.pem", "/nonexistent/key.pem"};
-  EXPECT_EQ(HttpServer::Create(missing_tls, Echo).error().reason(), Reason::kConfigInvalid);
-  EXPECT_EQ(HttpServer::Create({}, Handler()).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(HttpServer::Create(missing_tls, Echo), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(HttpServer::Create({}, Handler()), HasReason(Reason::kConfigInvalid));
 }
 
 TEST(HttpServerTest, CreateRefusesBadHandlerThreadCounts) {
   ServerOptions too_many;
   too_many.handler_threads = static_cast<int>(limits::kMaxHandlerThreads) + 1;
-  EXPECT_EQ(HttpServer::Create(too_many, Echo).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(HttpServer::Create(too_many, Echo), HasReason(Reason::kConfigInvalid));
   ServerOptions negative;
   negative.handler_threads = -1;
-  EXPECT_EQ(HttpServer::Create(negative, Echo).error().reason(), Reason::kConfigInvalid);
-  EXPECT_EQ(HttpServer::CreateWithFront({}, FrontHandler()).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(HttpServer::Create(negative, Echo), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(HttpServer::CreateWithFront({}, FrontHandler()), HasReason(Reason::kConfigInvalid));
 }
 
 // The front answers on the I/O thread; what it defers runs on a handler thread with what the
@@ -389,7 +392,7 @@ TEST(HttpServerTest, CreateReportsAnAddressInUse) {
   same.address = "127.0.0.1:" + std::to_string(first->port());
   auto second = HttpServer::Create(same, Echo);
   ASSERT_FALSE(second.ok());
-  EXPECT_EQ(second.error().reason(), Reason::kInternal);
+  EXPECT_THAT(second, HasReason(Reason::kInternal));
 }
 
 TEST(HttpServerTest, TlsRoundTripWithAThrowawayCertificate) {

@@ -9,6 +9,9 @@
 
 #include "clawguard/sha256.h"
 #include "host/business_key.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -108,7 +111,7 @@ TEST(BusinessKeyTest, EverythingElseIsIdempotencyKeyMissing) {
   for (const auto& [body, ptr] : cases) {
     auto r = ExtractBusinessKey(body, ptr);
     ASSERT_FALSE(r.ok()) << body << " " << ptr;
-    EXPECT_EQ(r.error().reason(), Reason::kIdempotencyKeyMissing) << body << " " << ptr;
+    EXPECT_THAT(r, HasReason(Reason::kIdempotencyKeyMissing)) << body << " " << ptr;
   }
 }
 

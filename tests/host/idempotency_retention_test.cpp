@@ -18,11 +18,14 @@
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_outbox.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
 #ifdef CLAWGUARD_TEST_PG
 #include "pg/support/pg_test_db.h"
 #include "postgresql/pg_idempotency_store.h"
 #include "postgresql/pg_outbox.h"
 #endif
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard {
 namespace {
@@ -209,7 +212,7 @@ TYPED_TEST(IdempotencyRetentionTest, PurgeLeavesATombstoneThatAClaimMeetsUntilIt
   EXPECT_FALSE(this->store_->Get(kKey)->has_value());  // nothing written
   // Fingerprint first, as for a record.
   EXPECT_EQ(this->MustClaim(kKey, std::string(64, 'e')).kind, ClaimOutcome::Kind::kFingerprintMismatch);
-  EXPECT_EQ(this->store_->NoteReconcileAttempt(kKey).error().reason(), Reason::kNotFound);
+  EXPECT_THAT(this->store_->NoteReconcileAttempt(kKey), HasReason(Reason::kNotFound));
 
   const int64_t generation = *this->store_->Generation();
   EXPECT_TRUE(*this->store_->ClearTombstone(kKey));
@@ -269,8 +272,8 @@ TYPED_TEST(IdempotencyRetentionTest, PurgeTakesAtMostLimitOldestFirst) {
   EXPECT_EQ(*this->store_->Purge(now, now + kDay, 2), 2);
   EXPECT_EQ(*this->store_->Purge(now, now + kDay, 2), 1);
   EXPECT_EQ(*this->store_->Purge(now, now + kDay, 2), 0);
-  EXPECT_EQ(this->store_->Purge(now, now + kDay, 0).error().reason(), Reason::kUsage);
-  EXPECT_EQ(this->store_->Purge(now, now + kDay, kMaxIdemBatch + 1).error().reason(), Reason::kUsage);
+  EXPECT_THAT(this->store_->Purge(now, now + kDay, 0), HasReason(Reason::kUsage));
+  EXPECT_THAT(this->store_->Purge(now, now + kDay, kMaxIdemBatch + 1), HasReason(Reason::kUsage));
 }
 
 TYPED_TEST(IdempotencyRetentionTest, TombstonesExpire) {
@@ -330,8 +333,8 @@ TYPED_TEST(IdempotencyRetentionTest, ListStuckFindsEndedLeasesFewestAttemptsThen
   EXPECT_EQ(this->StuckKeys(5'000), (std::vector<std::string>{expired}));  // noted now: stuck_for later
   this->clock_.Advance(5'000);
   EXPECT_EQ(this->StuckKeys(5'000), (std::vector<std::string>{expired, released}));
-  EXPECT_EQ(this->store_->ListStuck(0, 0, 0).error().reason(), Reason::kUsage);
-  EXPECT_EQ(this->store_->ListStuck(0, -1, 10).error().reason(), Reason::kUsage);
+  EXPECT_THAT(this->store_->ListStuck(0, 0, 0), HasReason(Reason::kUsage));
+  EXPECT_THAT(this->store_->ListStuck(0, -1, 10), HasReason(Reason::kUsage));
 }
 
 TYPED_TEST(IdempotencyRetentionTest, NoteReconcileAttemptCountsUntilCompleteOrReset) {
@@ -346,7 +349,7 @@ TYPED_TEST(IdempotencyRetentionTest, NoteReconcileAttemptCountsUntilCompleteOrRe
   EXPECT_EQ((*this->store_->Get(kKey))->reconcile_attempts, 0);
   const auto missing = this->store_->NoteReconcileAttempt(std::string(64, '0'));
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().reason(), Reason::kNotFound);
+  EXPECT_THAT(missing, HasReason(Reason::kNotFound));
 }
 
 }  // namespace

@@ -18,11 +18,14 @@
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_outbox.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
 #ifdef CLAWGUARD_TEST_PG
 #include "pg/support/pg_test_db.h"
 #include "postgresql/pg_idempotency_store.h"
 #include "postgresql/pg_outbox.h"
 #endif
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard {
 namespace {
@@ -365,12 +368,12 @@ TYPED_TEST(StoreConformanceTest, OutboxRowsMatchMismatchAndMoveThroughStates) {
   EXPECT_EQ((*this->outbox_->Get(kKey, 1))->state, OutboxState::kDead);
   EXPECT_TRUE(this->outbox_->DuePending(kT0 + 120'000, 10)->empty());
   const Status missing = this->outbox_->MarkAnswered(kKey, 7, "send-a", 200, "");
-  EXPECT_EQ(missing.reason(), Reason::kNotFound);
+  EXPECT_THAT(missing, HasReason(Reason::kNotFound));
   // answered or dead: no more sends.
   EXPECT_FALSE(this->outbox_->Claim(kKey, 0, kT0 + 120'000, "send-b", kT0 + 180'000)->has_value());
   EXPECT_FALSE(this->outbox_->Claim(kKey, 1, kT0 + 120'000, "send-b", kT0 + 180'000)->has_value());
   EXPECT_FALSE(this->outbox_->Claim(kKey, 9, kT0 + 120'000, "send-b", kT0 + 180'000)->has_value());
-  EXPECT_EQ(this->outbox_->Claim(kKey, 0, kT0, "", kT0).error().reason(), Reason::kInternal);
+  EXPECT_THAT(this->outbox_->Claim(kKey, 0, kT0, "", kT0), HasReason(Reason::kInternal));
 }
 
 TYPED_TEST(StoreConformanceTest, OneSendOwnsARowUntilItsAnswerOrItsClaimEnds) {
@@ -383,11 +386,11 @@ TYPED_TEST(StoreConformanceTest, OneSendOwnsARowUntilItsAnswerOrItsClaimEnds) {
   EXPECT_FALSE(this->outbox_->Claim(kKey, 0, kT0 + 5'000, "send-b", kT0 + 15'000)->has_value());
   EXPECT_FALSE(this->outbox_->Claim(kKey, 0, kT0 + 9'999, "send-a", kT0 + 15'000)->has_value());  // even a
   EXPECT_EQ(this->outbox_->DuePending(kT0 + 9'999, 10)->size(), 1u);  // call 1 only
-  EXPECT_EQ(this->outbox_->MarkAnswered(kKey, 0, "send-b", 200, "b").reason(), Reason::kNotFound);
+  EXPECT_THAT(this->outbox_->MarkAnswered(kKey, 0, "send-b", 200, "b"), HasReason(Reason::kNotFound));
   this->outbox_->NoteAnswer(kKey, 0, "send-b", 200, "b");
-  EXPECT_EQ(this->outbox_->Release(kKey, 0, "send-b", kT0).reason(), Reason::kNotFound);
-  EXPECT_EQ(this->outbox_->MarkDead(kKey, 0, "send-b").reason(), Reason::kNotFound);
-  EXPECT_EQ(this->outbox_->Defer(kKey, 0, kT0 + 5'000, kT0).reason(), Reason::kNotFound);
+  EXPECT_THAT(this->outbox_->Release(kKey, 0, "send-b", kT0), HasReason(Reason::kNotFound));
+  EXPECT_THAT(this->outbox_->MarkDead(kKey, 0, "send-b"), HasReason(Reason::kNotFound));
+  EXPECT_THAT(this->outbox_->Defer(kKey, 0, kT0 + 5'000, kT0), HasReason(Reason::kNotFound));
   auto row = this->outbox_->Get(kKey, 0);
   ASSERT_TRUE(row.ok() && row->has_value());
   EXPECT_EQ((*row)->state, OutboxState::kSent);
@@ -403,10 +406,10 @@ TYPED_TEST(StoreConformanceTest, OneSendOwnsARowUntilItsAnswerOrItsClaimEnds) {
   EXPECT_EQ((*b)->attempts, 2);
   EXPECT_EQ((*b)->claimed_by, "send-b");
   // a's answer comes late: it changes nothing; b's answer is stored; a later one changes nothing.
-  EXPECT_EQ(this->outbox_->MarkAnswered(kKey, 0, "send-a", 200, "late").reason(), Reason::kNotFound);
+  EXPECT_THAT(this->outbox_->MarkAnswered(kKey, 0, "send-a", 200, "late"), HasReason(Reason::kNotFound));
   this->outbox_->NoteAnswer(kKey, 0, "send-a", 200, "late");
   ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, "send-b", 201, "first").ok());
-  EXPECT_EQ(this->outbox_->MarkAnswered(kKey, 0, "send-b", 202, "again").reason(), Reason::kNotFound);
+  EXPECT_THAT(this->outbox_->MarkAnswered(kKey, 0, "send-b", 202, "again"), HasReason(Reason::kNotFound));
   row = this->outbox_->Get(kKey, 0);
   EXPECT_EQ((*row)->state, OutboxState::kAnswered);
   EXPECT_EQ((*row)->reply_status, 201);
@@ -416,7 +419,7 @@ TYPED_TEST(StoreConformanceTest, OneSendOwnsARowUntilItsAnswerOrItsClaimEnds) {
   // Release: the send ends without a final answer; the row waits unclaimed, attempts kept.
   ASSERT_TRUE(this->outbox_->Claim(kKey, 1, kT0, "send-c", kT0 + 10'000)->has_value());
   ASSERT_TRUE(this->outbox_->Release(kKey, 1, "send-c", kT0 + 3'000).ok());
-  EXPECT_EQ(this->outbox_->Release(kKey, 1, "send-c", kT0 + 9'000).reason(), Reason::kNotFound);  // once
+  EXPECT_THAT(this->outbox_->Release(kKey, 1, "send-c", kT0 + 9'000), HasReason(Reason::kNotFound));  // once
   row = this->outbox_->Get(kKey, 1);
   EXPECT_EQ((*row)->state, OutboxState::kSent);
   EXPECT_EQ((*row)->claimed_by, "");
@@ -425,7 +428,7 @@ TYPED_TEST(StoreConformanceTest, OneSendOwnsARowUntilItsAnswerOrItsClaimEnds) {
   EXPECT_FALSE(this->outbox_->Claim(kKey, 1, kT0 + 2'999, "send-d", kT0 + 20'000)->has_value());  // not due
   ASSERT_TRUE(this->outbox_->Claim(kKey, 1, kT0 + 3'000, "send-d", kT0 + 20'000)->has_value());
   // An owned MarkDead (retries spent) only by the owner.
-  EXPECT_EQ(this->outbox_->MarkDead(kKey, 1, "send-c").reason(), Reason::kNotFound);
+  EXPECT_THAT(this->outbox_->MarkDead(kKey, 1, "send-c"), HasReason(Reason::kNotFound));
   ASSERT_TRUE(this->outbox_->MarkDead(kKey, 1, "send-d").ok());
   row = this->outbox_->Get(kKey, 1);
   EXPECT_EQ((*row)->state, OutboxState::kDead);
@@ -482,7 +485,7 @@ TYPED_TEST(StoreConformanceTest, HeldRowsWaitForConfirmation) {
   for (OutboxState s : {OutboxState::kAnswered, OutboxState::kDead}) {
     OutboxRow bad = this->Row(kKey, c.fencing_token, 2, "{}");
     bad.state = s;
-    EXPECT_EQ(this->outbox_->Append(bad).error().reason(), Reason::kInternal) << OutboxStateName(s);
+    EXPECT_THAT(this->outbox_->Append(bad), HasReason(Reason::kInternal)) << OutboxStateName(s);
   }
 
   EXPECT_TRUE(this->outbox_->DuePending(kT0 + 1'000, 10)->empty());  // held never due; call 1 not yet
@@ -602,16 +605,16 @@ TYPED_TEST(StoreConformanceTest, RowAppendedAsSentRecordsTheFirstAttempt) {
     bad.state = s;
     auto refused = this->outbox_->Append(bad);
     ASSERT_FALSE(refused.ok()) << OutboxStateName(s);
-    EXPECT_EQ(refused.error().reason(), Reason::kInternal);
+    EXPECT_THAT(refused, HasReason(Reason::kInternal));
   }
   OutboxRow unowned = this->Row(kKey, c.fencing_token, 5, "{}");
   unowned.state = OutboxState::kSent;
-  EXPECT_EQ(this->outbox_->Append(unowned).error().reason(), Reason::kInternal);
+  EXPECT_THAT(this->outbox_->Append(unowned), HasReason(Reason::kInternal));
   for (OutboxState s : {OutboxState::kPending, OutboxState::kHeld}) {
     OutboxRow owned = this->Row(kKey, c.fencing_token, 5, "{}");
     owned.state = s;
     owned.claimed_by = "send-e";
-    EXPECT_EQ(this->outbox_->Append(owned).error().reason(), Reason::kInternal) << OutboxStateName(s);
+    EXPECT_THAT(this->outbox_->Append(owned), HasReason(Reason::kInternal)) << OutboxStateName(s);
   }
   EXPECT_FALSE(this->outbox_->Get(kKey, 5)->has_value());
 }
@@ -629,9 +632,9 @@ TYPED_TEST(StoreConformanceTest, DeferMovesTheNextAttemptWithoutCountingOne) {
   EXPECT_TRUE(this->outbox_->DuePending(kT0 + 999, 10)->empty());
   EXPECT_EQ(this->outbox_->DuePending(kT0 + 1'000, 10)->size(), 1u);
   // Not due (deferred already, or a send owns it): left alone.
-  EXPECT_EQ(this->outbox_->Defer(kKey, 0, kT0 + 999, kT0 + 50'000).reason(), Reason::kNotFound);
+  EXPECT_THAT(this->outbox_->Defer(kKey, 0, kT0 + 999, kT0 + 50'000), HasReason(Reason::kNotFound));
   ASSERT_TRUE(this->outbox_->Claim(kKey, 0, kT0 + 1'000, "send-a", kT0 + 2'000)->has_value());
-  EXPECT_EQ(this->outbox_->Defer(kKey, 0, kT0 + 1'500, kT0 + 90'000).reason(), Reason::kNotFound);
+  EXPECT_THAT(this->outbox_->Defer(kKey, 0, kT0 + 1'500, kT0 + 90'000), HasReason(Reason::kNotFound));
   EXPECT_EQ((*this->outbox_->Get(kKey, 0))->next_attempt_ms, kT0 + 2'000);
   // sent, its claim ended → deferred: attempts kept.
   ASSERT_TRUE(this->outbox_->Defer(kKey, 0, kT0 + 2'000, kT0 + 90'000).ok());
@@ -642,18 +645,18 @@ TYPED_TEST(StoreConformanceTest, DeferMovesTheNextAttemptWithoutCountingOne) {
   // answered, dead, held, or no row: kNotFound, nothing changed.
   ASSERT_TRUE(this->outbox_->Claim(kKey, 0, kT0 + 90'000, "send-b", kT0 + 95'000)->has_value());
   ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, "send-b", 200, "{}").ok());
-  EXPECT_EQ(this->outbox_->Defer(kKey, 0, INT64_MAX, kT0).reason(), Reason::kNotFound);
+  EXPECT_THAT(this->outbox_->Defer(kKey, 0, INT64_MAX, kT0), HasReason(Reason::kNotFound));
   EXPECT_EQ((*this->outbox_->Get(kKey, 0))->next_attempt_ms, kT0 + 95'000);
   ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, 1, "{}"))->kind, OutboxAppend::Kind::kAppended);
   ASSERT_TRUE(this->outbox_->MarkDead(kKey, 1, /*owner=*/"").ok());
-  EXPECT_EQ(this->outbox_->Defer(kKey, 1, INT64_MAX, kT0).reason(), Reason::kNotFound);
+  EXPECT_THAT(this->outbox_->Defer(kKey, 1, INT64_MAX, kT0), HasReason(Reason::kNotFound));
   OutboxRow held = this->Row(kKey, c.fencing_token, 2, "{}");
   held.state = OutboxState::kHeld;
   held.next_attempt_ms = INT64_MAX;
   ASSERT_EQ(this->outbox_->Append(held)->kind, OutboxAppend::Kind::kAppended);
-  EXPECT_EQ(this->outbox_->Defer(kKey, 2, INT64_MAX, kT0).reason(), Reason::kNotFound);
+  EXPECT_THAT(this->outbox_->Defer(kKey, 2, INT64_MAX, kT0), HasReason(Reason::kNotFound));
   EXPECT_EQ((*this->outbox_->Get(kKey, 2))->next_attempt_ms, INT64_MAX);
-  EXPECT_EQ(this->outbox_->Defer(kKey, 9, INT64_MAX, kT0).reason(), Reason::kNotFound);
+  EXPECT_THAT(this->outbox_->Defer(kKey, 9, INT64_MAX, kT0), HasReason(Reason::kNotFound));
 }
 
 TYPED_TEST(StoreConformanceTest, ReviveTurnsDeadOrAnsweredRowsPendingAndDueNow) {
@@ -689,7 +692,7 @@ TYPED_TEST(StoreConformanceTest, ReviveTurnsDeadOrAnsweredRowsPendingAndDueNow) 
   EXPECT_EQ((*row)->reply_body, "");
   EXPECT_EQ((*row)->attempts, 0);
   // A send of the old life that answers now changes nothing.
-  EXPECT_EQ(this->outbox_->MarkAnswered(kKey, 1, "send-3", 200, "{}").reason(), Reason::kNotFound);
+  EXPECT_THAT(this->outbox_->MarkAnswered(kKey, 1, "send-3", 200, "{}"), HasReason(Reason::kNotFound));
 
   // sent / pending / held rows are left as they are.
   EXPECT_FALSE(*this->outbox_->Revive(kKey, 2, kT0 + 70));
@@ -706,7 +709,7 @@ TYPED_TEST(StoreConformanceTest, ReviveTurnsDeadOrAnsweredRowsPendingAndDueNow) 
   ASSERT_EQ(this->outbox_->Append(held)->kind, OutboxAppend::Kind::kAppended);
   EXPECT_FALSE(*this->outbox_->Revive(kKey, 4, kT0));
   EXPECT_EQ((*this->outbox_->Get(kKey, 4))->state, OutboxState::kHeld);
-  EXPECT_EQ(this->outbox_->Revive(kKey, 9, kT0).error().reason(), Reason::kNotFound);
+  EXPECT_THAT(this->outbox_->Revive(kKey, 9, kT0), HasReason(Reason::kNotFound));
 
   auto due = this->outbox_->DuePending(kT0 + 100, 10);
   ASSERT_TRUE(due.ok());

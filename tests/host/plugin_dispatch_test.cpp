@@ -22,6 +22,9 @@
 #include "plugins/erp_harness.h"
 #include "support/gate.h"
 #include "support/test_plugins.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -315,14 +318,12 @@ TEST_F(PluginDispatchTest, UnknownPluginIsFailed) {
 TEST_F(PluginDispatchTest, CreateRefusesBadTargets) {
   DispatchOptions o;
   o.erp = h_.env;
-  EXPECT_EQ(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, nullptr, kCaps}}).error().reason(),
-            Reason::kConfigInvalid);
+  EXPECT_THAT(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, nullptr, kCaps}}), HasReason(Reason::kConfigInvalid));
   const cg_plugin* p = TestPlugins::Get().Open("good");
   ASSERT_NE(p, nullptr);
-  EXPECT_EQ(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, p, {"POST orders"}}}).error().reason(),
-            Reason::kManifestInvalid);
+  EXPECT_THAT(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, p, {"POST orders"}}}), HasReason(Reason::kManifestInvalid));
   o.handler_timeout = std::chrono::milliseconds(0);
-  EXPECT_EQ(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, p, kCaps}}).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, p, kCaps}}), HasReason(Reason::kConfigInvalid));
 }
 
 // Inline mode (DispatchContext::on_abandon, what the host's FinishAsync uses): the plugin runs

@@ -16,6 +16,9 @@
 #include "clawguard/fiber.h"
 #include "sqlite/sqlite_writer.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::sqlite {
 namespace {
@@ -134,7 +137,7 @@ TEST(SqliteWriterFiberTest, FailedFlushReachesTheFibersWaitingForItAndPoisonsThe
     ASSERT_TRUE(WaitUntil([&] { return done.load() == 4; }));
   }
   EXPECT_EQ(unavailable.load(), 4);
-  EXPECT_EQ(w->Write(Insert(99), Durability::kLazy).reason(), Reason::kStoreUnavailable);
+  EXPECT_THAT(w->Write(Insert(99), Durability::kLazy), HasReason(Reason::kStoreUnavailable));
 }
 
 // A fiber leader yields to gather, and then a plugin blocks its carrier (here: a fiber that

@@ -28,6 +28,9 @@
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_wal_vfs.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::sqlite {
 namespace {
@@ -212,7 +215,7 @@ TEST(SqliteWriterTest, FailingOpRollsBackOnlyItself) {
     CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO t (v) VALUES (1)"));
     return Status(Reason::kNotFound, "refused after a write");
   });
-  EXPECT_EQ(bad.reason(), Reason::kNotFound);
+  EXPECT_THAT(bad, HasReason(Reason::kNotFound));
   EXPECT_TRUE((*writer)->Write([](SqliteDb& db) { return db.Exec("INSERT INTO t (v) VALUES (2)"); }).ok());
   EXPECT_EQ(CountRows(path, "t"), 1);
 }
@@ -375,7 +378,7 @@ TEST(SqliteWriterTest, BatchWithOneDurableOpCommitsInOrderAndFlushesOnce) {
                   {lazy_last, Durability::kLazy}},
                  results);
   EXPECT_TRUE(results[0].ok()) << results[0].ToString();
-  EXPECT_EQ(results[1].reason(), Reason::kNotFound);
+  EXPECT_THAT(results[1], HasReason(Reason::kNotFound));
   EXPECT_TRUE(results[2].ok()) << results[2].ToString();
   EXPECT_TRUE(results[3].ok()) << results[3].ToString();
   EXPECT_EQ(c.load(), 1);
@@ -570,7 +573,7 @@ TEST(SqliteWriterTest, FailedFlushPoisonsTheWriter) {
   gate.Open();
   for (std::future<Status>* f : {&first, &waiting}) {
     const Status s = f->get();
-    EXPECT_EQ(s.reason(), Reason::kStoreUnavailable);
+    EXPECT_THAT(s, HasReason(Reason::kStoreUnavailable));
     EXPECT_NE(s.message().find("could not be flushed"), std::string::npos) << s.message();
     EXPECT_NE(s.message().find("restarts"), std::string::npos) << s.message();
   }
@@ -578,8 +581,8 @@ TEST(SqliteWriterTest, FailedFlushPoisonsTheWriter) {
     ran_after = true;
     return Status::Ok();
   };
-  EXPECT_EQ(w->Write(op, Durability::kLazy).reason(), Reason::kStoreUnavailable);
-  EXPECT_EQ(w->Write(op).reason(), Reason::kStoreUnavailable);
+  EXPECT_THAT(w->Write(op, Durability::kLazy), HasReason(Reason::kStoreUnavailable));
+  EXPECT_THAT(w->Write(op), HasReason(Reason::kStoreUnavailable));
   w->Submit(op);                                 // dropped
   EXPECT_FALSE(ran_after.load());                // refused before running
   EXPECT_EQ(w->syncs() - syncs_before, 1);       // and no retried flush
@@ -689,11 +692,10 @@ TEST(SqliteWriterTest, OneOpBatchRunsWithoutSavepoint) {
   EXPECT_FALSE(trace.Saw("SAVEPOINT op"));
 
   trace.Clear();  // a failing op alone: the whole batch rolls back, nothing is committed
-  EXPECT_EQ(w->Write([](SqliteDb& db) -> Status {
+  EXPECT_THAT(w->Write([](SqliteDb& db) -> Status {
                CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO t (v) VALUES (99)"));
                return Status(Reason::kNotFound, "refused after a write");
-             }).reason(),
-            Reason::kNotFound);
+             }), HasReason(Reason::kNotFound));
   EXPECT_TRUE(trace.Saw("ROLLBACK"));
   EXPECT_FALSE(trace.Saw("SAVEPOINT op"));
   EXPECT_FALSE(trace.Saw("COMMIT"));

@@ -10,6 +10,9 @@
 #include "host/erp_client.h"
 #include "support/temp_dir.h"
 #include "support/test_pki.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -143,7 +146,7 @@ TEST(TestErpServerTest, SlowAnswerIsReportedAsTimeoutAndTheRetryIsADuplicate) {
   ASSERT_NE(client, nullptr);
   auto reply = client->Send("POST", "/orders/9/fulfil", KeyHeaders("k-9"), "{}");
   ASSERT_FALSE(reply.ok());
-  EXPECT_EQ(reply.error().reason(), Reason::kInternal);
+  EXPECT_THAT(reply, HasReason(Reason::kInternal));
   EXPECT_EQ(ErpFailureOf(reply.error()), ErpFailure::kTimeout) << reply.error().ToString();
   EXPECT_EQ(reply.error().message().find("do-not-leak"), std::string::npos);
   // The ERP did act; a retry with the same key gets the stored answer and is no second effect.

@@ -9,6 +9,9 @@
 #include <sstream>
 
 #include "clawguard/clock.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -67,7 +70,7 @@ TEST(WebhookAuthVectorsTest, EveryMustFailVectorIsSignatureInvalid) {
     SCOPED_TRACE(c["why"].get<std::string>());
     auto r = verifier.Verify(Headers(base["msg_id"], ts, c["signature"]), base["body"].get<std::string>());
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().reason(), Reason::kSignatureInvalid);
+    EXPECT_THAT(r, HasReason(Reason::kSignatureInvalid));
   }
 }
 
@@ -101,7 +104,7 @@ TEST_F(WebhookAuthTest, TimestampOutsideToleranceEitherWayIsRefused) {
     clock_.Set((ts_ + delta) * 1000);
     auto r = v.Verify(Headers(id_, ts_, sig_), body_);
     ASSERT_FALSE(r.ok()) << delta;
-    EXPECT_EQ(r.error().reason(), Reason::kTimestampOutOfTolerance) << delta;
+    EXPECT_THAT(r, HasReason(Reason::kTimestampOutOfTolerance)) << delta;
   }
   for (int64_t delta : {-300, 300, 0}) {
     clock_.Set((ts_ + delta) * 1000);
@@ -116,7 +119,7 @@ TEST_F(WebhookAuthTest, AnOverlongTimestampIsQuotedOnlyAsAPrefix) {
   const std::string ts = std::string(15000, '0') + "1";
   auto r = v.Verify(HttpHeaders{{"webhook-id", id_}, {"webhook-timestamp", ts}, {"webhook-signature", sig_}}, body_);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().reason(), Reason::kTimestampOutOfTolerance);
+  EXPECT_THAT(r, HasReason(Reason::kTimestampOutOfTolerance));
   const std::string detail = r.error().message();
   EXPECT_EQ(detail.find("webhook-timestamp " + std::string(64, '0') + "... (15001 digits) is outside ±300 s"), 0u)
       << detail.substr(0, 200);
@@ -144,15 +147,15 @@ TEST_F(WebhookAuthTest, MissingOrMalformedHeadersAreSignatureInvalid) {
   for (size_t i = 0; i < cases.size(); ++i) {
     auto r = v.Verify(cases[i], body_);
     ASSERT_FALSE(r.ok()) << i;
-    EXPECT_EQ(r.error().reason(), Reason::kSignatureInvalid) << i;
+    EXPECT_THAT(r, HasReason(Reason::kSignatureInvalid)) << i;
   }
 }
 
 TEST_F(WebhookAuthTest, ChangedBodyIdOrTimestampIsSignatureInvalid) {
   const WebhookVerifier v = Verifier(base_["secret"], clock_);
-  EXPECT_EQ(v.Verify(Headers(id_, ts_, sig_), body_ + " ").error().reason(), Reason::kSignatureInvalid);
-  EXPECT_EQ(v.Verify(Headers(id_ + "x", ts_, sig_), body_).error().reason(), Reason::kSignatureInvalid);
-  EXPECT_EQ(v.Verify(Headers(id_, ts_ + 1, sig_), body_).error().reason(), Reason::kSignatureInvalid);
+  EXPECT_THAT(v.Verify(Headers(id_, ts_, sig_), body_ + " "), HasReason(Reason::kSignatureInvalid));
+  EXPECT_THAT(v.Verify(Headers(id_ + "x", ts_, sig_), body_), HasReason(Reason::kSignatureInvalid));
+  EXPECT_THAT(v.Verify(Headers(id_, ts_ + 1, sig_), body_), HasReason(Reason::kSignatureInvalid));
 }
 
 TEST_F(WebhookAuthTest, SvixAliasesAreAcceptedAndCaseIsIgnored) {
@@ -170,16 +173,16 @@ TEST_F(WebhookAuthTest, ConflictingAliasesOrRepeatsAreHeaderConflict) {
   const WebhookVerifier v = Verifier(base_["secret"], clock_);
   HttpHeaders a = Headers(id_, ts_, sig_);
   a.Add("svix-id", "msg_other");
-  EXPECT_EQ(v.Verify(a, body_).error().reason(), Reason::kHeaderConflict);
+  EXPECT_THAT(v.Verify(a, body_), HasReason(Reason::kHeaderConflict));
   HttpHeaders b = Headers(id_, ts_, sig_);
   b.Add("svix-signature", sig_ + " ");
-  EXPECT_EQ(v.Verify(b, body_).error().reason(), Reason::kHeaderConflict);
+  EXPECT_THAT(v.Verify(b, body_), HasReason(Reason::kHeaderConflict));
   HttpHeaders c = Headers(id_, ts_, sig_);
   c.Add("webhook-timestamp", std::to_string(ts_ + 1));
-  EXPECT_EQ(v.Verify(c, body_).error().reason(), Reason::kHeaderConflict);
+  EXPECT_THAT(v.Verify(c, body_), HasReason(Reason::kHeaderConflict));
   // A conflict wins over a missing header (400 before 401).
   HttpHeaders d{{"webhook-id", id_}, {"svix-id", "msg_other"}};
-  EXPECT_EQ(v.Verify(d, body_).error().reason(), Reason::kHeaderConflict);
+  EXPECT_THAT(v.Verify(d, body_), HasReason(Reason::kHeaderConflict));
 }
 
 TEST_F(WebhookAuthTest, PreviousSecretIsAcceptedOnlyUntilPreviousUntil) {
@@ -196,7 +199,7 @@ TEST_F(WebhookAuthTest, PreviousSecretIsAcceptedOnlyUntilPreviousUntil) {
   clock_.Set(until * 1000);
   auto at = v->Verify(Headers(id_, ts_, sig_), body_);
   ASSERT_FALSE(at.ok());
-  EXPECT_EQ(at.error().reason(), Reason::kSignatureInvalid);
+  EXPECT_THAT(at, HasReason(Reason::kSignatureInvalid));
 }
 
 TEST_F(WebhookAuthTest, CurrentSecretWorksDuringRotation) {
@@ -216,7 +219,7 @@ TEST_F(WebhookAuthTest, OnlyTheFirstSixteenEntriesAreExamined) {
   const WebhookVerifier v = Verifier(base_["secret"], clock_);
   std::string many;
   for (int i = 0; i < 16; ++i) many += "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc= ";
-  EXPECT_EQ(v.Verify(Headers(id_, ts_, many + sig_), body_).error().reason(), Reason::kSignatureInvalid);
+  EXPECT_THAT(v.Verify(Headers(id_, ts_, many + sig_), body_), HasReason(Reason::kSignatureInvalid));
   EXPECT_TRUE(v.Verify(Headers(id_, ts_, "  v2,xx  " + sig_ + "  "), body_).ok());
 }
 
@@ -229,7 +232,7 @@ TEST(WebhookSecretTest, DecodesWithOrWithoutPrefixAndRefusesEmpty) {
   for (const char* bad : {"", "whsec_", "whsec_***", "whsec_abc"}) {
     auto r = DecodeWebhookSecret(bad);
     ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_EQ(r.error().reason(), Reason::kConfigInvalid) << bad;
+    EXPECT_THAT(r, HasReason(Reason::kConfigInvalid)) << bad;
   }
 }
 
@@ -237,7 +240,7 @@ TEST(WebhookSecretTest, CreateRefusesPreviousWithoutUntil) {
   FixedClock clock(0);
   auto r = WebhookVerifier::Create(SecretBytes("k"), SecretBytes("p"), std::nullopt, kTolerance, clock);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(r, HasReason(Reason::kConfigInvalid));
 }
 
 }  // namespace

@@ -14,6 +14,9 @@
 #include "host/record_cache.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -469,8 +472,8 @@ TEST(WebhookPipelineCreateTest, RefusesBadRoutes) {
     return WebhookPipeline::Create(PipelineOptions{1, 1, milliseconds(1)}, std::move(routes), **store,
                                    [](const DispatchContext&) { return PluginOutcome::Failed(""); });
   };
-  EXPECT_EQ(make(1, std::nullopt).error().reason(), Reason::kConfigInvalid);
-  EXPECT_EQ(make(4, "/id").error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(make(1, std::nullopt), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(make(4, "/id"), HasReason(Reason::kConfigInvalid));
   EXPECT_TRUE(make(1, "/id").ok());
   EXPECT_TRUE(WebhookPipeline::IsStorableStatus(204));
   EXPECT_TRUE(WebhookPipeline::IsStorableStatus(422));

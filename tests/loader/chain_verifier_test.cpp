@@ -4,6 +4,9 @@
 #include "loader/elf_check.h"
 
 #include "loader_fixture.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::testing {
 namespace {
@@ -41,7 +44,7 @@ TEST_F(ChainVerifierTest, CountsTheSameKeyOnceEvenIfTheParserLetItThrough) {
   AddSig(b, W().key1.get(), {W().leaf1.get(), W().inter.get()});
   auto r = (*v)->Verify(b, St());
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().reason(), Reason::kThresholdNotMet) << r.error().ToString();
+  EXPECT_THAT(r, HasReason(Reason::kThresholdNotMet)) << r.error().ToString();
   AddSig(b, W().key2.get(), {W().leaf2.get(), W().inter.get()});
   auto r2 = (*v)->Verify(b, St());
   ASSERT_TRUE(r2.ok()) << r2.error().ToString();
@@ -63,7 +66,7 @@ TEST_F(ChainVerifierTest, FirstFailingReasonWinsOverThreshold) {
   AddSig(b, W().key2.get(), {W().leaf2.get(), W().inter.get()});
   auto r = (*v)->Verify(b, St());
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().reason(), Reason::kChainUntrusted);
+  EXPECT_THAT(r, HasReason(Reason::kChainUntrusted));
 }
 
 TEST(ElfCheckTest, RefusesTruncatedAndGarbageInputWithoutReadingPastTheEnd) {
@@ -73,17 +76,17 @@ TEST(ElfCheckTest, RefusesTruncatedAndGarbageInputWithoutReadingPastTheEnd) {
   for (size_t n : {size_t{0}, size_t{4}, size_t{63}, size_t{64}, size_t{200}, so.size() / 2, so.size() - 1}) {
     auto r = CheckElf(std::string_view(so).substr(0, n), allowed);
     ASSERT_FALSE(r.ok()) << n;
-    EXPECT_EQ(r.error().reason(), Reason::kElfUnsafe) << n;
+    EXPECT_THAT(r, HasReason(Reason::kElfUnsafe)) << n;
   }
   std::string bad = so;
   // e_phoff far past the end.
   for (int i = 0; i < 8; ++i) bad[32 + i] = static_cast<char>(0xff);
   auto r = CheckElf(bad, allowed);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().reason(), Reason::kElfUnsafe);
+  EXPECT_THAT(r, HasReason(Reason::kElfUnsafe));
   auto g = CheckElf(std::string(4096, '\x7f'), allowed);
   ASSERT_FALSE(g.ok());
-  EXPECT_EQ(g.error().reason(), Reason::kElfUnsafe);
+  EXPECT_THAT(g, HasReason(Reason::kElfUnsafe));
 }
 
 TEST(ElfCheckTest, ListsNeededLibraries) {

@@ -1,6 +1,9 @@
 // elf_and_load_test.cpp — adversarial suite, part 3: ELF checks and the memfd load; plus the
 // positive paths (a valid package loads and answers; two plugins each answer as themselves).
 #include "loader_fixture.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::testing {
 namespace {
@@ -58,7 +61,7 @@ TEST_F(ElfAndLoadTest, RefusesEntryPointAbiOtherThanManifest) {
   ASSERT_TRUE(loader.ok());
   auto loaded = (*loader)->Load(Variant("abi2"));
   ASSERT_FALSE(loaded.ok());
-  EXPECT_EQ(loaded.error().reason(), Reason::kAbiMismatch) << loaded.error().ToString();
+  EXPECT_THAT(loaded, HasReason(Reason::kAbiMismatch)) << loaded.error().ToString();
 }
 
 TEST_F(ElfAndLoadTest, RefusesInitFailure) {
@@ -66,7 +69,7 @@ TEST_F(ElfAndLoadTest, RefusesInitFailure) {
   ASSERT_TRUE(loader.ok());
   auto loaded = (*loader)->Load(Variant("initfail"));
   ASSERT_FALSE(loaded.ok());
-  EXPECT_EQ(loaded.error().reason(), Reason::kLoadFailed) << loaded.error().ToString();
+  EXPECT_THAT(loaded, HasReason(Reason::kLoadFailed)) << loaded.error().ToString();
 }
 
 TEST_F(ElfAndLoadTest, RefusesUnknownFlagBits) {
@@ -74,7 +77,7 @@ TEST_F(ElfAndLoadTest, RefusesUnknownFlagBits) {
   ASSERT_TRUE(loader.ok());
   auto loaded = (*loader)->Load(Variant("flags"));
   ASSERT_FALSE(loaded.ok());
-  EXPECT_EQ(loaded.error().reason(), Reason::kLoadFailed) << loaded.error().ToString();
+  EXPECT_THAT(loaded, HasReason(Reason::kLoadFailed)) << loaded.error().ToString();
 }
 
 TEST_F(ElfAndLoadTest, ValidPackageLoadsAndItsEntryPointAnswers) {

@@ -9,6 +9,9 @@
 #include "fuzz/elf_differential.h"
 #include "loader/elf_check.h"
 #include "loader_fixture.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::testing {
 namespace {
@@ -25,7 +28,7 @@ TEST(ElfDifferentialTest, EveryAcceptedMutationOfARealPluginReadsTheSameInLibelf
       ++total;
       auto info = CheckElf(b, allowed);
       if (!info.ok()) {
-        ASSERT_EQ(info.error().reason(), Reason::kElfUnsafe);
+        ASSERT_THAT(info, HasReason(Reason::kElfUnsafe));
         continue;
       }
       ++accepted;

@@ -10,6 +10,9 @@
 
 #include "loader/elf_check.h"
 #include "loader_fixture.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::testing {
 namespace {
@@ -36,7 +39,7 @@ class ElfGateTest : public LoaderFixture {
     auto loaded = (*loader)->Load(pkg);
     EXPECT_FALSE(loaded.ok()) << plugin << " was loaded";
     if (loaded.ok()) return "";
-    EXPECT_EQ(loaded.error().reason(), Reason::kElfUnsafe) << loaded.error().ToString();
+    EXPECT_THAT(loaded, HasReason(Reason::kElfUnsafe)) << loaded.error().ToString();
     EXPECT_FALSE(MarkerExists()) << "a constructor ran for " << plugin << ": " << ReadFile(marker_);
     return loaded.error().message();
   }

@@ -5,6 +5,9 @@
 #include "loader/chain_verifier.h"
 
 #include "loader_fixture.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::testing {
 namespace {
@@ -82,7 +85,7 @@ TEST_F(KeyIdentityTest, OneKeyInTwoEncodingsCountsOnceBelowTheParser) {
   b.certificates[keyid] = {CertificateDer(Compressed()), CertificateDer(W().inter.get())};
   auto r = (*verifier)->Verify(b, StatementFor(pkg));
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().reason(), Reason::kThresholdNotMet) << r.error().ToString();
+  EXPECT_THAT(r, HasReason(Reason::kThresholdNotMet)) << r.error().ToString();
 }
 
 TEST_F(KeyIdentityTest, SameKeyInCompressedAndUncompressedLeavesCannotMeetThresholdTwo) {

@@ -11,6 +11,9 @@
 #include "clawguard/unique_fd.h"
 #include "loader/audit_log.h"
 #include "loader_fixture.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::testing {
 namespace {
@@ -53,7 +56,7 @@ class LedgerAllowlistAttackTest : public LoaderFixture {
     ASSERT_TRUE(loader.ok()) << loader.error().ToString();
     auto refused = (*loader)->Load(newer);
     ASSERT_FALSE(refused.ok());
-    EXPECT_EQ(refused.error().reason(), want) << refused.error().ToString();
+    EXPECT_THAT(refused, HasReason(want)) << refused.error().ToString();
     EXPECT_EQ(ledger.Kinds(), (std::vector<std::string>{"attempt acme-orders 1.5.0"}));
     auto loaded = (*loader)->Load(good);
     ASSERT_TRUE(loaded.ok()) << loaded.error().ToString() << " (1.5.0 refused after dlopen must not raise the floor)";
@@ -324,7 +327,7 @@ TEST_F(LedgerAllowlistAttackTest, HigherDeployAfterTheAttemptUnloadsThePlugin) {
   };
   auto loaded = (*loader)->Load(pkg);
   ASSERT_FALSE(loaded.ok());
-  EXPECT_EQ(loaded.error().reason(), Reason::kVersionRollback) << loaded.error().ToString();
+  EXPECT_THAT(loaded, HasReason(Reason::kVersionRollback)) << loaded.error().ToString();
   EXPECT_EQ(ledger.Kinds(), (std::vector<std::string>{"attempt acme-orders 1.4.2", "allowlist clawguard/allowlist 3",
                                                       "deploy acme-orders 1.5.0"}));
   const std::string log = ReadFile(AuditLogPath());
@@ -457,7 +460,7 @@ TEST_F(LedgerAllowlistAttackTest, AnchorThatIsAFifoIsAClearErrorNotAHang) {
   ASSERT_EQ(::mkfifo(AnchorPath().c_str(), 0600), 0);
   auto loader = MakeLoader(&ledger);
   ASSERT_FALSE(loader.ok());
-  EXPECT_EQ(loader.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(loader, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(loader.error().message().find("ledger anchor '" + AnchorPath() + "' is a FIFO, expected a regular file"),
             std::string::npos)
       << loader.error().message();
@@ -468,7 +471,7 @@ TEST_F(LedgerAllowlistAttackTest, AuditLogThatIsAFifoIsAClearErrorNotAHang) {
   ASSERT_EQ(::mkfifo(AuditLogPath().c_str(), 0600), 0);
   auto loader = MakeLoader(&ledger);
   ASSERT_FALSE(loader.ok());
-  EXPECT_EQ(loader.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(loader, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(loader.error().message().find("is a FIFO"), std::string::npos) << loader.error().message();
 }
 
@@ -481,7 +484,7 @@ TEST_F(LedgerAllowlistAttackTest, EditedAnchorFileIsTampering) {
   WriteFile(AnchorPath(), text);
   auto loader = MakeLoader(&ledger);
   ASSERT_FALSE(loader.ok());
-  EXPECT_EQ(loader.error().reason(), Reason::kLedgerTampered);
+  EXPECT_THAT(loader, HasReason(Reason::kLedgerTampered));
   EXPECT_NE(loader.error().message().find("is not a valid anchor"), std::string::npos) << loader.error().message();
 }
 
@@ -518,7 +521,7 @@ TEST_F(LedgerAllowlistAttackTest, ChainRewrittenBetweenTheCheckAndTheRecordNever
   };
   auto other_load = (*loader)->Load(other_pkg);
   ASSERT_FALSE(other_load.ok());
-  EXPECT_EQ(other_load.error().reason(), Reason::kLedgerTampered) << other_load.error().ToString();
+  EXPECT_THAT(other_load, HasReason(Reason::kLedgerTampered)) << other_load.error().ToString();
   EXPECT_FALSE(MarkerExists()) << "a plugin ran although its record was refused";
   const auto after = LedgerAnchorFile(AnchorPath()).Read().value().value().checkpoint;
   EXPECT_EQ(after.count, anchored.count);
@@ -541,7 +544,7 @@ TEST_F(LedgerAllowlistAttackTest, AnchorWithAMemberOfTheWrongTypeIsTamperingNeve
     MemoryLedger ledger;
     auto loader = MakeLoader(&ledger);
     ASSERT_FALSE(loader.ok()) << text;
-    EXPECT_EQ(loader.error().reason(), Reason::kLedgerTampered) << loader.error().ToString();
+    EXPECT_THAT(loader, HasReason(Reason::kLedgerTampered)) << loader.error().ToString();
   }
 }
 
@@ -553,7 +556,7 @@ TEST_F(LedgerAllowlistAttackTest, AuditLogThatIsASymlinkIsRefusedAndItsTargetUnt
   std::filesystem::create_symlink(victim, AuditLogPath());
   auto loader = MakeLoader();
   ASSERT_FALSE(loader.ok());
-  EXPECT_EQ(loader.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(loader, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(loader.error().message().find("symbolic link"), std::string::npos) << loader.error().message();
   EXPECT_EQ(ReadFile(victim), "precious\n");
 }

@@ -5,6 +5,9 @@
 #include "clawguard/limits.h"
 
 #include "loader_fixture.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::testing {
 namespace {
@@ -22,7 +25,7 @@ class TrustPolicyTest : public LoaderFixture {
   void ExpectConfigInvalid(const std::string& text, const std::string& needle) {
     auto p = LoadText(text);
     ASSERT_FALSE(p.ok());
-    EXPECT_EQ(p.error().reason(), Reason::kConfigInvalid);
+    EXPECT_THAT(p, HasReason(Reason::kConfigInvalid));
     EXPECT_NE(p.error().message().find(needle), std::string::npos) << p.error().message();
     EXPECT_NE(p.error().message().find("t.yaml:"), std::string::npos) << p.error().message();
   }
@@ -95,7 +98,7 @@ TEST_F(TrustPolicyTest, LoaderCreateReportsConfigInvalid) {
   o.clock = &clock_;
   auto l = Loader::Create(std::move(o));
   ASSERT_FALSE(l.ok());
-  EXPECT_EQ(l.error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(l, HasReason(Reason::kConfigInvalid));
 }
 
 }  // namespace

@@ -13,6 +13,9 @@
 
 #include "loader/memfd_loader.h"
 #include "loader_fixture.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::testing {
 namespace {
@@ -82,7 +85,7 @@ class UnloadReuseTest : public LoaderFixture {
     const int bad_fd = NextFd();
     auto first = (*loader)->Load(pbad);
     ASSERT_FALSE(first.ok());
-    EXPECT_EQ(first.error().reason(), want) << first.error().ToString();
+    EXPECT_THAT(first, HasReason(want)) << first.error().ToString();
     // The fixture is what it claims: the refused library really outlived dlclose, and its memfd
     // (the number it was opened under) is kept, so the path stays its own.
     EXPECT_TRUE(StillLoaded(bad_fd)) << refused << " did not stay mapped: the test proves nothing";
@@ -112,7 +115,7 @@ TEST_F(UnloadReuseTest, RefusedNodeleteLibraryThenGoodLibraryAnswersAsItself) {
   const int bad_fd = NextFd();
   auto bad = LoadFromMemfd(ReadFile(W().Plugin("nodelete")), "clawguard:nodelete", 1, Host());
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().reason(), Reason::kLoadFailed) << bad.error().ToString();
+  EXPECT_THAT(bad, HasReason(Reason::kLoadFailed)) << bad.error().ToString();
   EXPECT_TRUE(StillLoaded(bad_fd));
   EXPECT_EQ(RetainedLibraryCount(), retained_before + 1);
   auto good = LoadFromMemfd(ReadFile(W().Plugin("beta")), "clawguard:beta", 1, Host());
@@ -159,7 +162,7 @@ TEST_F(UnloadReuseTest, ObjectThatGlibcMatchesBySonameIsRefused) {
   ASSERT_EQ(NextFd(), next);
   auto lib = LoadFromMemfd(beta, "clawguard:beta", 1, Host());
   ASSERT_FALSE(lib.ok()) << "the squatter was accepted as the memfd's library";
-  EXPECT_EQ(lib.error().reason(), Reason::kLoadFailed);
+  EXPECT_THAT(lib, HasReason(Reason::kLoadFailed));
   EXPECT_THAT(lib.error().message(), ::testing::HasSubstr("already-loaded object"));
   ::dlclose(h);
 }

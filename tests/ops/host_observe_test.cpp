@@ -7,6 +7,9 @@
 
 #include "sqlite/sqlite_dlq.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -121,7 +124,7 @@ TEST_F(HostObserverTest, SnapshotShowsBreakersAndDlqByClassAndAge) {
 TEST_F(HostObserverTest, CreateRefusesMissingSources) {
   auto none = HostObserver::Create({}, {});
   ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.error().reason(), Reason::kInternal);
+  EXPECT_THAT(none, HasReason(Reason::kInternal));
 }
 
 TEST(ReadSigningLeavesTest, RefusesMissingOrMalformedBundles) {
@@ -130,11 +133,11 @@ TEST(ReadSigningLeavesTest, RefusesMissingOrMalformedBundles) {
   v.signers = {std::string(64, 'f')};
   auto missing = ReadSigningLeaves(dir.Sub("nope.claw"), v);
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().reason(), Reason::kFileUnreadable);
+  EXPECT_THAT(missing, HasReason(Reason::kFileUnreadable));
   clawguard::testing::WriteFile(dir.Sub("bad.claw.sig"), "{}");
   auto bad = ReadSigningLeaves(dir.Sub("bad.claw"), v);
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().reason(), Reason::kBundleInvalid);
+  EXPECT_THAT(bad, HasReason(Reason::kBundleInvalid));
 }
 
 }  // namespace

@@ -8,6 +8,9 @@
 #include <thread>
 
 #include "clawguard/encoding.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -78,8 +81,8 @@ TEST(JsonLogTest, RefusesBadOptions) {
   Captured out;
   JsonLogger::Options empty_entry;
   empty_entry.redact = {""};
-  EXPECT_EQ(JsonLogger::Create(std::move(empty_entry), out.Sink(), clock).error().reason(), Reason::kConfigInvalid);
-  EXPECT_EQ(JsonLogger::Create({}, LogSink(), clock).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(JsonLogger::Create(std::move(empty_entry), out.Sink(), clock), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(JsonLogger::Create({}, LogSink(), clock), HasReason(Reason::kConfigInvalid));
 }
 
 // A registered secret is scrubbed whatever its length: a 3-byte and a 5-byte one (shorter than

@@ -8,6 +8,9 @@
 
 #include "host/host_metrics.h"
 #include "ops/support/prom_text.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -252,13 +255,13 @@ TEST(HostMetricsTest, EveryArchitectureMetricIsDeclaredAndParses) {
 TEST(HostMetricsTest, RefusesDuplicateOrReservedNames) {
   MetricsNames n = Names();
   n.routes.push_back({"beta", "ping"});
-  EXPECT_EQ(HostMetrics::Create(n).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(HostMetrics::Create(n), HasReason(Reason::kConfigInvalid));
   n = Names();
   n.endpoints.push_back("_unknown");
-  EXPECT_EQ(HostMetrics::Create(n).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(HostMetrics::Create(n), HasReason(Reason::kConfigInvalid));
   n = Names();
   n.plugins.push_back("bad\nname");
-  EXPECT_EQ(HostMetrics::Create(n).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(HostMetrics::Create(n), HasReason(Reason::kConfigInvalid));
   EXPECT_TRUE(HostMetrics::Create(MetricsNames{}).ok());
 }
 

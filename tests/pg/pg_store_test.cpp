@@ -14,6 +14,9 @@
 #include "postgresql/pg_ledger.h"
 #include "postgresql/pg_outbox.h"
 #include "postgresql/pg_schema.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::pg {
 namespace {
@@ -178,7 +181,7 @@ TEST(PgStoreTest, RefusesAPasswordInTheUrl) {
                                 "host=127.0.0.1 password=s3cret dbname=x"}) {
     auto p = PgPool::Create(url, PgOptions{});
     ASSERT_FALSE(p.ok()) << url;
-    EXPECT_EQ(p.error().reason(), Reason::kUsage);
+    EXPECT_THAT(p, HasReason(Reason::kUsage));
     EXPECT_EQ(p.error().message().find("s3cret"), std::string::npos) << p.error().message();
   }
 }
@@ -189,11 +192,11 @@ TEST(PgStoreTest, UnreachableServerIsStoreUnavailableAtOpen) {
   auto pool = MustPool(url, nullptr);
   auto store = PgIdempotencyStore::Open(pool);
   ASSERT_FALSE(store.ok());
-  EXPECT_EQ(store.error().reason(), Reason::kStoreUnavailable);
+  EXPECT_THAT(store, HasReason(Reason::kStoreUnavailable));
   EXPECT_NE(store.error().message().find(url), std::string::npos) << store.error().message();
   auto missing_db = PgLedger::Open(MustPool(testing::ReplaceDatabase(testing::PgClusterUrl(), "no_such_db"), nullptr));
   ASSERT_FALSE(missing_db.ok());
-  EXPECT_EQ(missing_db.error().reason(), Reason::kStoreUnavailable);
+  EXPECT_THAT(missing_db, HasReason(Reason::kStoreUnavailable));
   EXPECT_NE(missing_db.error().message().find("no_such_db"), std::string::npos);
 }
 
@@ -213,7 +216,7 @@ TEST(PgStoreTest, ServerStoppedIsStoreUnavailableThenRecoversWithoutReopening) {
   ASSERT_TRUE(cluster.Halt());
   auto down = store->Claim(KeyOf(2), kFp, Meta(), kLease);
   ASSERT_FALSE(down.ok());
-  EXPECT_EQ(down.error().reason(), Reason::kStoreUnavailable);
+  EXPECT_THAT(down, HasReason(Reason::kStoreUnavailable));
   EXPECT_NE(down.error().message().find(db.url()), std::string::npos) << down.error().message();
   OutboxRow row;
   row.event_key = KeyOf(1);
@@ -223,10 +226,9 @@ TEST(PgStoreTest, ServerStoppedIsStoreUnavailableThenRecoversWithoutReopening) {
   row.body = "{}";
   row.body_sha256 = Sha256Hex("{}");
   row.idempotency_key = "k";
-  EXPECT_EQ(outbox->Append(row).error().reason(), Reason::kStoreUnavailable);
-  EXPECT_EQ(store->Complete(KeyOf(1), first->fencing_token, 200, "", "x").error().reason(),
-            Reason::kStoreUnavailable);
-  EXPECT_EQ(ledger->Head().error().reason(), Reason::kStoreUnavailable);
+  EXPECT_THAT(outbox->Append(row), HasReason(Reason::kStoreUnavailable));
+  EXPECT_THAT(store->Complete(KeyOf(1), first->fencing_token, 200, "", "x"), HasReason(Reason::kStoreUnavailable));
+  EXPECT_THAT(ledger->Head(), HasReason(Reason::kStoreUnavailable));
 
   ASSERT_TRUE(cluster.Resume());
   // The same objects work again: nothing was half-written while the server was down.

@@ -6,6 +6,9 @@
 #include <atomic>
 #include <thread>
 #include <vector>
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -105,12 +108,9 @@ TEST_F(KeyBreakerTest, ConcurrentFailuresReportOneOpening) {
 
 TEST(BreakerCreateTest, RefusesImpossibleSpecs) {
   FixedClock clock(kT0);
-  EXPECT_EQ(KeyBreaker::Create(BreakerSpec{0, Millis(5000), Millis(1000), 0}, clock).error().reason(),
-            Reason::kConfigInvalid);
-  EXPECT_EQ(KeyBreaker::Create(BreakerSpec{3, Millis(0), Millis(1000), 0}, clock).error().reason(),
-            Reason::kConfigInvalid);
-  EXPECT_EQ(EndpointBreaker::Create(BreakerSpec{3, Millis(5000), Millis(1000), 0}, clock).error().reason(),
-            Reason::kConfigInvalid);
+  EXPECT_THAT(KeyBreaker::Create(BreakerSpec{0, Millis(5000), Millis(1000), 0}, clock), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(KeyBreaker::Create(BreakerSpec{3, Millis(0), Millis(1000), 0}, clock), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(EndpointBreaker::Create(BreakerSpec{3, Millis(5000), Millis(1000), 0}, clock), HasReason(Reason::kConfigInvalid));
   EXPECT_EQ(RetryAfterSeconds(0), 1);
   EXPECT_EQ(RetryAfterSeconds(1001), 2);
 }

@@ -19,10 +19,13 @@
 #include "clawguard/store/dlq.h"
 #include "sqlite/sqlite_dlq.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
 #ifdef CLAWGUARD_TEST_PG
 #include "pg/support/pg_test_db.h"
 #include "postgresql/pg_dlq.h"
 #endif
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard {
 namespace {
@@ -183,16 +186,16 @@ TYPED_TEST(DlqConformanceTest, CapsDetailAndOmitsOversizedBody) {
   EXPECT_TRUE(got.request_omitted);
   EXPECT_FALSE(got.request.has_value());
   const Status replay = this->dlq_->RequestReplay(got.id, "cli:test");
-  EXPECT_EQ(replay.reason(), Reason::kNotFound);
+  EXPECT_THAT(replay, HasReason(Reason::kNotFound));
   EXPECT_NE(replay.message().find("no stored request"), std::string::npos) << replay.message();
 }
 
 TYPED_TEST(DlqConformanceTest, RefusesMalformedEntries) {
   DlqNewEntry e = this->Event(DlqClass::kBreaker, "not-hex");
-  EXPECT_EQ(this->dlq_->Add(e).error().reason(), Reason::kInternal);
+  EXPECT_THAT(this->dlq_->Add(e), HasReason(Reason::kInternal));
   e = this->Event(DlqClass::kBreaker, Key('d'));
   e.plugin.clear();
-  EXPECT_EQ(this->dlq_->Add(e).error().reason(), Reason::kInternal);
+  EXPECT_THAT(this->dlq_->Add(e), HasReason(Reason::kInternal));
 }
 
 TYPED_TEST(DlqConformanceTest, ListFiltersAndOrders) {
@@ -221,9 +224,8 @@ TYPED_TEST(DlqConformanceTest, ListFiltersAndOrders) {
   EXPECT_EQ((*oldest_one)[0].id, a);
   (void)b;
 
-  EXPECT_EQ(this->dlq_->List(DlqFilter{std::nullopt, std::nullopt, 0, true}).error().reason(), Reason::kUsage);
-  EXPECT_EQ(this->dlq_->List(DlqFilter{std::nullopt, std::nullopt, kMaxDlqList + 1, true}).error().reason(),
-            Reason::kUsage);
+  EXPECT_THAT(this->dlq_->List(DlqFilter{std::nullopt, std::nullopt, 0, true}), HasReason(Reason::kUsage));
+  EXPECT_THAT(this->dlq_->List(DlqFilter{std::nullopt, std::nullopt, kMaxDlqList + 1, true}), HasReason(Reason::kUsage));
 }
 
 TYPED_TEST(DlqConformanceTest, CountsUnresolvedByClassAndAge) {
@@ -254,7 +256,7 @@ TYPED_TEST(DlqConformanceTest, ReplayLifecycle) {
 
   ASSERT_TRUE(this->dlq_->RequestReplay(id, "cli:alice").ok());
   EXPECT_EQ(this->MustGet(id).state, DlqState::kReplayRequested);
-  EXPECT_EQ(this->dlq_->RequestReplay(id, "cli:alice").reason(), Reason::kNotFound);  // not open any more
+  EXPECT_THAT(this->dlq_->RequestReplay(id, "cli:alice"), HasReason(Reason::kNotFound));  // not open any more
 
   auto claimed = this->dlq_->ClaimReplays("host-a", 10, kLease);
   ASSERT_TRUE(claimed.ok());
@@ -268,7 +270,7 @@ TYPED_TEST(DlqConformanceTest, ReplayLifecycle) {
   EXPECT_EQ(c.request->body, R"({"id":1001})");
 
   // A live replay cannot be dropped; a failed replay returns the entry to open.
-  EXPECT_EQ(this->dlq_->Drop(id, "x", "cli:bob").reason(), Reason::kNotFound);
+  EXPECT_THAT(this->dlq_->Drop(id, "x", "cli:bob"), HasReason(Reason::kNotFound));
   auto failed = this->dlq_->MarkReplayed(id, c.attempts, /*succeeded=*/false, "ERP still 503", 0);
   ASSERT_TRUE(failed.ok());
   EXPECT_TRUE(*failed);
@@ -287,7 +289,7 @@ TYPED_TEST(DlqConformanceTest, ReplayLifecycle) {
   e = this->MustGet(id);
   EXPECT_EQ(e.state, DlqState::kReplayed);
   EXPECT_EQ(e.resolution, "replayed: 200");
-  EXPECT_EQ(this->dlq_->Drop(id, "late", "cli:bob").reason(), Reason::kNotFound);
+  EXPECT_THAT(this->dlq_->Drop(id, "late", "cli:bob"), HasReason(Reason::kNotFound));
 }
 
 TYPED_TEST(DlqConformanceTest, ExpiredClaimIsTakenOverAndTheOldClaimIsFenced) {
@@ -364,12 +366,12 @@ TYPED_TEST(DlqConformanceTest, ClaimsAreDisjointAndBounded) {
   for (const auto& e : *a) seen.insert(e.id);
   for (const auto& e : *b) seen.insert(e.id);
   EXPECT_EQ(seen.size(), 10u);
-  EXPECT_EQ(this->dlq_->ClaimReplays("host-a", 0, kLease).error().reason(), Reason::kInternal);
+  EXPECT_THAT(this->dlq_->ClaimReplays("host-a", 0, kLease), HasReason(Reason::kInternal));
 }
 
 TYPED_TEST(DlqConformanceTest, UnknownIdsAreNotFound) {
-  EXPECT_EQ(this->dlq_->RequestReplay(999, "cli:alice").reason(), Reason::kNotFound);
-  EXPECT_EQ(this->dlq_->Drop(999, "x", "cli:alice").reason(), Reason::kNotFound);
+  EXPECT_THAT(this->dlq_->RequestReplay(999, "cli:alice"), HasReason(Reason::kNotFound));
+  EXPECT_THAT(this->dlq_->Drop(999, "x", "cli:alice"), HasReason(Reason::kNotFound));
   auto g = this->dlq_->Get(999);
   ASSERT_TRUE(g.ok());
   EXPECT_FALSE(g->has_value());
@@ -405,7 +407,7 @@ TYPED_TEST(DlqConformanceTest, CapabilityPauses) {
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(*r);
   EXPECT_FALSE(*this->dlq_->IsPaused("acme-orders", cap));
-  EXPECT_EQ(this->dlq_->Pause("", cap, "x", "host").error().reason(), Reason::kUsage);
+  EXPECT_THAT(this->dlq_->Pause("", cap, "x", "host"), HasReason(Reason::kUsage));
 }
 
 TYPED_TEST(DlqConformanceTest, OperatorWritesAreRecorded) {
@@ -413,7 +415,7 @@ TYPED_TEST(DlqConformanceTest, OperatorWritesAreRecorded) {
   ASSERT_TRUE(this->dlq_->RequestReplay(id, "cli:alice").ok());
   ASSERT_TRUE(this->dlq_->Pause("acme-orders", "POST /x", "maintenance", "cli:bob").ok());
   ASSERT_TRUE(this->dlq_->RecordOperatorAction("cli:carol", "idem.reset", Key('d'), "").ok());
-  EXPECT_EQ(this->dlq_->RequestReplay(id + 100, "cli:mallory").reason(), Reason::kNotFound);  // refused: not recorded
+  EXPECT_THAT(this->dlq_->RequestReplay(id + 100, "cli:mallory"), HasReason(Reason::kNotFound));  // refused: not recorded
   auto actions = this->dlq_->ListOperatorActions(10);
   ASSERT_TRUE(actions.ok());
   ASSERT_EQ(actions->size(), 3u);

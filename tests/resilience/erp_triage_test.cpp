@@ -7,6 +7,9 @@
 
 #include "erp_triage_fixture.h"
 #include "host/idempotency_key.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -148,10 +151,10 @@ TEST(ErpTriageTest, JitterStaysWithinItsBoundsAnd429NeverComesEarly) {
   EXPECT_EQ(p.JitteredMs(10'000, 1.0), 10'000);
   EXPECT_EQ(p.JitteredMs(0, 0.0), 1);
   p.jitter_percent = 101;
-  EXPECT_EQ(p.Check().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(p.Check(), HasReason(Reason::kConfigInvalid));
   p.jitter_percent = 100;
   p.attempts = 0;
-  EXPECT_EQ(p.Check().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(p.Check(), HasReason(Reason::kConfigInvalid));
 }
 
 class ErpDeadLetterTest : public ErpTriageFixture {
@@ -447,10 +450,10 @@ TEST_F(ErpDeadLetterTest, ReplayCallRevivesADeadRowAndTheWorkerSendsItWithTheSam
 
   DlqEntry event_level = exhausted[0];
   event_level.call_index = kDlqEventLevel;
-  EXPECT_EQ(worker_->ReplayCall(event_level).error().reason(), Reason::kUsage);
+  EXPECT_THAT(worker_->ReplayCall(event_level), HasReason(Reason::kUsage));
   DlqEntry unknown = exhausted[0];
   unknown.call_index = 7;
-  EXPECT_EQ(worker_->ReplayCall(unknown).error().reason(), Reason::kNotFound);
+  EXPECT_THAT(worker_->ReplayCall(unknown), HasReason(Reason::kNotFound));
 }
 
 TEST_F(ErpDeadLetterTest, InjectedJitterSpreadsTheBackoff) {

@@ -26,6 +26,9 @@
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_outbox.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -276,7 +279,7 @@ TEST_F(HostOpsLoopTest, TheLoopKeepsTickingAndReReadingPausesWhileTheOutboxWorke
   ASSERT_NO_FATAL_FAILURE(AppendDueRow(Sha256Hex("event-hung")));
   sender_.Close();
   ASSERT_TRUE(loop_->StartWorkers().ok());
-  EXPECT_EQ(loop_->StartWorkers().reason(), Reason::kInternal) << "started once";
+  EXPECT_THAT(loop_->StartWorkers(), HasReason(Reason::kInternal)) << "started once";
   loop_->Tick();  // posts the outbox worker, which sends the row and waits
   ASSERT_TRUE(sender_.WaitEntered(1));
   nlohmann::json status = loop_->StatusJson();

@@ -6,6 +6,9 @@
 #include <atomic>
 #include <thread>
 #include <vector>
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -97,10 +100,9 @@ TEST(RateLimiterTest, ConcurrentAcquiresNeverExceedTheBurst) {
 
 TEST(RateLimiterTest, RefusesImpossibleLimits) {
   FixedClock clock(kT0);
-  EXPECT_EQ(RateLimiter::Create(RateLimit{0, Millis(1000), 1}, clock).error().reason(), Reason::kConfigInvalid);
-  EXPECT_EQ(RateLimiter::Create(RateLimit{1, Millis(0), 1}, clock).error().reason(), Reason::kConfigInvalid);
-  EXPECT_EQ(RateLimiter::Create(RateLimit{1, Millis(1000), 2'000'000'000}, clock).error().reason(),
-            Reason::kConfigInvalid);
+  EXPECT_THAT(RateLimiter::Create(RateLimit{0, Millis(1000), 1}, clock), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(RateLimiter::Create(RateLimit{1, Millis(0), 1}, clock), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(RateLimiter::Create(RateLimit{1, Millis(1000), 2'000'000'000}, clock), HasReason(Reason::kConfigInvalid));
 }
 
 }  // namespace

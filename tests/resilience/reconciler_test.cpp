@@ -15,6 +15,9 @@
 #include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
@@ -199,16 +202,16 @@ TEST_F(ReconcilerTest, PurgesCompletedRecordsPastTheRetention) {
 TEST_F(ReconcilerTest, CreateRefusesBadOptions) {
   const auto redrive = [](const IdempotencyRecord&) { return true; };
   ReconcilerOptions o = Options(0);
-  EXPECT_EQ(Reconciler::Create(*store_, *dlq_, clock_, o, redrive).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(Reconciler::Create(*store_, *dlq_, clock_, o, redrive), HasReason(Reason::kConfigInvalid));
   o = Options(kMaxIdemBatch + 1);
-  EXPECT_EQ(Reconciler::Create(*store_, *dlq_, clock_, o, redrive).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(Reconciler::Create(*store_, *dlq_, clock_, o, redrive), HasReason(Reason::kConfigInvalid));
   o = Options();
   o.stuck_for = std::chrono::milliseconds(0);
-  EXPECT_EQ(Reconciler::Create(*store_, *dlq_, clock_, o, redrive).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(Reconciler::Create(*store_, *dlq_, clock_, o, redrive), HasReason(Reason::kConfigInvalid));
   o = Options();
   o.max_attempts = 0;
-  EXPECT_EQ(Reconciler::Create(*store_, *dlq_, clock_, o, redrive).error().reason(), Reason::kConfigInvalid);
-  EXPECT_EQ(Reconciler::Create(*store_, *dlq_, clock_, Options(), nullptr).error().reason(), Reason::kConfigInvalid);
+  EXPECT_THAT(Reconciler::Create(*store_, *dlq_, clock_, o, redrive), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(Reconciler::Create(*store_, *dlq_, clock_, Options(), nullptr), HasReason(Reason::kConfigInvalid));
   EXPECT_TRUE(Reconciler::Create(*store_, *dlq_, clock_, Options(kMaxIdemBatch), redrive).ok());
 }
 

@@ -17,6 +17,9 @@
 #include "clawguard/sha256.h"
 #include "signer/package_manifest.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::signer {
 namespace {
@@ -240,7 +243,7 @@ TEST(PackTest, AcceptsAMatchingGivenDigestAndRefusesAWrongOne) {
   MakeSources(t.Sub("bad"), m);
   auto r = PackPlugin(t.Sub("bad/manifest.yaml"), std::nullopt, t.Sub("out-bad"));
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().reason(), Reason::kManifestInvalid);
+  EXPECT_THAT(r, HasReason(Reason::kManifestInvalid));
   EXPECT_THAT(r.error().message(), HasSubstr("share/b.txt"));
   EXPECT_THAT(r.error().message(), HasSubstr(Sha256Hex("bee\n")));
   EXPECT_FALSE(fs::exists(t.Sub("out-bad/demo-plugin-2.0.0-rc.1.claw")));
@@ -252,13 +255,13 @@ TEST(PackTest, RefusesMissingSymlinkedAndNonRegularFiles) {
   fs::remove(t.Sub("src/share/b.txt"));
   auto missing = PackPlugin(t.Sub("src/manifest.yaml"), std::nullopt, t.Sub("out"));
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().reason(), Reason::kFileUnreadable);
+  EXPECT_THAT(missing, HasReason(Reason::kFileUnreadable));
   EXPECT_THAT(missing.error().message(), HasSubstr("share/b.txt"));
 
   fs::create_symlink(t.Sub("src/secret.key"), t.Sub("src/share/b.txt"));
   auto link = PackPlugin(t.Sub("src/manifest.yaml"), std::nullopt, t.Sub("out"));
   ASSERT_FALSE(link.ok());
-  EXPECT_EQ(link.error().reason(), Reason::kFileUnreadable);
+  EXPECT_THAT(link, HasReason(Reason::kFileUnreadable));
   EXPECT_THAT(link.error().message(), HasSubstr("symlink"));
 
   fs::remove(t.Sub("src/share/b.txt"));
@@ -267,14 +270,14 @@ TEST(PackTest, RefusesMissingSymlinkedAndNonRegularFiles) {
   fs::create_directory_symlink(t.Sub("elsewhere"), t.Sub("src/share"));
   auto dirlink = PackPlugin(t.Sub("src/manifest.yaml"), std::nullopt, t.Sub("out"));
   ASSERT_FALSE(dirlink.ok());
-  EXPECT_EQ(dirlink.error().reason(), Reason::kFileUnreadable);
+  EXPECT_THAT(dirlink, HasReason(Reason::kFileUnreadable));
   EXPECT_THAT(dirlink.error().message(), HasSubstr("symlink"));
 
   fs::remove(t.Sub("src/share"));
   fs::create_directories(t.Sub("src/share/b.txt"));
   auto dir = PackPlugin(t.Sub("src/manifest.yaml"), std::nullopt, t.Sub("out"));
   ASSERT_FALSE(dir.ok());
-  EXPECT_EQ(dir.error().reason(), Reason::kFileUnreadable);
+  EXPECT_THAT(dir, HasReason(Reason::kFileUnreadable));
   EXPECT_THAT(dir.error().message(), HasSubstr("not a regular file"));
 }
 
@@ -283,12 +286,12 @@ TEST(PackTest, RefusesBadOrMissingManifest) {
   MakeSources(t.Sub("src"), std::string(kManifest) + "extra: 1\n");
   auto bad = PackPlugin(t.Sub("src/manifest.yaml"), std::nullopt, t.Sub("out"));
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().reason(), Reason::kManifestInvalid);
+  EXPECT_THAT(bad, HasReason(Reason::kManifestInvalid));
   EXPECT_THAT(bad.error().message(), HasSubstr("unknown key 'extra'"));
 
   auto missing = PackPlugin(t.Sub("nope/manifest.yaml"), std::nullopt, t.Sub("out"));
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().reason(), Reason::kFileUnreadable);
+  EXPECT_THAT(missing, HasReason(Reason::kFileUnreadable));
 }
 
 TEST(PackTest, ZstdAndTarListTheExpectedEntries) {
@@ -317,21 +320,21 @@ TEST(ReadFirstEntryManifestTest, ReturnsTheExactFirstEntry) {
 TEST(ReadFirstEntryManifestTest, RefusesManifestNotFirstOrTooLarge) {
   auto second = ReadFirstEntryManifest(WriteTar({{"lib/x.so", "x"}, {"manifest.yaml", "a: 1\n"}}));
   ASSERT_FALSE(second.ok());
-  EXPECT_EQ(second.error().reason(), Reason::kManifestInvalid);
+  EXPECT_THAT(second, HasReason(Reason::kManifestInvalid));
   EXPECT_THAT(second.error().message(), HasSubstr("'lib/x.so'"));
 
   auto dotted = ReadFirstEntryManifest(WriteTar({{"./manifest.yaml", "a: 1\n"}}));
   ASSERT_FALSE(dotted.ok());
-  EXPECT_EQ(dotted.error().reason(), Reason::kManifestInvalid);
+  EXPECT_THAT(dotted, HasReason(Reason::kManifestInvalid));
 
   auto big = ReadFirstEntryManifest(WriteTar({{"manifest.yaml", std::string(limits::kMaxManifest + 1, 'a')}}));
   ASSERT_FALSE(big.ok());
-  EXPECT_EQ(big.error().reason(), Reason::kManifestInvalid);
+  EXPECT_THAT(big, HasReason(Reason::kManifestInvalid));
   EXPECT_THAT(big.error().message(), HasSubstr("limit"));
 
   auto empty = ReadFirstEntryManifest(WriteTar({}));
   ASSERT_FALSE(empty.ok());
-  EXPECT_EQ(empty.error().reason(), Reason::kManifestInvalid);
+  EXPECT_THAT(empty, HasReason(Reason::kManifestInvalid));
 }
 
 TEST(ReadFirstEntryManifestTest, RefusesUnreadableOrUncompressedArchives) {
@@ -340,7 +343,7 @@ TEST(ReadFirstEntryManifestTest, RefusesUnreadableOrUncompressedArchives) {
                                    WriteTar({{"manifest.yaml", "a: 1\n"}}, /*plain=*/true)}) {
     auto r = ReadFirstEntryManifest(bytes);
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().reason(), Reason::kArchiveUnsafe) << r.error().ToString();
+    EXPECT_THAT(r, HasReason(Reason::kArchiveUnsafe)) << r.error().ToString();
   }
 }
 

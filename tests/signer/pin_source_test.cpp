@@ -8,6 +8,9 @@
 #include <cstdlib>
 
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::signer {
 namespace {
@@ -29,7 +32,7 @@ TEST(PinSourceTest, UnsetEnvIsLoginFailed) {
   ::unsetenv("CG_PIN_UNSET");
   auto pin = ReadPin("env:CG_PIN_UNSET");
   ASSERT_FALSE(pin.ok());
-  EXPECT_EQ(pin.error().reason(), Reason::kHsmLoginFailed);
+  EXPECT_THAT(pin, HasReason(Reason::kHsmLoginFailed));
   EXPECT_NE(pin.error().message().find("CG_PIN_UNSET"), std::string::npos);
 }
 
@@ -48,7 +51,7 @@ TEST(PinSourceTest, FileStripsOneTrailingNewline) {
 TEST(PinSourceTest, MissingFileIsUnreadable) {
   auto pin = ReadPin("file:/nonexistent/pin");
   ASSERT_FALSE(pin.ok());
-  EXPECT_EQ(pin.error().reason(), Reason::kFileUnreadable);
+  EXPECT_THAT(pin, HasReason(Reason::kFileUnreadable));
 }
 
 TEST(PinSourceTest, OversizedFileIsRefused) {
@@ -56,7 +59,7 @@ TEST(PinSourceTest, OversizedFileIsRefused) {
   WriteFile(dir.Sub("big"), std::string(5000, 'x'));
   auto pin = ReadPin("file:" + dir.Sub("big"));
   ASSERT_FALSE(pin.ok());
-  EXPECT_EQ(pin.error().reason(), Reason::kHsmLoginFailed);
+  EXPECT_THAT(pin, HasReason(Reason::kHsmLoginFailed));
 }
 
 TEST(PinSourceTest, EmptyPinIsRefused) {
@@ -64,7 +67,7 @@ TEST(PinSourceTest, EmptyPinIsRefused) {
   WriteFile(dir.Sub("empty"), "\n");
   auto pin = ReadPin("file:" + dir.Sub("empty"));
   ASSERT_FALSE(pin.ok());
-  EXPECT_EQ(pin.error().reason(), Reason::kHsmLoginFailed);
+  EXPECT_THAT(pin, HasReason(Reason::kHsmLoginFailed));
 }
 
 TEST(PinSourceTest, FdIsReadToEofAndClosed) {
@@ -81,14 +84,14 @@ TEST(PinSourceTest, FdIsReadToEofAndClosed) {
 TEST(PinSourceTest, ClosedFdIsLoginFailed) {
   auto pin = ReadPin("fd:987");
   ASSERT_FALSE(pin.ok());
-  EXPECT_EQ(pin.error().reason(), Reason::kHsmLoginFailed);
+  EXPECT_THAT(pin, HasReason(Reason::kHsmLoginFailed));
 }
 
 TEST(PinSourceTest, OtherFormsAreUsageErrorsThatNeverEchoThePin) {
   for (const char* src : {"1234", "pin:1234", "env:", "fd:", "fd:12ab", "fd:-1", "file:", "env:A=1234", "ENV:X"}) {
     auto pin = ReadPin(src);
     ASSERT_FALSE(pin.ok()) << src;
-    EXPECT_EQ(pin.error().reason(), Reason::kUsage) << src;
+    EXPECT_THAT(pin, HasReason(Reason::kUsage)) << src;
     EXPECT_EQ(pin.error().message().find("1234"), std::string::npos) << pin.error().message();
   }
 }

@@ -2,6 +2,9 @@
 #include "signer/pkcs11_uri.h"
 
 #include <gtest/gtest.h>
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::signer {
 namespace {
@@ -41,7 +44,7 @@ class Pkcs11UriRefusalTest : public ::testing::TestWithParam<BadUri> {};
 TEST_P(Pkcs11UriRefusalTest, RefusesWithKeyUriInvalid) {
   auto uri = ParsePkcs11Uri(GetParam().uri);
   ASSERT_FALSE(uri.ok()) << GetParam().uri;
-  EXPECT_EQ(uri.error().reason(), Reason::kKeyUriInvalid);
+  EXPECT_THAT(uri, HasReason(Reason::kKeyUriInvalid));
   EXPECT_NE(uri.error().message().find(GetParam().mentions), std::string::npos) << uri.error().message();
 }
 

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "clawguard/store/ledger.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard {
 namespace {
@@ -27,7 +30,7 @@ std::vector<LedgerRow> Chain(int n) {
 }
 
 void ExpectTampered(const Status& st, const std::string& fragment) {
-  EXPECT_EQ(st.reason(), Reason::kLedgerTampered) << st.ToString();
+  EXPECT_THAT(st, HasReason(Reason::kLedgerTampered)) << st.ToString();
   EXPECT_NE(st.message().find(fragment), std::string::npos) << st.message();
 }
 
@@ -76,16 +79,12 @@ TEST(LedgerChainTest, RecordingRulesForPluginRows) {
   const LedgerRecordRules refuse{}, allow{true, {}};
   // Overwrites, of every kind, against every kind.
   for (LedgerKind k : {LedgerKind::kRelease, LedgerKind::kAttempt, LedgerKind::kDeploy}) {
-    EXPECT_EQ(CheckLedgerRecord(rows, k, "acme-orders", "2.0.0", d, allow).error().reason(),
-              Reason::kVersionOverwritten);
-    EXPECT_EQ(CheckLedgerRecord(rows, k, "acme-orders", "1.9.0", d, allow).error().reason(),
-              Reason::kVersionOverwritten);
+    EXPECT_THAT(CheckLedgerRecord(rows, k, "acme-orders", "2.0.0", d, allow), HasReason(Reason::kVersionOverwritten));
+    EXPECT_THAT(CheckLedgerRecord(rows, k, "acme-orders", "1.9.0", d, allow), HasReason(Reason::kVersionOverwritten));
   }
   // Rollback: deploy rows only are the floor; attempt and deploy are held to it.
-  EXPECT_EQ(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.4.0", d, refuse).error().reason(),
-            Reason::kVersionRollback);
-  EXPECT_EQ(CheckLedgerRecord(rows, LedgerKind::kAttempt, "acme-orders", "1.4.0", d, refuse).error().reason(),
-            Reason::kVersionRollback);
+  EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.4.0", d, refuse), HasReason(Reason::kVersionRollback));
+  EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kAttempt, "acme-orders", "1.4.0", d, refuse), HasReason(Reason::kVersionRollback));
   EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kRelease, "acme-orders", "1.4.0", d, refuse).value());
   EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.4.0", d, allow).value());
   EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.6.0", d, refuse).value());
@@ -95,10 +94,8 @@ TEST(LedgerChainTest, RecordingRulesForPluginRows) {
   EXPECT_FALSE(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.5.0", c, refuse).value());
   EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kAttempt, "acme-orders", "1.5.0", c, refuse).value());
   // Malformed rows are the caller's bug.
-  EXPECT_EQ(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "latest", d, refuse).error().reason(),
-            Reason::kInternal);
-  EXPECT_EQ(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.0.0", "ABC", refuse).error().reason(),
-            Reason::kInternal);
+  EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "latest", d, refuse), HasReason(Reason::kInternal));
+  EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.0.0", "ABC", refuse), HasReason(Reason::kInternal));
 }
 
 TEST(LedgerChainTest, RecordingRulesForAllowlistRows) {
@@ -107,12 +104,11 @@ TEST(LedgerChainTest, RecordingRulesForAllowlistRows) {
                                        Row(2, LedgerKind::kAllowlist, name, "12", 'b')};
   const std::string d(64, 'd');
   EXPECT_EQ(HighestAllowlistVersion(rows), 12);  // numeric, not text order
-  EXPECT_EQ(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, "11", d, {}).error().reason(),
-            Reason::kAllowlistInvalid);
+  EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, "11", d, {}), HasReason(Reason::kAllowlistInvalid));
   EXPECT_FALSE(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, "12", d, {}).value());
   EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, "13", d, {}).value());
   for (const std::string bad : {"012", "-1", "0", "1.0", "", "99999999999999999999"}) {
-    EXPECT_EQ(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, bad, d, {}).error().reason(), Reason::kInternal)
+    EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, bad, d, {}), HasReason(Reason::kInternal))
         << bad;
   }
   EXPECT_FALSE(HighestAllowlistVersion({}).has_value());

@@ -9,6 +9,9 @@
 
 #include "sqlite/sqlite_db.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::sqlite {
 namespace {
@@ -141,7 +144,7 @@ TEST_F(SqliteDbCacheTest, ExecCachesOneStatementAndRunsScriptsWhole) {
   EXPECT_EQ(Statements(*db_), before + 2);
   ASSERT_TRUE(db_->Exec("SAVEPOINT op").ok());
   ASSERT_TRUE(db_->Exec("RELEASE op;  ").ok());  // other text, same statement: cached once more
-  EXPECT_EQ(db_->Exec("RELEASE op;  ").reason(), Reason::kStoreUnavailable);  // no savepoint left
+  EXPECT_THAT(db_->Exec("RELEASE op;  "), HasReason(Reason::kStoreUnavailable));  // no savepoint left
   EXPECT_EQ(Statements(*db_), before + 3);
 
   // A script runs whole (not only its first statement), and is not cached.
@@ -169,18 +172,18 @@ TEST_F(SqliteDbCacheTest, PragmasAreNeverCached) {
 
 TEST_F(SqliteDbCacheTest, ErrorsKeepTheirWords) {
   const Status missing = db_->Exec("INSERT INTO missing VALUES (1)");
-  EXPECT_EQ(missing.reason(), Reason::kStoreUnavailable);
+  EXPECT_THAT(missing, HasReason(Reason::kStoreUnavailable));
   EXPECT_EQ(missing.message(), "SQLite store '" + path_ + "': no such table: missing");
 
   // A cached statement failing when it runs (the second time) reads like sqlite3_exec's failure.
   ASSERT_TRUE(db_->Exec("INSERT INTO t (v, s) VALUES (9, 'nine')").ok());
   const Status dup = db_->Exec("INSERT INTO t (v, s) VALUES (9, 'nine')");
-  EXPECT_EQ(dup.reason(), Reason::kStoreUnavailable);
+  EXPECT_THAT(dup, HasReason(Reason::kStoreUnavailable));
   EXPECT_EQ(dup.message(), "SQLite store '" + path_ + "': UNIQUE constraint failed: t.v");
 
   auto bad = db_->Prepare("SELECT nope FROM t");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().reason(), Reason::kStoreUnavailable);
+  EXPECT_THAT(bad, HasReason(Reason::kStoreUnavailable));
   EXPECT_EQ(bad.error().message(), "cannot prepare statement on SQLite store '" + path_ + "': no such column: nope");
 }
 

@@ -14,6 +14,9 @@
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_outbox.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard::sqlite {
 namespace {
@@ -376,10 +379,10 @@ TEST(SqliteIdempotencySchemaTest, ACurrentDatabaseIsNotMigratedAgainAndUnknownVe
   EXPECT_EQ(Rows(**db, "SELECT group_concat(version) FROM idem_schema_version"), std::vector<std::string>{"1,2,3,4,5,6,7"});
 
   const Status none = MigrateIdempotencySchemaTo(**db, 99);
-  EXPECT_EQ(none.reason(), Reason::kInternal);
+  EXPECT_THAT(none, HasReason(Reason::kInternal));
   ASSERT_TRUE((*db)->Exec("INSERT INTO idem_schema_version (version) VALUES (99)").ok());
   const Status newer = MigrateIdempotencySchema(**db);
-  EXPECT_EQ(newer.reason(), Reason::kStoreUnavailable);
+  EXPECT_THAT(newer, HasReason(Reason::kStoreUnavailable));
   EXPECT_NE(newer.message().find("newer than this build"), std::string::npos) << newer.message();
 }
 

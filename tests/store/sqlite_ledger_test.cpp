@@ -17,10 +17,13 @@
 
 #include "sqlite/sqlite_db.h"
 #include "support/temp_dir.h"
+#include "support/reason_matchers.h"
 #ifdef CLAWGUARD_TEST_PG
 #include "pg/support/pg_test_db.h"
 #include "postgresql/pg_ledger.h"
 #endif
+
+using ::clawguard::testing::HasReason;
 
 namespace clawguard {
 namespace {
@@ -146,7 +149,7 @@ TYPED_TEST(SqliteLedgerTest, AppendsNoOpsAndRefusesOverwritesAcrossKinds) {
 
   auto over = l->Record(LedgerKind::kDeploy, "acme-orders", "1.4.2", kB);
   ASSERT_FALSE(over.ok());
-  EXPECT_EQ(over.error().reason(), Reason::kVersionOverwritten);
+  EXPECT_THAT(over, HasReason(Reason::kVersionOverwritten));
   EXPECT_NE(over.error().message().find(kA.substr(0, 16)), std::string::npos) << over.error().message();
   EXPECT_NE(over.error().message().find(kB.substr(0, 16)), std::string::npos) << over.error().message();
   EXPECT_NE(over.error().message().find("release row"), std::string::npos) << over.error().message();
@@ -155,7 +158,7 @@ TYPED_TEST(SqliteLedgerTest, AppendsNoOpsAndRefusesOverwritesAcrossKinds) {
   ASSERT_TRUE(l->Record(LedgerKind::kDeploy, "acme-orders", "2.0.0", kC).ok());
   auto release_over = l->Record(LedgerKind::kRelease, "acme-orders", "2.0.0", kB);
   ASSERT_FALSE(release_over.ok());
-  EXPECT_EQ(release_over.error().reason(), Reason::kVersionOverwritten);
+  EXPECT_THAT(release_over, HasReason(Reason::kVersionOverwritten));
   EXPECT_NE(release_over.error().message().find("deploy row"), std::string::npos);
 
   auto rows = l->ReadAll();
@@ -192,7 +195,7 @@ TYPED_TEST(SqliteLedgerTest, AllowlistFloorIsAChainRowThatIsNeverLowered) {
   EXPECT_TRUE(first->appended);
   auto lower = RecordAllowlist(*l, 7, kB);
   ASSERT_FALSE(lower.ok());
-  EXPECT_EQ(lower.error().reason(), Reason::kAllowlistInvalid);
+  EXPECT_THAT(lower, HasReason(Reason::kAllowlistInvalid));
   EXPECT_NE(lower.error().message().find("lower than version 12"), std::string::npos) << lower.error().message();
   // The same version again is a no-op whatever its bytes: the row keeps the bytes that raised it.
   auto same = RecordAllowlist(*l, 12, kB);
@@ -210,10 +213,9 @@ TYPED_TEST(SqliteLedgerTest, AllowlistFloorIsAChainRowThatIsNeverLowered) {
   EXPECT_EQ(ReadAllowlistFloor(*l).value(), 13);
   EXPECT_TRUE(VerifyLedgerChain(rows, std::nullopt).ok());
   // Allowlist rows never collide with a plugin's name or SemVer versions.
-  EXPECT_EQ(l->Record(LedgerKind::kDeploy, std::string(kAllowlistLedgerName), "1.0.0", kA).error().reason(),
-            Reason::kInternal);
-  EXPECT_EQ(l->Record(LedgerKind::kAllowlist, "acme-orders", "14", kA).error().reason(), Reason::kInternal);
-  EXPECT_EQ(RecordAllowlist(*l, 0, kA).error().reason(), Reason::kInternal);
+  EXPECT_THAT(l->Record(LedgerKind::kDeploy, std::string(kAllowlistLedgerName), "1.0.0", kA), HasReason(Reason::kInternal));
+  EXPECT_THAT(l->Record(LedgerKind::kAllowlist, "acme-orders", "14", kA), HasReason(Reason::kInternal));
+  EXPECT_THAT(RecordAllowlist(*l, 0, kA), HasReason(Reason::kInternal));
 }
 
 TYPED_TEST(SqliteLedgerTest, RecordRefusesADeployBelowTheHighestDeployed) {
@@ -224,11 +226,10 @@ TYPED_TEST(SqliteLedgerTest, RecordRefusesADeployBelowTheHighestDeployed) {
   ASSERT_TRUE(first->Record(LedgerKind::kDeploy, "acme-orders", "1.5.0", kA).ok());
   auto rolled = second->Record(LedgerKind::kDeploy, "acme-orders", "1.4.0", kB);
   ASSERT_FALSE(rolled.ok());
-  EXPECT_EQ(rolled.error().reason(), Reason::kVersionRollback);
+  EXPECT_THAT(rolled, HasReason(Reason::kVersionRollback));
   EXPECT_NE(rolled.error().message().find("1.4.0 is lower than 1.5.0"), std::string::npos) << rolled.error().message();
   // An attempt row is held to the same floor (nothing may be opened below it)…
-  EXPECT_EQ(second->Record(LedgerKind::kAttempt, "acme-orders", "1.4.0", kB).error().reason(),
-            Reason::kVersionRollback);
+  EXPECT_THAT(second->Record(LedgerKind::kAttempt, "acme-orders", "1.4.0", kB), HasReason(Reason::kVersionRollback));
   // … but raises none itself, and a release row is never a rollback.
   ASSERT_TRUE(second->Record(LedgerKind::kAttempt, "acme-orders", "2.0.0", kC).ok());
   ASSERT_TRUE(second->Record(LedgerKind::kDeploy, "acme-orders", "1.6.0", kC).ok());
@@ -274,7 +275,7 @@ TYPED_TEST(SqliteLedgerTest, ConcurrentDeploysNeverLeaveALowerDeployAfterAHigher
     b.join();
     ASSERT_TRUE(high.ok()) << high.error().ToString();
     if (!low.ok()) {
-      EXPECT_EQ(low.error().reason(), Reason::kVersionRollback) << low.error().ToString();
+      EXPECT_THAT(low, HasReason(Reason::kVersionRollback)) << low.error().ToString();
       ++refused;
     }
     const auto rows = high_writer->RowsFor(name).value();
@@ -329,7 +330,7 @@ TYPED_TEST(SqliteLedgerTest, ReopeningPreservesState) {
   EXPECT_EQ(l->Head()->head, head.head);
   EXPECT_EQ(l->Head()->count, 3);
   EXPECT_EQ(ReadAllowlistFloor(*l).value(), 4);
-  EXPECT_EQ(l->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kB).error().reason(), Reason::kVersionOverwritten);
+  EXPECT_THAT(l->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kB), HasReason(Reason::kVersionOverwritten));
   EXPECT_TRUE(VerifyLedgerChain(l->ReadAll().value(), head).ok());
 }
 
@@ -338,7 +339,7 @@ TYPED_TEST(SqliteLedgerTest, RefusesANewerSchema) {
   this->Exec(this->factory_.NewerSchemaSql());
   auto l = this->factory_.Open(this->clock_);
   ASSERT_FALSE(l.ok());
-  EXPECT_EQ(l.error().reason(), Reason::kStoreUnavailable);
+  EXPECT_THAT(l, HasReason(Reason::kStoreUnavailable));
   EXPECT_NE(l.error().message().find("99"), std::string::npos);
 }
 
@@ -357,7 +358,7 @@ TYPED_TEST(SqliteLedgerTest, MigrationCarriesTheSideTableAllowlistFloorIntoTheCh
   EXPECT_EQ(rows[1].sha256, std::string(64, '0'));
   EXPECT_TRUE(VerifyLedgerChain(rows, std::nullopt).ok()) << VerifyLedgerChain(rows, std::nullopt).ToString();
   EXPECT_EQ(ReadAllowlistFloor(*l).value(), 9);
-  EXPECT_EQ(RecordAllowlist(*l, 8, kB).error().reason(), Reason::kAllowlistInvalid);
+  EXPECT_THAT(RecordAllowlist(*l, 8, kB), HasReason(Reason::kAllowlistInvalid));
   // Opening again migrates nothing more.
   auto again = this->OpenLedger();
   EXPECT_EQ(again->ReadAll().value().size(), 2u);
@@ -389,7 +390,7 @@ TYPED_TEST(SqliteLedgerTamperTest, IntactFileVerifies) { EXPECT_TRUE(this->Verif
 TYPED_TEST(SqliteLedgerTamperTest, DetectsAnEditedRow) {
   this->Exec("UPDATE ledger SET sha256 = '" + kB + "' WHERE seq = 2");
   const Status st = this->VerifyFile(std::nullopt);
-  EXPECT_EQ(st.reason(), Reason::kLedgerTampered);
+  EXPECT_THAT(st, HasReason(Reason::kLedgerTampered));
   EXPECT_NE(st.message().find("seq 2"), std::string::npos) << st.message();
 }
 
@@ -397,7 +398,7 @@ TYPED_TEST(SqliteLedgerTamperTest, DetectsADeletedTailWithAnAnchor) {
   this->Exec("DELETE FROM ledger WHERE seq >= 3");
   EXPECT_TRUE(this->VerifyFile(std::nullopt).ok());  // a cut-off tail is a valid shorter chain
   const Status st = this->VerifyFile(this->anchor_);
-  EXPECT_EQ(st.reason(), Reason::kLedgerTampered);
+  EXPECT_THAT(st, HasReason(Reason::kLedgerTampered));
   EXPECT_NE(st.message().find("seq 3"), std::string::npos) << st.message();
 }
 
@@ -416,14 +417,14 @@ TYPED_TEST(SqliteLedgerTamperTest, DetectsAConsistentlyRehashedLedgerWithAnAncho
   }
   EXPECT_TRUE(this->VerifyFile(std::nullopt).ok());  // without an anchor nothing can tell
   const Status st = this->VerifyFile(this->anchor_);
-  EXPECT_EQ(st.reason(), Reason::kLedgerTampered);
+  EXPECT_THAT(st, HasReason(Reason::kLedgerTampered));
   EXPECT_NE(st.message().find("seq 4"), std::string::npos) << st.message();
 }
 
 TYPED_TEST(SqliteLedgerTamperTest, UnknownKindIsTamperingWithAMessageThatSaysWhatToDo) {
   this->Exec("UPDATE ledger SET kind = 'rogue' WHERE seq = 1");
   const Status st = this->OpenLedger()->ReadAll().error();
-  EXPECT_EQ(st.reason(), Reason::kLedgerTampered);
+  EXPECT_THAT(st, HasReason(Reason::kLedgerTampered));
   EXPECT_NE(st.message().find("seq 1: kind 'rogue' is not one this build knows"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("upgrade clawguard"), std::string::npos) << st.message();
 }
@@ -435,11 +436,11 @@ TYPED_TEST(SqliteLedgerTamperTest, LoweringOrDeletingTheAllowlistFloorIsTamperin
   ASSERT_TRUE(RecordAllowlist(*l, 7, kB).ok());
   const LedgerCheckpoint anchored = l->Head().value();
   this->Exec("UPDATE ledger SET version = '1' WHERE kind = 'allowlist'");
-  EXPECT_EQ(ReadAllowlistFloor(*this->OpenLedger()).error().reason(), Reason::kLedgerTampered);
+  EXPECT_THAT(ReadAllowlistFloor(*this->OpenLedger()), HasReason(Reason::kLedgerTampered));
   this->Exec("DELETE FROM ledger WHERE kind = 'allowlist'");
   EXPECT_FALSE(ReadAllowlistFloor(*this->OpenLedger()).value().has_value());  // a valid shorter chain…
   const Status st = this->VerifyFile(anchored);                               // … that the anchor refuses
-  EXPECT_EQ(st.reason(), Reason::kLedgerTampered);
+  EXPECT_THAT(st, HasReason(Reason::kLedgerTampered));
   EXPECT_NE(st.message().find("seq 5"), std::string::npos) << st.message();
 }
 
@@ -476,12 +477,12 @@ TYPED_TEST(SqliteLedgerTest, RecordRefusesAChainThatNoLongerHoldsTheCallersAncho
   rules.anchors = {anchor};
   auto r = l->Record(LedgerKind::kAttempt, "acme-billing", "1.0.0", kC, rules);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().reason(), Reason::kLedgerTampered) << r.error().ToString();
+  EXPECT_THAT(r, HasReason(Reason::kLedgerTampered)) << r.error().ToString();
   EXPECT_EQ(l->ReadAll().value().size(), 2u);
   // Also the no-op path: an identical row never reports the rewritten head.
   auto same = l->Record(LedgerKind::kDeploy, "acme-orders", "1.0.0", kA, rules);
   ASSERT_FALSE(same.ok());
-  EXPECT_EQ(same.error().reason(), Reason::kLedgerTampered);
+  EXPECT_THAT(same, HasReason(Reason::kLedgerTampered));
 }
 
 // A trigger or a view could answer Record's reads with one chain and keep another: the ledger is
@@ -492,7 +493,7 @@ TYPED_TEST(SqliteLedgerTest, RecordRefusesATriggerOnTheLedger) {
   auto l = this->OpenLedger();
   auto r = l->Record(LedgerKind::kRelease, "acme-orders", "1.1.0", kB);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().reason(), Reason::kLedgerTampered) << r.error().ToString();
+  EXPECT_THAT(r, HasReason(Reason::kLedgerTampered)) << r.error().ToString();
 }
 
 TYPED_TEST(SqliteLedgerTest, RecordRefusesALedgerThatIsAView) {
@@ -500,12 +501,12 @@ TYPED_TEST(SqliteLedgerTest, RecordRefusesALedgerThatIsAView) {
   this->Exec(this->factory_.ViewSql());
   auto l = this->factory_.Open(this->clock_);
   if (!l.ok()) {  // refusing the database at open is as good
-    EXPECT_NE(l.error().reason(), Reason::kOk);
+    EXPECT_THAT(l, ::testing::Not(HasReason(Reason::kOk)));
     return;
   }
   auto r = (*l)->Record(LedgerKind::kRelease, "acme-orders", "1.1.0", kB);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().reason(), Reason::kLedgerTampered) << r.error().ToString();
+  EXPECT_THAT(r, HasReason(Reason::kLedgerTampered)) << r.error().ToString();
 }
 
 }  // namespace
