@@ -43,7 +43,7 @@ void SecretBytes::Wipe() {
 }
 
 std::optional<SecretBytes> TakeEnvSecret(const std::string& name) {
-  const char* first = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe): start-up only
+  const char* first = std::getenv(name.c_str());  // getenv is not thread-safe: start-up only
   if (first == nullptr) return std::nullopt;
   SecretBytes secret{std::string_view(first)};
   // Every entry of that name (an environment may hold one twice; getenv shows only the first).

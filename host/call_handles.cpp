@@ -15,7 +15,7 @@ CallHandles& CallHandles::Global() {
   return *handles;
 }
 
-cg_call* CallHandles::Add(std::shared_ptr<cg_call> call) {
+cg_call* CallHandles::Add(const std::shared_ptr<cg_call>& call) {
   for (int draw = 0; draw < kMaxDraws; ++draw) {
     uint64_t bits = 0;
     if (RAND_bytes(reinterpret_cast<unsigned char*>(&bits), sizeof bits) != 1) return nullptr;
@@ -23,6 +23,7 @@ cg_call* CallHandles::Add(std::shared_ptr<cg_call> call) {
     Shard& shard = shards_[value % kShards];
     std::lock_guard lock(shard.mu);
     if (shard.live.emplace(value, call).second) {
+      // The handle is an opaque tagged number the plugin hands back; it is never dereferenced.
       return reinterpret_cast<cg_call*>(static_cast<uintptr_t>(value));  // NOLINT(performance-no-int-to-ptr)
     }
   }

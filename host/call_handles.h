@@ -37,7 +37,7 @@ class CallHandles {
 
   // Add registers |call| and returns its handle; nullptr if the CSPRNG failed (the delivery is
   // then refused: a handle is never drawn from a weaker source).
-  cg_call* Add(std::shared_ptr<cg_call> call);
+  cg_call* Add(const std::shared_ptr<cg_call>& call);
   // Find returns the live cg_call |handle| names, or nullptr (retired, never issued, or not a
   // handle at all — any pointer value is safe to pass).
   std::shared_ptr<cg_call> Find(const cg_call* handle);

@@ -55,18 +55,21 @@ std::string_view LogLevelName(LogLevel level);  // "debug", "info", "warn", "err
 // build it in the call to Log.
 class LogValue {
  public:
-  LogValue(std::string_view s) : kind_(Kind::kText), text_(s) {}     // NOLINT(google-explicit-constructor)
-  LogValue(const char* s) : kind_(Kind::kText), text_(s) {}          // NOLINT(google-explicit-constructor)
-  LogValue(const std::string& s) : kind_(Kind::kText), text_(s) {}   // NOLINT(google-explicit-constructor)
-  LogValue(int v) : kind_(Kind::kInt), int_(v) {}                    // NOLINT(google-explicit-constructor)
-  LogValue(int64_t v) : kind_(Kind::kInt), int_(v) {}                // NOLINT(google-explicit-constructor)
-  LogValue(uint64_t v) : kind_(Kind::kUint), uint_(v) {}             // NOLINT(google-explicit-constructor)
-  LogValue(double v) : kind_(Kind::kDouble), double_(v) {}           // NOLINT(google-explicit-constructor)
-  LogValue(bool v) : kind_(Kind::kBool), int_(v ? 1 : 0) {}          // NOLINT(google-explicit-constructor)
-  LogValue(std::nullptr_t) : kind_(Kind::kNull) {}                   // NOLINT(google-explicit-constructor)
-  LogValue(const SecretBytes&) : kind_(Kind::kSecret) {}             // NOLINT(google-explicit-constructor)
-  LogValue(const HttpHeaders& h) : kind_(Kind::kHeaders), headers_(&h) {}  // NOLINT(google-explicit-constructor)
-  LogValue(const Status& s) : kind_(Kind::kStatus), status_(&s) {}   // NOLINT(google-explicit-constructor)
+  // Implicit on purpose: a call writes its fields as {"name", value}, each value converted here.
+  // NOLINTBEGIN(google-explicit-constructor)
+  LogValue(std::string_view s) : kind_(Kind::kText), text_(s) {}
+  LogValue(const char* s) : kind_(Kind::kText), text_(s) {}
+  LogValue(const std::string& s) : kind_(Kind::kText), text_(s) {}
+  LogValue(int v) : kind_(Kind::kInt), int_(v) {}
+  LogValue(int64_t v) : kind_(Kind::kInt), int_(v) {}
+  LogValue(uint64_t v) : kind_(Kind::kUint), uint_(v) {}
+  LogValue(double v) : kind_(Kind::kDouble), double_(v) {}
+  LogValue(bool v) : kind_(Kind::kBool), int_(v ? 1 : 0) {}
+  LogValue(std::nullptr_t) : kind_(Kind::kNull) {}
+  LogValue(const SecretBytes&) : kind_(Kind::kSecret) {}
+  LogValue(const HttpHeaders& h) : kind_(Kind::kHeaders), headers_(&h) {}
+  LogValue(const Status& s) : kind_(Kind::kStatus), status_(&s) {}
+  // NOLINTEND(google-explicit-constructor)
 
  private:
   friend class JsonLogger;

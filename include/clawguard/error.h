@@ -115,10 +115,13 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
-  Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
+  // Implicit, as std::expected's: a function returning Result<T> returns a T or a Status.
+  // NOLINTBEGIN(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}
+  Result(Status status) : v_(std::move(status)) {
     if (std::get<Status>(v_).ok()) std::abort();  // an ok Status is not an error
   }
+  // NOLINTEND(google-explicit-constructor)
 
   bool has_value() const { return std::holds_alternative<T>(v_); }
   bool ok() const { return has_value(); }
@@ -165,7 +168,7 @@ class [[nodiscard]] Result {
   auto CLAWGUARD_CONCAT_(cg_result_, __LINE__) = (expr);                           \
   if (!CLAWGUARD_CONCAT_(cg_result_, __LINE__).ok())                               \
     return CLAWGUARD_CONCAT_(cg_result_, __LINE__).error();                        \
-  lhs = std::move(CLAWGUARD_CONCAT_(cg_result_, __LINE__)).value()
+  lhs = std::move(CLAWGUARD_CONCAT_(cg_result_, __LINE__)).value()  // NOLINT(bugprone-macro-parentheses): lhs may be a declaration
 
 namespace clawguard::internal {
 [[noreturn]] void CheckFailed(const char* cond, const char* file, int line);

@@ -22,7 +22,7 @@ struct Deleter;
 #define CLAWGUARD_OSSL_DELETER(type, fn) \
   template <>                            \
   struct Deleter<type> {                 \
-    void operator()(type* p) const { fn(p); } \
+    void operator()(type* p) const { fn(p); } /* NOLINT(bugprone-macro-parentheses): type is a type name */ \
   }
 
 CLAWGUARD_OSSL_DELETER(BIO, BIO_free_all);
