@@ -14,15 +14,14 @@
 namespace clawguard::x509util {
 
 std::string DerOf(X509* cert) {
-  unsigned char* der = nullptr;
-  const int len = i2d_X509(cert, &der);  // allocates |der|; we free it below
+  unsigned char* raw = nullptr;
+  const int len = i2d_X509(cert, &raw);  // allocates |raw|; owned by |der|
+  const ossl::UniqueBuffer der(raw);
   if (len <= 0 || der == nullptr) {
     (void)ossl::GetSslErrors();
     return {};
   }
-  std::string out(reinterpret_cast<const char*>(der), static_cast<size_t>(len));
-  OPENSSL_free(der);
-  return out;
+  return std::string(reinterpret_cast<const char*>(der.get()), static_cast<size_t>(len));
 }
 
 std::string Sha256HexOfCert(X509* cert) { return Sha256Hex(DerOf(cert)); }
@@ -71,15 +70,14 @@ std::optional<int64_t> AsnTimeToUnix(const ASN1_TIME* t) {
 std::string EncodedSpkiSha256(X509* cert) {
   // get0: the X509_PUBKEY is owned by |cert|; it keeps the bytes the certificate carried.
   X509_PUBKEY* spki = X509_get_X509_PUBKEY(cert);
-  unsigned char* der = nullptr;
-  const int len = spki == nullptr ? -1 : i2d_X509_PUBKEY(spki, &der);  // allocates |der|; freed below
+  unsigned char* raw = nullptr;
+  const int len = spki == nullptr ? -1 : i2d_X509_PUBKEY(spki, &raw);  // allocates |raw|; owned by |der|
+  const ossl::UniqueBuffer der(raw);
   if (len <= 0 || der == nullptr) {
     (void)ossl::GetSslErrors();
     return {};
   }
-  const std::string out = Sha256Hex(std::string_view(reinterpret_cast<const char*>(der), static_cast<size_t>(len)));
-  OPENSSL_free(der);
-  return out;
+  return Sha256Hex(std::string_view(reinterpret_cast<const char*>(der.get()), static_cast<size_t>(len)));
 }
 
 Result<std::optional<std::string>> RevokedKeyEntry(X509* cert, const std::set<std::string>& revoked_keys) {
@@ -135,16 +133,17 @@ std::optional<std::string> EcdsaTwinDer(X509* cert, X509* issuer) {
   }
   (void)twin_r.release();
   (void)twin_s.release();
-  unsigned char* twin_der = nullptr;
-  const int twin_len = i2d_ECDSA_SIG(twin.get(), &twin_der);  // allocates |twin_der|; freed below
-  const ASN1_BIT_STRING* copy_sig = nullptr;                   // get0: owned by |copy|
+  unsigned char* raw = nullptr;
+  const int twin_len = i2d_ECDSA_SIG(twin.get(), &raw);  // allocates |raw|; owned by |twin_der|
+  const ossl::UniqueBuffer twin_der(raw);
+  const ASN1_BIT_STRING* copy_sig = nullptr;  // get0: owned by |copy|
   X509_get0_signature(&copy_sig, nullptr, copy.get());
   // WARNING: X509_get0_signature hands out a const pointer; |copy| is ours alone, so writing the
   // twin signature into it is safe.
   auto* writable = const_cast<ASN1_BIT_STRING*>(copy_sig);
-  const bool set = twin_len > 0 && writable != nullptr && ASN1_BIT_STRING_set(writable, twin_der, twin_len) == 1;
-  OPENSSL_free(twin_der);
-  if (!set) {
+  // ASN1_BIT_STRING_set copies the bytes: |twin_der| stays ours.
+  if (twin_len <= 0 || twin_der == nullptr || writable == nullptr ||
+      ASN1_BIT_STRING_set(writable, twin_der.get(), twin_len) != 1) {
     (void)ossl::GetSslErrors();
     return std::nullopt;
   }

@@ -152,11 +152,11 @@ Result<std::string> MakeCsrPem(Signer& signer, std::string_view subject) {
       X509_REQ_set1_signature_algo(req.get(), algor.get()) != 1) {  // set1: copies |algor|
     return Status(Reason::kInternal, "cannot set the CSR signature algorithm: " + ossl::GetSslErrors());
   }
-  unsigned char* tbs = nullptr;
-  const int tbs_len = i2d_re_X509_REQ_tbs(req.get(), &tbs);  // allocates |tbs|; we free it below
-  if (tbs_len <= 0) return Status(Reason::kInternal, "cannot encode the CSR: " + ossl::GetSslErrors());
-  std::string tbs_der(reinterpret_cast<const char*>(tbs), static_cast<size_t>(tbs_len));
-  OPENSSL_free(tbs);
+  unsigned char* raw = nullptr;
+  const int tbs_len = i2d_re_X509_REQ_tbs(req.get(), &raw);  // allocates |raw|; owned by |tbs|
+  const ossl::UniqueBuffer tbs(raw);
+  if (tbs_len <= 0 || tbs == nullptr) return Status(Reason::kInternal, "cannot encode the CSR: " + ossl::GetSslErrors());
+  const std::string tbs_der(reinterpret_cast<const char*>(tbs.get()), static_cast<size_t>(tbs_len));
   CLAWGUARD_ASSIGN_OR_RETURN(std::string sig, signer.Sign(tbs_der));
   ossl::UniquePtr<ASN1_BIT_STRING> bits(ASN1_BIT_STRING_new());
   if (!bits || ASN1_BIT_STRING_set(bits.get(), reinterpret_cast<unsigned char*>(sig.data()),

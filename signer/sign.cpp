@@ -40,12 +40,11 @@ std::string LeafOrganization(X509* leaf) {
   const int idx = X509_NAME_get_index_by_NID(subject, NID_organizationName, -1);
   if (idx < 0) return "";
   ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, idx));  // get0
-  unsigned char* utf8 = nullptr;
-  const int len = ASN1_STRING_to_UTF8(&utf8, data);  // allocates |utf8|; freed below
+  unsigned char* raw = nullptr;
+  const int len = ASN1_STRING_to_UTF8(&raw, data);  // allocates |raw|; owned by |utf8|
+  const ossl::UniqueBuffer utf8(raw);
   if (len < 0) return "";
-  std::string out(reinterpret_cast<const char*>(utf8), static_cast<size_t>(len));
-  OPENSSL_free(utf8);
-  return out;
+  return std::string(reinterpret_cast<const char*>(utf8.get()), static_cast<size_t>(len));
 }
 
 std::vector<std::string> LeafWarnings(const PreparedPayload& p) {

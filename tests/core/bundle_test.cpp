@@ -288,12 +288,11 @@ TEST(SignatureTest, EcdsaRawToDerRoundTrips) {
 }
 
 std::string I2dPubkey(EVP_PKEY* key) {
-  unsigned char* der = nullptr;
-  const int len = i2d_PUBKEY(key, &der);  // allocates |der|
+  unsigned char* raw = nullptr;
+  const int len = i2d_PUBKEY(key, &raw);  // allocates |raw|; owned by |der|
+  const ossl::UniqueBuffer der(raw);
   EXPECT_GT(len, 0);
-  std::string out(reinterpret_cast<const char*>(der), static_cast<size_t>(len > 0 ? len : 0));
-  OPENSSL_free(der);
-  return out;
+  return std::string(reinterpret_cast<const char*>(der.get()), static_cast<size_t>(len > 0 ? len : 0));
 }
 
 // WithEncoding returns a copy of the P-256 |key| whose SPKI OpenSSL writes with the point |form|
