@@ -514,18 +514,18 @@ Result<std::vector<ossl::UniquePtr<X509>>> ParsePemCertificates(std::string_view
   return certs;
 }
 
-std::string CertificateDer(X509* cert) {
-  if (cert == nullptr) return {};
+Result<std::string> CertificateDer(X509* cert) {
+  if (cert == nullptr) return Status(Reason::kInternal, "expected a certificate to encode as DER, found none");
   const int len = i2d_X509(cert, nullptr);
   if (len <= 0) {
-    (void)ossl::GetSslErrors();
-    return {};
+    return Status(Reason::kInternal, "expected a certificate OpenSSL can encode as DER, but i2d_X509 failed: " +
+                                         ossl::GetSslErrors());
   }
   std::string der(static_cast<size_t>(len), '\0');
   auto* p = reinterpret_cast<unsigned char*>(der.data());
-  if (i2d_X509(cert, &p) != len) {
-    (void)ossl::GetSslErrors();
-    return {};
+  if (const int written = i2d_X509(cert, &p); written != len) {
+    return Status(Reason::kInternal, "expected i2d_X509 to write the " + std::to_string(len) + " DER bytes it announced, "
+                                         "found " + std::to_string(written) + ": " + ossl::GetSslErrors());
   }
   return der;
 }

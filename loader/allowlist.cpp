@@ -51,9 +51,12 @@ Status CheckAllowlistSigner(X509* signer, const std::string& keyid, const TrustP
     return fail("certificate has expired: notAfter " + FormatRfc3339Utc(*not_after) + ", now " + FormatRfc3339Utc(now) +
                 "; pin a current certificate in trust.yaml allowlist_signer");
   }
-  const std::string cert_sha = x509util::Sha256HexOfCert(signer);
-  if (policy.revoked_certificates().count(cert_sha) != 0) {
-    return fail("certificate " + cert_sha + " is listed in the trust policy's revoked.certificates");
+  const auto cert_sha = x509util::Sha256HexOfCert(signer);
+  if (!cert_sha.ok()) {
+    return fail("certificate cannot be checked against revoked.certificates: " + cert_sha.error().message());
+  }
+  if (policy.revoked_certificates().count(*cert_sha) != 0) {
+    return fail("certificate " + *cert_sha + " is listed in the trust policy's revoked.certificates");
   }
   auto listed = x509util::RevokedKeyEntry(signer, policy.revoked_keys());
   if (!listed) return fail("key cannot be checked against revoked.keys: " + listed.error().message());

@@ -171,7 +171,12 @@ Status ChainVerifier::CheckPolicy(X509* leaf, const std::vector<X509*>& chain, c
   for (size_t i = 0; i < chain.size() && !policy_.revoked_certificates().empty(); ++i) {
     // The issuer of the last certificate (the pinned root) is itself.
     X509* issuer = i + 1 < chain.size() ? chain[i + 1] : chain[i];
-    for (const std::string& h : x509util::CertificateDigests(chain[i], issuer)) {
+    auto digests = x509util::CertificateDigests(chain[i], issuer);
+    if (!digests.ok()) {
+      return digests.error().WithContext("keyid " + keyid + ": certificate at depth " + std::to_string(i) + " (" +
+                                         x509util::SubjectText(chain[i]) + ")");
+    }
+    for (const std::string& h : *digests) {
       if (policy_.revoked_certificates().count(h) == 0) continue;
       CLAWGUARD_RETURN_IF_ERROR(relax(Status(Reason::kCertRevoked, "keyid " + keyid + ": certificate " + h + " (depth " +
                                                                        std::to_string(i) + ") is revoked by the trust policy")));

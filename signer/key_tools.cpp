@@ -26,9 +26,14 @@ KeyListing ToListing(const std::string& token, const TokenKey& k) {
   out.label = k.label;
   out.id = k.id;
   out.algorithm = k.algorithm_name;
-  // A key whose public half cannot be named canonically is listed without a keyid ("-").
+  // A key whose public half cannot be named canonically is still listed (one odd key must not hide
+  // the others), without a keyid and with the reason.
   if (k.public_key) {
-    if (auto keyid = KeyIdOf(k.public_key.get()); keyid.ok()) out.keyid = *keyid;
+    if (auto keyid = KeyIdOf(k.public_key.get()); keyid.ok()) {
+      out.keyid = *keyid;
+    } else {
+      out.keyid_error = keyid.error().WithContext("the public key of '" + k.label + "'").ToString();
+    }
   }
   out.uri = FormatPkcs11Uri(Pkcs11Uri{token, k.label, std::nullopt});
   out.sensitive = k.flags.sensitive;
@@ -226,6 +231,7 @@ nlohmann::json ListingToJson(const std::string& module_path, const std::vector<T
                             {"algorithm", k.algorithm},
                             {"keyid", k.keyid.empty() ? nlohmann::json() : nlohmann::json(k.keyid)},
                             {"uri", k.uri}};
+      if (!k.keyid_error.empty()) key["keyid_error"] = k.keyid_error;
       if (l.logged_in) {
         key["sensitive"] = k.sensitive;
         key["always_sensitive"] = k.always_sensitive;

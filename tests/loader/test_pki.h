@@ -174,7 +174,7 @@ inline std::string CrlPem(X509_CRL* c) {
   return std::string(p, static_cast<size_t>(n));
 }
 
-inline std::string CertSha256(X509* x) { return Sha256Hex(CertificateDer(x)); }
+inline std::string CertSha256(X509* x) { return Sha256Hex(CertificateDer(x).value()); }
 
 // EcdsaTwin returns |cert| (signed by a P-256 issuer) with its signature (r, s) replaced by
 // (r, n − s): a second certificate, made without any key, that verifies like the first.
@@ -243,7 +243,7 @@ inline std::string MakeBundle(const std::string& payload_type, const std::string
     if (s.corrupt) sig[sig.size() / 2] = static_cast<char>(sig[sig.size() / 2] ^ 0x01);
     b.signatures.push_back({keyid, sig});
     std::vector<std::string> ders;
-    for (X509* c : s.chain) ders.push_back(CertificateDer(c));
+    for (X509* c : s.chain) ders.push_back(CertificateDer(c).value());
     b.certificates[keyid] = ders;
   }
   return SerializeBundle(b);
