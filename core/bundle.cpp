@@ -15,6 +15,7 @@
 #include <set>
 
 #include "clawguard/encoding.h"
+#include "clawguard/json_dump.h"
 #include "clawguard/limits.h"
 #include "clawguard/sha256.h"
 #include "clawguard/strict_json.h"
@@ -189,11 +190,6 @@ Result<Statement> ParseStatementJson(const json& j) {
   return s;
 }
 
-// Dump never throws: invalid UTF-8 (which ParseJsonStrict refuses on the way back) is replaced.
-std::string Dump(const ordered_json& j, int indent) {
-  return j.dump(indent, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
-}
-
 // NoThrow runs |parse| so that nothing escapes: nlohmann's exceptions (a malformed value) and
 // std::exception (a library invariant) are kBundleInvalid, std::bad_alloc is kInternal (inputs
 // are bounded first, so only a host out of memory gets there).
@@ -249,7 +245,7 @@ std::string SerializeBundle(const Bundle& b) {
   j["dsseEnvelope"]["payload"] = Base64Encode(b.payload);
   j["dsseEnvelope"]["signatures"] = std::move(sigs);
   j["verificationMaterial"]["certificates"] = std::move(certs);
-  return Dump(j, 2) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 std::string Pae(std::string_view payload_type, std::string_view payload) {
@@ -287,7 +283,7 @@ std::string SerializeStatement(const Statement& s) {
   p["abi"] = s.abi;
   p["manifestSha256"] = s.manifest_sha256;
   p["manifest"] = ordered_json(s.manifest);  // keeps json's sorted key order
-  return Dump(j, -1);
+  return DumpJson(j);
 }
 
 // ---- Keys and signatures ----
