@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clawguard/clock.h"
+#include "clawguard/json_dump.h"
 #include "clawguard/store/dlq.h"
 #include "clawguard/store/idempotency_store.h"
 #include "commands.h"
@@ -18,9 +19,6 @@
 namespace clawguard::cli {
 
 namespace {
-
-// Dump prints one JSON object; bytes that are not UTF-8 (from argv or the store) are replaced.
-std::string Dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 struct CapabilityOptions {
   std::string store, audit_log, plugin, capability, reason;
@@ -52,7 +50,7 @@ int RunPauseResume(const CapabilityOptions& o, bool pause) {
                                          o.plugin + " " + o.capability, pause ? reason : "");
   if (!fin.ok()) return ReportError(cmd, fin, o.json);
   if (o.json) {
-    std::cout << Dump({{"plugin", o.plugin}, {"capability", o.capability}, {"paused", pause}, {"changed", *changed},
+    std::cout << DumpJson({{"plugin", o.plugin}, {"capability", o.capability}, {"paused", pause}, {"changed", *changed},
                        {"actor", actor}})
               << "\n";
   } else {
@@ -73,7 +71,7 @@ int RunList(const CapabilityOptions& o) {
       j["paused"].push_back({{"plugin", p.plugin}, {"capability", p.capability}, {"reason", p.reason},
                              {"actor", p.actor}, {"since", FormatRfc3339Utc(p.since_ms / 1000)}});
     }
-    std::cout << Dump(j) << "\n";
+    std::cout << DumpJson(j) << "\n";
     return 0;
   }
   for (const auto& p : *pauses) {

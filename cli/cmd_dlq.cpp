@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clawguard/clock.h"
+#include "clawguard/json_dump.h"
 #include "clawguard/sha256.h"
 #include "clawguard/store/dlq.h"
 #include "commands.h"
@@ -26,9 +27,6 @@
 namespace clawguard::cli {
 
 namespace {
-
-// Dump prints one JSON object; bytes that are not UTF-8 (from argv or the store) are replaced.
-std::string Dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 struct DlqOptions {
   std::string store;
@@ -110,7 +108,7 @@ int RunList(const DlqOptions& o) {
       for (const DlqEntry* e : list) g["entries"].push_back(EntryJson(*e, now));
       j["groups"].push_back(std::move(g));
     }
-    std::cout << Dump(j) << "\n";
+    std::cout << DumpJson(j) << "\n";
     return 0;
   }
   std::map<DlqClass, std::array<int64_t, 3>> table;
@@ -144,11 +142,11 @@ int RunShow(const DlqOptions& o) {
   }
   const nlohmann::json j = EntryJson(**e, SystemClock::Instance().NowMillis());
   if (o.json) {
-    std::cout << Dump(j) << "\n";
+    std::cout << DumpJson(j) << "\n";
     return 0;
   }
   for (const auto& [k, v] : j.items()) {
-    std::cout << k << ": " << (v.is_string() ? v.get<std::string>() : Dump(v)) << '\n';
+    std::cout << k << ": " << (v.is_string() ? v.get<std::string>() : DumpJson(v)) << '\n';
   }
   return 0;
 }
@@ -165,7 +163,7 @@ int RunWrite(const DlqOptions& o, bool replay) {
   if (!fin.ok()) return ReportError(cmd, fin, o.json);
   const std::string state = replay ? "replay_requested" : "dropped";
   if (o.json) {
-    std::cout << Dump({{"id", o.id}, {"state", state}, {"actor", actor}}) << "\n";
+    std::cout << DumpJson({{"id", o.id}, {"state", state}, {"actor", actor}}) << "\n";
   } else if (replay) {
     std::cout << "DLQ entry " << o.id << ": replay requested; a running host replays it with the original keys\n";
   } else {

@@ -25,6 +25,7 @@
 
 #include "clawguard/clock.h"
 #include "clawguard/encoding.h"
+#include "clawguard/json_dump.h"
 #include "clawguard/store/idempotency_store.h"
 #include "clawguard/store/outbox.h"
 #include "commands.h"
@@ -65,7 +66,7 @@ class OperatorAudit {
     j["event"] = "operator_action";
     j["time"] = FormatRfc3339Utc(SystemClock::Instance().NowSeconds());
     j["uid"] = static_cast<int64_t>(::getuid());
-    const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    const std::string line = DumpJson(j) + "\n";
     if (fd_ < 0) {
       std::cerr << line;
       return;
@@ -118,8 +119,6 @@ nlohmann::json RowJson(const OutboxRow& r) {
           {"idempotency_key", r.idempotency_key}};
 }
 
-std::string Dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
-
 int RunShow(const IdemOptions& o) {
   if (Status s = CheckKey(o.key); !s.ok()) return ReportError("idem show", s, o.json);
   auto stores = OpenOpsStore(o.store);
@@ -134,7 +133,7 @@ int RunShow(const IdemOptions& o) {
   if (o.json) {
     nlohmann::json j = {{"record", RecordJson(**record)}, {"outbox", nlohmann::json::array()}};
     for (const OutboxRow& r : *rows) j["outbox"].push_back(RowJson(r));
-    std::cout << Dump(j) << "\n";
+    std::cout << DumpJson(j) << "\n";
     return 0;
   }
   const IdempotencyRecord& r = **record;
@@ -174,7 +173,7 @@ int RunReset(const IdemOptions& o) {
     return ReportError("idem reset", rec, o.json);
   }
   if (o.json) {
-    std::cout << Dump({{"key", o.key}, {"result", "reset"}}) << "\n";
+    std::cout << DumpJson({{"key", o.key}, {"result", "reset"}}) << "\n";
   } else {
     std::cout << "reset " << o.key << ": the next delivery runs the plugin again\n";
   }
@@ -215,7 +214,7 @@ int RunConfirm(const IdemOptions& o) {
     }
   }
   if (o.json) {
-    std::cout << Dump({{"key", o.key}, {"confirmed", *confirmed}}) << "\n";
+    std::cout << DumpJson({{"key", o.key}, {"confirmed", *confirmed}}) << "\n";
   } else if (*confirmed > 0) {
     std::cout << "confirmed " << *confirmed << " intents of " << o.key << ": a running host sends them\n";
   } else {

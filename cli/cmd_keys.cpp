@@ -94,7 +94,8 @@ int List(const KeysOptions& o) {
     if (l.keys.empty()) std::cout << "  (no keys)\n";
     for (const auto& k : l.keys) {
       std::cout << "  " << k.label << "  id=" << HexEncode(k.id) << "  " << k.algorithm
-                << "  keyid=" << (k.keyid.empty() ? std::string("-") : k.keyid);
+                << "  keyid=" << (k.keyid.empty() ? std::string("-") : k.keyid)
+                << (k.keyid_error.empty() ? std::string() : " (" + k.keyid_error + ")");
       if (l.logged_in) {
         std::cout << "  sensitive=" << (k.sensitive ? "yes" : "no") << " extractable=" << (k.extractable ? "yes" : "no")
                   << " local=" << (k.local ? "yes" : "no");

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "clawguard/json_dump.h"
 #include "clawguard/loader.h"
 #include "commands.h"
 #if __has_include("store_url.h")
@@ -52,7 +53,7 @@ int RunVerify(const VerifyArgs& a) {
   if (!verdict) return ReportError("verify", verdict.error(), a.json);
   const Verdict& v = *verdict;
   if (a.json) {
-    std::cout << VerdictToJson(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << DumpJson(VerdictToJson(v)) << "\n";
   } else if (v.verdict == VerdictKind::kRefused) {
     std::cerr << "clawguard verify: refused: " << ReasonName(v.reason) << ": " << v.detail << "\n";
   } else {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clawguard/clock.h"
+#include "clawguard/json_dump.h"
 #include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_outbox.h"
@@ -68,7 +69,7 @@ Status FinishOperatorWrite(OpsStore& store, const std::string& audit_log, const 
                       {"store", store.shown},
                       {"generation", *gen}};
   // Details may hold bytes that are not UTF-8 (an ERP's answer): replaced, never thrown on.
-  const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  const std::string line = DumpJson(j) + "\n";
   const int fd = ::open(audit_log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
   if (fd < 0) return Status(Reason::kFileUnreadable, "cannot open audit log '" + audit_log + "' for appending");
   const ssize_t n = ::write(fd, line.data(), line.size());  // one write: lines never interleave

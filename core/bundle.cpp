@@ -15,6 +15,7 @@
 #include <set>
 
 #include "clawguard/encoding.h"
+#include "clawguard/json_dump.h"
 #include "clawguard/limits.h"
 #include "clawguard/sha256.h"
 #include "clawguard/strict_json.h"
@@ -189,11 +190,6 @@ Result<Statement> ParseStatementJson(const json& j) {
   return s;
 }
 
-// Dump never throws: invalid UTF-8 (which ParseJsonStrict refuses on the way back) is replaced.
-std::string Dump(const ordered_json& j, int indent) {
-  return j.dump(indent, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
-}
-
 // NoThrow runs |parse| so that nothing escapes: nlohmann's exceptions (a malformed value) and
 // std::exception (a library invariant) are kBundleInvalid, std::bad_alloc is kInternal (inputs
 // are bounded first, so only a host out of memory gets there).
@@ -249,7 +245,7 @@ std::string SerializeBundle(const Bundle& b) {
   j["dsseEnvelope"]["payload"] = Base64Encode(b.payload);
   j["dsseEnvelope"]["signatures"] = std::move(sigs);
   j["verificationMaterial"]["certificates"] = std::move(certs);
-  return Dump(j, 2) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 std::string Pae(std::string_view payload_type, std::string_view payload) {
@@ -287,7 +283,7 @@ std::string SerializeStatement(const Statement& s) {
   p["abi"] = s.abi;
   p["manifestSha256"] = s.manifest_sha256;
   p["manifest"] = ordered_json(s.manifest);  // keeps json's sorted key order
-  return Dump(j, -1);
+  return DumpJson(j);
 }
 
 // ---- Keys and signatures ----
@@ -514,18 +510,18 @@ Result<std::vector<ossl::UniquePtr<X509>>> ParsePemCertificates(std::string_view
   return certs;
 }
 
-std::string CertificateDer(X509* cert) {
-  if (cert == nullptr) return {};
+Result<std::string> CertificateDer(X509* cert) {
+  if (cert == nullptr) return Status(Reason::kInternal, "expected a certificate to encode as DER, found none");
   const int len = i2d_X509(cert, nullptr);
   if (len <= 0) {
-    (void)ossl::GetSslErrors();
-    return {};
+    return Status(Reason::kInternal, "expected a certificate OpenSSL can encode as DER, but i2d_X509 failed: " +
+                                         ossl::GetSslErrors());
   }
   std::string der(static_cast<size_t>(len), '\0');
   auto* p = reinterpret_cast<unsigned char*>(der.data());
-  if (i2d_X509(cert, &p) != len) {
-    (void)ossl::GetSslErrors();
-    return {};
+  if (const int written = i2d_X509(cert, &p); written != len) {
+    return Status(Reason::kInternal, "expected i2d_X509 to write the " + std::to_string(len) + " DER bytes it announced, "
+                                         "found " + std::to_string(written) + ": " + ossl::GetSslErrors());
   }
   return der;
 }

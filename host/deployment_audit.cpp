@@ -140,8 +140,14 @@ std::unique_ptr<TrustPolicy> Auditor::Trust() {
       Add("trust.root", Severity::kHigh, SubjectOf(root.get()), "the root's notAfter cannot be read");
       continue;
     }
+    const auto sha = x509util::Sha256HexOfCert(root.get());
+    if (!sha.ok()) {
+      Add("trust.root", Severity::kHigh, SubjectOf(root.get()), "the root's sha256 cannot be computed: " +
+                                                                     sha.error().message());
+      continue;
+    }
     Add("trust.root", Expiry(*not_after, kLeafExpiryWarningSeconds), SubjectOf(root.get()),
-        "pinned root sha256 " + x509util::Sha256HexOfCert(root.get()) + ", valid until " + Until(*not_after));
+        "pinned root sha256 " + *sha + ", valid until " + Until(*not_after));
   }
   return std::move(policy).value();
 }

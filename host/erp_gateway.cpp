@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "clawguard/json_dump.h"
 #include "clawguard/limits.h"
 #include "clawguard/sha256.h"
 #include "host/host_metrics.h"
@@ -15,7 +16,7 @@ namespace {
 
 void Emit(const ErpEnv& env, const nlohmann::json& j) {
   // Plugin-chosen paths may hold invalid UTF-8: replace rather than throw.
-  if (env.audit) env.audit(j.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace));
+  if (env.audit) env.audit(DumpJson(j));
 }
 
 void Metric(const ErpEnv& env, std::string_view endpoint, ErpCallOutcome outcome) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "clawguard/json_dump.h"
 #include "clawguard/store/dlq.h"
 #include "clawguard/store/idempotency_store.h"
 #include "host/breaker.h"
@@ -39,7 +40,7 @@ struct SendContext {
     j["method"] = row.method;
     j["path"] = row.path;
     // Plugin-chosen paths may hold invalid UTF-8: replace rather than throw.
-    env.audit(j.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace));
+    env.audit(DumpJson(j));
   }
 
   void Metric(ErpCallOutcome outcome) const {

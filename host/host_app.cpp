@@ -15,6 +15,7 @@
 
 #include "clawguard/thread_name.h"
 #include "clawguard/limits.h"
+#include "clawguard/json_dump.h"
 #include "host/admin_auth.h"
 #include "host/fd_budget.h"
 #include "host/json_log.h"
@@ -23,8 +24,6 @@
 
 namespace clawguard::host {
 namespace {
-
-std::string Dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 HttpResponse JsonAnswer(int status, std::string body) {
   HttpResponse r;
@@ -143,7 +142,7 @@ HostApp::~HostApp() {
   const bool plugin_threads = dispatcher_ != nullptr && dispatcher_->running_threads() > 0;
   if (plugin_threads || workers_abandoned_) {
     if (plugin_threads) {
-      Audit(Dump({{"event", "plugin_threads_abandoned"},
+      Audit(DumpJson({{"event", "plugin_threads_abandoned"},
                   {"threads", dispatcher_->running_threads()},
                   {"detail", "plugin threads still run after shutdown: their plugins, stores, ERP sender, "
                              "breakers, metrics and capability pauses are leaked on purpose"}}));
@@ -196,7 +195,7 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
       c.listen.max_connections > 0 ? c.listen.max_connections : limits::kDefaultMaxConnections;
   CLAWGUARD_ASSIGN_OR_RETURN(app->max_connections_,
                              ListenerBudget(configured, app->fd_limit_.soft, static_cast<uint64_t>(c.listen.handlers)));
-  app->Audit(Dump({{"event", "fd_limit"},
+  app->Audit(DumpJson({{"event", "fd_limit"},
                    {"soft_before", app->fd_limit_.soft_before},
                    {"soft", app->fd_limit_.soft},
                    {"hard", app->fd_limit_.hard},
@@ -249,7 +248,7 @@ Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfi
     for (const WebhookRouteSpec& w : m.webhooks) {
       const auto secrets = c.webhooks.routes.find(m.name + "/" + w.route);
       if (secrets == c.webhooks.routes.end()) {
-        app->Audit(Dump({{"event", "route_unconfigured"}, {"plugin", m.name}, {"route", w.route},
+        app->Audit(DumpJson({{"event", "route_unconfigured"}, {"plugin", m.name}, {"route", w.route},
                          {"detail", "no secret in host.yaml webhooks.routes: the route answers 404"}}));
         continue;
       }
@@ -424,7 +423,7 @@ Status HostApp::CreateObserver() {
   for (const auto& [plugin, not_after] : earliest) metrics_->SetCertificateExpiry(plugin, not_after);
   if (Result<LedgerCheckpoint> head = stores_.ledger->Head(); head.ok()) metrics_->SetLedgerRows(head->count);
   if (Status s = observer_->PublishGauges(); !s.ok()) {
-    Audit(Dump({{"event", "metrics_gauges_error"}, {"detail", s.message()}}));
+    Audit(DumpJson({{"event", "metrics_gauges_error"}, {"detail", s.message()}}));
   }
   return Status::Ok();
 }
@@ -465,7 +464,7 @@ void HostApp::Stop() {
     const int abandoned = ops_loop_->StopWorkers(config_->plugins.handler_timeout + config_->erp.timeout);
     if (abandoned > 0) {
       workers_abandoned_ = true;
-      Audit(Dump({{"event", "background_workers_abandoned"},
+      Audit(DumpJson({{"event", "background_workers_abandoned"},
                   {"workers", abandoned},
                   {"detail", "background workers still in an ERP call or a plugin after shutdown: what they use is "
                              "leaked on purpose; their outbox rows stay claimed until the claim ends"}}));
@@ -504,7 +503,7 @@ std::string HostApp::ReadyJson() const {
     refused.push_back({{"package", r.package}, {"reason", r.reason}, {"detail", r.detail}});
   }
   const ConnectionStats conns = main_->connection_stats();
-  return Dump({{"ready", ready_.load()},
+  return DumpJson({{"ready", ready_.load()},
                {"mode", loader_->mode()},
                {"plugins", plugins},
                {"refused", refused},

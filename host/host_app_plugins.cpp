@@ -9,12 +9,11 @@
 #include <map>
 #include <optional>
 
+#include "clawguard/json_dump.h"
 #include "clawguard/semver.h"
 
 namespace clawguard::host {
 namespace {
-
-std::string Dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 // Candidate is a verified package that may be loaded (the highest version of its name wins).
 struct Candidate {
@@ -35,7 +34,7 @@ Status HostApp::LoadPlugins(const HostConfig& c) {
   std::sort(packages.begin(), packages.end());
 
   const auto refuse = [this](std::string package, std::string reason, std::string detail, const Verdict* v) {
-    Audit(Dump({{"event", "plugin_refused"}, {"package", package}, {"reason", reason}, {"detail", detail}}));
+    Audit(DumpJson({{"event", "plugin_refused"}, {"package", package}, {"reason", reason}, {"detail", detail}}));
     RefusedPackage r{std::move(package), std::move(reason), std::move(detail), "", "", "", ""};
     if (v != nullptr) {
       r.name = v->name;
@@ -81,7 +80,7 @@ Status HostApp::LoadPlugins(const HostConfig& c) {
     if (leaves.ok()) {
       for (const SigningLeaf& l : *leaves) leaves_.push_back(OpsLeaf{name, l.subject, l.not_after});
     } else {
-      Audit(Dump({{"event", "signing_leaves_unreadable"}, {"package", cand.path},
+      Audit(DumpJson({{"event", "signing_leaves_unreadable"}, {"package", cand.path},
                   {"detail", leaves.error().message()}}));
     }
     plugins_.push_back(std::move(loaded).value());

@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <array>
 
+#include "clawguard/json_dump.h"
+
 namespace clawguard::host {
 namespace {
-
-std::string Dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 nlohmann::json WorkerJson(const OpsWorker* w) {
   const OpsWorker::Stats s = w->stats();
@@ -104,14 +104,14 @@ void HostOpsLoop::PollGeneration(int64_t now_ms) {
   // the same Tick (`idem confirm`).
   Result<int64_t> g = deps_.idempotency->Generation();
   if (!g.ok()) {
-    Audit(Dump({{"event", "operations_generation_error"}, {"detail", g.error().message()}}));
+    Audit(DumpJson({{"event", "operations_generation_error"}, {"detail", g.error().message()}}));
     return;
   }
   const bool changed = generation_.has_value() && *g != *generation_;
   generation_ = *g;
   seen_generation_.store(*g);
   if (!changed) return;
-  Audit(Dump({{"event", "operations_generation"}, {"generation", *g}}));
+  Audit(DumpJson({{"event", "operations_generation"}, {"generation", *g}}));
   RefreshPauses(now_ms, "generation");
 }
 
@@ -120,13 +120,13 @@ void HostOpsLoop::RefreshPauses(int64_t now_ms, const char* why) {
   const auto before = deps_.pauses->Snapshot();
   if (Status s = deps_.pauses->Refresh(*deps_.dlq); !s.ok()) {
     // The previous set is kept: a pause is never lifted because the store could not be read.
-    Audit(Dump({{"event", "capability_pauses_error"}, {"detail", s.message()}}));
+    Audit(DumpJson({{"event", "capability_pauses_error"}, {"detail", s.message()}}));
     return;
   }
   pauses_refreshed_ms_.store(now_ms);
   const auto after = deps_.pauses->Snapshot();
   if (after == before) return;
-  Audit(Dump({{"event", "capability_pauses"}, {"why", why}, {"paused", PausesJson(after)}}));
+  Audit(DumpJson({{"event", "capability_pauses"}, {"why", why}, {"paused", PausesJson(after)}}));
 }
 
 void HostOpsLoop::PostWork(int64_t now_ms) {
@@ -144,7 +144,7 @@ HostOpsLoop::ReplayStats HostOpsLoop::ReplayDue(const std::atomic<bool>* stop) {
   ReplayStats stats;
   Result<std::vector<DlqEntry>> claimed = deps_.dlq->ClaimReplays(deps_.owner, kReplayBatch, kReplayLeaseMs);
   if (!claimed.ok()) {
-    Audit(Dump({{"event", "dlq_replay_error"}, {"detail", claimed.error().message()}}));
+    Audit(DumpJson({{"event", "dlq_replay_error"}, {"detail", claimed.error().message()}}));
     return stats;
   }
   for (const DlqEntry& e : *claimed) {
@@ -181,7 +181,7 @@ HostOpsLoop::ReplayStats HostOpsLoop::ReplayDue(const std::atomic<bool>* stop) {
     } else if (!*marked) {
       line["mark_error"] = "the claim was lost (its lease expired and another host took it)";
     }
-    Audit(Dump(line));
+    Audit(DumpJson(line));
   }
   if (stats.revived > 0) {
     // Revived rows go out at once, not at the next Tick.
@@ -230,18 +230,18 @@ HostOpsLoop::ReplayOutcome HostOpsLoop::Replay(const DlqEntry& e) {
 
 void HostOpsLoop::DrainOutbox(const std::atomic<bool>* stop) {
   auto drained = deps_.retry->DrainPending(deps_.clock->NowMillis(), kDrainBatch, stop);
-  if (!drained.ok()) Audit(Dump({{"event", "retry_worker_error"}, {"detail", drained.error().message()}}));
+  if (!drained.ok()) Audit(DumpJson({{"event", "retry_worker_error"}, {"detail", drained.error().message()}}));
 }
 
 void HostOpsLoop::Reconcile(const std::atomic<bool>* stop) {
   if (deps_.reconciler == nullptr) return;
   Result<ReconcilerStats> r = deps_.reconciler->RunOnce(stop);
   if (!r.ok()) {
-    Audit(Dump({{"event", "reconciler_error"}, {"detail", r.error().message()}}));
+    Audit(DumpJson({{"event", "reconciler_error"}, {"detail", r.error().message()}}));
     return;
   }
   if (r->purged == 0 && r->stuck == 0) return;
-  Audit(Dump({{"event", "reconciler_run"},
+  Audit(DumpJson({{"event", "reconciler_run"},
               {"purged", r->purged},
               {"stuck", r->stuck},
               {"redriven", r->redriven},
@@ -261,13 +261,13 @@ void HostOpsLoop::PublishPeriodic(int64_t now_ms) {
                                  deps_.plugin_threads ? deps_.plugin_threads() : 0);
   }
   if (Status s = deps_.observer->PublishGauges(); !s.ok()) {
-    Audit(Dump({{"event", "metrics_gauges_error"}, {"detail", s.message()}}));
+    Audit(DumpJson({{"event", "metrics_gauges_error"}, {"detail", s.message()}}));
   }
   const RetentionReport report = deps_.advisor->Report(deps_.retention_ms);
   if (report.sufficient || !report.advised_ms) return;
   if (last_advice_ms_ && now_ms - *last_advice_ms_ < kAdviceIntervalMs) return;
   last_advice_ms_ = now_ms;
-  Audit(Dump({{"event", "retention_advice"},
+  Audit(DumpJson({{"event", "retention_advice"},
               {"samples", report.samples},
               {"p99_ms", report.p99_ms.value_or(0)},
               {"advised_ms", *report.advised_ms},

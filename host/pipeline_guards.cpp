@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "clawguard/json_dump.h"
+
 namespace clawguard::host {
 
 int64_t InProgressRetryAfterSeconds(int64_t lease_left_ms) {
@@ -27,7 +29,7 @@ void AuditEvent(const PipelineGuards& g, std::string_view event,
   j["event"] = std::string(event);
   for (const auto& [name, value] : fields) j[std::string(name)] = std::string(value);
   // replace: a plugin's detail may carry bytes that are not UTF-8.
-  g.audit(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  g.audit(DumpJson(j));
 }
 
 void AddDeadLetter(const PipelineGuards& g, DlqClass klass, const GuardEvent& ev, std::string detail,

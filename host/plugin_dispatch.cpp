@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "clawguard/fiber.h"
+#include "clawguard/json_dump.h"
 #include "clawguard/limits.h"
 #include "clawguard/thread_name.h"
 #include "host/call_handles.h"
@@ -161,7 +162,7 @@ std::string PluginLogLine(std::string_view plugin, int level, std::string_view m
   }
   const nlohmann::json j = {
       {"event", "plugin_log"}, {"plugin", plugin}, {"level", level}, {"message", message}};
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return DumpJson(j);
 }
 
 namespace {
@@ -180,7 +181,7 @@ DispatchReport Audited(const AuditFn& audit, const DispatchContext& ctx, Dispatc
                         {"event_key", ctx.event_key},
                         {"detail", report.outcome.detail}};
     if (!report.outcome.dead_letter_class.empty()) j["dlq_class"] = report.outcome.dead_letter_class;
-    audit(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    audit(DumpJson(j));
   }
   return report;
 }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "clawguard/json_dump.h"
+
 namespace clawguard::host {
 
 int ProblemStatus(Reason reason) {
@@ -58,7 +60,7 @@ std::string ProblemJson(Reason reason, int status, std::string_view detail) {
   j["status"] = status;
   j["detail"] = std::string(detail);
   // Invalid UTF-8 in a detail (e.g. an echoed header) is replaced, never thrown.
-  return j.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+  return DumpJson(j);
 }
 
 HttpResponse ProblemResponse(Reason reason, std::string_view detail, std::optional<int64_t> retry_after_s,
@@ -92,7 +94,7 @@ HttpResponse BlankProblemResponse(int status, std::string_view detail) {
   HttpResponse r;
   r.status = status;
   r.headers.Set("Content-Type", std::string(kProblemContentType));
-  r.body = j.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+  r.body = DumpJson(j);
   return r;
 }
 

@@ -51,9 +51,12 @@ Status CheckAllowlistSigner(X509* signer, const std::string& keyid, const TrustP
     return fail("certificate has expired: notAfter " + FormatRfc3339Utc(*not_after) + ", now " + FormatRfc3339Utc(now) +
                 "; pin a current certificate in trust.yaml allowlist_signer");
   }
-  const std::string cert_sha = x509util::Sha256HexOfCert(signer);
-  if (policy.revoked_certificates().count(cert_sha) != 0) {
-    return fail("certificate " + cert_sha + " is listed in the trust policy's revoked.certificates");
+  const auto cert_sha = x509util::Sha256HexOfCert(signer);
+  if (!cert_sha.ok()) {
+    return fail("certificate cannot be checked against revoked.certificates: " + cert_sha.error().message());
+  }
+  if (policy.revoked_certificates().count(*cert_sha) != 0) {
+    return fail("certificate " + *cert_sha + " is listed in the trust policy's revoked.certificates");
   }
   auto listed = x509util::RevokedKeyEntry(signer, policy.revoked_keys());
   if (!listed) return fail("key cannot be checked against revoked.keys: " + listed.error().message());
@@ -178,8 +181,9 @@ Result<std::unique_ptr<Allowlist>> Allowlist::Load(const std::string& path, cons
   }
 
   const size_t n = entries.size();
-  auto* records = static_cast<Record*>(sodium_allocarray(n == 0 ? 1 : n, sizeof(Record)));
-  if (records == nullptr) return Status(Reason::kInternal, "sodium_allocarray failed for the allowlist");
+  Records owner(static_cast<Record*>(sodium_allocarray(n == 0 ? 1 : n, sizeof(Record))));
+  if (owner == nullptr) return Status(Reason::kInternal, "sodium_allocarray failed for the allowlist");
+  Record* records = owner.get();
   std::memset(records, 0, (n == 0 ? 1 : n) * sizeof(Record));
   for (size_t i = 0; i < n; ++i) {
     std::memcpy(records[i].name, entries[i].name.data(), entries[i].name.size());
@@ -187,15 +191,14 @@ Result<std::unique_ptr<Allowlist>> Allowlist::Load(const std::string& path, cons
     std::memcpy(records[i].digest, entries[i].digest.data(), 32);
   }
   if (sodium_mprotect_readonly(records) != 0) {
-    sodium_free(records);
     return Status(Reason::kInternal, "sodium_mprotect_readonly failed for the allowlist");
   }
   const bool expired = *expires <= clock.NowSeconds();
   return std::unique_ptr<Allowlist>(
-      new Allowlist(records, n, version, *expires, expired, ledger_checked, Sha256Hex(*text)));
+      new Allowlist(std::move(owner), n, version, *expires, expired, ledger_checked, Sha256Hex(*text)));
 }
 
-Allowlist::~Allowlist() { sodium_free(records_); }
+void Allowlist::SodiumFree::operator()(void* p) const { sodium_free(p); }
 
 Status Allowlist::Lookup(const std::string& name, const std::string& version, const Sha256Digest& digest) const {
   if (name.size() <= kAllowlistNameMax && version.size() <= kAllowlistVersionMax) {
@@ -203,7 +206,7 @@ Status Allowlist::Lookup(const std::string& name, const std::string& version, co
     std::memcpy(key.name, name.data(), name.size());
     std::memcpy(key.version, version.data(), version.size());
     for (size_t i = 0; i < count_; ++i) {
-      const Record& r = records_[i];
+      const Record& r = records_.get()[i];
       if (std::memcmp(r.name, key.name, sizeof(key.name)) != 0) continue;
       if (std::memcmp(r.version, key.version, sizeof(key.version)) != 0) continue;
       if (sodium_memcmp(r.digest, digest.data(), 32) == 0) return Status::Ok();

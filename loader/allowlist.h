@@ -45,7 +45,6 @@ class Allowlist {
   // (the version check is then skipped, ledger_checked() false).
   static Result<std::unique_ptr<Allowlist>> Load(const std::string& path, const TrustPolicy& policy,
                                                  Ledger* ledger, const Clock& clock);
-  ~Allowlist();
   Allowlist(const Allowlist&) = delete;
   Allowlist& operator=(const Allowlist&) = delete;
 
@@ -62,12 +61,17 @@ class Allowlist {
 
  private:
   struct Record;
-  Allowlist(Record* records, size_t count, int64_t version, int64_t expires, bool expired, bool ledger_checked,
+  // SodiumFree releases memory from sodium_malloc/sodium_allocarray (sodium_free).
+  struct SodiumFree {
+    void operator()(void* p) const;
+  };
+  using Records = std::unique_ptr<Record, SodiumFree>;
+  Allowlist(Records records, size_t count, int64_t version, int64_t expires, bool expired, bool ledger_checked,
             std::string bytes_sha256)
-      : records_(records), count_(count), version_(version), expires_(expires), expired_(expired),
+      : records_(std::move(records)), count_(count), version_(version), expires_(expires), expired_(expired),
         ledger_checked_(ledger_checked), bytes_sha256_(std::move(bytes_sha256)) {}
 
-  Record* const records_;  // sodium_malloc'd, read-only; owned
+  const Records records_;  // sodium_allocarray'd array of count_ (at least one) records, read-only
   const size_t count_;
   const int64_t version_;
   const int64_t expires_;

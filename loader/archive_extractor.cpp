@@ -15,15 +15,10 @@
 #include "clawguard/file_io.h"
 #include "clawguard/limits.h"
 #include "clawguard/sha256.h"
+#include "core/archive_ptr.h"
 
 namespace clawguard {
 namespace {
-
-struct ArchiveDeleter {
-  void operator()(archive* a) const { archive_read_free(a); }
-};
-// ArchiveReader owns one libarchive read handle.
-using ArchiveReader = std::unique_ptr<archive, ArchiveDeleter>;
 
 Status Unsafe(const std::string& m) { return Status(Reason::kArchiveUnsafe, m); }
 Status BadManifest(const std::string& m) { return Status(Reason::kManifestInvalid, m); }

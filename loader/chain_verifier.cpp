@@ -171,7 +171,12 @@ Status ChainVerifier::CheckPolicy(X509* leaf, const std::vector<X509*>& chain, c
   for (size_t i = 0; i < chain.size() && !policy_.revoked_certificates().empty(); ++i) {
     // The issuer of the last certificate (the pinned root) is itself.
     X509* issuer = i + 1 < chain.size() ? chain[i + 1] : chain[i];
-    for (const std::string& h : x509util::CertificateDigests(chain[i], issuer)) {
+    auto digests = x509util::CertificateDigests(chain[i], issuer);
+    if (!digests.ok()) {
+      return digests.error().WithContext("keyid " + keyid + ": certificate at depth " + std::to_string(i) + " (" +
+                                         x509util::SubjectText(chain[i]) + ")");
+    }
+    for (const std::string& h : *digests) {
       if (policy_.revoked_certificates().count(h) == 0) continue;
       CLAWGUARD_RETURN_IF_ERROR(relax(Status(Reason::kCertRevoked, "keyid " + keyid + ": certificate " + h + " (depth " +
                                                                        std::to_string(i) + ") is revoked by the trust policy")));
@@ -193,11 +198,11 @@ Status ChainVerifier::CheckPolicy(X509* leaf, const std::vector<X509*>& chain, c
        i = X509_NAME_get_index_by_NID(subject, NID_organizationName, i)) {
     // get0: the entry and its data are owned by the name.
     ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
-    unsigned char* utf8 = nullptr;
-    const int len = ASN1_STRING_to_UTF8(&utf8, data);  // allocates |utf8|; freed below
+    unsigned char* raw = nullptr;
+    const int len = ASN1_STRING_to_UTF8(&raw, data);  // allocates |raw|; owned by |utf8|
+    const ossl::UniqueBuffer utf8(raw);
     if (len < 0) return Status(Reason::kPublisherNotAllowed, "leaf subject O is not valid text: " + ossl::GetSslErrors());
-    orgs.emplace_back(reinterpret_cast<char*>(utf8), static_cast<size_t>(len));
-    OPENSSL_free(utf8);
+    orgs.emplace_back(reinterpret_cast<const char*>(utf8.get()), static_cast<size_t>(len));
   }
   if (orgs.size() != 1) {
     return relax(Status(Reason::kPublisherNotAllowed, "keyid " + keyid + ": leaf subject must have exactly one O, found " +

@@ -94,10 +94,13 @@ Result<ossl::UniquePtr<X509>> ReadPinnedCert(const YAML::Node& node, const std::
     return m.Error(node["file"], "file", "expected exactly one certificate in '" + full + "', found " +
                                              std::to_string(certs->size()));
   }
-  const std::string actual = x509util::Sha256HexOfCert((*certs)[0].get());
-  if (actual != pin) {
+  const auto actual = x509util::Sha256HexOfCert((*certs)[0].get());
+  if (!actual.ok()) {
+    return actual.error().WithContext("the certificate in '" + full + "', to compare with its sha256 pin");
+  }
+  if (*actual != pin) {
     return m.Error(node["sha256"], "sha256", "pin mismatch for '" + full + "': the certificate's DER sha256 is " +
-                                                 actual + "; check the file or update the pin");
+                                                 *actual + "; check the file or update the pin");
   }
   return std::move((*certs)[0]);
 }

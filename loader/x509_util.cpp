@@ -13,19 +13,10 @@
 
 namespace clawguard::x509util {
 
-std::string DerOf(X509* cert) {
-  unsigned char* der = nullptr;
-  const int len = i2d_X509(cert, &der);  // allocates |der|; we free it below
-  if (len <= 0 || der == nullptr) {
-    (void)ossl::GetSslErrors();
-    return {};
-  }
-  std::string out(reinterpret_cast<const char*>(der), static_cast<size_t>(len));
-  OPENSSL_free(der);
-  return out;
+Result<std::string> Sha256HexOfCert(X509* cert) {
+  CLAWGUARD_ASSIGN_OR_RETURN(const std::string der, CertificateDer(cert));
+  return Sha256Hex(der);
 }
-
-std::string Sha256HexOfCert(X509* cert) { return Sha256Hex(DerOf(cert)); }
 
 Result<std::vector<ossl::UniquePtr<X509>>> ReadPemCertificates(std::string_view pem, Reason reason,
                                                                const std::string& what) {
@@ -68,18 +59,21 @@ std::optional<int64_t> AsnTimeToUnix(const ASN1_TIME* t) {
   return static_cast<int64_t>(timegm(&tm));
 }
 
-std::string EncodedSpkiSha256(X509* cert) {
+Result<std::string> EncodedSpkiSha256(X509* cert) {
   // get0: the X509_PUBKEY is owned by |cert|; it keeps the bytes the certificate carried.
   X509_PUBKEY* spki = X509_get_X509_PUBKEY(cert);
-  unsigned char* der = nullptr;
-  const int len = spki == nullptr ? -1 : i2d_X509_PUBKEY(spki, &der);  // allocates |der|; freed below
-  if (len <= 0 || der == nullptr) {
-    (void)ossl::GetSslErrors();
-    return {};
+  if (spki == nullptr) {
+    return Status(Reason::kAlgorithmRefused, "expected a SubjectPublicKeyInfo in the certificate, found none: " +
+                                                 ossl::GetSslErrors());
   }
-  const std::string out = Sha256Hex(std::string_view(reinterpret_cast<const char*>(der), static_cast<size_t>(len)));
-  OPENSSL_free(der);
-  return out;
+  unsigned char* raw = nullptr;
+  const int len = i2d_X509_PUBKEY(spki, &raw);  // allocates |raw|; owned by |der|
+  const ossl::UniqueBuffer der(raw);
+  if (len <= 0 || der == nullptr) {
+    return Status(Reason::kAlgorithmRefused, "expected the certificate's SubjectPublicKeyInfo to encode as DER, but "
+                                             "i2d_X509_PUBKEY failed: " + ossl::GetSslErrors());
+  }
+  return Sha256Hex(std::string_view(reinterpret_cast<const char*>(der.get()), static_cast<size_t>(len)));
 }
 
 Result<std::optional<std::string>> RevokedKeyEntry(X509* cert, const std::set<std::string>& revoked_keys) {
@@ -87,9 +81,10 @@ Result<std::optional<std::string>> RevokedKeyEntry(X509* cert, const std::set<st
   EVP_PKEY* key = X509_get0_pubkey(cert);  // get0: owned by |cert|
   if (key == nullptr) return Status(Reason::kAlgorithmRefused, "the certificate's key is unreadable: " + ossl::GetSslErrors());
   CLAWGUARD_ASSIGN_OR_RETURN(std::vector<std::string> aliases, KeyIdAliasesOf(key));
-  aliases.push_back(EncodedSpkiSha256(cert));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string encoded, EncodedSpkiSha256(cert));
+  aliases.push_back(std::move(encoded));
   for (const auto& a : aliases) {
-    if (!a.empty() && revoked_keys.count(a) != 0) return std::optional<std::string>(a);
+    if (revoked_keys.count(a) != 0) return std::optional<std::string>(a);
   }
   return std::optional<std::string>();
 }
@@ -97,31 +92,38 @@ Result<std::optional<std::string>> RevokedKeyEntry(X509* cert, const std::set<st
 namespace {
 
 // EcdsaTwinDer returns |cert|'s DER with its ECDSA signature (r, s) replaced by (r, n − s), or
-// nothing when |issuer|'s key is not EC or the signature is not an ECDSA-Sig-Value.
-std::optional<std::string> EcdsaTwinDer(X509* cert, X509* issuer) {
+// nothing when |issuer|'s key is not EC (on a curve OpenSSL names) or the signature is not an
+// ECDSA-Sig-Value; kInternal when OpenSSL fails to build or encode the twin.
+Result<std::optional<std::string>> EcdsaTwinDer(X509* cert, X509* issuer) {
+  const auto failed = [](const std::string& what) {
+    return Status(Reason::kInternal, "cannot build the ECDSA twin of a certificate to check revoked.certificates: " +
+                                         what + " failed: " + ossl::GetSslErrors());
+  };
   EVP_PKEY* issuer_key = X509_get0_pubkey(issuer);  // get0: owned by |issuer|
   const ASN1_BIT_STRING* sig = nullptr;             // get0: owned by |cert|
   X509_get0_signature(&sig, nullptr, cert);
   if (issuer_key == nullptr || sig == nullptr || EVP_PKEY_get_base_id(issuer_key) != EVP_PKEY_EC) {
     (void)ossl::GetSslErrors();
-    return std::nullopt;
+    return std::optional<std::string>();  // no twin
   }
   char group_name[64] = {0};
   size_t group_len = 0;
   if (EVP_PKEY_get_utf8_string_param(issuer_key, OSSL_PKEY_PARAM_GROUP_NAME, group_name, sizeof(group_name),
                                      &group_len) != 1) {
     (void)ossl::GetSslErrors();
-    return std::nullopt;
+    return std::optional<std::string>();  // no twin
   }
   ossl::UniquePtr<EC_GROUP> group(EC_GROUP_new_by_curve_name(OBJ_txt2nid(group_name)));
   const unsigned char* p = sig->data;
   ossl::UniquePtr<ECDSA_SIG> ecdsa(d2i_ECDSA_SIG(nullptr, &p, sig->length));
-  ossl::UniquePtr<ECDSA_SIG> twin(ECDSA_SIG_new());
-  ossl::UniquePtr<X509> copy(X509_dup(cert));
-  if (!group || !ecdsa || !twin || !copy || p != sig->data + sig->length) {
+  if (!group || !ecdsa || p != sig->data + sig->length) {
     (void)ossl::GetSslErrors();
-    return std::nullopt;
+    return std::optional<std::string>();  // no twin
   }
+  ossl::UniquePtr<ECDSA_SIG> twin(ECDSA_SIG_new());
+  if (!twin) return failed("ECDSA_SIG_new");
+  ossl::UniquePtr<X509> copy(X509_dup(cert));
+  if (!copy) return failed("X509_dup");
   const BIGNUM* r = nullptr;  // get0: owned by |ecdsa|
   const BIGNUM* s = nullptr;
   ECDSA_SIG_get0(ecdsa.get(), &r, &s);
@@ -130,36 +132,37 @@ std::optional<std::string> EcdsaTwinDer(X509* cert, X509* issuer) {
   // get0: the order is owned by |group|.
   if (!twin_r || !twin_s || BN_sub(twin_s.get(), EC_GROUP_get0_order(group.get()), s) != 1 ||
       ECDSA_SIG_set0(twin.get(), twin_r.get(), twin_s.get()) != 1) {  // set0: takes both on success
-    (void)ossl::GetSslErrors();
-    return std::nullopt;
+    return failed("computing (r, n - s)");
   }
   (void)twin_r.release();
   (void)twin_s.release();
-  unsigned char* twin_der = nullptr;
-  const int twin_len = i2d_ECDSA_SIG(twin.get(), &twin_der);  // allocates |twin_der|; freed below
-  const ASN1_BIT_STRING* copy_sig = nullptr;                   // get0: owned by |copy|
+  unsigned char* raw = nullptr;
+  const int twin_len = i2d_ECDSA_SIG(twin.get(), &raw);  // allocates |raw|; owned by |twin_der|
+  const ossl::UniqueBuffer twin_der(raw);
+  const ASN1_BIT_STRING* copy_sig = nullptr;  // get0: owned by |copy|
   X509_get0_signature(&copy_sig, nullptr, copy.get());
   // WARNING: X509_get0_signature hands out a const pointer; |copy| is ours alone, so writing the
   // twin signature into it is safe.
   auto* writable = const_cast<ASN1_BIT_STRING*>(copy_sig);
-  const bool set = twin_len > 0 && writable != nullptr && ASN1_BIT_STRING_set(writable, twin_der, twin_len) == 1;
-  OPENSSL_free(twin_der);
-  if (!set) {
-    (void)ossl::GetSslErrors();
-    return std::nullopt;
+  // ASN1_BIT_STRING_set copies the bytes: |twin_der| stays ours.
+  if (twin_len <= 0 || twin_der == nullptr || writable == nullptr ||
+      ASN1_BIT_STRING_set(writable, twin_der.get(), twin_len) != 1) {
+    return failed("writing the twin signature");
   }
   writable->flags &= ~0x07;  // no unused bits
   writable->flags |= ASN1_STRING_FLAG_BITS_LEFT;
-  std::string der = DerOf(copy.get());
-  if (der.empty()) return std::nullopt;
-  return der;
+  auto der = CertificateDer(copy.get());
+  if (!der.ok()) return der.error().WithContext("the ECDSA twin of a certificate");
+  return std::optional<std::string>(std::move(der).value());
 }
 
 }  // namespace
 
-std::vector<std::string> CertificateDigests(X509* cert, X509* issuer) {
-  std::vector<std::string> out{Sha256HexOfCert(cert)};
-  if (auto twin = EcdsaTwinDer(cert, issuer)) out.push_back(Sha256Hex(*twin));
+Result<std::vector<std::string>> CertificateDigests(X509* cert, X509* issuer) {
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string digest, Sha256HexOfCert(cert));
+  std::vector<std::string> out{std::move(digest)};
+  CLAWGUARD_ASSIGN_OR_RETURN(const std::optional<std::string> twin, EcdsaTwinDer(cert, issuer));
+  if (twin) out.push_back(Sha256Hex(*twin));
   return out;
 }
 

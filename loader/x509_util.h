@@ -14,10 +14,9 @@
 
 namespace clawguard::x509util {
 
-// DerOf re-encodes |cert| as DER ("" on failure).
-std::string DerOf(X509* cert);
-// Sha256HexOfCert is the lowercase hex sha256 of |cert|'s DER.
-std::string Sha256HexOfCert(X509* cert);
+// Sha256HexOfCert is the lowercase hex sha256 of |cert|'s DER (bundle.h CertificateDer, whose
+// kInternal it returns when the certificate cannot be encoded).
+Result<std::string> Sha256HexOfCert(X509* cert);
 // ReadPemCertificates parses every certificate of a PEM text (at least one) with |reason|.
 Result<std::vector<ossl::UniquePtr<X509>>> ReadPemCertificates(std::string_view pem, Reason reason,
                                                                const std::string& what);
@@ -27,8 +26,9 @@ Result<ossl::UniquePtr<X509_CRL>> ReadCrl(std::string_view bytes, Reason reason,
 std::optional<int64_t> AsnTimeToUnix(const ASN1_TIME* t);
 
 // EncodedSpkiSha256 is the lowercase hex sha256 of |cert|'s SubjectPublicKeyInfo exactly as the
-// certificate encodes it (a compressed point stays compressed). Empty on failure.
-std::string EncodedSpkiSha256(X509* cert);
+// certificate encodes it (a compressed point stays compressed). kAlgorithmRefused if the
+// certificate has no SubjectPublicKeyInfo that OpenSSL can encode.
+Result<std::string> EncodedSpkiSha256(X509* cert);
 
 // RevokedKeyEntry returns the entry of |revoked_keys| (trust.yaml revoked.keys) that names
 // |cert|'s key, if any: its canonical keyid, the digest of any other encoding of the same key
@@ -70,7 +70,10 @@ Status CheckIssuersPermitCodeSigning(const std::vector<X509*>& chain);
 // Other encodings need no twin: OpenSSL re-encodes the outer SEQUENCE in DER and keeps the
 // signed TBSCertificate bytes, strict mode refuses a signatureAlgorithm that differs from the
 // signed one, and Ed25519 and RSA PKCS#1 v1.5 signatures are not malleable.
-std::vector<std::string> CertificateDigests(X509* cert, X509* issuer);
+// No twin is made when |issuer|'s key is not EC or |cert|'s signature is not an ECDSA-Sig-Value;
+// kInternal when OpenSSL fails to encode the certificate or to build its twin (fail closed: a
+// digest that cannot be computed is never taken as "not revoked").
+Result<std::vector<std::string>> CertificateDigests(X509* cert, X509* issuer);
 
 // SubjectText is |cert|'s subject as one RFC 2253 line ("?" if it cannot be printed).
 std::string SubjectText(X509* cert);

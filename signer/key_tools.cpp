@@ -26,9 +26,14 @@ KeyListing ToListing(const std::string& token, const TokenKey& k) {
   out.label = k.label;
   out.id = k.id;
   out.algorithm = k.algorithm_name;
-  // A key whose public half cannot be named canonically is listed without a keyid ("-").
+  // A key whose public half cannot be named canonically is still listed (one odd key must not hide
+  // the others), without a keyid and with the reason.
   if (k.public_key) {
-    if (auto keyid = KeyIdOf(k.public_key.get()); keyid.ok()) out.keyid = *keyid;
+    if (auto keyid = KeyIdOf(k.public_key.get()); keyid.ok()) {
+      out.keyid = *keyid;
+    } else {
+      out.keyid_error = keyid.error().WithContext("the public key of '" + k.label + "'").ToString();
+    }
   }
   out.uri = FormatPkcs11Uri(Pkcs11Uri{token, k.label, std::nullopt});
   out.sensitive = k.flags.sensitive;
@@ -152,11 +157,11 @@ Result<std::string> MakeCsrPem(Signer& signer, std::string_view subject) {
       X509_REQ_set1_signature_algo(req.get(), algor.get()) != 1) {  // set1: copies |algor|
     return Status(Reason::kInternal, "cannot set the CSR signature algorithm: " + ossl::GetSslErrors());
   }
-  unsigned char* tbs = nullptr;
-  const int tbs_len = i2d_re_X509_REQ_tbs(req.get(), &tbs);  // allocates |tbs|; we free it below
-  if (tbs_len <= 0) return Status(Reason::kInternal, "cannot encode the CSR: " + ossl::GetSslErrors());
-  std::string tbs_der(reinterpret_cast<const char*>(tbs), static_cast<size_t>(tbs_len));
-  OPENSSL_free(tbs);
+  unsigned char* raw = nullptr;
+  const int tbs_len = i2d_re_X509_REQ_tbs(req.get(), &raw);  // allocates |raw|; owned by |tbs|
+  const ossl::UniqueBuffer tbs(raw);
+  if (tbs_len <= 0 || tbs == nullptr) return Status(Reason::kInternal, "cannot encode the CSR: " + ossl::GetSslErrors());
+  const std::string tbs_der(reinterpret_cast<const char*>(tbs.get()), static_cast<size_t>(tbs_len));
   CLAWGUARD_ASSIGN_OR_RETURN(std::string sig, signer.Sign(tbs_der));
   ossl::UniquePtr<ASN1_BIT_STRING> bits(ASN1_BIT_STRING_new());
   if (!bits || ASN1_BIT_STRING_set(bits.get(), reinterpret_cast<unsigned char*>(sig.data()),
@@ -226,6 +231,7 @@ nlohmann::json ListingToJson(const std::string& module_path, const std::vector<T
                             {"algorithm", k.algorithm},
                             {"keyid", k.keyid.empty() ? nlohmann::json() : nlohmann::json(k.keyid)},
                             {"uri", k.uri}};
+      if (!k.keyid_error.empty()) key["keyid_error"] = k.keyid_error;
       if (l.logged_in) {
         key["sensitive"] = k.sensitive;
         key["always_sensitive"] = k.always_sensitive;

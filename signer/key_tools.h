@@ -57,7 +57,9 @@ Result<std::string> MakeCsrPem(Signer& signer, std::string_view subject);
 struct KeyListing {
   std::string label, id;       // CKA_LABEL, CKA_ID (raw bytes)
   std::string algorithm;       // "ecdsa-p256", "ed25519", "rsa", "ec-other-curve", ...
-  std::string keyid;           // KeyIdOf the public key; "" when there is no public key object
+  std::string keyid;           // KeyIdOf the public key; "" when there is no public key object or
+                               // KeyIdOf failed
+  std::string keyid_error;     // why KeyIdOf failed ("reason: message"); "" otherwise
   std::string uri;             // the key URI to pass to --key
   bool sensitive = false, always_sensitive = false, extractable = false, never_extractable = false,
        local = false;          // meaningful only when the token was logged in

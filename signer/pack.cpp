@@ -18,20 +18,11 @@
 #include "clawguard/limits.h"
 #include "clawguard/sha256.h"
 #include "clawguard/unique_fd.h"
+#include "core/archive_ptr.h"
 #include "signer/package_manifest.h"
 
 namespace clawguard::signer {
 namespace {
-
-struct WriterDeleter {
-  void operator()(archive* a) const { archive_write_free(a); }
-};
-struct EntryDeleter {
-  void operator()(archive_entry* e) const { archive_entry_free(e); }
-};
-// ArchiveWriter owns one libarchive write handle; ArchiveEntry one entry.
-using ArchiveWriter = std::unique_ptr<archive, WriterDeleter>;
-using ArchiveEntry = std::unique_ptr<archive_entry, EntryDeleter>;
 
 constexpr const char* kZstdLevel = "6";
 

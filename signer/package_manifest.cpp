@@ -8,15 +8,10 @@
 
 #include "clawguard/limits.h"
 #include "clawguard/manifest.h"
+#include "core/archive_ptr.h"
 
 namespace clawguard::signer {
 namespace {
-
-struct ReaderDeleter {
-  void operator()(archive* a) const { archive_read_free(a); }
-};
-// ArchiveReader owns one libarchive read handle.
-using ArchiveReader = std::unique_ptr<archive, ReaderDeleter>;
 
 Status Unsafe(archive* a, const std::string& what) {
   const char* detail = archive_error_string(a);

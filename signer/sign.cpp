@@ -34,18 +34,22 @@ Result<std::vector<ossl::UniquePtr<X509>>> ReadChain(const std::string& chain_pa
   return std::move(chain).value();
 }
 
-// LeafOrganization returns the leaf's first subject O ("" if none).
-std::string LeafOrganization(X509* leaf) {
+// LeafOrganization returns the leaf's first subject O ("" if it has none); kPublisherNotAllowed
+// if that O is not valid text (verifiers refuse such a leaf for the same reason).
+Result<std::string> LeafOrganization(X509* leaf) {
   X509_NAME* subject = X509_get_subject_name(leaf);  // get0
   const int idx = X509_NAME_get_index_by_NID(subject, NID_organizationName, -1);
-  if (idx < 0) return "";
+  if (idx < 0) return std::string();
   ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, idx));  // get0
-  unsigned char* utf8 = nullptr;
-  const int len = ASN1_STRING_to_UTF8(&utf8, data);  // allocates |utf8|; freed below
-  if (len < 0) return "";
-  std::string out(reinterpret_cast<const char*>(utf8), static_cast<size_t>(len));
-  OPENSSL_free(utf8);
-  return out;
+  unsigned char* raw = nullptr;
+  const int len = ASN1_STRING_to_UTF8(&raw, data);  // allocates |raw|; owned by |utf8|
+  const ossl::UniqueBuffer utf8(raw);
+  if (len < 0) {
+    return Status(Reason::kPublisherNotAllowed,
+                  "expected the leaf certificate's subject O to be text, but it cannot be read as UTF-8: " +
+                      ossl::GetSslErrors());
+  }
+  return std::string(reinterpret_cast<const char*>(utf8.get()), static_cast<size_t>(len));
 }
 
 std::vector<std::string> LeafWarnings(const PreparedPayload& p) {
@@ -67,9 +71,11 @@ std::vector<std::string> LeafWarnings(const PreparedPayload& p) {
     warnings.push_back("the leaf certificate is a CA certificate: verifiers refuse it (chain_untrusted)");
   }
   if (p.is_package) {
-    const std::string org = LeafOrganization(leaf);
-    if (org != p.publisher) {
-      warnings.push_back("the leaf certificate's subject O is '" + org + "' but the manifest's publisher is '" +
+    const auto org = LeafOrganization(leaf);
+    if (!org.ok()) {
+      warnings.push_back(org.error().message() + ": verifiers refuse it (publisher_not_allowed)");
+    } else if (*org != p.publisher) {
+      warnings.push_back("the leaf certificate's subject O is '" + *org + "' but the manifest's publisher is '" +
                          p.publisher + "': verifiers refuse it (publisher_not_allowed)");
     }
   }
@@ -222,7 +228,13 @@ Result<SignOutcome> SignPrepared(const PreparedPayload& p, Signer& signer, Ledge
     bundle.signatures.push_back(BundleSignature{out.keyid, std::move(sig)});
     std::vector<std::string>& certs = bundle.certificates[out.keyid];
     certs.clear();
-    for (const auto& cert : p.chain) certs.push_back(CertificateDer(cert.get()));
+    for (size_t i = 0; i < p.chain.size(); ++i) {
+      auto der = CertificateDer(p.chain[i].get());
+      if (!der.ok()) {
+        return der.error().WithContext("--chain certificate #" + std::to_string(i + 1) + " (the leaf is #1)");
+      }
+      certs.push_back(std::move(der).value());
+    }
 
     // Verify our own output before it can reach anyone (minisign, sign-file).
     const std::string json = SerializeBundle(bundle);

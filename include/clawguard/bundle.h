@@ -111,8 +111,10 @@ Result<std::string> EcdsaRawToDer(std::string_view raw);
 Result<ossl::UniquePtr<X509>> ParseCertificateDer(std::string_view der, Reason reason = Reason::kBundleInvalid);
 // ParsePemCertificates parses every certificate in a PEM text, in order (at least one).
 Result<std::vector<ossl::UniquePtr<X509>>> ParsePemCertificates(std::string_view pem, Reason reason);
-// CertificateDer re-encodes a certificate as DER.
-std::string CertificateDer(X509* cert);
+// CertificateDer re-encodes |cert| as DER. kInternal when there is no certificate or OpenSSL
+// cannot encode it (out of memory, or a certificate built in memory without a required field);
+// never an empty string. Thread-safe.
+Result<std::string> CertificateDer(X509* cert);
 
 }  // namespace clawguard
 

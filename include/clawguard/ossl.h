@@ -1,9 +1,11 @@
 // ossl.h — one RAII owner per OpenSSL type (BoringSSL BORINGSSL_MAKE_DELETER, Tink
-// ssl_unique_ptr.h). No *_free call appears outside these deleters.
+// ssl_unique_ptr.h), and UniqueBuffer for memory OpenSSL allocates for the caller. No *_free call
+// appears outside these deleters.
 #ifndef CLAWGUARD_OSSL_H_
 #define CLAWGUARD_OSSL_H_
 
 #include <openssl/bio.h>
+#include <openssl/crypto.h>
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
 #include <openssl/evp.h>
@@ -36,9 +38,12 @@ CLAWGUARD_OSSL_DELETER(X509_REQ, X509_REQ_free);
 CLAWGUARD_OSSL_DELETER(X509_STORE, X509_STORE_free);
 CLAWGUARD_OSSL_DELETER(X509_STORE_CTX, X509_STORE_CTX_free);
 CLAWGUARD_OSSL_DELETER(X509_NAME, X509_NAME_free);
+CLAWGUARD_OSSL_DELETER(X509_EXTENSION, X509_EXTENSION_free);
+CLAWGUARD_OSSL_DELETER(X509_REVOKED, X509_REVOKED_free);
 CLAWGUARD_OSSL_DELETER(ECDSA_SIG, ECDSA_SIG_free);
 CLAWGUARD_OSSL_DELETER(BIGNUM, BN_free);
-// ASN1_OCTET_STRING and ASN1_BIT_STRING are both ASN1_STRING (one deleter serves all three).
+// ASN1_OCTET_STRING, ASN1_BIT_STRING, ASN1_INTEGER and ASN1_TIME are all ASN1_STRING (one deleter
+// serves them all).
 CLAWGUARD_OSSL_DELETER(ASN1_STRING, ASN1_STRING_free);
 CLAWGUARD_OSSL_DELETER(EXTENDED_KEY_USAGE, EXTENDED_KEY_USAGE_free);
 CLAWGUARD_OSSL_DELETER(OSSL_PARAM_BLD, OSSL_PARAM_BLD_free);
@@ -57,6 +62,16 @@ struct Deleter<STACK_OF(X509)> {
 // UniquePtr<T> owns one OpenSSL object.
 template <typename T>
 using UniquePtr = std::unique_ptr<T, Deleter<T>>;
+
+// BufferDeleter frees memory OpenSSL allocated and handed to the caller (OPENSSL_free).
+struct BufferDeleter {
+  void operator()(unsigned char* p) const { OPENSSL_free(p); }
+};
+
+// UniqueBuffer owns a buffer OpenSSL allocated for the caller: the output of an i2d_* function
+// given a null |*out|, or of ASN1_STRING_to_UTF8. Adopt the pointer right after the call, before
+// the length is checked: OpenSSL leaves it null when it allocated nothing.
+using UniqueBuffer = std::unique_ptr<unsigned char, BufferDeleter>;
 
 // GetSslErrors drains OpenSSL's thread-local error queue into one line ("" if empty). Decide on
 // the return value first, then call this for the message (Tink GetSslErrors).

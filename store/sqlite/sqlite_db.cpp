@@ -5,10 +5,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <thread>
 
 namespace clawguard::sqlite {
 namespace {
+
+// SqliteFree releases memory SQLite allocated for the caller (sqlite3_free).
+struct SqliteFree {
+  void operator()(void* p) const { sqlite3_free(p); }
+};
 
 // SkipBlanks returns |sql| without leading whitespace and SQL comments.
 std::string_view SkipBlanks(std::string_view sql) {
@@ -126,11 +132,11 @@ std::optional<Status> SqliteDb::ExecCached(std::string_view sql) {
 }
 
 Status SqliteDb::ExecScript(std::string_view sql) {
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &err);
+  char* text = nullptr;
+  const int rc = sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &text);
+  const std::unique_ptr<char, SqliteFree> err(text);  // sqlite3_exec allocated the message
   if (rc != SQLITE_OK) {
-    std::string msg = err ? err : sqlite3_errstr(rc);
-    sqlite3_free(err);
+    std::string msg = err ? err.get() : sqlite3_errstr(rc);
     return Status(Reason::kStoreUnavailable, "SQLite store '" + path_ + "': " + msg);
   }
   return Status::Ok();

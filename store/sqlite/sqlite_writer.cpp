@@ -322,7 +322,7 @@ Status SqliteWriter::Write(const Op& op, Durability durability) {
     std::unique_lock lock(mu_);
     if (poisoned_) return *poisoned_;
     if (mine.fiber != nullptr && !flusher_on_) StartFlusherLocked();
-    queue_.push_back(&mine);
+    queue_.emplace_back(&mine);  // borrowed: |mine| outlives its entry (see Queued)
     if (!leading_) {
       LeadBatch(lock, &mine);
     } else if (gathering_ && queue_.size() >= kGatherOps) {
@@ -361,7 +361,7 @@ void SqliteWriter::Submit(Op op) {
   mine->detached = true;
   std::unique_lock lock(mu_);
   if (poisoned_) return;
-  queue_.push_back(mine.release());  // owned by the queue now; the leader of its batch deletes it
+  queue_.push_back(Queued(mine.release()));  // its entry owns it now; freed after its batch ran
   if (!leading_) {
     LeadBatch(lock, nullptr);
   } else if (gathering_ && queue_.size() >= kGatherOps) {
@@ -421,16 +421,16 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self) 
     // Lead: take everything queued so far (the caller's op included) into one transaction.
     leading_ = true;
     if (!Gather(lock)) return;  // the role was taken over while this fiber was held
-    std::vector<Pending*> batch;
+    std::vector<Queued> batch;
     batch.swap(queue_);
     last_batch_ops_ = batch.size();
     if (poisoned_) {
-      for (Pending* p : batch) p->result = *poisoned_;  // a failed flush refuses every op not yet run
+      for (const Queued& p : batch) p->result = *poisoned_;  // a failed flush refuses every op not yet run
     } else {
       // A durable op is flushed through the WAL descriptor after its commit; without one its
       // batch commits with FULL (SQLite flushes before COMMIT returns).
       const bool full = std::any_of(batch.begin(), batch.end(),
-                                    [](const Pending* p) { return p->durability == Durability::kBeforeReturn; }) &&
+                                    [](const Queued& p) { return p->durability == Durability::kBeforeReturn; }) &&
                         !WalOpenLocked();
       lock.unlock();
       Status lost = RunBatch(batch, full);
@@ -454,21 +454,26 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self) 
     const auto may_lead_flush = [&](const Pending* p) { return needs_flush(p) && !offloaded(p); };
     Pending* sync_leader = nullptr;
     if (!syncing_) {
-      const bool self_in_batch = self != nullptr && std::find(batch.begin(), batch.end(), self) != batch.end();
+      const bool self_in_batch = self != nullptr && std::any_of(batch.begin(), batch.end(),
+                                                                [self](const Queued& p) { return p.get() == self; });
       if (self_in_batch && may_lead_flush(self)) {
         sync_leader = self;
-      } else if (const auto it = std::find_if(batch.begin(), batch.end(), may_lead_flush); it != batch.end()) {
-        sync_leader = *it;
+      } else if (const auto it = std::find_if(batch.begin(), batch.end(),
+                                              [&](const Queued& p) { return may_lead_flush(p.get()); });
+                 it != batch.end()) {
+        sync_leader = it->get();
       }
     }
     bool request_flush = false;
     Wakes wakes;
     wakes.reserve(batch.size() + 1);
-    for (Pending* p : batch) {
-      if (p->detached) {
-        delete p;  // nobody waits for a Submit'ed op
+    for (Queued& entry : batch) {
+      if (entry->detached) {
+        entry.reset();  // nobody waits for a Submit'ed op: its entry frees it now
         continue;
       }
+      // A Write's op, borrowed from its waiter, which may return as soon as it is posted below.
+      Pending* const p = entry.release();
       p->seq = commits_;
       p->flushed = !normal_sync_;
       if (p != sync_leader && needs_flush(p) && (p != self || offloaded(p))) {
@@ -484,7 +489,7 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self) 
     // The oldest queued waiter leads the next batch (it takes the whole queue). The role is only
     // offered: until it takes it, any writer that comes leads — and if it is a fiber held by a
     // plugin that blocks its carrier, the flusher leads the queue (StealFromHeldFiberLocked).
-    const auto waiter = std::find_if(queue_.begin(), queue_.end(), [](const Pending* p) { return !p->detached; });
+    const auto waiter = std::find_if(queue_.begin(), queue_.end(), [](const Queued& p) { return !p->detached; });
     if (waiter != queue_.end()) Post((*waiter)->signal, (*waiter)->fiber, kLead, wakes);
     const bool only_submitted = waiter == queue_.end() && !queue_.empty();
     if (!wakes.empty()) {
@@ -498,16 +503,16 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self) 
   }
 }
 
-Status SqliteWriter::RunBatch(const std::vector<Pending*>& batch, bool full) {
+Status SqliteWriter::RunBatch(const std::vector<Queued>& batch, bool full) {
   SqliteDb& db = *db_;
   if (Status s = SetSynchronous(full); !s.ok() && full) {
     // A durable op must not commit unflushed: fail the batch rather than risk it. (If NORMAL
     // could not be set the connection is still FULL, which is only safer.)
-    for (Pending* p : batch) p->result = s;
+    for (const Queued& p : batch) p->result = s;
     return Status::Ok();
   }
   if (Status begin = db.Exec("BEGIN IMMEDIATE"); !begin.ok()) {
-    for (Pending* p : batch) p->result = begin;
+    for (const Queued& p : batch) p->result = begin;
     return Status::Ok();
   }
   RunOps(batch);
@@ -517,7 +522,7 @@ Status SqliteWriter::RunBatch(const std::vector<Pending*>& batch, bool full) {
   }
   if (Status commit = db.Exec("COMMIT"); !commit.ok()) {
     (void)db.Exec("ROLLBACK");
-    for (Pending* p : batch) p->result = commit;
+    for (const Queued& p : batch) p->result = commit;
     return Status::Ok();
   }
   // The WAL VFS wrote the commit's frames before COMMIT returned (sqlite_wal_vfs.h); this only
@@ -525,19 +530,19 @@ Status SqliteWriter::RunBatch(const std::vector<Pending*>& batch, bool full) {
   if (const int rc = FlushWalWrites(db.raw()); rc != SQLITE_OK) {
     Status failed(Reason::kStoreUnavailable, "SQLite store '" + db.path() + "': writing the WAL after a commit failed: " +
                                                  sqlite3_errstr(rc) + "; restart the host (SQLite recovers the WAL)");
-    for (Pending* p : batch) p->result = failed;
+    for (const Queued& p : batch) p->result = failed;
     return failed;  // the commit is visible but not in the file: refuse everything until restart
   }
   return Status::Ok();
 }
 
-void SqliteWriter::RunOps(const std::vector<Pending*>& batch) {
+void SqliteWriter::RunOps(const std::vector<Queued>& batch) {
   SqliteDb& db = *db_;
   if (batch.size() == 1) {  // no SAVEPOINT needed: RunBatch rolls back the batch if the op fails
     batch.front()->result = (*batch.front()->op)(db);
     return;
   }
-  for (Pending* p : batch) {
+  for (const Queued& p : batch) {
     if (Status s = db.Exec("SAVEPOINT op"); !s.ok()) {
       p->result = s;
       continue;

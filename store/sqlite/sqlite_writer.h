@@ -144,7 +144,7 @@ class SqliteWriter {
   struct Pending {
     const Op* op = nullptr;
     Op owned;                // a Submit'ed op (|op| points here)
-    bool detached = false;   // Submit'ed: nobody waits; the leader deletes it after its batch
+    bool detached = false;   // Submit'ed: nobody waits; its queue entry owns it (see Queued)
     Durability durability = Durability::kBeforeReturn;
     Status result;
     int64_t seq = 0;       // the batch's number in commit order
@@ -156,6 +156,17 @@ class SqliteWriter {
     std::atomic<uint32_t> signal{0};
     fiber::Fiber* fiber = fiber::Current();  // the waiter's fiber (fiber.h); nullptr on a thread
   };
+  // Queued is one entry of the queue (and then of a batch). A Submit'ed Pending (detached) has no
+  // waiter: its entry owns it and frees it when the entry goes, once its batch ran. A Write's
+  // Pending lives on the waiting caller's stack and is only borrowed: its entry is released, never
+  // destroyed, before the waiter is told its batch ran (the waiter may return at once), so
+  // QueuedDeleter reads |detached| only while the Pending is alive. As small as a raw pointer.
+  struct QueuedDeleter {
+    void operator()(Pending* p) const {
+      if (p->detached) delete p;
+    }
+  };
+  using Queued = std::unique_ptr<Pending, QueuedDeleter>;
   class Checkpointer;
   explicit SqliteWriter(std::unique_ptr<SqliteDb> db);
   // StartCheckpointer moves checkpoints off the commit path: SQLite's auto-checkpoint is replaced
@@ -182,8 +193,8 @@ class SqliteWriter {
   void StealFromHeldFiberLocked(std::unique_lock<std::mutex>& lock);
   // RunBatch runs |batch| in one transaction, with synchronous=FULL if |full|. Not OK only if the
   // writer must be poisoned (a commit's WAL bytes could not be written after COMMIT returned).
-  Status RunBatch(const std::vector<Pending*>& batch, bool full);
-  void RunOps(const std::vector<Pending*>& batch);
+  Status RunBatch(const std::vector<Queued>& batch, bool full);
+  void RunOps(const std::vector<Queued>& batch);
   // SetSynchronous switches the connection to FULL or NORMAL if it is not already.
   Status SetSynchronous(bool full);
   // AwaitSync waits (leading a flush if none runs) until |mine|'s batch is flushed.
@@ -202,7 +213,7 @@ class SqliteWriter {
   const std::string wal_file_;  // db_file_ + "-wal" ("" if none)
   mutable std::mutex mu_;
   std::vector<Pending*> sync_waiters_;  // durable ops waiting for the running flush; guarded by mu_
-  std::vector<Pending*> queue_;      // guarded by mu_
+  std::vector<Queued> queue_;        // guarded by mu_
   bool leading_ = false;             // a caller is running a batch; guarded by mu_
   int64_t commits_ = 0;              // batches run = the number of the last one; guarded by mu_
   int64_t lazy_commits_ = 0;         // guarded by mu_

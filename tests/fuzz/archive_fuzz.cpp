@@ -18,6 +18,7 @@
 #include "clawguard/bundle.h"
 #include "clawguard/manifest.h"
 #include "clawguard/sha256.h"
+#include "core/archive_ptr.h"
 #include "loader/archive_extractor.h"
 
 namespace {
@@ -52,13 +53,9 @@ const clawguard::Statement& SignedStatement() {
   return st;
 }
 
-struct WriteDeleter {
-  void operator()(archive* a) const { archive_write_free(a); }
-};
-
 // ZstdWrap compresses |raw| into one zstd frame (libarchive's raw format + zstd filter).
 std::string ZstdWrap(std::string_view raw) {
-  std::unique_ptr<archive, WriteDeleter> w(archive_write_new());
+  clawguard::ArchiveWriter w(archive_write_new());
   std::string out(raw.size() + 1024, '\0');
   size_t used = 0;
   if (!w || archive_write_add_filter_zstd(w.get()) != ARCHIVE_OK || archive_write_set_format_raw(w.get()) != ARCHIVE_OK ||
@@ -66,14 +63,14 @@ std::string ZstdWrap(std::string_view raw) {
       archive_write_open_memory(w.get(), out.data(), out.size(), &used) != ARCHIVE_OK) {
     std::abort();  // harness bug: libarchive without zstd write support
   }
-  archive_entry* e = archive_entry_new();
-  archive_entry_set_pathname(e, "raw");
-  archive_entry_set_filetype(e, AE_IFREG);
-  archive_entry_set_size(e, static_cast<la_int64_t>(raw.size()));
-  const bool ok = archive_write_header(w.get(), e) == ARCHIVE_OK &&
+  clawguard::ArchiveEntry e(archive_entry_new());
+  if (!e) std::abort();
+  archive_entry_set_pathname(e.get(), "raw");
+  archive_entry_set_filetype(e.get(), AE_IFREG);
+  archive_entry_set_size(e.get(), static_cast<la_int64_t>(raw.size()));
+  const bool ok = archive_write_header(w.get(), e.get()) == ARCHIVE_OK &&
                   archive_write_data(w.get(), raw.data(), raw.size()) == static_cast<la_ssize_t>(raw.size()) &&
                   archive_write_close(w.get()) == ARCHIVE_OK;
-  archive_entry_free(e);
   if (!ok) return std::string();
   out.resize(used);
   return out;

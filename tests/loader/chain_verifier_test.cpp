@@ -25,7 +25,7 @@ class ChainVerifierTest : public LoaderFixture {
     const std::string keyid = KeyIdOf(X509_get0_pubkey(chain[0])).value();  // get0: owned by the leaf
     b.signatures.push_back({keyid, SignRaw(key, Pae(b.payload_type, b.payload))});
     std::vector<std::string> ders;
-    for (X509* c : chain) ders.push_back(CertificateDer(c));
+    for (X509* c : chain) ders.push_back(CertificateDer(c).value());
     b.certificates[keyid] = ders;
   }
 };

@@ -33,7 +33,7 @@ class KeyIdentityTest : public LoaderFixture {
     b.payload = SerializeStatement(StatementFor(pkg));
     for (const auto& [keyid, leaf] : sigs) {
       b.signatures.push_back({keyid, SignRaw(W().key1.get(), Pae(b.payload_type, b.payload))});
-      b.certificates[keyid] = {CertificateDer(leaf), CertificateDer(W().inter.get())};
+      b.certificates[keyid] = {CertificateDer(leaf).value(), CertificateDer(W().inter.get()).value()};
     }
     WriteFile(pkg + ".sig", SerializeBundle(b));
   }
@@ -82,7 +82,7 @@ TEST_F(KeyIdentityTest, OneKeyInTwoEncodingsCountsOnceBelowTheParser) {
   b.payload = SerializeStatement(StatementFor(pkg));
   const std::string keyid = CanonicalKeyIdOf(Compressed());
   for (int i = 0; i < 2; ++i) b.signatures.push_back({keyid, SignRaw(W().key1.get(), Pae(b.payload_type, b.payload))});
-  b.certificates[keyid] = {CertificateDer(Compressed()), CertificateDer(W().inter.get())};
+  b.certificates[keyid] = {CertificateDer(Compressed()).value(), CertificateDer(W().inter.get()).value()};
   auto r = (*verifier)->Verify(b, StatementFor(pkg));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r, HasReason(Reason::kThresholdNotMet)) << r.error().ToString();

@@ -56,12 +56,11 @@ inline ossl::UniquePtr<EVP_PKEY> WithPointFormat(EVP_PKEY* key, const char* form
 
 // EncodedSpkiSha256 is the hex sha256 of |cert|'s SubjectPublicKeyInfo exactly as encoded in it.
 inline std::string EncodedSpkiSha256(X509* cert) {
-  unsigned char* der = nullptr;
-  const int len = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(cert), &der);  // allocates |der|
+  unsigned char* raw = nullptr;
+  const int len = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(cert), &raw);  // allocates |raw|; owned by |der|
+  const ossl::UniqueBuffer der(raw);
   Need(len > 0, "i2d_X509_PUBKEY");
-  std::string out = Sha256Hex(std::string_view(reinterpret_cast<const char*>(der), static_cast<size_t>(len)));
-  OPENSSL_free(der);
-  return out;
+  return Sha256Hex(std::string_view(reinterpret_cast<const char*>(der.get()), static_cast<size_t>(len)));
 }
 
 inline ossl::UniquePtr<EVP_PKEY> NewKey(const char* type = "EC") {
@@ -88,10 +87,9 @@ struct CertSpec {
 };
 
 inline void AddExt(X509* x, X509V3_CTX* ctx, int nid, const std::string& value) {
-  X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, ctx, nid, value.c_str());
+  ossl::UniquePtr<X509_EXTENSION> ext(X509V3_EXT_conf_nid(nullptr, ctx, nid, value.c_str()));
   Need(ext != nullptr, "X509V3_EXT_conf_nid");
-  Need(X509_add_ext(x, ext, -1) == 1, "X509_add_ext");
-  X509_EXTENSION_free(ext);
+  Need(X509_add_ext(x, ext.get(), -1) == 1, "X509_add_ext");  // copies |ext|
 }
 
 // Issue makes a certificate for |subject_key| signed by |issuer_key| (|issuer| null: self-signed).
@@ -140,19 +138,21 @@ inline ossl::UniquePtr<X509_CRL> MakeCrl(X509* issuer, EVP_PKEY* key, const std:
   ossl::UniquePtr<X509_CRL> crl(X509_CRL_new());
   Need(crl != nullptr && X509_CRL_set_version(crl.get(), 1) == 1, "CRL version");
   Need(X509_CRL_set_issuer_name(crl.get(), X509_get_subject_name(issuer)) == 1, "CRL issuer");
-  ASN1_TIME* t1 = ASN1_TIME_set(nullptr, static_cast<time_t>(last));
-  ASN1_TIME* t2 = ASN1_TIME_set(nullptr, static_cast<time_t>(next));
-  Need(X509_CRL_set1_lastUpdate(crl.get(), t1) == 1 && X509_CRL_set1_nextUpdate(crl.get(), t2) == 1, "CRL times");
+  const ossl::UniquePtr<ASN1_TIME> t1(ASN1_TIME_set(nullptr, static_cast<time_t>(last)));
+  const ossl::UniquePtr<ASN1_TIME> t2(ASN1_TIME_set(nullptr, static_cast<time_t>(next)));
+  // set1: the CRL copies both times.
+  Need(X509_CRL_set1_lastUpdate(crl.get(), t1.get()) == 1 && X509_CRL_set1_nextUpdate(crl.get(), t2.get()) == 1,
+       "CRL times");
   for (long serial : serials) {
-    X509_REVOKED* r = X509_REVOKED_new();
-    ASN1_INTEGER* n = ASN1_INTEGER_new();
-    ASN1_INTEGER_set(n, serial);
-    Need(X509_REVOKED_set_serialNumber(r, n) == 1 && X509_REVOKED_set_revocationDate(r, t1) == 1, "revoked");
-    ASN1_INTEGER_free(n);
-    Need(X509_CRL_add0_revoked(crl.get(), r) == 1, "add0_revoked");  // takes ownership of r
+    ossl::UniquePtr<X509_REVOKED> r(X509_REVOKED_new());
+    const ossl::UniquePtr<ASN1_INTEGER> n(ASN1_INTEGER_new());
+    Need(r != nullptr && n != nullptr && ASN1_INTEGER_set(n.get(), serial) == 1, "revoked entry");
+    // Both setters copy their argument.
+    Need(X509_REVOKED_set_serialNumber(r.get(), n.get()) == 1 && X509_REVOKED_set_revocationDate(r.get(), t1.get()) == 1,
+         "revoked");
+    Need(X509_CRL_add0_revoked(crl.get(), r.get()) == 1, "add0_revoked");  // add0: takes ownership of r
+    (void)r.release();
   }
-  ASN1_TIME_free(t1);
-  ASN1_TIME_free(t2);
   Need(X509_CRL_sort(crl.get()) == 1, "CRL sort");
   Need(X509_CRL_sign(crl.get(), key, EVP_sha256()) > 0, "CRL sign");
   return crl;
@@ -174,7 +174,7 @@ inline std::string CrlPem(X509_CRL* c) {
   return std::string(p, static_cast<size_t>(n));
 }
 
-inline std::string CertSha256(X509* x) { return Sha256Hex(CertificateDer(x)); }
+inline std::string CertSha256(X509* x) { return Sha256Hex(CertificateDer(x).value()); }
 
 // EcdsaTwin returns |cert| (signed by a P-256 issuer) with its signature (r, s) replaced by
 // (r, n − s): a second certificate, made without any key, that verifies like the first.
@@ -195,11 +195,11 @@ inline ossl::UniquePtr<X509> EcdsaTwin(X509* cert) {
   Need(r2 && s2 && BN_sub(s2, EC_GROUP_get0_order(group.get()), s) == 1, "n - s");
   ossl::UniquePtr<ECDSA_SIG> flipped(ECDSA_SIG_new());
   Need(ECDSA_SIG_set0(flipped.get(), r2, s2) == 1, "ECDSA_SIG_set0");  // takes r2, s2
-  unsigned char* der = nullptr;
-  const int len = i2d_ECDSA_SIG(flipped.get(), &der);
+  unsigned char* raw = nullptr;
+  const int len = i2d_ECDSA_SIG(flipped.get(), &raw);  // allocates |raw|; owned by |der|
+  const ossl::UniqueBuffer der(raw);
   auto* writable = const_cast<ASN1_BIT_STRING*>(sig);  // |twin| is ours alone
-  Need(len > 0 && ASN1_BIT_STRING_set(writable, der, len) == 1, "set the twin signature");
-  OPENSSL_free(der);
+  Need(len > 0 && ASN1_BIT_STRING_set(writable, der.get(), len) == 1, "set the twin signature");  // copies
   writable->flags &= ~0x07;
   writable->flags |= ASN1_STRING_FLAG_BITS_LEFT;
   return twin;
@@ -243,7 +243,7 @@ inline std::string MakeBundle(const std::string& payload_type, const std::string
     if (s.corrupt) sig[sig.size() / 2] = static_cast<char>(sig[sig.size() / 2] ^ 0x01);
     b.signatures.push_back({keyid, sig});
     std::vector<std::string> ders;
-    for (X509* c : s.chain) ders.push_back(CertificateDer(c));
+    for (X509* c : s.chain) ders.push_back(CertificateDer(c).value());
     b.certificates[keyid] = ders;
   }
   return SerializeBundle(b);

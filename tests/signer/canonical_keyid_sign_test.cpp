@@ -59,7 +59,7 @@ TEST_F(CanonicalKeyIdSignTest, SignWritesTheCanonicalKeyIdForACompressedPointCer
   EXPECT_EQ(nlohmann::json::parse(r.out).at("keyid"), s_.key.keyid);
   // The certificate carried is the compressed one, as given.
   ASSERT_FALSE(b.certificates.at(s_.key.keyid).empty());
-  EXPECT_EQ(b.certificates.at(s_.key.keyid)[0], CertificateDer(compressed_leaf_.get()));
+  EXPECT_EQ(b.certificates.at(s_.key.keyid)[0], CertificateDer(compressed_leaf_.get()).value());
   // `inspect` agrees that the keyid names the leaf's key.
   CommandResult i = RunClawguard({"inspect", pkg, "--json"});
   ASSERT_EQ(i.exit_code, 0) << i.err;

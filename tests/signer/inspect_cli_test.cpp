@@ -62,7 +62,7 @@ std::string LeafDer(EVP_PKEY* key) {
   X509_set_pubkey(cert.get(), key);
   const EVP_MD* md = EVP_PKEY_get_base_id(key) == EVP_PKEY_ED25519 ? nullptr : EVP_sha256();
   EXPECT_GT(X509_sign(cert.get(), key, md), 0);
-  return CertificateDer(cert.get());
+  return CertificateDer(cert.get()).value();
 }
 
 class InspectCliTest : public ::testing::Test {

@@ -15,6 +15,7 @@
 
 #include "clawguard/limits.h"
 #include "clawguard/sha256.h"
+#include "core/archive_ptr.h"
 #include "signer/package_manifest.h"
 #include "support/temp_dir.h"
 #include "support/reason_matchers.h"
@@ -67,13 +68,9 @@ struct Entry {
   std::string uname, gname, bytes;
 };
 
-struct ReaderDeleter {
-  void operator()(archive* a) const { archive_read_free(a); }
-};
-
 // ListPackage reads every entry of a package with libarchive.
 std::vector<Entry> ListPackage(const std::string& bytes) {
-  std::unique_ptr<archive, ReaderDeleter> a(archive_read_new());
+  ArchiveReader a(archive_read_new());
   archive_read_support_filter_zstd(a.get());
   archive_read_support_format_tar(a.get());
   EXPECT_EQ(archive_read_open_memory(a.get(), bytes.data(), bytes.size()), ARCHIVE_OK);
@@ -99,7 +96,7 @@ std::vector<Entry> ListPackage(const std::string& bytes) {
 
 // Decompress returns the raw tar inside a zstd package.
 std::string Decompress(const std::string& bytes) {
-  std::unique_ptr<archive, ReaderDeleter> a(archive_read_new());
+  ArchiveReader a(archive_read_new());
   archive_read_support_filter_zstd(a.get());
   archive_read_support_format_raw(a.get());
   EXPECT_EQ(archive_read_open_memory(a.get(), bytes.data(), bytes.size()), ARCHIVE_OK);
@@ -111,13 +108,9 @@ std::string Decompress(const std::string& bytes) {
   return out;
 }
 
-struct WriterDeleter {
-  void operator()(archive* a) const { archive_write_free(a); }
-};
-
 // WriteTar builds an archive of regular files (zstd-compressed unless |plain|) for reader tests.
 std::string WriteTar(const std::vector<std::pair<std::string, std::string>>& files, bool plain = false) {
-  std::unique_ptr<archive, WriterDeleter> a(archive_write_new());
+  ArchiveWriter a(archive_write_new());
   archive_write_set_format_pax_restricted(a.get());
   if (!plain) archive_write_add_filter_zstd(a.get());
   archive_write_set_bytes_in_last_block(a.get(), 1);
@@ -130,14 +123,13 @@ std::string WriteTar(const std::vector<std::pair<std::string, std::string>>& fil
       },
       nullptr, nullptr);
   for (const auto& [path, bytes] : files) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, path.c_str());
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, 0644);
-    archive_entry_set_size(e, static_cast<la_int64_t>(bytes.size()));
-    archive_write_header(a.get(), e);
+    ArchiveEntry e(archive_entry_new());
+    archive_entry_set_pathname(e.get(), path.c_str());
+    archive_entry_set_filetype(e.get(), AE_IFREG);
+    archive_entry_set_perm(e.get(), 0644);
+    archive_entry_set_size(e.get(), static_cast<la_int64_t>(bytes.size()));
+    archive_write_header(a.get(), e.get());
     archive_write_data(a.get(), bytes.data(), bytes.size());
-    archive_entry_free(e);
   }
   archive_write_close(a.get());
   return out;

@@ -20,6 +20,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "clawguard/json_dump.h"
 #include "clawguard/ossl.h"
 
 namespace clawguard::tools {
@@ -534,17 +535,16 @@ std::string HostileErp::StatsJson() const {
     keys[key] = {{"requests", k.requests}, {"effects", k.effects}, {"overlapping", k.overlapping},
                  {"conflicts", k.conflicts}};
   }
-  return nlohmann::json{{"mode", HostileModeName(options_.mode)},
-                        {"connections", s.connections},
-                        {"requests", s.requests},
-                        {"extra_answers", s.extra_answers},
-                        {"effects", s.effects},
-                        {"keyless", s.keyless},
-                        {"overlapping", s.overlapping},
-                        {"conflicts", s.conflicts},
-                        {"max_effects_per_key", s.max_effects_per_key},
-                        {"keys", keys}}
-      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return DumpJson(nlohmann::json{{"mode", HostileModeName(options_.mode)},
+                                 {"connections", s.connections},
+                                 {"requests", s.requests},
+                                 {"extra_answers", s.extra_answers},
+                                 {"effects", s.effects},
+                                 {"keyless", s.keyless},
+                                 {"overlapping", s.overlapping},
+                                 {"conflicts", s.conflicts},
+                                 {"max_effects_per_key", s.max_effects_per_key},
+                                 {"keys", keys}});
 }
 
 }  // namespace clawguard::tools

@@ -63,11 +63,10 @@ std::string Pem(X509* cert) {
 }
 
 std::string Der(X509* cert) {
-  unsigned char* out = nullptr;
-  const int len = i2d_X509(cert, &out);  // allocates |out|
-  std::string der(reinterpret_cast<char*>(out), static_cast<size_t>(len));
-  OPENSSL_free(out);
-  return der;
+  unsigned char* raw = nullptr;
+  const int len = i2d_X509(cert, &raw);  // allocates |raw|; owned by |der|
+  const ossl::UniqueBuffer der(raw);
+  return std::string(reinterpret_cast<const char*>(der.get()), static_cast<size_t>(len));
 }
 
 std::string SignEd25519(EVP_PKEY* key, const std::string& message) {
