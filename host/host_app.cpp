@@ -13,13 +13,13 @@
 
 #include <fcntl.h>
 
-#include "clawguard/thread_name.h"
 #include "clawguard/limits.h"
 #include "host/admin_auth.h"
 #include "host/fd_budget.h"
 #include "host/json_log.h"
 #include "host/ops_page.h"
 #include "loader/audit_log.h"
+#include "runtime/thread_name.h"
 
 namespace clawguard::host {
 namespace {
