@@ -1,5 +1,7 @@
 # install(EXPORT) so a ClawHub host can find_package(ClawGuard) and link ClawGuard::loader
-# without pulling SQLite or libpq.
+# without pulling SQLite, libpq or Boost.Context. ClawGuard::runtime (fibers, on Boost.Context),
+# ClawGuard::store_sqlite and ClawGuard::host are in-tree only: neither they nor their headers
+# are installed.
 include(CMakePackageConfigHelpers)
 set(CLAWGUARD_EXPORTED_TARGETS clawguard_core clawguard_store_api)
 foreach(t clawguard_loader clawguard_store_postgresql)

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "clawguard/thread_name.h"
+#include "runtime/thread_name.h"
 
 namespace clawguard::host {
 

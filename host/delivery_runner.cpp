@@ -4,7 +4,7 @@
 #include <deque>
 #include <mutex>
 
-#include "host/spare_threads.h"
+#include "runtime/spare_threads.h"
 
 namespace clawguard::host {
 
@@ -13,7 +13,7 @@ struct DeliveryRunner::Shared {
       : max_active(max), carriers(c), threads(std::chrono::seconds(10), std::move(name)) {}
   const int64_t max_active;
   fiber::Carriers* const carriers;  // nullptr: a thread per task
-  SpareThreads threads;
+  runtime::SpareThreads threads;
   mutable std::mutex mu;
   int64_t active = 0;      // guarded by mu
   std::deque<Task> queue;  // guarded by mu

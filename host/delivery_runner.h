@@ -4,14 +4,14 @@
 //
 // Why not a fixed pool (asio::thread_pool): a plugin that hangs keeps its thread for good, so a
 // fixed pool shrinks by one per hung plugin and a join would wait forever. Threads come from
-// SpareThreads (host/spare_threads.h): a task never waits for a thread, a hung one is simply not
+// SpareThreads (runtime/spare_threads.h): a task never waits for a thread, a hung one is simply not
 // reused. A task holds one of the |max_active| slots until it returns — or until it releases its
 // Slot earlier: a delivery that was answered while its thread stays inside a hung plugin gives
 // its slot back, so later deliveries are not held behind it (what the handler pool's bound
 // did before: the handler thread returned at handler_timeout and left the plugin's thread behind).
 // A task that returns with the slot still held runs the next queued task on the same thread (no
 // hand-off to another thread). With |carriers| (host.yaml `listen.execution: fibers`) each task
-// runs as a fiber on those carrier threads instead (clawguard/fiber.h); the bound, the queue and
+// runs as a fiber on those carrier threads instead (runtime/fiber.h); the bound, the queue and
 // the slots work the same. Thread-safe. The threads are detached and keep the shared state
 // alive; the runner may be destroyed while tasks run (queued tasks still run).
 #ifndef CLAWGUARD_HOST_DELIVERY_RUNNER_H_
@@ -23,7 +23,7 @@
 #include <memory>
 #include <string>
 
-#include "clawguard/fiber.h"
+#include "runtime/fiber.h"
 
 namespace clawguard::host {
 

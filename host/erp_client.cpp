@@ -33,10 +33,10 @@
 #include <boost/beast/ssl.hpp>
 #pragma GCC diagnostic pop
 
-#include "clawguard/fiber.h"
 #include "clawguard/limits.h"
 #include "clawguard/ossl.h"
 #include "host/erp_resolve.h"
+#include "runtime/fiber.h"
 
 namespace clawguard::host {
 namespace {

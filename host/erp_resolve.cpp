@@ -13,7 +13,7 @@
 #include <system_error>
 #include <thread>
 
-#include "clawguard/thread_name.h"
+#include "runtime/thread_name.h"
 
 namespace clawguard::host {
 namespace {

@@ -13,7 +13,6 @@
 
 #include <fcntl.h>
 
-#include "clawguard/thread_name.h"
 #include "clawguard/limits.h"
 #include "clawguard/json_dump.h"
 #include "host/admin_auth.h"
@@ -21,6 +20,7 @@
 #include "host/json_log.h"
 #include "host/ops_page.h"
 #include "loader/audit_log.h"
+#include "runtime/thread_name.h"
 
 namespace clawguard::host {
 namespace {

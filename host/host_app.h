@@ -51,7 +51,6 @@
 
 #include "clawguard/clock.h"
 #include "clawguard/error.h"
-#include "clawguard/fiber.h"
 #include "clawguard/loader.h"
 #include "clawguard/store/dlq.h"
 #include "clawguard/store/idempotency_store.h"
@@ -70,6 +69,7 @@
 #include "host/rate_limiter.h"
 #include "host/retention_advisor.h"
 #include "host/webhook_pipeline.h"
+#include "runtime/fiber.h"
 
 namespace clawguard::host {
 

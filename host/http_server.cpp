@@ -34,10 +34,10 @@
 #include <vector>
 
 #include "clawguard/ossl.h"
-#include "clawguard/thread_name.h"
 #include "host/connection_table.h"
 #include "host/http_server_checks.h"
 #include "host/problem.h"
+#include "runtime/thread_name.h"
 
 namespace clawguard::host {
 namespace {

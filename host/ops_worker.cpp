@@ -6,7 +6,7 @@
 #include <mutex>
 #include <system_error>
 
-#include "clawguard/thread_name.h"
+#include "runtime/thread_name.h"
 
 namespace clawguard::host {
 namespace {

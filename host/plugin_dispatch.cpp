@@ -11,11 +11,11 @@
 #include <optional>
 #include <thread>
 
-#include "clawguard/fiber.h"
 #include "clawguard/json_dump.h"
 #include "clawguard/limits.h"
-#include "clawguard/thread_name.h"
 #include "host/call_handles.h"
+#include "runtime/fiber.h"
+#include "runtime/thread_name.h"
 
 namespace {
 constexpr size_t kMaxContentType = 256;
@@ -449,7 +449,7 @@ struct PluginDispatcher::Watchdog : std::enable_shared_from_this<PluginDispatche
 
   const std::chrono::milliseconds renew_every;
   const AuditFn audit;
-  SpareThreads tasks{std::chrono::seconds(10), "cg-watchdog"};
+  runtime::SpareThreads tasks{std::chrono::seconds(10), "cg-watchdog"};
   std::mutex mu;
   std::condition_variable cv;
   std::multimap<SteadyClock::time_point, std::shared_ptr<Watch>> due;  // guarded by mu

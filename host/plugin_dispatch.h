@@ -9,7 +9,7 @@
 // a thread the plugin kept) finds nothing — erp_call returns CG_FENCED, respond and log are
 // dropped — and touches no freed memory. Then it runs handle_webhook in one of two ways:
 //   - handed off (no DispatchContext::on_abandon: DLQ replays, tests): on a thread of its own (a
-//     spare one that an earlier delivery left, if any: host/spare_threads.h) while the caller
+//     spare one that an earlier delivery left, if any: runtime/spare_threads.h) while the caller
 //     waits at most handler_timeout, renewing the lease (DispatchContext::renew_lease) every
 //     lease/3 meanwhile;
 //   - inline (on_abandon set: the host's webhook deliveries, WebhookPipeline::FinishAsync): on the
@@ -57,8 +57,8 @@
 #include "clawguard/plugin.h"
 #include "host/capability.h"
 #include "host/erp_gateway.h"
-#include "host/spare_threads.h"
 #include "host/webhook_pipeline.h"
+#include "runtime/spare_threads.h"
 
 namespace clawguard::host {
 
@@ -134,7 +134,7 @@ class PluginDispatcher : public std::enable_shared_from_this<PluginDispatcher> {
   const std::shared_ptr<ThreadCount> threads_ = std::make_shared<ThreadCount>();
   // Each delivery runs on a thread of its own (a hung plugin keeps only its own), reused from an
   // earlier delivery when one is spare.
-  mutable SpareThreads spare_threads_{std::chrono::seconds(10), "cg-plugin"};
+  mutable runtime::SpareThreads spare_threads_{std::chrono::seconds(10), "cg-plugin"};
   // Started by the first inline dispatch (DispatchContext::on_abandon); its thread keeps it.
   mutable std::once_flag watchdog_once_;
   mutable std::shared_ptr<Watchdog> watchdog_;

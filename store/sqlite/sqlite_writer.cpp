@@ -15,8 +15,8 @@
 #include <system_error>
 #include <thread>
 
-#include "clawguard/fiber.h"
-#include "clawguard/thread_name.h"
+#include "runtime/fiber.h"
+#include "runtime/thread_name.h"
 #include "sqlite/sqlite_wal_vfs.h"
 
 namespace clawguard::sqlite {

@@ -54,8 +54,8 @@
 #include <vector>
 
 #include "clawguard/error.h"
-#include "clawguard/fiber.h"
 #include "clawguard/unique_fd.h"
+#include "runtime/fiber.h"
 #include "sqlite/sqlite_db.h"
 
 namespace clawguard::sqlite {

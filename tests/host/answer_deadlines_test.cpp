@@ -15,7 +15,7 @@
 namespace clawguard::host {
 namespace {
 
-using testing::WaitFor;
+using clawguard::testing::WaitFor;
 using Clock = std::chrono::steady_clock;
 
 TEST(AnswerDeadlinesTest, CancelsUnstartedAnswersStartedAndLeavesDisarmedAndAnsweredAlone) {

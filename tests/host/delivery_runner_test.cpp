@@ -13,14 +13,14 @@
 #include <thread>
 #include <vector>
 
-#include "clawguard/fiber.h"
+#include "runtime/fiber.h"
 #include "support/gate.h"
 
 namespace clawguard::host {
 namespace {
 
-using testing::Gate;
-using testing::WaitFor;
+using clawguard::testing::Gate;
+using clawguard::testing::WaitFor;
 
 TEST(DeliveryRunnerTest, AtMostMaxActiveRunTheRestWaitInOrderAndAnEarlyReleaseStartsTheNext) {
   DeliveryRunner runner(2, "cg-test");

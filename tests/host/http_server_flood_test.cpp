@@ -31,6 +31,7 @@ namespace clawguard::host {
 namespace {
 
 namespace ht = clawguard::host::testing;
+using clawguard::testing::WaitFor;
 
 // The test's stand-in for authentication: a request carrying it is handed on (proves the
 // connection); any other is answered at once, as the webhook front answers a forged delivery.
@@ -156,7 +157,7 @@ TEST_P(HttpServerFloodAnswersTest, SignedDeliveriesTakeThePlaceOfUnprovenPeersTh
   for (int d = 0; d < kDeliveries; ++d) {
     // The flood holds the whole listener, and every connection of it is being answered: each
     // delivery so far took one flood connection's place, and the flood opened another.
-    ASSERT_TRUE(ht::WaitFor([&] {
+    ASSERT_TRUE(WaitFor([&] {
       flood_->Refill(kFlood);
       flood_->Pump(0);
       return flood_->delivered() == kFlood && server_->connection_stats().open == static_cast<uint64_t>(kFlood) &&

@@ -21,10 +21,12 @@ namespace clawguard::host {
 namespace {
 
 namespace ht = clawguard::host::testing;
+using clawguard::testing::Gate;
+using clawguard::testing::WaitFor;
 
 // Blocking serves "/block" only when its gate opens (a request being handled), anything else 200.
 struct Blocking {
-  ht::Gate gate;
+  Gate gate;
   std::atomic<int> entered{0};
   HttpResponse operator()(const HttpRequest& r) {
     if (r.target == "/block") {
@@ -56,7 +58,7 @@ class HttpServerLimitsTest : public ::testing::Test {
     if (server_) server_->Stop();
   }
   bool OpenIs(uint64_t n) {
-    return ht::WaitFor([&] { return server_->connection_stats().open == n; });
+    return WaitFor([&] { return server_->connection_stats().open == n; });
   }
   // Proven opens a keep-alive connection from 127.0.0.1 that was answered 200 (now idle).
   std::unique_ptr<ht::RawConnection> Proven() {
@@ -70,7 +72,7 @@ class HttpServerLimitsTest : public ::testing::Test {
     const int before = blocking_->entered.load();
     auto c = ht::RawConnection::Connect(server_->port());
     if (c == nullptr || !c->Send(ht::SimpleRequest("POST", "/block", "x"))) return nullptr;
-    if (!ht::WaitFor([&] { return blocking_->entered.load() > before; })) return nullptr;
+    if (!WaitFor([&] { return blocking_->entered.load() > before; })) return nullptr;
     return c;
   }
   std::unique_ptr<ht::FloodClient> Flood(int n, std::vector<std::string> sources, bool slow_loris = false) {
@@ -108,7 +110,7 @@ TEST_F(HttpServerLimitsTest, APeerOverItsBoundLosesItsOldestIdleConnection) {
   ASSERT_TRUE(OpenIs(6));
   auto second = Flood(1, {"127.0.0.2"});
   ASSERT_NE(second, nullptr);
-  ASSERT_TRUE(ht::WaitFor([&] { return first->Count().closed == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return first->Count().closed == 1; }));
   EXPECT_TRUE(first->closed(0));  // the oldest
   EXPECT_EQ(second->Count().open, 1);
   EXPECT_EQ(other->Count().open, 2);
@@ -131,7 +133,7 @@ TEST_F(HttpServerLimitsTest, AFloodShedsIdleStrangersButNeitherProvenNorBusyConn
   auto flood = Flood(40, {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"});
   ASSERT_NE(flood, nullptr);
   EXPECT_EQ(flood->connected(), 40);
-  ASSERT_TRUE(ht::WaitFor([&] { return server_->connection_stats().shed_total >= 34; }));
+  ASSERT_TRUE(WaitFor([&] { return server_->connection_stats().shed_total >= 34; }));
   // A new client gets in (taking an idle stranger's place) and is answered.
   auto fresh = ht::RawConnection::Connect(server_->port());
   ASSERT_NE(fresh, nullptr);
@@ -170,7 +172,7 @@ TEST_F(HttpServerLimitsTest, WithNothingIdleANewConnectionIsRefusedAndBusyOnesAr
   auto refused = ht::RawConnection::Connect(server_->port());
   ASSERT_NE(refused, nullptr);  // the kernel completed the connect; the server closes it at once
   EXPECT_TRUE(refused->WaitForClose());
-  ASSERT_TRUE(ht::WaitFor([&] { return server_->connection_stats().refused_total == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return server_->connection_stats().refused_total == 1; }));
   blocking_->gate.Open();
   for (auto* c : {busy1.get(), busy2.get(), newcomer.get()}) {
     const ht::RawResponse r = c->ReadResponse();
@@ -196,7 +198,7 @@ TEST_F(HttpServerLimitsTest, SlowLorisConnectionsAreShedForANewClient) {
   const ht::RawResponse r = client->ReadResponse();
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.body, "ok /legit");
-  ASSERT_TRUE(ht::WaitFor([&] { return loris->Count().closed == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return loris->Count().closed == 1; }));
   EXPECT_TRUE(loris->closed(0));
   EXPECT_EQ(server_->connection_stats().shed_total, 1u);
 }

@@ -16,11 +16,11 @@
 #include <mutex>
 #include <thread>
 
-#include "clawguard/fiber.h"
 #include "host/http_server.h"
 #include "host/plugin_dispatch.h"
 #include "host/webhook_auth.h"
 #include "plugins/erp_harness.h"
+#include "runtime/fiber.h"
 #include "support/gate.h"
 #include "support/raw_client.h"
 #include "support/test_plugins.h"
@@ -31,7 +31,7 @@ namespace {
 namespace ht = clawguard::host::testing;
 using ht::ErpHarness;
 using ht::TestPlugins;
-using ht::WaitFor;
+using clawguard::testing::WaitFor;
 
 constexpr const char* kPlugin = "acme-orders";
 constexpr const char* kRoute = "order.created";

@@ -16,10 +16,10 @@
 #include <mutex>
 #include <thread>
 
-#include "clawguard/fiber.h"
 #include "host/idempotency_key.h"
 #include "host/webhook_auth.h"
 #include "plugins/erp_harness.h"
+#include "runtime/fiber.h"
 #include "support/gate.h"
 #include "support/test_plugins.h"
 #include "support/reason_matchers.h"
@@ -31,7 +31,7 @@ namespace {
 
 using testing::ErpHarness;
 using testing::TestPlugins;
-using testing::WaitFor;
+using clawguard::testing::WaitFor;
 namespace fs = std::filesystem;
 
 constexpr const char* kPlugin = "acme-orders";

@@ -1,4 +1,4 @@
-// sqlite_writer_fiber_test.cpp — SqliteWriter used from fibers (clawguard/fiber.h): every op runs
+// sqlite_writer_fiber_test.cpp — SqliteWriter used from fibers (runtime/fiber.h): every op runs
 // once and durably, commits are shared, a fiber's durable op is flushed by the flusher thread and
 // never on a carrier, and a failed flush reaches the fibers waiting for it and poisons the writer.
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "clawguard/fiber.h"
+#include "runtime/fiber.h"
 #include "sqlite/sqlite_writer.h"
 #include "support/temp_dir.h"
 #include "support/reason_matchers.h"

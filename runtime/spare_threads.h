@@ -8,19 +8,19 @@
 // the delivery's own work under load (clone, a fresh stack, and the madvise that frees the old one,
 // which interrupts every core to flush its TLB).
 //
-// The threads are named |name| (clawguard/thread_name.h: at most 15 bytes are kept).
+// The threads are named |name| (runtime/thread_name.h: at most 15 bytes are kept).
 // A thread that finished its task waits up to |spare_for| for the next one, then ends. Thread-safe.
 // The threads are detached and keep the shared state alive; the object may be destroyed while
 // tasks still run (they finish, and their threads end when they find no next task).
-#ifndef CLAWGUARD_HOST_SPARE_THREADS_H_
-#define CLAWGUARD_HOST_SPARE_THREADS_H_
+#ifndef CLAWGUARD_RUNTIME_SPARE_THREADS_H_
+#define CLAWGUARD_RUNTIME_SPARE_THREADS_H_
 
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 
-namespace clawguard::host {
+namespace clawguard::runtime {
 
 class SpareThreads {
  public:
@@ -43,6 +43,6 @@ class SpareThreads {
   std::shared_ptr<Shared> shared_;
 };
 
-}  // namespace clawguard::host
+}  // namespace clawguard::runtime
 
-#endif  // CLAWGUARD_HOST_SPARE_THREADS_H_
+#endif  // CLAWGUARD_RUNTIME_SPARE_THREADS_H_

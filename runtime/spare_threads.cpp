@@ -1,18 +1,18 @@
 // spare_threads.cpp — see spare_threads.h.
-#include "host/spare_threads.h"
+#include "runtime/spare_threads.h"
 
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
 
-#include "clawguard/thread_name.h"
+#include "runtime/thread_name.h"
 
-namespace clawguard::host {
+namespace clawguard::runtime {
 
 struct SpareThreads::Shared {
   std::chrono::milliseconds spare_for;
-  std::string name;  // the threads' name (clawguard/thread_name.h)
+  std::string name;  // the threads' name (runtime/thread_name.h)
   std::mutex mu;
   std::condition_variable cv;
   // Tasks handed to waiting threads. Run queues a task only when more threads wait than tasks
@@ -80,4 +80,4 @@ int64_t SpareThreads::spare() const {
   return shared_->waiting - static_cast<int64_t>(shared_->queue.size());
 }
 
-}  // namespace clawguard::host
+}  // namespace clawguard::runtime

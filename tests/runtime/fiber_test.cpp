@@ -1,5 +1,5 @@
-// fiber_test.cpp — the carrier threads and fibers of clawguard/fiber.h.
-#include "clawguard/fiber.h"
+// fiber_test.cpp — the carrier threads and fibers of runtime/fiber.h.
+#include "runtime/fiber.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>

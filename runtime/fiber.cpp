@@ -1,5 +1,5 @@
 // fiber.cpp — carrier threads running fibers (Boost.Context), see fiber.h.
-#include "clawguard/fiber.h"
+#include "runtime/fiber.h"
 
 #include <poll.h>
 #include <sys/epoll.h>
@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "clawguard/thread_name.h"
+#include "runtime/thread_name.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>

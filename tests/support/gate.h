@@ -1,15 +1,15 @@
-// gate.h — small synchronisation helpers for the host's thread tests: Gate (a one-shot latch) and
+// gate.h — small synchronisation helpers for tests of threads, pools and runners: Gate (a one-shot latch) and
 // WaitFor (bounded polling: a broken pool or runner fails the test instead of hanging it). Neither
 // measures time; no test asserts a duration.
-#ifndef CLAWGUARD_TESTS_HOST_SUPPORT_GATE_H_
-#define CLAWGUARD_TESTS_HOST_SUPPORT_GATE_H_
+#ifndef CLAWGUARD_TESTS_SUPPORT_GATE_H_
+#define CLAWGUARD_TESTS_SUPPORT_GATE_H_
 
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
-namespace clawguard::host::testing {
+namespace clawguard::testing {
 
 // Gate is a one-shot latch: Wait blocks until Open was called.
 class Gate {
@@ -40,6 +40,6 @@ bool WaitFor(Pred pred) {
   return pred();
 }
 
-}  // namespace clawguard::host::testing
+}  // namespace clawguard::testing
 
-#endif  // CLAWGUARD_TESTS_HOST_SUPPORT_GATE_H_
+#endif  // CLAWGUARD_TESTS_SUPPORT_GATE_H_

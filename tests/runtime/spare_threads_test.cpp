@@ -1,6 +1,6 @@
 // spare_threads_test.cpp — SpareThreads: a finished thread takes the next task, a busy (hung) one
 // never delays another task, a spare thread ends when none comes. No test asserts a duration.
-#include "host/spare_threads.h"
+#include "runtime/spare_threads.h"
 
 #include <gtest/gtest.h>
 
@@ -15,11 +15,11 @@
 
 #include "support/gate.h"
 
-namespace clawguard::host {
+namespace clawguard::runtime {
 namespace {
 
-using testing::Gate;
-using testing::WaitFor;
+using clawguard::testing::Gate;
+using clawguard::testing::WaitFor;
 
 TEST(SpareThreadsTest, AFinishedThreadRunsTheNextTask) {
   SpareThreads pool(std::chrono::minutes(1));
@@ -120,4 +120,4 @@ TEST(SpareThreadsTest, TaskCapturesAreReleasedBeforeTheThreadWaits) {
 }
 
 }  // namespace
-}  // namespace clawguard::host
+}  // namespace clawguard::runtime

@@ -2,8 +2,8 @@
 // gdb and `perf report --sort comm` show, so an operator (or a profile) can tell the host's I/O,
 // handler, plugin and checkpoint threads apart. Linux keeps at most 15 bytes; longer names are
 // cut. Best effort: a failure changes nothing else.
-#ifndef CLAWGUARD_THREAD_NAME_H_
-#define CLAWGUARD_THREAD_NAME_H_
+#ifndef CLAWGUARD_RUNTIME_THREAD_NAME_H_
+#define CLAWGUARD_RUNTIME_THREAD_NAME_H_
 
 #include <pthread.h>
 
@@ -20,4 +20,4 @@ inline void NameThisThread(std::string_view name) {
 
 }  // namespace clawguard
 
-#endif  // CLAWGUARD_THREAD_NAME_H_
+#endif  // CLAWGUARD_RUNTIME_THREAD_NAME_H_

@@ -35,8 +35,8 @@
 // corrupting memory) and reused. ~Carriers waits until every spawned function has returned, then
 // stops the threads; an owner that may hold a fiber that never returns (a hung plugin) must leak
 // the pool instead (HostApp does, as it does with threads a plugin keeps).
-#ifndef CLAWGUARD_FIBER_H_
-#define CLAWGUARD_FIBER_H_
+#ifndef CLAWGUARD_RUNTIME_FIBER_H_
+#define CLAWGUARD_RUNTIME_FIBER_H_
 
 #include <chrono>
 #include <cstddef>
@@ -143,4 +143,4 @@ class Carriers {
 
 }  // namespace clawguard::fiber
 
-#endif  // CLAWGUARD_FIBER_H_
+#endif  // CLAWGUARD_RUNTIME_FIBER_H_
