@@ -181,7 +181,7 @@ void HostApp::Audit(const std::string& line) {
   if (audit_) audit_->Write(line);
 }
 
-Result<std::unique_ptr<HostApp>> HostApp::Create(std::shared_ptr<const HostConfig> config, const Clock& clock,
+Result<std::unique_ptr<HostApp>> HostApp::Create(const std::shared_ptr<const HostConfig>& config, const Clock& clock,
                                                  const StoreFactory& open_store) {
   if (config == nullptr || !open_store) return Status(Reason::kInternal, "host: no configuration or store factory");
   std::unique_ptr<HostApp> app(new HostApp());

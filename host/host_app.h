@@ -100,7 +100,7 @@ class HostApp {
  public:
   // Create: see the file comment. |clock| must outlive the app. Reasons: kConfigInvalid,
   // kStoreUnavailable, kInternal (a listener cannot bind).
-  static Result<std::unique_ptr<HostApp>> Create(std::shared_ptr<const HostConfig> config, const Clock& clock,
+  static Result<std::unique_ptr<HostApp>> Create(const std::shared_ptr<const HostConfig>& config, const Clock& clock,
                                                  const StoreFactory& open_store);
   ~HostApp();
   HostApp(const HostApp&) = delete;

@@ -32,7 +32,7 @@ TEST(AnswerDeadlinesTest, CancelsUnstartedAnswersStartedAndLeavesDisarmedAndAnsw
   });
   std::atomic<int> answered_status[4] = {0, 0, 0, 0};
   const auto responder = [&](int i) {
-    return Responder([&, i](HttpResponse r) { answered_status[i] = r.status; });
+    return Responder([&, i](const HttpResponse& r) { answered_status[i] = r.status; });
   };
   const auto soon = Clock::now() + std::chrono::milliseconds(50);
   AnswerDeadlines::Ticket unstarted = deadlines.Arm(soon, responder(0));

@@ -319,8 +319,11 @@ TEST_F(PluginContractTest, StoppingOnACallTheOutboxOwnsIs503ErpPendingNotAFailur
     EXPECT_NE(r.body.find("erp_pending"), std::string::npos) << r.body;
     const std::string retry_after(r.headers.Get("Retry-After").value_or(""));
     EXPECT_FALSE(retry_after.empty());
-    EXPECT_GE(std::atoi(retry_after.c_str()), 1) << retry_after;
-    EXPECT_LE(std::atoi(retry_after.c_str()), 300) << retry_after;
+    ASSERT_TRUE(!retry_after.empty() && retry_after.find_first_not_of("0123456789") == std::string::npos &&
+                retry_after.size() <= 3)
+        << retry_after;
+    EXPECT_GE(std::stoi(retry_after), 1) << retry_after;
+    EXPECT_LE(std::stoi(retry_after), 300) << retry_after;
   }
   EXPECT_EQ(h_.erp().requests_total(), 0u);
   h_.sender().down = false;
@@ -387,7 +390,7 @@ TEST_F(PluginContractTest, WithFibersAThreadLocalIsSharedByTheDeliveriesOfACarri
         auto front = pipeline->Front(r);
         ASSERT_TRUE(std::holds_alternative<WebhookPipeline::Admitted>(front));
         pipeline->FinishAsync(r, std::get<WebhookPipeline::Admitted>(std::move(front)),
-                              Responder([&, id](HttpResponse a) {
+                              Responder([&, id](const HttpResponse& a) {
                                 std::lock_guard lock(mu);
                                 seen[id] = nlohmann::json::parse(a.body, nullptr, false);
                                 cv.notify_all();

@@ -77,6 +77,7 @@ TEST(SpareThreadsTest, EveryTaskRunsExactlyOnceUnderConcurrentSubmitters) {
   std::set<int> seen;
   bool duplicate = false;
   std::vector<std::thread> submitters;
+  submitters.reserve(kSubmitters);
   for (int s = 0; s < kSubmitters; ++s) {
     submitters.emplace_back([&, s] {
       for (int i = 0; i < kTasksEach; ++i) {
