@@ -511,8 +511,9 @@ struct HttpServer::Impl {
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-// NOLINTNEXTLINE(bugprone-exception-escape): Stop throws only if the thread library fails (join,
-// lock: a broken invariant); the implicit noexcept then terminates, the intended failure.
+// Stop throws only if the thread library fails (join, lock: a broken invariant); the implicit
+// noexcept of a destructor then terminates, which is the intended failure.
+// NOLINTNEXTLINE(bugprone-exception-escape): a throw here is a broken invariant, see above
 HttpServer::~HttpServer() { Stop(); }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Create(ServerOptions options, Handler handler) {
