@@ -1,5 +1,5 @@
 // cmd_audit.cpp — `clawguard audit --config host.yaml [--json]`: the deployment audit
-// (host/deployment_audit.h) of the host.yaml given, printed as text or one JSON object. Exit 1
+// (host/app/deployment_audit.h) of the host.yaml given, printed as text or one JSON object. Exit 1
 // when any finding is high, 0 otherwise, 2 when host.yaml itself does not load (config error).
 #include <iostream>
 #include <memory>
@@ -8,8 +8,8 @@
 
 #include "clawguard/clock.h"
 #include "commands.h"
-#include "host/deployment_audit.h"
-#include "host/host_config.h"
+#include "host/app/deployment_audit.h"
+#include "host/app/host_config.h"
 #include "store_url.h"
 
 namespace clawguard::cli {

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "host/host_app.h"
-#include "host/host_config.h"
+#include "host/app/host_app.h"
+#include "host/app/host_config.h"
 #include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_ledger.h"

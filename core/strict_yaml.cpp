@@ -212,6 +212,16 @@ std::optional<uint64_t> ParseSizeText(std::string_view text) {
   return n * mul;
 }
 
+std::string FormatDuration(std::chrono::milliseconds d) {
+  const int64_t ms = d.count();
+  if (ms == 0) return "0s";
+  struct Unit { int64_t ms; const char* name; };
+  for (const Unit u : {Unit{86'400'000, "d"}, Unit{3'600'000, "h"}, Unit{60'000, "m"}, Unit{1000, "s"}}) {
+    if (ms % u.ms == 0) return std::to_string(ms / u.ms) + u.name;
+  }
+  return std::to_string(ms) + "ms";
+}
+
 std::optional<std::chrono::milliseconds> ParseDurationText(std::string_view text) {
   int64_t n = 0;
   const char* b = text.data();

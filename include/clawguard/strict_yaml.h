@@ -89,6 +89,9 @@ bool ScalarIsPlain(const YAML::Node& node);
 std::optional<uint64_t> ParseSizeText(std::string_view text);
 // ParseDurationText parses "250ms", "30s", "5m", "24h", "7d".
 std::optional<std::chrono::milliseconds> ParseDurationText(std::string_view text);
+// FormatDuration renders |d| as ParseDurationText reads it, in the largest unit that divides it
+// exactly ("7d", "1023m", "250ms"; 0 is "0s").
+std::string FormatDuration(std::chrono::milliseconds d);
 
 }  // namespace clawguard
 

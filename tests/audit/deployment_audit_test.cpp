@@ -1,6 +1,6 @@
 // deployment_audit_test.cpp — `clawguard audit`: each finding over a real deployment written to a
 // temp dir (deployment_fixture.h), at a fixed time; and the CLI's JSON and exit codes.
-#include "host/deployment_audit.h"
+#include "host/app/deployment_audit.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "clawguard/clock.h"
-#include "host/deployment_audit.h"
+#include "host/app/deployment_audit.h"
 #include "support/temp_dir.h"
 
 namespace clawguard::host {

@@ -156,5 +156,18 @@ TEST(StrictYamlRegressionTest, InvalidUtf8IsRefusedWithItsPosition) {
   }
 }
 
+TEST(StrictYamlTest, FormatsDurationsInTheLargestExactUnitAndReadsThemBack) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(FormatDuration(milliseconds(7LL * 86'400'000)), "7d");
+  EXPECT_EQ(FormatDuration(milliseconds(61'380'000)), "1023m");
+  EXPECT_EQ(FormatDuration(milliseconds(300'000)), "5m");
+  EXPECT_EQ(FormatDuration(milliseconds(3'600'000)), "1h");
+  EXPECT_EQ(FormatDuration(milliseconds(1500)), "1500ms");
+  EXPECT_EQ(FormatDuration(milliseconds(0)), "0s");
+  for (int64_t ms : {1LL, 999LL, 1000LL, 61'380'000LL, 7LL * 86'400'000}) {
+    EXPECT_EQ(ParseDurationText(FormatDuration(milliseconds(ms))), milliseconds(ms)) << ms;
+  }
+}
+
 }  // namespace
 }  // namespace clawguard

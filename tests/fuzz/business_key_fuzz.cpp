@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "host/business_key.h"
+#include "host/intake/business_key.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);

@@ -20,8 +20,8 @@
 #include <thread>
 
 #include "clawguard/limits.h"
-#include "host/erp_client.h"
-#include "host/erp_triage.h"
+#include "host/erp/erp_client.h"
+#include "host/erp/erp_triage.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // fuzz-requires: clawguard_host clawguard_store_sqlite
 // http_request_fuzz.cpp — the host's request path without a socket: raw bytes → Boost.Beast's
-// request parser with the listener's limits (as host/http_server.cpp sets them) → HttpRequest →
+// request parser with the listener's limits (as host/http/http_server.cpp sets them) → HttpRequest →
 // WebhookPipeline::HandleDetailed with fixed routes, a FixedClock and a real SQLite idempotency
 // store in a temp dir. The dispatcher answers 201, or fails / times out / answers 500 when the
 // body holds FAIL / SLOW / E500, so every outcome row is reached. Seeds (make_seeds.sh) are
@@ -26,7 +26,7 @@
 #include "clawguard/clock.h"
 #include "clawguard/limits.h"
 #include "fuzz/fuzz_policy_files.h"
-#include "host/webhook_pipeline.h"
+#include "host/intake/webhook_pipeline.h"
 #include "sqlite/sqlite_idempotency_store.h"
 
 namespace {

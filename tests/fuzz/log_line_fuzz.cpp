@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clawguard/clock.h"
-#include "host/json_log.h"
+#include "host/observe/json_log.h"
 
 namespace {
 const clawguard::host::JsonLogger& Redactor() {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "clawguard/clock.h"
-#include "host/webhook_auth.h"
+#include "host/intake/webhook_auth.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);

@@ -1,6 +1,6 @@
 // admin_auth_test.cpp — the admin bearer-token gate, as a plain Handler and behind a real
 // loopback listener.
-#include "host/admin_auth.h"
+#include "host/http/admin_auth.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // answer_deadlines_test.cpp — AnswerDeadlines: a disarmed delivery is never answered by it; an
 // expired one not yet started is cancelled (Start fails) and answered; a started one is answered
 // and keeps running; an answer given already is left alone.
-#include "host/answer_deadlines.h"
+#include "host/http/answer_deadlines.h"
 
 #include <gtest/gtest.h>
 

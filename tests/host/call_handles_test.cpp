@@ -2,7 +2,7 @@
 // nothing else ever does (a retired handle, a handle never issued, an ordinary address, null).
 // The end-to-end case — a thread the plugin kept calls erp_call after the delivery — is
 // PluginContractTest.ACgCallKeptPastItsDeliveryNamesNothing.
-#include "host/call_handles.h"
+#include "host/dispatch/call_handles.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // capability_test.cpp — exact-path capability matching, including path-confusion attacks.
-#include "host/capability.h"
+#include "host/erp/capability.h"
 
 #include <gtest/gtest.h>
 #include "support/reason_matchers.h"

@@ -1,6 +1,6 @@
 // connection_table_test.cpp — ConnectionTable: which idle connection a new one replaces, and when
 // a new one is refused (the HttpServer tests drive the same rules over real sockets).
-#include "host/connection_table.h"
+#include "host/http/connection_table.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // arrival order; a slot released early (an answered delivery whose thread a hung plugin keeps)
 // lets the next task start while the first still runs; a task that returns holding its slot runs
 // the next queued one on its own thread. No test asserts a duration.
-#include "host/delivery_runner.h"
+#include "host/intake/delivery_runner.h"
 
 #include <gtest/gtest.h>
 

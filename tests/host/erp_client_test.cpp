@@ -3,7 +3,7 @@
 // peers that shape every byte: interim answers, 101, a second answer, an answer cut short,
 // garbage, a timed-out connection, a kept-alive connection the ERP closed, and a name
 // resolution that never finishes.
-#include "host/erp_client.h"
+#include "host/erp/erp_client.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "clawguard/limits.h"
-#include "host/http_server.h"
+#include "host/http/http_server.h"
+#include "support/reason_matchers.h"
 #include "support/temp_dir.h"
 #include "support/test_erp_server.h"
-#include "support/reason_matchers.h"
 
 using ::clawguard::testing::HasReason;
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <thread>
 
+#include "host/erp/erp_client.h"
 #include "hostile_erp/hostile_erp.h"
-#include "host/erp_client.h"
 #include "support/temp_dir.h"
 #include "support/test_pki.h"
 

@@ -1,5 +1,5 @@
 // erp_gateway_test.cpp — ErpGateway and RetryWorker against the real test ERP over loopback.
-#include "host/erp_gateway.h"
+#include "host/erp/erp_gateway.h"
 
 #include <gtest/gtest.h>
 
@@ -7,10 +7,10 @@
 #include <thread>
 
 #include "clawguard/limits.h"
-#include "host/breaker.h"
-#include "host/capability_pauses.h"
-#include "host/host_metrics.h"
-#include "host/idempotency_key.h"
+#include "host/erp/idempotency_key.h"
+#include "host/guard/breaker.h"
+#include "host/guard/capability_pauses.h"
+#include "host/observe/host_metrics.h"
 #include "plugins/erp_harness.h"
 #include "support/erp_metric_line.h"
 #include "support/reason_matchers.h"

@@ -2,7 +2,7 @@
 // resolver thread, and a name nobody knows is not found. The deadline case (a resolver that never
 // answers) is ErpClientTest.NameResolutionCountsAgainstTheCallsDeadline, which sets up its own
 // network namespace.
-#include "host/erp_resolve.h"
+#include "host/erp/erp_resolve.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

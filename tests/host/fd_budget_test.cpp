@@ -1,7 +1,7 @@
 // fd_budget_test.cpp — RLIMIT_NOFILE raised to its hard limit, and the webhook listener's bound
-// within the descriptors that leaves (host/fd_budget.h). The end-to-end check under a real
+// within the descriptors that leaves (host/http/fd_budget.h). The end-to-end check under a real
 // `ulimit -n 1024` is tests/host/host_flood_e2e_test.cpp.
-#include "host/fd_budget.h"
+#include "host/http/fd_budget.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

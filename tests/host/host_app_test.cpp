@@ -2,18 +2,18 @@
 // readiness, the admin bearer gate (/readyz, /metrics, /ops), refused packages reported and
 // counted and their routes answering 404, store selection (all four stores required); and
 // `clawguard host` exiting 2 on configuration errors.
-#include "host/host_app.h"
+#include "host/app/host_app.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "host/erp_client.h"
+#include "host/erp/erp_client.h"
 #include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_ledger.h"
 #include "sqlite/sqlite_outbox.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 
 using ::clawguard::testing::HasReason;
 

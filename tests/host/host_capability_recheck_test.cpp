@@ -20,8 +20,8 @@
 #include <thread>
 
 #include "clawguard/encoding.h"
-#include "host/host_app.h"
-#include "host/idempotency_key.h"
+#include "host/app/host_app.h"
+#include "host/erp/idempotency_key.h"
 #include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_ledger.h"

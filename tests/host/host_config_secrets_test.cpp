@@ -12,9 +12,9 @@
 #include "clawguard/encoding.h"
 #include "clawguard/limits.h"
 #include "clawguard/secret_bytes.h"
-#include "host/host_config.h"
-#include "support/temp_dir.h"
+#include "host/app/host_config.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 
 using ::clawguard::testing::HasReason;
 

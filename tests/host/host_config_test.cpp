@@ -1,5 +1,5 @@
 // host_config_test.cpp — host.yaml: every key read, strictness, secrets from env, start-up refusals.
-#include "host/host_config.h"
+#include "host/app/host_config.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include "clawguard/encoding.h"
 #include "clawguard/limits.h"
 #include "clawguard/secret_bytes.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 
 using ::clawguard::testing::HasReason;
 
@@ -280,15 +280,6 @@ TEST(HostConfigTest, LoadOfMissingFileIsFileUnreadable) {
   auto c = HostConfig::Load(std::string(CLAWGUARD_SOURCE_DIR) + "/tests/host/data/no-such-host.yaml");
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c, HasReason(Reason::kFileUnreadable));
-}
-
-TEST(HostConfigTest, FormatsDurationsInTheLargestExactUnit) {
-  EXPECT_EQ(FormatDuration(Millis(7LL * 86'400'000)), "7d");
-  EXPECT_EQ(FormatDuration(Millis(61'380'000)), "1023m");
-  EXPECT_EQ(FormatDuration(Millis(300'000)), "5m");
-  EXPECT_EQ(FormatDuration(Millis(3'600'000)), "1h");
-  EXPECT_EQ(FormatDuration(Millis(1500)), "1500ms");
-  EXPECT_EQ(FormatDuration(Millis(0)), "0s");
 }
 
 }  // namespace

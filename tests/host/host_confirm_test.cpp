@@ -9,7 +9,7 @@
 #include <chrono>
 #include <thread>
 
-#include "host/idempotency_key.h"
+#include "host/erp/idempotency_key.h"
 #include "support/host_fixture.h"
 
 namespace clawguard::host {

@@ -27,8 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "host/erp/idempotency_key.h"
 #include "hostile_erp/hostile_erp.h"
-#include "host/idempotency_key.h"
 #include "support/host_fixture.h"
 #include "support/temp_dir.h"
 #include "support/test_pki.h"

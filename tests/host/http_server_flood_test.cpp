@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "clawguard/limits.h"
-#include "host/http_server.h"
+#include "host/http/http_server.h"
 #include "support/gate.h"
 #include "support/pipeline_flood.h"
 #include "support/raw_client.h"

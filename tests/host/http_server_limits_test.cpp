@@ -9,7 +9,7 @@
 #include <memory>
 #include <mutex>
 
-#include "host/http_server.h"
+#include "host/http/http_server.h"
 #include "support/flood_client.h"
 #include "support/gate.h"
 #include "support/raw_client.h"

@@ -1,6 +1,6 @@
 // http_server_test.cpp — HttpServer on real loopback sockets (port 0): keep-alive, size limits,
 // timeouts, concurrency, graceful stop and TLS. No test asserts a wall-clock duration.
-#include "host/http_server.h"
+#include "host/http/http_server.h"
 
 #include <gtest/gtest.h>
 
@@ -11,12 +11,12 @@
 #include <thread>
 #include <vector>
 
-#include "host/erp_client.h"
-#include "host/problem.h"
+#include "host/erp/erp_client.h"
+#include "host/http/problem.h"
 #include "support/raw_client.h"
+#include "support/reason_matchers.h"
 #include "support/temp_dir.h"
 #include "support/test_pki.h"
-#include "support/reason_matchers.h"
 
 using ::clawguard::testing::HasReason;
 

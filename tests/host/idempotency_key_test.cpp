@@ -1,5 +1,5 @@
 // idempotency_key_test.cpp — every vector of idempotency-keys.json, plus business key extraction.
-#include "host/idempotency_key.h"
+#include "host/erp/idempotency_key.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "clawguard/sha256.h"
-#include "host/business_key.h"
+#include "host/intake/business_key.h"
 #include "support/reason_matchers.h"
 
 using ::clawguard::testing::HasReason;

@@ -2,7 +2,7 @@
 // flag the job sees, and a bounded Stop that abandons a job stuck past the bound — whose thread
 // still ends by itself, touching nothing of the destroyed worker. Jobs block on gates the test
 // opens; no assertion is about time.
-#include "host/ops_worker.h"
+#include "host/app/ops_worker.h"
 
 #include <gtest/gtest.h>
 

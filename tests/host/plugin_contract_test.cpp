@@ -16,9 +16,10 @@
 #include <mutex>
 #include <thread>
 
-#include "host/http_server.h"
-#include "host/plugin_dispatch.h"
-#include "host/webhook_auth.h"
+#include "host/dispatch/plugin_dispatch.h"
+#include "host/http/http_server.h"
+#include "host/intake/webhook_pipeline.h"
+#include "host/intake/webhook_auth.h"
 #include "plugins/erp_harness.h"
 #include "runtime/fiber.h"
 #include "support/gate.h"

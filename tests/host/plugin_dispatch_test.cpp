@@ -1,7 +1,7 @@
 // plugin_dispatch_test.cpp — PluginDispatcher with small C plugins compiled at test time
 // (tests/host/plugins/*.c) and opened directly with dlopen (the Loader is tested on its own; the
 // dispatcher takes a const cg_plugin*). The ERP is the real test ERP over loopback.
-#include "host/plugin_dispatch.h"
+#include "host/dispatch/plugin_dispatch.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -16,13 +16,14 @@
 #include <mutex>
 #include <thread>
 
-#include "host/idempotency_key.h"
-#include "host/webhook_auth.h"
+#include "host/erp/idempotency_key.h"
+#include "host/intake/webhook_auth.h"
+#include "host/intake/webhook_pipeline.h"
 #include "plugins/erp_harness.h"
 #include "runtime/fiber.h"
 #include "support/gate.h"
-#include "support/test_plugins.h"
 #include "support/reason_matchers.h"
+#include "support/test_plugins.h"
 
 using ::clawguard::testing::HasReason;
 

@@ -1,5 +1,5 @@
 // problem_test.cpp — RFC 9457 rendering and the status table of ARCHITECTURE.md step 6.
-#include "host/problem.h"
+#include "host/http/problem.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // records come from memory and equal the engine's answer; another fingerprint is still 422; an
 // operator reset (directly, or by another process through the operations generation) is never
 // answered from memory; bounds evict.
-#include "host/record_cache.h"
+#include "host/intake/record_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -7,10 +7,10 @@
 #include <thread>
 #include <vector>
 
-#include "host/erp_client.h"
+#include "host/erp/erp_client.h"
+#include "support/reason_matchers.h"
 #include "support/temp_dir.h"
 #include "support/test_pki.h"
-#include "support/reason_matchers.h"
 
 using ::clawguard::testing::HasReason;
 

@@ -1,6 +1,6 @@
 // webhook_auth_test.cpp — Standard Webhooks v1 over every published vector, header aliases and
 // conflicts, timestamp tolerance and secret rotation, all at fixed time.
-#include "host/webhook_auth.h"
+#include "host/intake/webhook_auth.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // webhook_pipeline_test.cpp — the webhook gate with a fake dispatcher that counts effects, on the
 // SQLite idempotency store, at fixed time.
-#include "host/webhook_pipeline.h"
+#include "host/intake/webhook_pipeline.h"
 
 #include <gtest/gtest.h>
 
@@ -10,11 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "clawguard/clock.h"
-#include "host/idempotency_key.h"
-#include "host/record_cache.h"
+#include "host/erp/idempotency_key.h"
+#include "host/intake/record_cache.h"
 #include "sqlite/sqlite_idempotency_store.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 
 using ::clawguard::testing::HasReason;
 

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "clawguard/encoding.h"
+#include "host/erp/idempotency_key.h"
 #include "hostile_erp/hostile_erp.h"
-#include "host/idempotency_key.h"
 #include "pg/support/pg_test_db.h"
 #include "support/host_fixture.h"
 

@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "host/host_metrics.h"
+#include "host/observe/host_metrics.h"
 #include "support/temp_dir.h"
 
 namespace clawguard::host {

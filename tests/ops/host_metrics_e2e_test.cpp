@@ -9,8 +9,8 @@
 #include <string>
 
 #include "clawguard/encoding.h"
-#include "host/erp_client.h"
-#include "host/host_app.h"
+#include "host/app/host_app.h"
+#include "host/erp/erp_client.h"
 #include "ops/support/prom_text.h"
 #include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"

@@ -1,13 +1,13 @@
 // host_observe_test.cpp — HostObserver: the /ops snapshot (breakers, DLQ by class and age) and the
 // gauges it publishes, from a real SQLite DLQ, real breakers and a fixed clock; ReadSigningLeaves
 // refusals.
-#include "host/host_observe.h"
+#include "host/app/host_observe.h"
 
 #include <gtest/gtest.h>
 
 #include "sqlite/sqlite_dlq.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 
 using ::clawguard::testing::HasReason;
 

@@ -1,6 +1,6 @@
 // json_log_test.cpp — JsonLogger: line shape, and redaction: every kind of secret through every
 // logging entry point, proving that none appears in any line.
-#include "host/json_log.h"
+#include "host/observe/json_log.h"
 
 #include <gtest/gtest.h>
 

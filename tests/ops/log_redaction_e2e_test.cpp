@@ -30,9 +30,9 @@
 #include "clawguard/clock.h"
 #include "clawguard/encoding.h"
 #include "clawguard/secret_bytes.h"
-#include "host/erp_client.h"
-#include "host/json_log.h"
-#include "host/webhook_auth.h"
+#include "host/erp/erp_client.h"
+#include "host/intake/webhook_auth.h"
+#include "host/observe/json_log.h"
 #include "support/host_fixture.h"
 #include "support/raw_client.h"
 

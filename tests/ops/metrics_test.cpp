@@ -1,12 +1,12 @@
 // metrics_test.cpp — the metrics registry (exact exposition text, refusals, concurrency) and
 // HostMetrics (values after a scripted sequence, bounded cardinality, strict parse).
-#include "host/metrics.h"
+#include "host/observe/metrics.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "host/host_metrics.h"
+#include "host/observe/host_metrics.h"
 #include "ops/support/prom_text.h"
 #include "support/reason_matchers.h"
 

@@ -11,9 +11,9 @@
 #include <fstream>
 
 #include "clawguard/encoding.h"
-#include "host/admin_auth.h"
-#include "host/http_server.h"
-#include "host/ops_page.h"
+#include "host/http/admin_auth.h"
+#include "host/http/http_server.h"
+#include "host/observe/ops_page.h"
 #include "ops/support/headless_chromium.h"
 #include "support/temp_dir.h"
 

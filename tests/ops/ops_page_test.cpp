@@ -1,5 +1,5 @@
 // ops_page_test.cpp — the operator page renderer: content, escaping, CSP, DLQ grouping by age.
-#include "host/ops_page.h"
+#include "host/observe/ops_page.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,10 @@
 // breaker_test.cpp — KeyBreaker and EndpointBreaker with an injected FixedClock (no sleeps).
-#include "host/breaker.h"
+#include "host/guard/breaker.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 #include "support/reason_matchers.h"
@@ -12,6 +13,8 @@ using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
+
+using Millis = std::chrono::milliseconds;
 
 constexpr int64_t kT0 = 1'796'000'000'000;
 

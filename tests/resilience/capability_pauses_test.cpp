@@ -1,5 +1,5 @@
 // capability_pauses_test.cpp — CapabilityPauses mirrors the store's pauses (real SQLite DLQ).
-#include "host/capability_pauses.h"
+#include "host/guard/capability_pauses.h"
 
 #include <gtest/gtest.h>
 

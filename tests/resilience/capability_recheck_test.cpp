@@ -1,5 +1,5 @@
 // capability_recheck_test.cpp — every resend re-matches its outbox row against the capabilities
-// of the plugin version loaded NOW and the pauses in force (host/erp_send.h): a row left unsent
+// of the plugin version loaded NOW and the pauses in force (host/erp/erp_send.h): a row left unsent
 // by an ERP outage is never sent once the loaded version no longer declares its call, or its
 // plugin is no longer loaded — it is dead-lettered `capability_revoked` — whether the resend is
 // the worker's, a confirmed level-3 intent or a DLQ replay; a paused call waits and is sent once
@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "erp_triage_fixture.h"
-#include "host/idempotency_key.h"
+#include "host/erp/idempotency_key.h"
 
 namespace clawguard::host {
 namespace {

@@ -1,12 +1,12 @@
 // erp_triage_test.cpp — ERP answer triage: the pure classification (TriageAnswer, Retry-After,
 // jitter) and, with the real test ERP, what ErpGateway and RetryWorker do for each class of
 // answer (ARCHITECTURE.md "Dead-letter triage"): outbox row, DLQ entry, breaker, pause, metrics.
-#include "host/erp_triage.h"
+#include "host/erp/erp_triage.h"
 
 #include <gtest/gtest.h>
 
 #include "erp_triage_fixture.h"
-#include "host/idempotency_key.h"
+#include "host/erp/idempotency_key.h"
 #include "support/reason_matchers.h"
 
 using ::clawguard::testing::HasReason;

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "clawguard/encoding.h"
-#include "host/host_app.h"
+#include "host/app/host_app.h"
 #include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_ledger.h"

@@ -6,7 +6,7 @@
 // worker held past the stop bound is abandoned and reported. (The replays that do run are end to
 // end in host_dlq_test.cpp; a real host against an ERP that never answers in
 // tests/host/host_peer_workers_test.cpp.)
-#include "host/host_ops_loop.h"
+#include "host/app/host_ops_loop.h"
 
 #include <gtest/gtest.h>
 
@@ -20,13 +20,13 @@
 #include <vector>
 
 #include "clawguard/sha256.h"
-#include "host/idempotency_key.h"
+#include "host/erp/idempotency_key.h"
 
 #include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_outbox.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 
 using ::clawguard::testing::HasReason;
 

@@ -2,27 +2,30 @@
 // per-key breaker and its one DLQ entry, mismatch and manual_review entries, metrics, retention
 // observations and Redeliver. Real SQLite idempotency store and SqliteDlq in a temp dir, a fake
 // dispatcher, a FixedClock.
-#include "host/pipeline_guards.h"
+#include "host/intake/pipeline_guards.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "clawguard/clock.h"
-#include "host/breaker.h"
-#include "host/idempotency_key.h"
-#include "host/metrics.h"
-#include "host/rate_limiter.h"
-#include "host/retention_advisor.h"
-#include "host/webhook_pipeline.h"
+#include "host/erp/idempotency_key.h"
+#include "host/guard/breaker.h"
+#include "host/guard/rate_limiter.h"
+#include "host/guard/retention_advisor.h"
+#include "host/intake/webhook_pipeline.h"
+#include "host/observe/metrics.h"
 #include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "support/temp_dir.h"
 
 namespace clawguard::host {
 namespace {
+
+using Millis = std::chrono::milliseconds;
 
 using std::chrono::milliseconds;
 

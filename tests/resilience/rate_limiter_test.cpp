@@ -1,9 +1,10 @@
 // rate_limiter_test.cpp — the per-plugin token bucket with an injected FixedClock (no sleeps).
-#include "host/rate_limiter.h"
+#include "host/guard/rate_limiter.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 #include "support/reason_matchers.h"
@@ -12,6 +13,8 @@ using ::clawguard::testing::HasReason;
 
 namespace clawguard::host {
 namespace {
+
+using Millis = std::chrono::milliseconds;
 
 constexpr int64_t kT0 = 1'796'000'000'000;
 

@@ -1,7 +1,7 @@
 // reconciler_test.cpp — Reconciler on a real SQLite idempotency store and SqliteDlq in a temp
 // dir, with a FixedClock and a fake RedriveFn that claims and completes (or releases) through
 // the store the way the pipeline's re-drive would. No sleeps.
-#include "host/reconciler.h"
+#include "host/app/reconciler.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 #include "clawguard/store/idempotency_store.h"
 #include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 
 using ::clawguard::testing::HasReason;
 

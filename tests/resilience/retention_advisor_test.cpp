@@ -1,6 +1,6 @@
 // retention_advisor_test.cpp — the gap histogram: exact small gaps, bounded relative error,
 // nearest-rank p99, the ×1.2 advice and no advice below 100 samples.
-#include "host/retention_advisor.h"
+#include "host/guard/retention_advisor.h"
 
 #include <gtest/gtest.h>
 

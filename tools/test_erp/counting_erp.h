@@ -17,7 +17,7 @@
 #include <set>
 #include <string>
 
-#include "host/http_types.h"
+#include "host/http/http_types.h"
 
 namespace clawguard::tools {
 

@@ -16,7 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "host/http_server.h"
+#include "host/http/http_server.h"
 #include "test_erp/counting_erp.h"
 
 int main(int argc, char** argv) {

@@ -3,7 +3,7 @@
 
 #include <cstdlib>
 
-#include "host/webhook_auth.h"
+#include "host/intake/webhook_auth.h"
 
 namespace clawguard::tools {
 

@@ -15,7 +15,7 @@
 
 #include "clawguard/error.h"
 #include "clawguard/secret_bytes.h"
-#include "host/erp_client.h"
+#include "host/erp/erp_client.h"
 
 namespace clawguard::tools {
 

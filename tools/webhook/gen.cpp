@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "host/webhook_auth.h"
+#include "host/intake/webhook_auth.h"
 #include "webhook/modes.h"
 
 namespace clawguard::tools {

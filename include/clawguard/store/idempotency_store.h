@@ -131,7 +131,7 @@ class IdempotencyStore {
 
   // ClaimFromMemory answers a claim WITHOUT blocking (no store round trip, no disk) when the
   // answer is already final in memory: kCompleted or kFingerprintMismatch of a completed record
-  // held by a cache (see host/record_cache.h). nullopt means "ask Claim". Engines have no memory
+  // held by a cache (see host/intake/record_cache.h). nullopt means "ask Claim". Engines have no memory
   // of their own and keep the default. The host's I/O threads use it to answer replays inline.
   virtual std::optional<ClaimOutcome> ClaimFromMemory(const std::string& key, const std::string& fingerprint) {
     (void)key;

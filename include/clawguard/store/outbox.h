@@ -14,7 +14,7 @@
 // queue: Defer moves its next attempt without counting one (paused capability, open breaker),
 // Release ends a send that got no final answer (the ERP asked to wait, or no answer came), and
 // Revive puts a dead or answered row back in the queue when an operator replays its call-level
-// DLQ entry (host/erp_send.h has the triage).
+// DLQ entry (host/erp/erp_send.h has the triage).
 //
 // One send at a time per row, on every engine and across hosts: a send OWNS its row from its
 // Claim (or its sent Append) until its answer is stored (MarkAnswered / NoteAnswer), it is

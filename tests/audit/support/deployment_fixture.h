@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "host/host_config.h"
+#include "host/app/host_config.h"
 #include "support/temp_dir.h"
 
 namespace clawguard::testing {

@@ -14,8 +14,8 @@
 
 #include "clawguard/clock.h"
 #include "clawguard/sha256.h"
-#include "host/erp_client.h"
-#include "host/erp_gateway.h"
+#include "host/erp/erp_client.h"
+#include "host/erp/erp_gateway.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_outbox.h"
 #include "support/temp_dir.h"

@@ -17,7 +17,7 @@
 #include "clawguard/encoding.h"
 #include "clawguard/secret_bytes.h"
 #include "clawguard/sha256.h"
-#include "host/webhook_auth.h"
+#include "host/intake/webhook_auth.h"
 #include "support/softhsm.h"
 #include "support/test_plugins.h"
 

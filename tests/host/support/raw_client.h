@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "host/http_types.h"
+#include "host/http/http_types.h"
 
 namespace clawguard::host::testing {
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "clawguard/error.h"
-#include "host/http_server.h"
-#include "host/http_types.h"
+#include "host/http/http_server.h"
+#include "host/http/http_types.h"
 
 namespace clawguard::host::testing {
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "clawguard/plugin.h"
-#include "host/plugin_dispatch.h"
+#include "host/dispatch/plugin_dispatch.h"
 #include "support/temp_dir.h"
 
 namespace clawguard::host::testing {

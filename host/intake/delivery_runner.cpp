@@ -1,0 +1,110 @@
+// delivery_runner.cpp — see delivery_runner.h.
+#include "host/intake/delivery_runner.h"
+
+#include <deque>
+#include <mutex>
+
+#include "runtime/spare_threads.h"
+
+namespace clawguard::host {
+
+struct DeliveryRunner::Shared {
+  Shared(int64_t max, std::string name, fiber::Carriers* c)
+      : max_active(max), carriers(c), threads(std::chrono::seconds(10), std::move(name)) {}
+  const int64_t max_active;
+  fiber::Carriers* const carriers;  // nullptr: a thread per task
+  runtime::SpareThreads threads;
+  mutable std::mutex mu;
+  int64_t active = 0;      // guarded by mu
+  std::deque<Task> queue;  // guarded by mu
+
+  // Start runs |task| (which already holds a slot) on a thread; on failure the slot is released.
+  static void Start(const std::shared_ptr<Shared>& self, Task task) {
+    try {
+      auto run = [self, task = std::move(task)]() mutable { Loop(self, std::move(task)); };
+      if (self->carriers != nullptr) {
+        self->carriers->Spawn(std::move(run));
+      } else {
+        self->threads.Run(std::move(run));
+      }
+    } catch (...) {
+      {
+        std::lock_guard lock(self->mu);
+        --self->active;
+      }
+      throw;
+    }
+  }
+
+  static void Loop(const std::shared_ptr<Shared>& self, Task task) {
+    while (task) {
+      auto slot = std::make_shared<Slot>(self);
+      try {
+        task(slot);
+      } catch (...) {
+      }
+      task = nullptr;  // its captures are released before the next task
+      if (!slot->TakeNext(&task)) return;
+    }
+  }
+};
+
+void DeliveryRunner::Slot::Release() {
+  if (released_.exchange(true)) return;
+  Task next;
+  {
+    std::lock_guard lock(shared_->mu);
+    if (shared_->queue.empty()) {
+      --shared_->active;
+      return;
+    }
+    next = std::move(shared_->queue.front());
+    shared_->queue.pop_front();
+  }
+  try {
+    Shared::Start(shared_, std::move(next));  // the slot passes to |next|
+  } catch (...) {
+    // No thread: |next| is dropped (its Responder answers 500 when destroyed) and the slot freed.
+  }
+}
+
+bool DeliveryRunner::Slot::TakeNext(Task* next) {
+  if (released_.exchange(true)) return false;
+  std::lock_guard lock(shared_->mu);
+  if (shared_->queue.empty()) {
+    --shared_->active;
+    return false;
+  }
+  *next = std::move(shared_->queue.front());
+  shared_->queue.pop_front();
+  return true;
+}
+
+DeliveryRunner::DeliveryRunner(int64_t max_active, std::string thread_name, fiber::Carriers* carriers)
+    : shared_(std::make_shared<Shared>(max_active < 1 ? 1 : max_active, std::move(thread_name), carriers)) {}
+
+DeliveryRunner::~DeliveryRunner() = default;
+
+void DeliveryRunner::Run(Task task) {
+  {
+    std::lock_guard lock(shared_->mu);
+    if (shared_->active >= shared_->max_active) {
+      shared_->queue.push_back(std::move(task));
+      return;
+    }
+    ++shared_->active;
+  }
+  Shared::Start(shared_, std::move(task));
+}
+
+int64_t DeliveryRunner::active() const {
+  std::lock_guard lock(shared_->mu);
+  return shared_->active;
+}
+
+int64_t DeliveryRunner::queued() const {
+  std::lock_guard lock(shared_->mu);
+  return static_cast<int64_t>(shared_->queue.size());
+}
+
+}  // namespace clawguard::host
