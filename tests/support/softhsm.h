@@ -45,6 +45,7 @@ struct TestKey {
 class SoftHsmToken {
  public:
   static constexpr const char* kPinEnv = "CLAWGUARD_TEST_PIN";
+  static constexpr const char* kPinSource = "env:CLAWGUARD_TEST_PIN";
   static constexpr const char* kDefaultPin = "test-pin-4821";
 
   // Creates the store and initialises token |label| with user PIN |pin|.
@@ -59,7 +60,7 @@ class SoftHsmToken {
   std::string dir() const { return dir_.path().string(); }
   std::string module_path() const { return SoftHsmModulePath(); }
   // PinSource is "env:CLAWGUARD_TEST_PIN"; Env() sets that variable.
-  std::string PinSource() const { return std::string("env:") + kPinEnv; }
+  std::string PinSource() const { return kPinSource; }
   // Env: SOFTHSM2_CONF, CLAWGUARD_TEST_PIN and CLAWGUARD_PKCS11_MODULE for child processes.
   EnvPairs Env() const;
 
