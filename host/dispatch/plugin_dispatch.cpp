@@ -1,4 +1,5 @@
-// plugin_dispatch.cpp — cg_call, the static host API table, and one delivery on a worker thread.
+// plugin_dispatch.cpp — PluginDispatcher: one delivery, handed off to a thread of its own or run
+// inline under the watchdog (dispatch_watchdog.h); the host API table is in host_api.cpp.
 #include "host/dispatch/plugin_dispatch.h"
 
 #include <nlohmann/json.hpp>
@@ -14,159 +15,13 @@
 #include "clawguard/json_dump.h"
 #include "clawguard/limits.h"
 #include "host/dispatch/call_handles.h"
+#include "host/dispatch/dispatch_watchdog.h"
+#include "host/dispatch/plugin_call.h"
 #include "host/http/responder.h"
 #include "runtime/fiber.h"
 #include "runtime/thread_name.h"
 
-namespace {
-constexpr size_t kMaxContentType = 256;
-constexpr size_t kMaxLogMessage = 2048;
-constexpr size_t kMaxMethodLength = 16;  // longer than any method a capability names
-}  // namespace
-
-// cg_call is one delivery's context (plugin.h declares it opaque). Shared by the dispatcher and
-// the plugin's worker thread, which may outlive the dispatch after a timeout. The plugin never
-// sees its address: it is given |handle| (see CallHandles).
-struct cg_call {
-  cg_call* handle = nullptr;  // what the plugin is given; retired when the delivery finishes
-
-  // Host-owned request buffers, valid while the call lives.
-  std::string plugin, route, method, path, body, key;
-  std::vector<std::string> names, values;
-  std::vector<cg_bytes> name_bytes, value_bytes;
-  cg_request request{};
-
-  clawguard::host::AuditFn audit;
-  std::unique_ptr<clawguard::host::ErpGateway> gateway;
-  std::mutex erp_mu;  // serialises erp_call per cg_call
-  std::atomic<bool> abandoned{false};
-  // closed: handle_webhook returned. Set under |mu|; erp_call checks it under |erp_mu|, which the
-  // returning thread takes after setting it, so no ERP call starts once the delivery is over.
-  std::atomic<bool> closed{false};
-
-  std::mutex mu;  // guards what follows
-  std::condition_variable done_cv;
-  bool finished = false;
-  int rc = 0;
-  int responds = 0;
-  std::string respond_problem;  // why the one respond() was refused (empty: it was valid)
-  int status = 0;
-  std::string content_type, answer;
-  clawguard::host::GatewayOutcome erp;
-};
-
 namespace clawguard::host {
-namespace {
-
-// PluginString copies a NUL-terminated string out of plugin memory, reading at most |max| + 1
-// bytes: a longer one comes back |max| + 1 bytes long, which no capability matches.
-std::string PluginString(const char* s, size_t max) { return std::string(s, strnlen(s, max + 1)); }
-
-int ErpCallFn(cg_call* handle, const char* method, const char* path, cg_bytes body, cg_bytes* reply) {
-  if (reply != nullptr) *reply = cg_bytes{nullptr, 0};
-  // The arguments are checked before the handle is looked up: a malformed call answers the same
-  // for every handle, live or not.
-  if (method == nullptr || path == nullptr || (body.data == nullptr && body.len != 0)) return CG_DENIED;
-  // A finished (or unknown) delivery: nothing of it is touched, nothing is written or sent.
-  const std::shared_ptr<cg_call> call = CallHandles::Global().Find(handle);
-  if (call == nullptr || call->abandoned.load() || call->closed.load()) return CG_FENCED;
-  std::lock_guard lock(call->erp_mu);
-  if (call->abandoned.load() || call->closed.load()) return CG_FENCED;
-  // Copied once, before anything looks at them: another plugin thread may rewrite these buffers
-  // while the call runs, and the capability must be matched on exactly the bytes that are sent.
-  // An over-long body is not copied; the gateway refuses it by its length alone.
-  const std::string method_copy = PluginString(method, kMaxMethodLength);
-  const std::string path_copy = PluginString(path, limits::kMaxErpPathLength);
-  if (body.len > limits::kMaxErpRequestBody) {
-    return call->gateway->Call(method_copy, path_copy, std::string_view(body.data, body.len), reply);
-  }
-  const std::string body_copy = body.len == 0 ? std::string() : std::string(body.data, body.len);
-  return call->gateway->Call(method_copy, path_copy, body_copy, reply);
-}
-
-void RespondFn(cg_call* handle, int status, const char* content_type, cg_bytes body) {
-  const std::shared_ptr<cg_call> call = CallHandles::Global().Find(handle);
-  if (call == nullptr) return;
-  std::lock_guard lock(call->mu);
-  if (call->abandoned.load() || call->closed.load() || call->finished) return;  // ignored: too late
-  if (++call->responds > 1) return;
-  const std::string_view ct = content_type == nullptr ? std::string_view() : std::string_view(content_type);
-  // A header value with CR/LF would split the stored answer's headers.
-  if (body.data == nullptr && body.len != 0) {
-    call->respond_problem = "respond() got a body of " + std::to_string(body.len) + " bytes at a null pointer";
-    return;
-  }
-  if (ct.size() > kMaxContentType || ct.find_first_of("\r\n") != std::string_view::npos) {
-    call->respond_problem = "respond() got a content type over " + std::to_string(kMaxContentType) +
-                            " bytes or with CR/LF";
-    return;
-  }
-  // The one answer rule (host/http/responder.h): what is stored must be what every replay can serve.
-  if (std::optional<std::string> problem = AnswerProblem(status, body.len)) {
-    call->respond_problem = "respond() refused: " + *problem;
-    return;
-  }
-  call->status = status;
-  call->content_type = std::string(ct);
-  call->answer = body.data == nullptr ? std::string() : std::string(body.data, body.len);
-}
-
-// AppendAsciiJson appends |s| as nlohmann's dump (ensure_ascii off) renders an ASCII string;
-// false (and |out| partly written) when |s| has a byte past ASCII.
-bool AppendAsciiJson(std::string& out, std::string_view s) {
-  out.push_back('"');
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x80) return false;
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out.push_back(kHex[c >> 4]);
-          out.push_back(kHex[c & 0xf]);
-        } else {
-          out.push_back(ch);
-        }
-    }
-  }
-  out.push_back('"');
-  return true;
-}
-
-void LogFn(cg_call* handle, int level, const char* message) {
-  if (message == nullptr) return;
-  const std::shared_ptr<cg_call> call = CallHandles::Global().Find(handle);  // dropped once the plugin returned
-  if (call == nullptr || !call->audit) return;
-  call->audit(PluginLogLine(call->plugin, level, std::string_view(message, strnlen(message, kMaxLogMessage))));
-}
-
-const cg_host_api kHostApi = {CLAWGUARD_PLUGIN_ABI, &ErpCallFn, &RespondFn, &LogFn};
-
-}  // namespace
-
-std::string PluginLogLine(std::string_view plugin, int level, std::string_view message) {
-  std::string line = "{\"event\":\"plugin_log\",\"level\":" + std::to_string(level) + ",\"message\":";
-  if (AppendAsciiJson(line, message)) {
-    line += ",\"plugin\":";
-    if (AppendAsciiJson(line, plugin)) {
-      line.push_back('}');
-      return line;
-    }
-  }
-  const nlohmann::json j = {
-      {"event", "plugin_log"}, {"plugin", plugin}, {"level", level}, {"message", message}};
-  return DumpJson(j);
-}
-
-namespace {
 
 // Audited returns |report| after writing its failure (if any) to the audit sink.
 DispatchReport Audited(const AuditFn& audit, const DispatchContext& ctx, DispatchReport report) {
@@ -186,6 +41,8 @@ DispatchReport Audited(const AuditFn& audit, const DispatchContext& ctx, Dispatc
   }
   return report;
 }
+
+namespace {
 
 std::shared_ptr<cg_call> MakeCall(const DispatchContext& ctx) {
   auto call = std::make_shared<cg_call>();
@@ -291,178 +148,11 @@ DispatchReport ReportOf(const cg_call& call) {
   return report;
 }
 
-constexpr const char* kTimedOutDetail = "the plugin did not return within handler_timeout";
-constexpr const char* kLeaseLostDetail = "the lease was taken over while the plugin ran";
-
 }  // namespace
-
-// Watchdog enforces handler_timeout and renews the lease of the deliveries a dispatcher runs on
-// their callers' threads (DispatchContext::on_abandon). One thread sleeps until the earliest
-// deadline or renewal of the watched deliveries; what is due then runs as a task on a spare
-// thread (a renewal is a store round trip, giving up calls the caller's on_abandon, which stores
-// and answers), so one slow store call delays no other delivery's deadline. Deliveries start in
-// time order with the same timeout, so a new watch is never earlier than the planned wake-up and
-// adding one wakes nobody (except an idle watchdog); a finished delivery is just removed.
-struct PluginDispatcher::Watchdog : std::enable_shared_from_this<PluginDispatcher::Watchdog> {
-  using SteadyClock = std::chrono::steady_clock;
-  struct Watch {
-    std::shared_ptr<cg_call> call;
-    const DispatchContext* ctx = nullptr;  // valid until Finish returns
-    SteadyClock::time_point deadline;
-    SteadyClock::time_point next_renew;
-    // Guarded by Watchdog::mu:
-    bool done = false;  // the plugin returned: no task is started any more
-    int busy = 0;       // tasks running for this watch
-    std::condition_variable idle;
-    std::multimap<SteadyClock::time_point, std::shared_ptr<Watch>>::iterator where;
-    bool queued = false;  // |where| is valid
-    // Set by the task that gave up (before on_abandon; read after Finish).
-    PluginOutcome outcome;
-  };
-
-  Watchdog(std::chrono::milliseconds renew_period, AuditFn audit_fn)
-      : renew_every(renew_period), audit(std::move(audit_fn)) {}
-
-  // Start runs the watchdog's thread; it keeps the watchdog alive until Stop.
-  void Start() {
-    std::thread([self = shared_from_this()] { self->Loop(); }).detach();
-  }
-  void Stop() {
-    {
-      std::lock_guard lock(mu);
-      stopping = true;
-    }
-    cv.notify_all();
-  }
-
-  void Add(const std::shared_ptr<Watch>& w) {
-    bool wake = false;
-    {
-      std::lock_guard lock(mu);
-      const SteadyClock::time_point at = std::min(w->deadline, w->next_renew);
-      Queue(w, at);
-      wake = at < planned;
-    }
-    if (wake) cv.notify_one();
-  }
-
-  // Finish ends the watch: no task starts for it any more, and a running one is waited for.
-  void Finish(const std::shared_ptr<Watch>& w) {
-    std::unique_lock lock(mu);
-    w->done = true;
-    if (w->queued) {
-      due.erase(w->where);
-      w->queued = false;
-    }
-    if (fiber::Current() == nullptr) {
-      w->idle.wait(lock, [&] { return w->busy == 0; });
-      return;
-    }
-    // On a fiber: a renewal or give-up runs on a task thread for at most a store write; poll for
-    // it rather than hold the carrier's other fibers in a condition variable.
-    while (w->busy != 0) {
-      lock.unlock();
-      fiber::SleepFor(std::chrono::microseconds(200));
-      lock.lock();
-    }
-  }
-
- private:
-  void Queue(const std::shared_ptr<Watch>& w, SteadyClock::time_point at) {  // mu held
-    w->where = due.emplace(at, w);
-    w->queued = true;
-  }
-
-  void Loop() {
-    NameThisThread("cg-watchdog");
-    std::unique_lock lock(mu);
-    while (!stopping) {
-      if (due.empty()) {
-        planned = SteadyClock::time_point::max();
-        cv.wait(lock);
-        continue;
-      }
-      planned = due.begin()->first;
-      if (SteadyClock::now() < planned) {
-        cv.wait_until(lock, planned);
-        continue;
-      }
-      std::vector<std::shared_ptr<Watch>> ripe;
-      const auto now = SteadyClock::now();
-      while (!due.empty() && due.begin()->first <= now) {
-        std::shared_ptr<Watch> w = due.begin()->second;
-        due.erase(due.begin());
-        w->queued = false;
-        ++w->busy;
-        ripe.push_back(std::move(w));
-      }
-      lock.unlock();
-      for (auto& w : ripe) {
-        try {
-          tasks.Run([self = shared_from_this(), w] { self->Check(w); });
-        } catch (...) {
-          Check(w);  // no thread to spare: do it here
-        }
-      }
-      lock.lock();
-    }
-  }
-
-  // Check runs for a due watch: give up after the deadline, else renew the lease.
-  void Check(const std::shared_ptr<Watch>& w) {
-    const DispatchContext& ctx = *w->ctx;
-    if (SteadyClock::now() >= w->deadline) {
-      GiveUp(*w, PluginOutcome::TimedOut(kTimedOutDetail));
-    } else if (ctx.renew_lease && !ctx.renew_lease()) {
-      GiveUp(*w, PluginOutcome::Failed(kLeaseLostDetail));
-    } else {
-      bool wake = false;
-      {
-        std::lock_guard lock(mu);
-        if (!w->done) {
-          w->next_renew = SteadyClock::now() + renew_every;
-          const SteadyClock::time_point at = std::min(w->deadline, w->next_renew);
-          Queue(w, at);
-          wake = at < planned;  // e.g. the watchdog went idle while this task ran
-        }
-      }
-      if (wake) cv.notify_one();
-    }
-    std::lock_guard lock(mu);
-    if (--w->busy == 0) w->idle.notify_all();
-  }
-
-  void GiveUp(Watch& w, PluginOutcome outcome) {
-    {
-      std::lock_guard lock(w.call->mu);
-      if (w.call->finished) return;  // the plugin returned first: its result stands
-      w.call->abandoned.store(true);
-    }
-    (void)Audited(audit, *w.ctx, DispatchReport{outcome, {}});
-    outcome.abandoned = true;
-    w.outcome = outcome;
-    try {
-      w.ctx->on_abandon(outcome);
-    } catch (...) {
-      // The caller's answer path must not throw; nothing more can be done here.
-    }
-  }
-
-  const std::chrono::milliseconds renew_every;
-  const AuditFn audit;
-  runtime::SpareThreads tasks{std::chrono::seconds(10), "cg-watchdog"};
-  std::mutex mu;
-  std::condition_variable cv;
-  std::multimap<SteadyClock::time_point, std::shared_ptr<Watch>> due;  // guarded by mu
-  SteadyClock::time_point planned = SteadyClock::time_point::max();   // guarded by mu
-  bool stopping = false;                                               // guarded by mu
-};
 
 PluginDispatcher::~PluginDispatcher() {
   if (watchdog_ != nullptr) watchdog_->Stop();
 }
-
-const cg_host_api* HostApi() { return &kHostApi; }
 
 Result<std::shared_ptr<PluginDispatcher>> PluginDispatcher::Create(DispatchOptions options,
                                                                    std::vector<DispatchTarget> targets) {

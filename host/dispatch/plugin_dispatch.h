@@ -1,7 +1,7 @@
 // plugin_dispatch.h — PluginDispatcher: the host's Dispatcher (dispatch_context.h). It runs one
 // claimed delivery through a plugin's handle_webhook (ARCHITECTURE.md "Plugin ABI" and step 5).
 //
-// Per delivery it builds a cg_call (opaque; defined in plugin_dispatch.cpp) holding host-owned
+// Per delivery it builds a cg_call (opaque to plugins; defined in plugin_call.h) holding host-owned
 // copies of the request (method, path, body, idempotency_key = the event key, and as headers only
 // the authenticated ones: webhook-id and, when the request has it, webhook-timestamp) and an
 // ErpGateway. The plugin is given a handle for it, not its address: a tagged number looked up by

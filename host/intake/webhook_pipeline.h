@@ -184,6 +184,9 @@ class WebhookPipeline {
           [this](const Responder& respond, bool started) { AnswerLate(respond, started); });
     }
   }
+  // Refuse is a problem+json answer with its metrics outcome.
+  static Handled Refuse(WebhookOutcome outcome, Reason reason, std::string_view detail,
+                        std::optional<int64_t> retry_after_s = std::nullopt);
   // AnswerLate is the safety net's answer (see PipelineOptions::answer_deadline).
   void AnswerLate(const Responder& respond, bool started) const;
   // Gate runs stages 1–5 and the in-memory claim; |route| is set once the path names a known route.
