@@ -68,6 +68,7 @@ std::vector<std::vector<std::string>> Product(const std::vector<std::vector<std:
 
 std::vector<std::vector<std::string>> Singles(std::vector<std::string> values) {
   std::vector<std::vector<std::string>> out;
+  out.reserve(values.size());
   for (auto& v : values) out.push_back({std::move(v)});
   return out;
 }

@@ -72,8 +72,9 @@ class YamlMap {
   const YAML::Node& node() const { return node_; }
 
  private:
-  YamlMap(YAML::Node node, std::string source, std::string path, Reason reason)
-      : node_(std::move(node)), source_(std::move(source)), path_(std::move(path)), reason_(reason) {}
+  // YAML::Node has no move constructor; a copy shares its document.
+  YamlMap(const YAML::Node& node, std::string source, std::string path, Reason reason)
+      : node_(node), source_(std::move(source)), path_(std::move(path)), reason_(reason) {}
   Result<YAML::Node> Scalar(const std::string& key, const char* expected);
 
   YAML::Node node_;
