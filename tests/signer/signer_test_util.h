@@ -29,7 +29,7 @@ inline std::string MakePackage(const std::string& dir, const std::string& name, 
                 "\nabi: 1\nentry: lib/libplugin.so\nfiles:\n  lib/libplugin.so: " + digest +
                 "\ncapabilities:\n  erp:\n    - POST /inventory/adjust\nwebhooks:\n  - route: order.created\n"
                 "    idempotency: { level: 2, business_key: /order_id, retention: 7d }\n");
-  const std::string pkg = dir + "/" + name + "-" + version + ".claw";
+  std::string pkg = dir + "/" + name + "-" + version + ".claw";
   const std::string entries = manifest_first ? "manifest.yaml lib/libplugin.so" : "lib/libplugin.so manifest.yaml";
   CommandResult r = RunCommand({"bash", "-c",
                                 "set -o pipefail; tar --format=pax --owner=0 --group=0 --numeric-owner --mtime=@0 -C '" +

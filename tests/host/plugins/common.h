@@ -1,4 +1,4 @@
-/* common.h — shared boilerplate of the dispatch test plugins (tests/host/plugin_dispatch_test.cpp). */
+/* common.h — shared boilerplate of the dispatch test plugins (tests/host/dispatch/plugin_dispatch_test.cpp). */
 #ifndef CLAWGUARD_TEST_PLUGINS_COMMON_H_
 #define CLAWGUARD_TEST_PLUGINS_COMMON_H_
 #include <stdio.h>

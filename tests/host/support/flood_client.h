@@ -1,8 +1,8 @@
 // flood_client.h — FloodClient: opens many connections to a listener on loopback and holds them,
 // as an unauthenticated client exhausting a server's descriptors would: idle (connect, send
 // nothing) or slow loris (send a request's first line and then one header byte at a time,
-// never finishing). Used by the connection-limit tests (tests/host/http_server_limits_test.cpp,
-// tests/host/host_flood_e2e_test.cpp).
+// never finishing). Used by the connection-limit tests (tests/host/http/http_server_limits_test.cpp,
+// tests/e2e/host_flood_e2e_test.cpp).
 //
 // Connections are spread over |sources| (local addresses in 127.0.0.0/8, bound before connect),
 // so one flood can be one peer or several. Only loopback is ever a target. Open returns when

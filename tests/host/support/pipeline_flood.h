@@ -2,8 +2,8 @@
 // payload of pipelined requests and never read an answer, as a peer that lets the server's
 // answers pile up in the socket buffers would: a small receive window and, as on a real network,
 // a small segment size (loopback's 64 KiB segments let the kernel buffer megabytes), so the
-// server's write blocks after a few answers. Used by tests/host/http_server_flood_test.cpp and
-// tests/host/host_flood_e2e_test.cpp.
+// server's write blocks after a few answers. Used by tests/host/http/http_server_flood_test.cpp and
+// tests/e2e/host_flood_e2e_test.cpp.
 //
 // Connections are spread over |sources| (local addresses in 127.0.0.0/8, bound before connect).
 // Pump sends more of each payload as the server reads it and notes the connections the server

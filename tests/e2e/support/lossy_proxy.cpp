@@ -1,6 +1,6 @@
 // lossy_proxy.cpp — see lossy_proxy.h. Plain POSIX sockets and poll(): one accept thread and
 // one thread per connection, all woken by one eventfd when Stop begins.
-#include "resilience/support/lossy_proxy.h"
+#include "e2e/support/lossy_proxy.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "resilience/support/lossy_proxy.h"
-#include "resilience/support/resilience_util.h"
+#include "e2e/support/lossy_proxy.h"
+#include "e2e/support/resilience_util.h"
 #include "support/host_fixture.h"
 #include "support/raw_client.h"
 #include "support/test_erp_server.h"

@@ -2,7 +2,7 @@
 // operator actions), typed over the engines: a factory per engine. Fixed time through
 // FixedClock; no sleeps.
 //
-// This one file is compiled twice: into resilience_tests (SQLite only) and into pg_tests with
+// This one file is compiled twice: into store_tests (SQLite only) and into pg_tests with
 // CLAWGUARD_TEST_PG (tests/pg/CMakeLists.txt), where SQLite and PostgreSQL run the same typed
 // cases, the latter on a fresh database of the fixture cluster per test.
 #include <gtest/gtest.h>

@@ -11,7 +11,7 @@
 #include "clawguard/encoding.h"
 #include "host/app/host_app.h"
 #include "host/erp/erp_client.h"
-#include "ops/support/prom_text.h"
+#include "support/prom_text.h"
 #include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_ledger.h"

@@ -2,7 +2,7 @@
 // the environment when read (TakeEnvSecret), secrets under limits::kMinSecretBytes are refused
 // with a message that names the setting and never the value, an http:// ERP off the machine needs
 // erp.allow_plaintext, and listen's connection bounds. (The end-to-end check that a plugin in a
-// real host finds none of them is tests/host/host_secrets_e2e_test.cpp.)
+// real host finds none of them is tests/e2e/host_secrets_e2e_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -5,7 +5,7 @@
 // ticking and re-reading the pauses while its outbox worker is held inside an ERP call, and a
 // worker held past the stop bound is abandoned and reported. (The replays that do run are end to
 // end in host_dlq_test.cpp; a real host against an ERP that never answers in
-// tests/host/host_peer_workers_test.cpp.)
+// tests/e2e/host_peer_workers_test.cpp.)
 #include "host/app/host_ops_loop.h"
 
 #include <gtest/gtest.h>

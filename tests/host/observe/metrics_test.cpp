@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "host/observe/host_metrics.h"
-#include "ops/support/prom_text.h"
+#include "support/prom_text.h"
 #include "support/reason_matchers.h"
 
 using ::clawguard::testing::HasReason;

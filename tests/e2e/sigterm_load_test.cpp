@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "resilience/support/resilience_util.h"
+#include "e2e/support/resilience_util.h"
 #include "support/host_fixture.h"
 #include "support/raw_client.h"
 #include "support/test_erp_server.h"

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "audit/support/deployment_fixture.h"
+#include "deployment_fixture.h"
 #include "clawguard/clock.h"
 #include "sqlite/sqlite_ledger.h"
 #include "support/temp_dir.h"

@@ -1,6 +1,6 @@
 // fd_budget_test.cpp — RLIMIT_NOFILE raised to its hard limit, and the webhook listener's bound
 // within the descriptors that leaves (host/http/fd_budget.h). The end-to-end check under a real
-// `ulimit -n 1024` is tests/host/host_flood_e2e_test.cpp.
+// `ulimit -n 1024` is tests/e2e/host_flood_e2e_test.cpp.
 #include "host/http/fd_budget.h"
 
 #include <gtest/gtest.h>

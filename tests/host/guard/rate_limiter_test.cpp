@@ -90,6 +90,7 @@ TEST(RateLimiterTest, ConcurrentAcquiresNeverExceedTheBurst) {
   auto rl = Make(RateLimit{1, Millis(3'600'000), 100}, clock);
   std::atomic<int> allowed{0};
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 50; ++i) {

@@ -14,7 +14,7 @@
 #include "host/http/admin_auth.h"
 #include "host/http/http_server.h"
 #include "host/observe/ops_page.h"
-#include "ops/support/headless_chromium.h"
+#include "support/headless_chromium.h"
 #include "support/temp_dir.h"
 
 namespace clawguard::host {

@@ -1,6 +1,6 @@
 // headless_chromium.cpp — launching headless Chromium and a DevTools WebSocket client for tests
 // (see headless_chromium.h).
-#include "ops/support/headless_chromium.h"
+#include "support/headless_chromium.h"
 
 #include <fcntl.h>
 #include <signal.h>

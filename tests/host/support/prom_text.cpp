@@ -1,5 +1,5 @@
 // prom_text.cpp — strict Prometheus text-format parser for tests (see prom_text.h).
-#include "ops/support/prom_text.h"
+#include "support/prom_text.h"
 
 #include <cmath>
 #include <cstdlib>

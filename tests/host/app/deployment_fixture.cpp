@@ -1,5 +1,5 @@
 // deployment_fixture.cpp — see deployment_fixture.h.
-#include "audit/support/deployment_fixture.h"
+#include "deployment_fixture.h"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>

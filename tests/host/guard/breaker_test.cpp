@@ -98,6 +98,7 @@ TEST_F(KeyBreakerTest, MemoryIsBounded) {
 TEST_F(KeyBreakerTest, ConcurrentFailuresReportOneOpening) {
   std::atomic<int> openings{0};
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 50; ++i) {
