@@ -16,7 +16,7 @@ constexpr int kFirstExponent = RetentionAdvisor::kSubBucketBits + 1;            
 size_t RetentionAdvisor::BucketOf(int64_t gap_ms) {
   const int64_t v = std::clamp<int64_t>(gap_ms, 0, kMaxObservedGapMs);
   if (v < kLinearLimit) return static_cast<size_t>(v);
-  const int e = std::bit_width(static_cast<uint64_t>(v)) - 1;  // floor(log2 v), ≥ kFirstExponent
+  const int e = static_cast<int>(std::bit_width(static_cast<uint64_t>(v))) - 1;  // floor(log2 v), ≥ kFirstExponent
   const int64_t sub = (v >> (e - kSubBucketBits)) & (kSubBuckets - 1);
   return static_cast<size_t>(kLinearLimit + (e - kFirstExponent) * kSubBuckets + sub);
 }
