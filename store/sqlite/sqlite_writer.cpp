@@ -1,11 +1,8 @@
-// sqlite_writer.cpp — leader/follower group commit on one connection per database file, and
-// group fsync of its WAL beside the commit order.
+// sqlite_writer.cpp — leader/follower group commit on one connection per database file. Its
+// neighbours: sqlite_group_sync.cpp (group fsync of the WAL), sqlite_checkpointer.{h,cpp}
+// (checkpoints off the commit path), sqlite_wakeups.{h,cpp} (how waiters sleep and wake).
 #include "sqlite/sqlite_writer.h"
 
-#include <fcntl.h>
-#include <linux/futex.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,10 +10,10 @@
 #include <filesystem>
 #include <map>
 #include <system_error>
-#include <thread>
 
 #include "runtime/fiber.h"
-#include "runtime/thread_name.h"
+#include "sqlite/sqlite_checkpointer.h"
+#include "sqlite/sqlite_wakeups.h"
 #include "sqlite/sqlite_wal_vfs.h"
 
 namespace clawguard::sqlite {
@@ -30,64 +27,13 @@ std::string CanonicalPath(const std::string& path) {
 
 int Fdatasync(int fd) { return ::fdatasync(fd) == 0 ? 0 : errno; }
 
-// Wake-ups. A waiter (a Write's Pending, on its caller's stack) sleeps on its own 32-bit word:
-// kDone (its batch ran: result, seq and flushed are set), kLead (it may lead the next batch),
-// kSynced (the flush it waited for ended). Bits are only set under mu_, by a leader that knows
-// the Pending is alive (a batch member not yet done, a queued waiter, a registered sync waiter);
-// the waiter returns only after it saw the bit it waits for. The FUTEX_WAKE comes after mu_ is
-// released: woken under mu_ (as a condition variable notified under its lock), the waiter's first
-// act was to block on mu_ again — in the host benchmark 14 % of the host's context switches were
-// such re-blocks. A wake names an address only (the kernel reads nothing there): if the waiter
-// already returned and the stack word is reused, its new owner wakes spuriously and re-checks,
-// which every futex user (this one, glibc's mutexes and condition variables) tolerates.
-constexpr uint32_t kDone = 1;
-constexpr uint32_t kLead = 2;
-constexpr uint32_t kSynced = 4;
-constexpr uint32_t kSleeping = 8;  // the waiter slept (or may sleep): a setter must wake it
-static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free);
-
-// A waiter on a fiber (fiber.h) parks instead of sleeping in the kernel: Post pins its fiber
-// (under mu_, while the waiter is known to be alive) and WakeAll unparks it.
-using Wakes = std::vector<std::pair<std::atomic<uint32_t>*, fiber::Fiber*>>;
-
-// Post sets |bit| in |word| (mu_ held) and notes a wake if its waiter (on |f| if not nullptr) may sleep.
-void Post(std::atomic<uint32_t>& word, fiber::Fiber* f, uint32_t bit, Wakes& wakes) {
-  if ((word.fetch_or(bit, std::memory_order_acq_rel) & kSleeping) == 0) return;
-  if (f != nullptr) fiber::Pin(f);
-  wakes.emplace_back(&word, f);
-}
-
-void WakeAll(const Wakes& wakes) {
-  for (const auto& [word, f] : wakes) {
-    if (f != nullptr) {
-      fiber::UnparkPinned(f);
-      continue;
-    }
-    ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-  }
-}
-
-// Sleep waits until |word| differs from |seen| (which holds none of the bits waited for); it may
-// return early (a spurious wake-up): callers re-check.
-void Sleep(std::atomic<uint32_t>& word, uint32_t seen) {
-  if ((seen & kSleeping) == 0) {
-    if (!word.compare_exchange_strong(seen, seen | kSleeping, std::memory_order_acq_rel)) return;
-    seen |= kSleeping;
-  }
-  if (fiber::Current() != nullptr) {
-    fiber::Park();  // a setter saw kSleeping and unparks us (or already did: Park returns at once)
-    return;
-  }
-  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
-}
-
-// AwaitBit waits until |bit| is set in |word|, then clears it.
-void AwaitBit(std::atomic<uint32_t>& word, uint32_t bit) {
-  for (uint32_t s = word.load(std::memory_order_acquire); (s & bit) == 0; s = word.load(std::memory_order_acquire)) {
-    Sleep(word, s);
-  }
-  word.fetch_and(~bit, std::memory_order_relaxed);
-}
+using wake::kDone;
+using wake::kLead;
+using wake::kSynced;
+using wake::Post;
+using wake::Sleep;
+using wake::WakeAll;
+using wake::Wakes;
 
 // DbFile and WalFile are the files as SQLite resolved them (absolute, symlinks followed), so a
 // later chdir does not matter; "" for a temporary or in-memory database.
@@ -102,112 +48,10 @@ std::string WalFile(const SqliteDb& db) {
   return wal != nullptr ? wal : "";
 }
 
-// SameFile says whether |path| names the file open as |fd|.
-bool SameFile(int fd, const std::string& path) {
-  struct stat at_path {};
-  struct stat held {};
-  return ::stat(path.c_str(), &at_path) == 0 && ::fstat(fd, &held) == 0 && at_path.st_dev == held.st_dev &&
-         at_path.st_ino == held.st_ino;
-}
-
-// FlushFailed is the poison: see "Fail closed" in the header.
-Status FlushFailed(const std::string& db_path, const std::string& file, int err) {
-  return Status(Reason::kStoreUnavailable,
-                "SQLite store '" + db_path + "': the database file could not be flushed to disk (fdatasync of '" +
-                    file + "': " + std::generic_category().message(err) +
-                    "); this store refuses every write until the process restarts (after a failed flush the OS "
-                    "may have dropped the unwritten data, so a retried flush could falsely succeed)");
-}
-
 }  // namespace
-
-// Checkpointer runs PASSIVE checkpoints on its own connection when the writer's WAL hook asks.
-class SqliteWriter::Checkpointer {
- public:
-  explicit Checkpointer(std::unique_ptr<SqliteDb> db) : db_(std::move(db)), thread_([this] { Loop(); }) {}
-  ~Checkpointer() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-  void Request() {
-    {
-      std::lock_guard lock(mu_);
-      requested_ = true;
-    }
-    cv_.notify_one();
-  }
-  int64_t runs() const {
-    std::lock_guard lock(mu_);
-    return runs_;
-  }
-
- private:
-  void Loop() {
-    NameThisThread("cg-checkpoint");
-    std::unique_lock lock(mu_);
-    for (;;) {
-      cv_.wait(lock, [this] { return stop_ || requested_; });
-      if (stop_) return;
-      requested_ = false;
-      lock.unlock();
-      // PASSIVE: copies what no reader still needs, never blocks the writer; a busy or failed
-      // checkpoint is simply tried again at the next request (the WAL only grows meanwhile).
-      int wal_pages = 0;
-      int copied = 0;
-      (void)sqlite3_wal_checkpoint_v2(db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_pages, &copied);
-      lock.lock();
-      ++runs_;
-    }
-  }
-
-  const std::unique_ptr<SqliteDb> db_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool requested_ = false;  // guarded by mu_
-  bool stop_ = false;       // guarded by mu_
-  int64_t runs_ = 0;        // guarded by mu_
-  std::thread thread_;      // last: starts after the members above exist
-};
 
 SqliteWriter::SqliteWriter(std::unique_ptr<SqliteDb> db)
     : db_(std::move(db)), db_file_(DbFile(*db_)), wal_file_(WalFile(*db_)), sync_(Fdatasync) {}
-
-void SqliteWriter::StartFlusherLocked() {
-  try {
-    flusher_ = std::thread([this] { FlusherLoop(); });
-    flusher_on_ = true;
-  } catch (...) {
-    // No thread: fibers lead their flushes on their carrier, as threads do (correct, slower).
-  }
-}
-
-void SqliteWriter::RequestFlushLocked() {
-  flush_requested_ = true;
-  flusher_cv_.notify_one();
-}
-
-void SqliteWriter::FlusherLoop() {
-  NameThisThread("cg-flush");
-  std::unique_lock lock(mu_);
-  for (;;) {
-    // Every kStealCheck it also checks that no held fiber holds the leader role.
-    flusher_cv_.wait_for(lock, kStealCheck, [this] { return flush_requested_ || flusher_stop_; });
-    if (flusher_stop_) return;
-    StealFromHeldFiberLocked(lock);
-    if (!flush_requested_) continue;
-    flush_requested_ = false;
-    if (syncing_) continue;  // that flush's end wakes the waiters; any it did not cover ask again
-    if (poisoned_ || !WalOpenLocked()) {
-      WakeSyncWaiters(lock);  // they see the poison (a durable op commits FULL while no WAL is open)
-      continue;
-    }
-    LeadSync(lock);
-  }
-}
 
 SqliteWriter::~SqliteWriter() {
   {
@@ -220,44 +64,6 @@ SqliteWriter::~SqliteWriter() {
   checkpointer_.reset();
 }
 
-void SqliteWriter::StartCheckpointer(const std::string& path) {
-  if (db_file_.empty()) return;  // a temporary database: nothing to checkpoint beside it
-  Result<std::unique_ptr<SqliteDb>> other = SqliteDb::Open(path);
-  if (!other.ok()) return;  // SQLite's auto-checkpoint stays in charge
-  checkpointer_ = std::make_unique<Checkpointer>(std::move(other).value());
-  // Replaces the auto-checkpoint (which SQLite implements with this same hook).
-  sqlite3_wal_hook(db_->raw(), &SqliteWriter::OnWalCommit, this);
-}
-
-int SqliteWriter::OnWalCommit(void* self, sqlite3*, const char*, int pages) {
-  auto* writer = static_cast<SqliteWriter*>(self);
-  writer->wal_frames_ = pages;  // on the writer's connection: the leader's thread
-  if (pages >= kCheckpointFrames) writer->checkpointer_->Request();
-  return SQLITE_OK;
-}
-
-void SqliteWriter::BoundWal() {
-  if (checkpointer_ == nullptr || wal_frames_ < wal_restart_frames_) return;
-  // The leader's own checkpoint: no batch commits while it runs (this thread holds the leader
-  // role), so unlike the checkpointer's it can copy every frame; the next batch then writes the
-  // WAL from its start again. A checkpoint already running (the checkpointer's) makes this one
-  // return SQLITE_BUSY at once: it is tried again after the next batch.
-  int wal_pages = 0;
-  int copied = 0;
-  if (sqlite3_wal_checkpoint_v2(db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_pages, &copied) == SQLITE_OK &&
-      copied == wal_pages) {
-    wal_frames_ = 0;
-    ++wal_restarts_;
-  }
-}
-
-int64_t SqliteWriter::checkpoints() const { return checkpointer_ != nullptr ? checkpointer_->runs() : 0; }
-
-int64_t SqliteWriter::wal_restarts() const {
-  std::lock_guard lock(mu_);  // the leader updates it before it takes mu_ back
-  return wal_restarts_;
-}
-
 int64_t SqliteWriter::gathers() const {
   std::lock_guard lock(mu_);
   return gathers_;
@@ -266,11 +72,6 @@ int64_t SqliteWriter::gathers() const {
 int64_t SqliteWriter::steals() const {
   std::lock_guard lock(mu_);
   return steals_;
-}
-
-void SqliteWriter::SetWalRestartFramesForTesting(int frames) {
-  std::lock_guard lock(mu_);
-  wal_restart_frames_ = frames;
 }
 
 Result<std::shared_ptr<SqliteWriter>> SqliteWriter::ForPath(const std::string& path) {
@@ -299,19 +100,9 @@ int64_t SqliteWriter::lazy_commits() const {
   return lazy_commits_;
 }
 
-int64_t SqliteWriter::syncs() const {
-  std::lock_guard lock(mu_);
-  return syncs_;
-}
-
 int64_t SqliteWriter::queued() const {
   std::lock_guard lock(mu_);
   return static_cast<int64_t>(queue_.size());
-}
-
-void SqliteWriter::SetSyncForTesting(SyncFn sync) {
-  std::lock_guard lock(mu_);
-  sync_ = std::move(sync);
 }
 
 Status SqliteWriter::Write(const Op& op, Durability durability) {
@@ -551,99 +342,6 @@ void SqliteWriter::RunOps(const std::vector<Queued>& batch) {
     if (!p->result.ok()) (void)db.Exec("ROLLBACK TO op");
     if (Status s = db.Exec("RELEASE op"); !s.ok() && p->result.ok()) p->result = s;
   }
-}
-
-Status SqliteWriter::SetSynchronous(bool full) {
-  // synchronous is per connection and applies to the next COMMIT; set it only when it changes.
-  if (normal_sync_ != full) return Status::Ok();
-  CLAWGUARD_RETURN_IF_ERROR(db_->Exec(full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
-  normal_sync_ = !full;
-  return Status::Ok();
-}
-
-bool SqliteWriter::WalOpenLocked() {
-  // The WAL exists once this connection has written in WAL mode; until then a durable batch
-  // commits with FULL, and the next one tries again.
-  if (!wal_fd_.valid() && !wal_file_.empty()) wal_fd_.Reset(::open(wal_file_.c_str(), O_RDONLY | O_CLOEXEC));
-  return wal_fd_.valid();
-}
-
-Status SqliteWriter::AwaitSync(Pending& mine) {
-  std::unique_lock lock(mu_);
-  while (true) {
-    if (synced_seq_ >= mine.seq) return mine.result;  // a flush that succeeded covered it
-    if (poisoned_) {
-      // No flush will start: release the waiters a batch leader registered for this one to lead.
-      if (!syncing_) WakeSyncWaiters(lock);
-      return *poisoned_;
-    }
-    if (!syncing_) {
-      if (mine.fiber == nullptr || !flusher_on_) {
-        LeadSync(lock);
-        continue;
-      }
-      RequestFlushLocked();  // a fiber waits for the flusher (see LeadBatch)
-    }
-    // That flush may have started before our commit: check again after it.
-    sync_waiters_.push_back(&mine);
-    lock.unlock();
-    AwaitBit(mine.signal, kSynced);
-    lock.lock();
-  }
-}
-
-void SqliteWriter::LeadSync(std::unique_lock<std::mutex>& lock) {
-  syncing_ = true;
-  const int64_t target = commits_;  // every batch up to here has committed: the flush covers it
-  const SyncFn sync = sync_;
-  const int fd = wal_fd_.get();
-  CLAWGUARD_CHECK(fd >= 0);  // a batch with a durable op commits NORMAL only once the WAL is open
-  lock.unlock();
-  Status flushed = FlushWal(sync, fd);
-  lock.lock();
-  syncing_ = false;
-  ++syncs_;
-  if (flushed.ok()) {
-    synced_seq_ = std::max(synced_seq_, target);
-  } else {
-    poisoned_ = std::move(flushed);
-  }
-  WakeSyncWaiters(lock);
-}
-
-void SqliteWriter::WakeSyncWaiters(std::unique_lock<std::mutex>& lock) {
-  Wakes wakes;
-  // kDone too: a waiter registered by its batch's leader still sleeps in AwaitDone.
-  for (Pending* p : sync_waiters_) Post(p->signal, p->fiber, kSynced | kDone, wakes);
-  sync_waiters_.clear();
-  if (!wakes.empty()) {
-    lock.unlock();
-    WakeAll(wakes);
-    lock.lock();
-  }
-}
-
-Status SqliteWriter::FlushWal(const SyncFn& sync, int fd) {
-  if (SameFile(fd, wal_file_)) return Flush(sync, fd, wal_file_);
-  // The WAL at the path is not the file we hold: it was deleted (every connection closed, after a
-  // checkpoint copied it into the database file) and maybe recreated. Our commits are in one of
-  // three places: flush the file we hold, the file now at the path, and the database file.
-  CLAWGUARD_RETURN_IF_ERROR(Flush(sync, fd, wal_file_));
-  UniqueFd fresh(::open(wal_file_.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fresh.valid() && errno != ENOENT) return FlushFailed(db_->path(), wal_file_, errno);
-  if (fresh.valid()) {
-    CLAWGUARD_RETURN_IF_ERROR(Flush(sync, fresh.get(), wal_file_));
-    std::lock_guard lock(mu_);
-    wal_fd_ = std::move(fresh);  // closes |fd|: only the sync leader (we) used it without mu_
-  }
-  UniqueFd main(::open(db_file_.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!main.valid()) return FlushFailed(db_->path(), db_file_, errno);
-  return Flush(sync, main.get(), db_file_);
-}
-
-Status SqliteWriter::Flush(const SyncFn& sync, int fd, const std::string& file) const {
-  const int err = sync(fd);
-  return err == 0 ? Status::Ok() : FlushFailed(db_->path(), file, err);
 }
 
 }  // namespace clawguard::sqlite
