@@ -124,6 +124,30 @@ class HostApp {
 
  private:
   HostApp() = default;
+
+  // Create's steps, in order (host_app_create.cpp). Each sets the members it names.
+  // OpenAudit: audit_, the raised descriptor limit and the main listener's connection bound.
+  Status OpenAudit(const HostConfig& config);
+  // OpenStores: stores_ from |open_store|, the idempotency store behind the replay cache.
+  Status OpenStores(const HostConfig& config, const StoreFactory& open_store);
+  Status CreateErpSender(const HostConfig& config);
+  // LoadTrustedPlugins: the loader (trust policy, allowlist, ledger) and LoadPlugins.
+  Status LoadTrustedPlugins(const HostConfig& config);
+  // RouteTable: host.yaml routes × loaded manifests' webhooks (a route without a secret is left
+  // out, audited, and answers 404).
+  struct RouteTable {
+    std::vector<PipelineRoute> routes;
+    std::vector<std::pair<std::string, std::string>> names;  // (plugin, route)
+  };
+  Result<RouteTable> BuildRoutes(const HostConfig& config);
+  // CreateDispatch: the ERP environment, the retry worker and the plugin dispatcher.
+  Status CreateDispatch(const HostConfig& config, const AuditFn& audit);
+  // CreatePipeline: the carriers (listen.execution: fibers) and the webhook pipeline.
+  Status CreatePipeline(const HostConfig& config, std::vector<PipelineRoute> routes, const AuditFn& audit);
+  // CreateOpsLoop: the reconciler, the background loop and the /ops page.
+  Status CreateOpsLoop(const HostConfig& config, const AuditFn& audit);
+  // CreateListeners: the main and admin HTTP servers (bound, not started).
+  Status CreateListeners(const HostConfig& config);
   Status LoadPlugins(const HostConfig& config);
   // CreateGuards makes the metrics, breakers, limiter, pauses and advisor (after LoadPlugins).
   Status CreateGuards(const HostConfig& config, const std::vector<std::pair<std::string, std::string>>& routes);
