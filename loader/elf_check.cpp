@@ -1,6 +1,9 @@
 // elf_check.cpp — see elf_check.h. Layouts: System V gABI, ELF-64 Object File Format 1.5; what
 // the runtime loader does: glibc elf/dl-load.c (_dl_map_object_from_fd), elf/dl-map-segments.h,
 // elf/get-dynamic-info.h, elf/dl-version.c.
+// Over 500 lines on purpose: one pass over one untrusted file, each stage (header, segments,
+// dynamic tags, symbol versions, sections) checked against what the earlier ones parsed and read
+// top to bottom in the order ld.so maps it; a split would pass that parsed state between files.
 #include "elf_check.h"
 
 #include <elf.h>

@@ -173,7 +173,7 @@ Result<ErpReply> ErpClient::Send(std::string_view method, std::string_view path,
       auto conn = impl_->Acquire(/*fresh=*/attempt > 0, &reused);
       // On a fiber (fiber.h), what waits inside Asio's own io_context — name resolution, connect,
       // the TLS handshake and every https exchange — runs on a helper thread while the fiber is
-      // parked; a plain-HTTP exchange waits through the carrier's epoll (PollingStream::Wait).
+      // parked; a plain-HTTP exchange waits through the carrier's epoll (ErpPollingStream::Wait).
       if (!conn->connected()) {
         Status connected = Status::Ok();
         fiber::RunBlocking([&] { connected = conn->Connect(deadline, method, path); });

@@ -61,7 +61,7 @@ class ErpConnection {
   Status Connect(SteadyTime deadline, std::string_view method, std::string_view path);
 
   // Exchange writes |req| and reads the answer. |*got_some| tells whether any answer byte came.
-  // Plain HTTP runs on PollingStream; https on the io_context (OpenSSL's stream needs it).
+  // Plain HTTP runs on ErpPollingStream; https on the io_context (OpenSSL's stream needs it).
   Result<ErpReply> Exchange(boost::beast::http::request<boost::beast::http::string_body>& req, SteadyTime deadline, std::string_view method,
                             std::string_view path, bool* got_some);
 

@@ -149,7 +149,7 @@ class SqliteWriter {
     Status result;
     int64_t seq = 0;       // the batch's number in commit order
     bool flushed = false;  // the batch committed with synchronous=FULL
-    // What the waiter is told (kDone, kLead, kSynced; see "Wake-ups" in sqlite_writer.cpp). Each
+    // What the waiter is told (kDone, kLead, kSynced; see sqlite_wakeups.h). Each
     // waiter sleeps on its own word: a finished batch wakes its members and the next leader only.
     // Bits are set under mu_, and the futex wake follows after mu_ is released, so a woken
     // waiter never blocks on mu_ again at once.

@@ -93,7 +93,7 @@ const HostileCase kCases[] = {
     // the ERP after the first request finished and is answered from it — one effect.
     {"DedupAfterCompletionBeyondTheTimeout", HostileMode::kDedupAfterCompletion, 1'500, 0, true, "1s", true},
 #ifndef CLAWGUARD_TEST_PG
-    // With fibers an ERP reply is waited for through the carrier's epoll (erp_client.cpp).
+    // With fibers an ERP reply is waited for through the carrier's epoll (erp_polling_stream.h).
     {"SlowWithFibers", HostileMode::kSlow, 1'500, 0, true, "5s", false, "fibers"},
     {"InterimWithFibers", HostileMode::kInterim, 90, 0, true, "5s", false, "fibers"},
     {"DoubleAnswerWithFibers", HostileMode::kDoubleAnswer, 0, 0, true, "5s", false, "fibers"},

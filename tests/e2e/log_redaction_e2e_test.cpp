@@ -102,7 +102,7 @@ TEST(RedactJsonLineTest, RedactsEverySecretShape) {
   }
 }
 
-// The audit sink renders flat lines without a DOM (json_log.cpp, RedactFlatLine); every line
+// The audit sink renders flat lines without a DOM (log_flat_scanner.h, RedactFlatLine); every line
 // must come out as the DOM path renders it, whichever path takes it.
 TEST(RedactJsonLineTest, TheFlatPathRendersEveryLineAsTheDomPathDoes) {
   FixedClock clock(0);

@@ -1,6 +1,8 @@
 // ledger_allowlist_attack_test.cpp — adversarial suite, part 4: the allowlist and the ledger —
 // every floor a chain row (allowlist, rollback), the floors re-checked inside Record, the deploy
 // row only after init, and the anchors (anchor file, audit-log checkpoint, trust on first use).
+// Over 500 lines on purpose: one attack fixture (a signed chain of releases, a ledger and its
+// anchors) for every attack on the floors.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

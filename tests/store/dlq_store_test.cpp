@@ -1,6 +1,7 @@
 // dlq_store_test.cpp — conformance suite of Dlq (entries, replay claims, capability pauses,
 // operator actions), typed over the engines: a factory per engine. Fixed time through
 // FixedClock; no sleeps.
+// Over 500 lines on purpose: a conformance suite is one typed fixture run on every engine.
 //
 // This one file is compiled twice: into store_tests (SQLite only) and into pg_tests with
 // CLAWGUARD_TEST_PG (tests/pg/CMakeLists.txt), where SQLite and PostgreSQL run the same typed

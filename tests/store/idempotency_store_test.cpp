@@ -1,5 +1,7 @@
 // idempotency_store_test.cpp — conformance suite of IdempotencyStore and Outbox, typed over the
 // engines (a factory per engine). Fixed time through FixedClock; no sleeps.
+// Over 500 lines on purpose: a conformance suite is one typed fixture; every case runs on every
+// engine, so a split would instantiate the engines once per file.
 //
 // This one file is compiled twice: into host_tests (SQLite only) and into pg_tests with
 // CLAWGUARD_TEST_PG (tests/pg/CMakeLists.txt), where SQLite and PostgreSQL run the same typed

@@ -3,6 +3,7 @@
 // inside Record (also by concurrent writers), concurrency, persistence, a newer schema, the
 // migration that carries the old side-table floor into the chain, and tampering of the stored
 // rows detected by VerifyLedgerChain.
+// Over 500 lines on purpose: a conformance suite is one typed fixture run on every engine.
 //
 // Compiled into store_tests (SQLite) and, with CLAWGUARD_TEST_PG, into pg_tests where SQLite and
 // PostgreSQL run the same typed cases (a fresh database of the fixture cluster per test).

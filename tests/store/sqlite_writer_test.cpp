@@ -5,6 +5,8 @@
 // commit while a flush runs, concurrent durable Writes share flushes, a failed flush poisons the
 // writer), and the stores built on it keep their conditional-write semantics under concurrency.
 // Over 400 lines: the flush tests need the blocking/counting seams defined here.
+// Over 500 lines on purpose: every property above runs on the one fixture (a real database file
+// and the writer that owns it), and group commit and group fsync are two sides of one batch.
 #include "sqlite/sqlite_writer.h"
 
 #include <gtest/gtest.h>
@@ -164,7 +166,7 @@ TEST(SqliteWriterTest, MixedWritesAndSubmitsFromManyThreadsAllRunOnceInEachThrea
   EXPECT_EQ(CountRows(path, "t"), kThreads * kOpsPerThread);
 }
 
-// The wake-ups (sqlite_writer.cpp "Wake-ups"): a leader sets a waiter's bit under the lock and
+// The wake-ups (sqlite_wakeups.h): a leader sets a waiter's bit under the lock and
 // wakes it after releasing the lock, and a waiter returns as soon as it sees its bit — so a
 // waiter's stack word is often reused by its thread's next Write while a wake-up for it is still
 // on its way. Many short ops from many threads, mostly lazy, a few durable and Submit'ed: every

@@ -1,4 +1,5 @@
-// hostile_erp.cpp — see hostile_erp.h.
+// hostile_erp.cpp — see hostile_erp.h. Over 500 lines on purpose: a test peer whose every
+// misbehaviour (hostile_erp.h, HostileMode) is a branch of one raw-socket session loop.
 #include "hostile_erp/hostile_erp.h"
 
 #include <arpa/inet.h>

@@ -3,6 +3,8 @@
 // peers that shape every byte: interim answers, 101, a second answer, an answer cut short,
 // garbage, a timed-out connection, a kept-alive connection the ERP closed, and a name
 // resolution that never finishes.
+// Over 500 lines on purpose: the raw peers share one socket fixture, and the answer-reading cases
+// read best beside each other (each RFC rule next to its neighbours).
 #include "host/erp/erp_client.h"
 
 #include <fcntl.h>
@@ -220,7 +222,7 @@ TEST(ErpClientTest, ReusedConnectionDroppedByTheErpIsRetriedOnceOnlyWhenRepeatab
   EXPECT_EQ(seen.load(), 4);
 }
 
-// Plain HTTP is read with poll() and non-blocking receives (erp_client.cpp, PollingStream): an
+// Plain HTTP is read with poll() and non-blocking receives (erp_polling_stream.h): an
 // answer that arrives in pieces, its header split mid-line and its body later, is read whole.
 TEST(ErpClientTest, AnswerArrivingInPiecesIsReadWhole) {
   RawPeer peer([](int fd) {

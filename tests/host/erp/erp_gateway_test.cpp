@@ -1,4 +1,6 @@
 // erp_gateway_test.cpp — ErpGateway and RetryWorker against the real test ERP over loopback.
+// Over 500 lines on purpose: one fixture (the test ERP, an outbox and a gateway) for the gateway
+// and the retry worker, which share the outbox rows they are checked against.
 #include "host/erp/erp_gateway.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,8 @@
 // erp_triage_test.cpp — ERP answer triage: the pure classification (TriageAnswer, Retry-After,
 // jitter) and, with the real test ERP, what ErpGateway and RetryWorker do for each class of
 // answer (ARCHITECTURE.md "Dead-letter triage"): outbox row, DLQ entry, breaker, pause, metrics.
+// Over 500 lines on purpose: the classification and its consequences are checked side by side,
+// one answer class at a time, on one fixture.
 #include "host/erp/erp_triage.h"
 
 #include <gtest/gtest.h>

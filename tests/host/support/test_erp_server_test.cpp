@@ -157,7 +157,7 @@ TEST(TestErpServerTest, SlowAnswerIsReportedAsTimeoutAndTheRetryIsADuplicate) {
   EXPECT_EQ(erp->duplicates(), 1u);
 }
 
-// One deadline timer per exchange (erp_client.cpp): an exchange's leftover timer wait must not
+// One deadline timer per exchange (erp_connection.cpp): an exchange's leftover timer wait must not
 // cut a later exchange on the same kept-alive connection short, and a timed-out connection is
 // never reused. Each call below has 300 ms; the fast ones answer at once.
 TEST(TestErpServerTest, CallsAfterATimeoutAndManyKeptAliveCallsAreNeverCutShort) {
