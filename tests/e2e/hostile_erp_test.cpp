@@ -224,6 +224,7 @@ TEST_P(HostileErpTest, OneEffectPerCallEachRowHoldsItsOwnAnswerAndEveryDeliveryI
   std::mutex mu;
   std::vector<Reply> last(kEvents);
   std::vector<std::thread> platform;
+  platform.reserve(kEvents);
   for (int e = 0; e < kEvents; ++e) {
     platform.emplace_back([&, e] {
       const std::string id = "msg_hostile_" + std::to_string(e);

@@ -15,8 +15,6 @@
 #include "loader_fixture.h"
 #include "support/reason_matchers.h"
 
-using ::clawguard::testing::HasReason;
-
 namespace clawguard::testing {
 namespace {
 
@@ -28,8 +26,8 @@ class LedgerAllowlistAttackTest : public LoaderFixture {
     o.version = version;
     return o;
   }
-  std::string Signed(PackageOpts o = PackageOpts{}) {
-    const std::string pkg = MakePackage(o);
+  std::string Signed(const PackageOpts& o = PackageOpts{}) {
+    std::string pkg = MakePackage(o);
     Sign(pkg);
     return pkg;
   }

@@ -455,6 +455,7 @@ TYPED_TEST(StoreConformanceTest, OfManyConcurrentClaimsOfARowOneWins) {
   std::atomic<int> wins[kRows] = {};
   std::atomic<int> errors{0};
   std::vector<std::thread> workers;
+  workers.reserve(kWorkers);
   for (int w = 0; w < kWorkers; ++w) {
     workers.emplace_back([&, w] {
       for (int64_t i = 0; i < kRows; ++i) {

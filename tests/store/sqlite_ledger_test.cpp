@@ -293,6 +293,7 @@ TYPED_TEST(SqliteLedgerTest, ConcurrentRecordsOfOneVersionHaveExactlyOneWinner) 
     const std::string version = separate_connections ? "2.0.0" : "1.0.0";
     std::atomic<int> won{0}, overwritten{0}, other{0};
     std::vector<std::thread> threads;
+    threads.reserve(8);
     for (int t = 0; t < 8; ++t) {
       threads.emplace_back([&, t] {
         std::unique_ptr<Ledger> own;

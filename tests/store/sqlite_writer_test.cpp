@@ -94,6 +94,7 @@ TEST(SqliteWriterTest, ConcurrentOpsShareCommitsAndAreAllDurable) {
 
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kOpsPerThread; ++i) {
@@ -129,6 +130,7 @@ TEST(SqliteWriterTest, MixedWritesAndSubmitsFromManyThreadsAllRunOnceInEachThrea
   const auto insert = [&level](int64_t v) { return InsertOp(v, level); };
   std::atomic<int> failures{0}, unseen{0};
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kOpsPerThread; ++i) {
@@ -183,6 +185,7 @@ TEST(SqliteWriterTest, ManyShortWritesFromManyThreadsAreAllWokenAndRunOnce) {
   std::atomic<int> failures{0};
   std::atomic<int64_t> returned{0};
   std::vector<std::thread> threads;
+  threads.reserve(kStormThreads);
   for (int t = 0; t < kStormThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kStormOps; ++i) {
@@ -792,6 +795,7 @@ TEST(SqliteWriterTest, TheLeaderRestartsTheWalOnceItHoldsTheMarksFrames) {
   const auto fill = [&](SqliteWriter& w) {
     std::vector<std::thread> threads;
     std::atomic<int> failures{0};
+    threads.reserve(4);
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&] {
         for (int i = 0; i < kRows / 4; ++i) {
@@ -851,6 +855,7 @@ TEST(SqliteWriterTest, EachBatchReachesTheWalWithOneWriteThroughTheWalVfs) {
   const int64_t commits0 = writer->commits();
   const WalWriteCounts before = WalWriteCountsForTesting();
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&writer, t] {
       for (int i = 0; i < 10; ++i) {
@@ -946,6 +951,7 @@ TEST(SqliteWriterTest, ConcurrentClaimsStayExclusive) {
   constexpr int kKeys = 5;
   std::atomic<int> claimed{0}, busy{0}, errors{0};
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
       for (int k = 0; k < kKeys; ++k) {

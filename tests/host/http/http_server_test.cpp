@@ -245,6 +245,7 @@ TEST(HttpServerTest, EightClientsTimesTwoHundredRequestsAreAllAnswered) {
   constexpr int kRequests = 200;
   std::atomic<int> answered{0};
   std::vector<std::thread> clients;
+  clients.reserve(kClients);
   for (int c = 0; c < kClients; ++c) {
     clients.emplace_back([&, c] {
       auto conn = ht::RawConnection::Connect(server->port());
@@ -481,9 +482,9 @@ TEST(HttpServerTest, StartedRequestIsAnsweredLaterFromAnotherThreadFirstAnswerWi
 TEST(HttpServerTest, StartedRequestWhoseResponderIsLostOrWhoseStartThrowsIs500) {
   auto server = HttpServer::CreateWithFront({}, [](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
     if (r.target == "/throw") {
-      return Started([](HttpRequest, Responder) { throw std::runtime_error("secret-ish detail"); });
+      return Started([](const HttpRequest&, const Responder&) { throw std::runtime_error("secret-ish detail"); });
     }
-    return Started([](HttpRequest, Responder respond) {
+    return Started([](const HttpRequest&, Responder respond) {
       std::thread([dropped = std::move(respond)] {}).join();  // the last copy dies on another thread
     });
   });
@@ -511,7 +512,7 @@ TEST(HttpServerTest, StopWaitsForTheAnswerNotForTheThreadThatKeepsItsResponder) 
   std::condition_variable cv;
   bool started = false;
   auto server = HttpServer::CreateWithFront({}, [&](const HttpRequest&) -> std::variant<HttpResponse, Deferred> {
-    return Started([&](HttpRequest, Responder respond) {
+    return Started([&](const HttpRequest&, const Responder& respond) {
       stuck = std::thread([&, respond] {
         respond.Answer(BlankProblemResponse(503, "given up"));
         while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -274,6 +274,7 @@ TEST(TestErpServerTest, ConcurrentCallsFromSeveralThreads) {
   ASSERT_NE(client, nullptr);
   std::atomic<int> ok{0};
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 25; ++i) {
