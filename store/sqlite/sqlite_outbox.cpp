@@ -38,11 +38,12 @@ OutboxRow ReadRow(const Stmt& s) {
 
 }  // namespace
 
-Result<std::unique_ptr<SqliteOutbox>> SqliteOutbox::Open(const std::string& path, const Clock& clock) {
+Result<std::unique_ptr<SqliteOutbox>> SqliteOutbox::Open(const std::string& path,
+                                                         const Clock& /*clock*/) {
   CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
   CLAWGUARD_RETURN_IF_ERROR(MigrateIdempotencySchema(*db));
   CLAWGUARD_ASSIGN_OR_RETURN(std::shared_ptr<SqliteWriter> writer, SqliteWriter::ForPath(path));
-  return std::unique_ptr<SqliteOutbox>(new SqliteOutbox(std::move(db), std::move(writer), clock));
+  return std::unique_ptr<SqliteOutbox>(new SqliteOutbox(std::move(db), std::move(writer)));
 }
 
 namespace {

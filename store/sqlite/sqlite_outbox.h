@@ -19,8 +19,8 @@ namespace clawguard::sqlite {
 
 class SqliteOutbox final : public Outbox {
  public:
-  // Open opens (creating) |path| and migrates it (MigrateIdempotencySchema). |clock| must outlive
-  // the outbox.
+  // Open opens (creating) |path| and migrates it (MigrateIdempotencySchema). |clock| is not
+  // read: every call that needs the time takes it as now_ms.
   static Result<std::unique_ptr<SqliteOutbox>> Open(const std::string& path, const Clock& clock);
 
   Result<OutboxAppend> Append(const OutboxRow& row) override;
@@ -44,8 +44,8 @@ class SqliteOutbox final : public Outbox {
   Result<std::vector<OutboxRow>> DuePending(int64_t now_ms, int64_t limit) override;
 
  private:
-  SqliteOutbox(std::unique_ptr<SqliteDb> db, std::shared_ptr<SqliteWriter> writer, const Clock& clock)
-      : db_(std::move(db)), writer_(std::move(writer)), clock_(clock) {}
+  SqliteOutbox(std::unique_ptr<SqliteDb> db, std::shared_ptr<SqliteWriter> writer)
+      : db_(std::move(db)), writer_(std::move(writer)) {}
   // Update runs |sql| (?1 event_key, ?2 call_index, then |bind| adds the rest) in a transaction;
   // kNotFound when no row changed.
   template <typename BindFn>
@@ -54,7 +54,6 @@ class SqliteOutbox final : public Outbox {
   std::mutex mu_;  // guards reads on db_
   const std::unique_ptr<SqliteDb> db_;
   const std::shared_ptr<SqliteWriter> writer_;
-  const Clock& clock_;
 };
 
 }  // namespace clawguard::sqlite

@@ -493,7 +493,7 @@ TEST(SqliteWriterTest, ConcurrentDurableWritesShareFlushes) {
   ASSERT_TRUE(gate.WaitEntered());  // the first flush blocks; the others commit meanwhile
   for (int64_t v = 1; v < kThreads; ++v) {
     durable.push_back(std::async(std::launch::async, [&, v] {
-      return w->Write([&, v, op = InsertOp(v, level)](SqliteDb& db) {
+      return w->Write([&, op = InsertOp(v, level)](SqliteDb& db) {
         ++ran;
         return op(db);
       });
