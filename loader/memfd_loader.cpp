@@ -84,6 +84,7 @@ std::optional<MapIdentity> MappingIdentity(uintptr_t addr) {
     uintptr_t start = 0, end = 0;
     MapIdentity id;
     unsigned long long inode = 0;
+    // NOLINTNEXTLINE(cert-err34-c): the kernel writes these fields, each within its type's width
     if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %*s %*s %x:%x %llu", &start, &end, &id.major, &id.minor, &inode) != 5) {
       continue;
     }

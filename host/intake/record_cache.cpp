@@ -11,7 +11,7 @@ Result<std::unique_ptr<CachingIdempotencyStore>> CachingIdempotencyStore::Create
   if (options.max_entries == 0 || options.max_bytes == 0 || options.ttl.count() <= 0) {
     return Status(Reason::kConfigInvalid, "record cache: max_entries, max_bytes and ttl must be > 0");
   }
-  return std::unique_ptr<CachingIdempotencyStore>(new CachingIdempotencyStore(std::move(inner), options));
+  return std::unique_ptr<CachingIdempotencyStore>(new CachingIdempotencyStore(std::move(inner), std::move(options)));
 }
 
 std::optional<ClaimOutcome> CachingIdempotencyStore::Lookup(const std::string& key,

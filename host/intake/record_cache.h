@@ -87,7 +87,7 @@ class CachingIdempotencyStore final : public IdempotencyStore {
     uint64_t serial = 0;  // which order_ element is this entry's (older ones for its key are stale)
   };
   CachingIdempotencyStore(std::unique_ptr<IdempotencyStore> inner, RecordCacheOptions options)
-      : inner_(std::move(inner)), options_(options) {}
+      : inner_(std::move(inner)), options_(std::move(options)) {}
   void Insert(const IdempotencyRecord& record);
   // Lookup is the cache's answer for (key, fingerprint), or nullopt (absent or expired); uncounted.
   std::optional<ClaimOutcome> Lookup(const std::string& key, const std::string& fingerprint) const;
