@@ -4,13 +4,13 @@
 #include <pthread.h>
 
 #include <condition_variable>
-#include <mutex>
 #include <new>
 #include <system_error>
 #include <thread>
 
 #include "clawguard/encoding.h"
 #include "clawguard/error.h"
+#include "core/mutex.h"
 
 namespace clawguard {
 namespace {
@@ -46,12 +46,12 @@ Sha256Digest Sha256::Finish() {
 }
 
 struct Sha256Behind::Shared {
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
-  std::string_view published;  // guarded by mu: the final prefix of the producer's buffer
-  size_t hashed = 0;           // guarded by mu: how much of it is hashed
-  bool stop = false;           // guarded by mu: hash what is left, then return
-  bool abandon = false;        // guarded by mu: return at once (the destructor, without Finish)
+  std::string_view published CLAWGUARD_GUARDED_BY(mu);  // the final prefix of the producer's buffer
+  size_t hashed CLAWGUARD_GUARDED_BY(mu) = 0;           // how much of it is hashed
+  bool stop CLAWGUARD_GUARDED_BY(mu) = false;           // hash what is left, then return
+  bool abandon CLAWGUARD_GUARDED_BY(mu) = false;  // return at once (the destructor, without Finish)
   std::thread thread;
 };
 
@@ -71,7 +71,7 @@ Sha256Behind::Sha256Behind(uint64_t expected_size) {
 Sha256Behind::~Sha256Behind() {
   if (shared_ == nullptr) return;
   {
-    std::lock_guard lock(shared_->mu);
+    MutexLock lock(shared_->mu);
     shared_->abandon = true;
   }
   shared_->cv.notify_all();
@@ -82,18 +82,18 @@ void Sha256Behind::Loop() {
   // Named like the host's threads (runtime/thread_name.h, a room above core): the literal fits
   // Linux's 15-byte limit. Best effort: a failure changes nothing else.
   (void)pthread_setname_np(pthread_self(), "cg-sha256");
-  std::unique_lock lock(shared_->mu);
+  MutexLock lock(shared_->mu);
   while (true) {
-    shared_->cv.wait(lock, [&] {
+    shared_->mu.Wait(shared_->cv, [&]() CLAWGUARD_REQUIRES(shared_->mu) {
       return shared_->abandon || shared_->stop || shared_->hashed < shared_->published.size();
     });
     if (shared_->abandon || shared_->hashed == shared_->published.size()) return;
     // At most kStep at a time, so that an abandoning destructor waits for one step only.
     constexpr size_t kStep = size_t{1} << 20;
     const std::string_view todo = shared_->published.substr(shared_->hashed, kStep);
-    lock.unlock();
+    lock.Unlock();
     hash_.Update(todo);  // published bytes are final and stay put until Wait returns
-    lock.lock();
+    lock.Lock();
     shared_->hashed += todo.size();
     shared_->cv.notify_all();
   }
@@ -107,7 +107,7 @@ void Sha256Behind::Publish(std::string_view done) {
     return;
   }
   {
-    std::lock_guard lock(shared_->mu);
+    MutexLock lock(shared_->mu);
     CLAWGUARD_CHECK(done.size() >= shared_->published.size());
     shared_->published = done;
   }
@@ -116,14 +116,16 @@ void Sha256Behind::Publish(std::string_view done) {
 
 void Sha256Behind::Wait() {
   if (shared_ == nullptr) return;
-  std::unique_lock lock(shared_->mu);
-  shared_->cv.wait(lock, [&] { return shared_->hashed == shared_->published.size(); });
+  MutexLock lock(shared_->mu);
+  shared_->mu.Wait(shared_->cv, [&]() CLAWGUARD_REQUIRES(shared_->mu) {
+    return shared_->hashed == shared_->published.size();
+  });
 }
 
 Sha256Digest Sha256Behind::Finish() {
   if (shared_ != nullptr) {
     {
-      std::unique_lock lock(shared_->mu);
+      MutexLock lock(shared_->mu);
       shared_->stop = true;
     }
     shared_->cv.notify_all();
