@@ -3,8 +3,6 @@
 
 #include <sys/stat.h>
 
-#include <mutex>
-
 #include "allowlist.h"
 #include "archive_extractor.h"
 #include "audit_log.h"
@@ -14,6 +12,7 @@
 #include "clawguard/limits.h"
 #include "clawguard/semver.h"
 #include "clawguard/sha256.h"
+#include "core/mutex.h"
 #include "elf_check.h"
 #include "ledger_anchor.h"
 #include "memfd_loader.h"
@@ -28,9 +27,11 @@ struct Loader::Impl {
   std::unique_ptr<ChainVerifier> chain;
   std::optional<AuditLog> audit;
   std::optional<LedgerAnchorFile> anchor_file;
-  mutable std::mutex mu;                          // guards the two below, recording and anchoring
-  std::optional<LedgerAnchor> anchor;             // the anchor file's content (or adopted in memory)
-  std::optional<LedgerCheckpoint> log_checkpoint;  // the audit log's last, or this loader's last append
+  mutable Mutex mu;  // guards the two below, recording and anchoring
+  // The anchor file's content (or adopted in memory).
+  std::optional<LedgerAnchor> anchor CLAWGUARD_GUARDED_BY(mu);
+  // The audit log's last, or this loader's last append.
+  std::optional<LedgerCheckpoint> log_checkpoint CLAWGUARD_GUARDED_BY(mu);
 };
 
 namespace {
@@ -57,7 +58,7 @@ Loader::~Loader() = default;
 std::string Loader::mode() const { return std::string(PolicyModeName(impl_->policy->mode())); }
 
 LedgerAnchorStatus Loader::ledger_anchor() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   LedgerAnchorStatus s;
   if (impl_->anchor_file) s.path = impl_->anchor_file->path();
   if (impl_->anchor) {
@@ -91,13 +92,18 @@ Result<std::unique_ptr<Loader>> Loader::Create(LoaderOptions options) {
   CLAWGUARD_ASSIGN_OR_RETURN(impl->chain, ChainVerifier::Create(*impl->policy, *impl->clock));
   if (options.audit_log_path && !options.audit_log_path->empty()) {
     impl->audit.emplace(*options.audit_log_path);
-    CLAWGUARD_ASSIGN_OR_RETURN(impl->log_checkpoint, impl->audit->LastCheckpoint());
+    CLAWGUARD_ASSIGN_OR_RETURN(std::optional<LedgerCheckpoint> checkpoint,
+                               impl->audit->LastCheckpoint());
+    MutexLock lock(impl->mu);  // uncontended: nothing else sees |impl| yet
+    impl->log_checkpoint = std::move(checkpoint);
   }
   std::string anchor_path = options.anchor_path.value_or("");
   if (anchor_path.empty() && impl->audit) anchor_path = DefaultLedgerAnchorPath(impl->audit->path());
   if (!anchor_path.empty()) {
     impl->anchor_file.emplace(anchor_path);
-    CLAWGUARD_ASSIGN_OR_RETURN(impl->anchor, impl->anchor_file->Read());
+    CLAWGUARD_ASSIGN_OR_RETURN(std::optional<LedgerAnchor> anchor, impl->anchor_file->Read());
+    MutexLock lock(impl->mu);
+    impl->anchor = std::move(anchor);
   }
   impl->opts = std::move(options);
   return std::unique_ptr<Loader>(new Loader(std::move(impl)));
@@ -123,7 +129,7 @@ class LoaderPipeline {
 };
 
 Status LoaderPipeline::CheckAnchors(Loader::Impl& im, const std::vector<LedgerRow>& rows, Verdict& v) {
-  std::lock_guard<std::mutex> lock(im.mu);
+  MutexLock lock(im.mu);
   if (im.anchor) {
     Status s = CheckLedgerAnchor(rows, im.anchor->checkpoint);
     if (!s.ok()) {
@@ -188,7 +194,7 @@ Status LoaderPipeline::CheckAnchors(Loader::Impl& im, const std::vector<LedgerRo
 }
 
 Status LoaderPipeline::NoteAppend(Loader::Impl& im, const LedgerCheckpoint& head) {
-  std::lock_guard<std::mutex> lock(im.mu);
+  MutexLock lock(im.mu);
   if (!im.anchor || head.count > im.anchor->checkpoint.count) {
     LedgerAnchor next = im.anchor.value_or(LedgerAnchor{});
     next.checkpoint = head;
@@ -209,7 +215,7 @@ Status LoaderPipeline::NoteAppend(Loader::Impl& im, const LedgerCheckpoint& head
 LedgerRecordRules LoaderPipeline::RulesFor(Loader::Impl& im) {
   LedgerRecordRules rules;
   rules.rollback_allowed = im.policy->rollback_allowed();
-  std::lock_guard<std::mutex> lock(im.mu);
+  MutexLock lock(im.mu);
   if (im.anchor) rules.anchors.push_back(im.anchor->checkpoint);
   if (im.log_checkpoint) rules.anchors.push_back(*im.log_checkpoint);
   return rules;

@@ -15,12 +15,12 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <vector>
 
 #include "clawguard/unique_fd.h"
+#include "core/mutex.h"
 
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U  // Linux 6.3: ask for an executable memfd where vm.memfd_noexec is set
@@ -31,9 +31,10 @@ namespace {
 
 // g_mu serialises dlopen + confirmation and dlclose + probe + close, so that an fd number is
 // never released while a library still answers to its path. Loads are rare.
-std::mutex g_mu;
-std::set<void*> g_held;          // handles of loaded plugins (guarded by g_mu)
-std::vector<int> g_retained_fds;  // memfds of libraries that outlived dlclose (guarded by g_mu)
+Mutex g_mu;
+std::set<void*> g_held CLAWGUARD_GUARDED_BY(g_mu);  // handles of loaded plugins
+// Memfds of libraries that outlived dlclose.
+std::vector<int> g_retained_fds CLAWGUARD_GUARDED_BY(g_mu);
 
 Status LoadFailed(std::string m) { return Status(Reason::kLoadFailed, std::move(m)); }
 
@@ -121,7 +122,7 @@ Status Confirm(void* handle, int fd, const std::string& path) {
 
 // Release drops |handle| (when set) and closes |fd| — unless a library still answers to |path|,
 // in which case the fd is kept for the life of the process. Caller holds g_mu.
-void ReleaseLocked(void* handle, UniqueFd& fd, const std::string& path) {
+void ReleaseLocked(void* handle, UniqueFd& fd, const std::string& path) CLAWGUARD_REQUIRES(g_mu) {
   if (handle != nullptr) {
     g_held.erase(handle);
     (void)::dlclose(handle);
@@ -146,7 +147,7 @@ struct MemfdLibrary::Impl {
   bool initialised = false;
 
   ~Impl() {
-    std::lock_guard<std::mutex> lock(g_mu);
+    MutexLock lock(g_mu);
     ReleaseLocked(handle, fd, path);
   }
 };
@@ -162,7 +163,7 @@ MemfdLibrary::~MemfdLibrary() {
 }
 
 size_t RetainedLibraryCount() {
-  std::lock_guard<std::mutex> lock(g_mu);
+  MutexLock lock(g_mu);
   return g_retained_fds.size();
 }
 
@@ -172,7 +173,7 @@ Result<std::unique_ptr<MemfdLibrary>> LoadFromMemfd(std::string_view library, st
   CLAWGUARD_ASSIGN_OR_RETURN(impl->fd, MakeSealedMemfd(library, name));
   impl->path = "/proc/self/fd/" + std::to_string(impl->fd.get());
   {
-    std::lock_guard<std::mutex> lock(g_mu);
+    MutexLock lock(g_mu);
     (void)::dlerror();
     void* handle = ::dlopen(impl->path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {

@@ -58,8 +58,8 @@ constexpr RvName kRvNames[] = {
 };
 #undef CG_RV
 
-std::mutex g_registry_mu;
-std::map<std::string, std::weak_ptr<Pkcs11Module>>& Registry() {
+Mutex g_registry_mu;
+std::map<std::string, std::weak_ptr<Pkcs11Module>>& Registry() CLAWGUARD_REQUIRES(g_registry_mu) {
   static auto* registry = new std::map<std::string, std::weak_ptr<Pkcs11Module>>();
   return *registry;
 }
@@ -88,7 +88,7 @@ std::string PaddedToString(const unsigned char* field, size_t size) {
 }
 
 Result<std::shared_ptr<Pkcs11Module>> Pkcs11Module::Load(const std::string& path) {
-  std::lock_guard<std::mutex> lock(g_registry_mu);
+  MutexLock lock(g_registry_mu);
   if (auto live = Registry()[path].lock()) return live;
 
   // dlopen of a FIFO or device would block or read endlessly: a path (one with a '/'; a bare
@@ -133,7 +133,7 @@ Result<std::shared_ptr<Pkcs11Module>> Pkcs11Module::Load(const std::string& path
 
 Pkcs11Module::~Pkcs11Module() {
   // Under the registry lock so that a concurrent Load of this path initialises after we finalise.
-  std::lock_guard<std::mutex> lock(g_registry_mu);
+  MutexLock lock(g_registry_mu);
   fn_->C_Finalize(nullptr);
   ::dlclose(handle_);
 }
@@ -194,12 +194,12 @@ Result<TokenInfo> Pkcs11Module::FindToken(std::string_view label) const {
 }
 
 void Pkcs11Module::NoteLogin(CK_SLOT_ID slot) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++logins_[slot];
 }
 
 bool Pkcs11Module::NoteLogout(CK_SLOT_ID slot) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = logins_.find(slot);
   if (it == logins_.end()) return false;
   if (--it->second > 0) return false;

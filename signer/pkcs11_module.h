@@ -13,12 +13,12 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "clawguard/error.h"
+#include "core/mutex.h"
 #include "signer/hsm_signer.h"
 
 namespace clawguard::signer {
@@ -55,9 +55,9 @@ class Pkcs11Module {
 
   // Login bookkeeping for Pkcs11Session. PKCS#11 login state is per application and token, so
   // the last session that logged in to a slot is the one that logs out.
-  void NoteLogin(CK_SLOT_ID slot);
+  void NoteLogin(CK_SLOT_ID slot) CLAWGUARD_EXCLUDES(mu_);
   // NoteLogout returns true when the caller was the last logged-in holder of |slot|.
-  bool NoteLogout(CK_SLOT_ID slot);
+  bool NoteLogout(CK_SLOT_ID slot) CLAWGUARD_EXCLUDES(mu_);
 
  private:
   Pkcs11Module(std::string path, void* handle, CK_FUNCTION_LIST* fn) : path_(std::move(path)), handle_(handle), fn_(fn) {}
@@ -65,8 +65,8 @@ class Pkcs11Module {
   const std::string path_;
   void* const handle_;
   CK_FUNCTION_LIST* const fn_;
-  std::mutex mu_;
-  std::map<CK_SLOT_ID, int> logins_;
+  Mutex mu_;
+  std::map<CK_SLOT_ID, int> logins_ CLAWGUARD_GUARDED_BY(mu_);
 };
 
 // PaddedToString trims the blank padding of a fixed-size PKCS#11 text field.
