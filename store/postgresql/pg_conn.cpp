@@ -3,7 +3,9 @@
 
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 
+#include "core/mutex.h"
 #include "postgresql/pg_schema.h"
 
 namespace clawguard::pg {
@@ -109,10 +111,22 @@ Result<std::shared_ptr<PgPool>> PgPool::Create(const std::string& url, const PgO
   return std::shared_ptr<PgPool>(new PgPool(url, options));
 }
 
+struct PgPool::State {
+  Mutex mu;
+  std::condition_variable cv;
+  std::vector<PGconn*> idle CLAWGUARD_GUARDED_BY(mu);
+  int open CLAWGUARD_GUARDED_BY(mu) = 0;  // idle + checked out
+  Mutex migrate_mu;
+  bool migrated CLAWGUARD_GUARDED_BY(migrate_mu) = false;
+};
+
+PgPool::PgPool(std::string url, PgOptions options)
+    : url_(std::move(url)), options_(options), state_(std::make_unique<State>()) {}
+
 PgPool::~PgPool() {
-  std::lock_guard lock(mu_);
-  for (PGconn* c : idle_) PQfinish(c);
-  idle_.clear();
+  MutexLock lock(state_->mu);
+  for (PGconn* c : state_->idle) PQfinish(c);
+  state_->idle.clear();
 }
 
 Status PgPool::Unavailable(std::string_view what, std::string_view detail) const {
@@ -141,28 +155,29 @@ Result<PGconn*> PgPool::Connect() {
 }
 
 Result<PgPool::Lease> PgPool::Acquire() {
-  std::unique_lock lock(mu_);
+  State& s = *state_;
+  MutexLock lock(s.mu);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.acquire_timeout_ms);
   while (true) {
-    if (!idle_.empty()) {
-      PGconn* c = idle_.back();
-      idle_.pop_back();
+    if (!s.idle.empty()) {
+      PGconn* c = s.idle.back();
+      s.idle.pop_back();
       return Lease(this, c);
     }
-    if (open_ < options_.max_connections) {
-      ++open_;
-      lock.unlock();
+    if (s.open < options_.max_connections) {
+      ++s.open;
+      lock.Unlock();
       Result<PGconn*> c = Connect();
       if (!c.ok()) {
-        lock.lock();
-        --open_;
-        cv_.notify_one();
+        lock.Lock();
+        --s.open;
+        s.cv.notify_one();
         return c.error();
       }
       return Lease(this, *c);
     }
-    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
-        open_ >= options_.max_connections) {
+    if (s.mu.WaitUntil(s.cv, deadline) == std::cv_status::timeout && s.idle.empty() &&
+        s.open >= options_.max_connections) {
       return Unavailable("acquire", "all " + std::to_string(options_.max_connections) + " connections stayed busy for " +
                                         std::to_string(options_.acquire_timeout_ms) + " ms");
     }
@@ -172,25 +187,25 @@ Result<PgPool::Lease> PgPool::Acquire() {
 void PgPool::Return(PGconn* conn, bool broken) {
   std::vector<PGconn*> drop;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(state_->mu);
     if (broken) {
-      drop.swap(idle_);  // the idle ones most likely point at the same dead server
+      drop.swap(state_->idle);  // the idle ones most likely point at the same dead server
       drop.push_back(conn);
-      open_ -= static_cast<int>(drop.size());
+      state_->open -= static_cast<int>(drop.size());
     } else {
-      idle_.push_back(conn);
+      state_->idle.push_back(conn);
     }
   }
-  cv_.notify_all();
+  state_->cv.notify_all();
   for (PGconn* c : drop) PQfinish(c);
 }
 
 Status PgPool::EnsureMigrated() {
-  std::lock_guard lock(migrate_mu_);
-  if (migrated_) return Status::Ok();
+  MutexLock lock(state_->migrate_mu);
+  if (state_->migrated) return Status::Ok();
   CLAWGUARD_ASSIGN_OR_RETURN(MigrationReport report, MigrateSchema(*this));
   (void)report;
-  migrated_ = true;
+  state_->migrated = true;
   return Status::Ok();
 }
 

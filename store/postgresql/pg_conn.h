@@ -14,10 +14,8 @@
 
 #include <libpq-fe.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -125,18 +123,17 @@ class PgPool : public std::enable_shared_from_this<PgPool> {
   Status EnsureMigrated();
 
  private:
-  PgPool(std::string url, PgOptions options) : url_(std::move(url)), options_(options) {}
+  // State is the idle connections, their count and the migration flag behind their locks. It is
+  // defined in pg_conn.cpp, where the lock annotations are checked, so that this header (which is
+  // installed) needs no in-tree lock header.
+  struct State;
+  PgPool(std::string url, PgOptions options);
   Result<PGconn*> Connect();
   void Return(PGconn* conn, bool broken);
 
   const std::string url_;
   const PgOptions options_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<PGconn*> idle_;  // guarded by mu_
-  int open_ = 0;               // guarded by mu_: idle + checked out
-  std::mutex migrate_mu_;
-  bool migrated_ = false;  // guarded by migrate_mu_
+  const std::unique_ptr<State> state_;
 };
 
 // PgTx is BEGIN … COMMIT on one lease: it rolls back on destruction unless Commit succeeded.

@@ -158,7 +158,7 @@ Result<DlqAdded> SqliteDlq::Add(const DlqNewEntry& e) {
       TruncateDlqText(omitted ? e.detail + " (request body over " + std::to_string(kMaxDlqRequestBody) +
                                     " bytes: not stored, not replayable by the host)"
                               : e.detail);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   const int64_t now = clock_.NowMillis();
   DlqAdded out;
@@ -206,7 +206,7 @@ Result<DlqAdded> SqliteDlq::Add(const DlqNewEntry& e) {
 }
 
 Result<std::optional<DlqEntry>> SqliteDlq::Get(int64_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return Load(id, /*with_request=*/true);
 }
 
@@ -220,7 +220,7 @@ Result<std::vector<DlqEntry>> SqliteDlq::List(const DlqFilter& f) {
   if (f.state) sql += " AND state = ?2";
   sql += f.newest_first ? " ORDER BY created_ms DESC, id DESC" : " ORDER BY created_ms, id";
   sql += " LIMIT ?3";
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(sql));
   if (f.klass) s.Bind(1, DlqClassName(*f.klass));
   if (f.state) s.Bind(2, DlqStateName(*f.state));
@@ -235,7 +235,7 @@ Result<std::vector<DlqEntry>> SqliteDlq::List(const DlqFilter& f) {
 }
 
 Result<std::vector<DlqCount>> SqliteDlq::CountUnresolved() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t now = clock_.NowMillis();
   // Bucket in SQL so the count stays one pass however many entries there are.
   CLAWGUARD_ASSIGN_OR_RETURN(
@@ -255,7 +255,7 @@ Result<std::vector<DlqCount>> SqliteDlq::CountUnresolved() {
 }
 
 Status SqliteDlq::RequestReplay(int64_t id, const std::string& actor) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   const int64_t now = clock_.NowMillis();
   CLAWGUARD_ASSIGN_OR_RETURN(std::optional<DlqEntry> e, Load(id, /*with_request=*/false));
@@ -282,7 +282,7 @@ Status SqliteDlq::RequestReplay(int64_t id, const std::string& actor) {
 }
 
 Status SqliteDlq::Drop(int64_t id, const std::string& reason, const std::string& actor) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   const int64_t now = clock_.NowMillis();
   CLAWGUARD_ASSIGN_OR_RETURN(std::optional<DlqEntry> e, Load(id, /*with_request=*/false));
@@ -312,7 +312,7 @@ Result<std::vector<DlqEntry>> SqliteDlq::ClaimReplays(const std::string& owner, 
     return Status(Reason::kInternal, "DLQ claim: expected an owner, a limit of 1.." + std::to_string(kMaxDlqList) +
                                          " and a lease > 0");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   const int64_t now = clock_.NowMillis();
   std::vector<int64_t> ids;
@@ -346,7 +346,7 @@ Result<std::vector<DlqEntry>> SqliteDlq::ClaimReplays(const std::string& owner, 
 
 Result<bool> SqliteDlq::MarkReplayed(int64_t id, int64_t attempt, bool succeeded, const std::string& detail,
                                      int64_t next_attempt_ms) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   const int64_t now = clock_.NowMillis();
   {
@@ -366,7 +366,7 @@ Result<bool> SqliteDlq::MarkReplayed(int64_t id, int64_t attempt, bool succeeded
 }
 
 Result<bool> SqliteDlq::Resolve(const std::string& event_key, DlqClass klass, const std::string& detail) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   {
     CLAWGUARD_ASSIGN_OR_RETURN(

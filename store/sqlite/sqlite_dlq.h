@@ -11,11 +11,11 @@
 #define CLAWGUARD_STORE_SQLITE_SQLITE_DLQ_H_
 
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "clawguard/clock.h"
 #include "clawguard/store/dlq.h"
+#include "core/mutex.h"
 #include "sqlite/sqlite_db.h"
 
 namespace clawguard::sqlite {
@@ -51,14 +51,14 @@ class SqliteDlq final : public Dlq {
 
  private:
   SqliteDlq(std::unique_ptr<SqliteDb> db, const Clock& clock) : db_(std::move(db)), clock_(clock) {}
-  // Load reads one entry (with its request when |with_request|); callers hold mu_.
-  Result<std::optional<DlqEntry>> Load(int64_t id, bool with_request);
-  // InsertAction writes an operator_actions row; callers hold mu_ inside a transaction.
-  Status InsertAction(int64_t now_ms, const std::string& actor, const std::string& action, const std::string& target,
-                      const std::string& detail);
+  // Load reads one entry (with its request when |with_request|).
+  Result<std::optional<DlqEntry>> Load(int64_t id, bool with_request) CLAWGUARD_REQUIRES(mu_);
+  // InsertAction writes an operator_actions row; callers are inside a transaction.
+  Status InsertAction(int64_t now_ms, const std::string& actor, const std::string& action,
+                      const std::string& target, const std::string& detail) CLAWGUARD_REQUIRES(mu_);
 
-  std::mutex mu_;
-  const std::unique_ptr<SqliteDb> db_;
+  Mutex mu_;
+  const std::unique_ptr<SqliteDb> db_ CLAWGUARD_PT_GUARDED_BY(mu_);
   const Clock& clock_;
 };
 

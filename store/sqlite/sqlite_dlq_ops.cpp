@@ -26,7 +26,7 @@ Status SqliteDlq::InsertAction(int64_t now_ms, const std::string& actor, const s
 Result<bool> SqliteDlq::Pause(const std::string& plugin, const std::string& capability, const std::string& reason,
                               const std::string& actor) {
   CLAWGUARD_RETURN_IF_ERROR(CheckCapability(plugin, capability));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   const int64_t now = clock_.NowMillis();
   {
@@ -45,7 +45,7 @@ Result<bool> SqliteDlq::Pause(const std::string& plugin, const std::string& capa
 
 Result<bool> SqliteDlq::Resume(const std::string& plugin, const std::string& capability, const std::string& actor) {
   CLAWGUARD_RETURN_IF_ERROR(CheckCapability(plugin, capability));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   const int64_t now = clock_.NowMillis();
   {
@@ -62,7 +62,7 @@ Result<bool> SqliteDlq::Resume(const std::string& plugin, const std::string& cap
 }
 
 Result<bool> SqliteDlq::IsPaused(const std::string& plugin, const std::string& capability) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT 1 FROM capability_pauses WHERE plugin = ?1 AND "
                                                   "capability = ?2"));
   s.Bind(1, plugin).Bind(2, capability);
@@ -70,7 +70,7 @@ Result<bool> SqliteDlq::IsPaused(const std::string& plugin, const std::string& c
 }
 
 Result<std::vector<CapabilityPause>> SqliteDlq::ListPauses() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT plugin, capability, reason, actor, since_ms FROM "
                                                   "capability_pauses ORDER BY plugin, capability"));
   std::vector<CapabilityPause> out;
@@ -84,7 +84,7 @@ Result<std::vector<CapabilityPause>> SqliteDlq::ListPauses() {
 
 Status SqliteDlq::RecordOperatorAction(const std::string& actor, const std::string& action, const std::string& target,
                                        const std::string& detail) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   CLAWGUARD_RETURN_IF_ERROR(InsertAction(clock_.NowMillis(), actor, action, target, detail));
   return tx.Commit();
@@ -94,7 +94,7 @@ Result<std::vector<OperatorAction>> SqliteDlq::ListOperatorActions(int64_t limit
   if (limit < 1 || limit > kMaxDlqList) {
     return Status(Reason::kUsage, "operator actions: expected a limit of 1.." + std::to_string(kMaxDlqList));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT id, time_ms, actor, action, target, detail FROM "
                                                   "operator_actions ORDER BY id DESC LIMIT ?1"));
   s.Bind(1, limit);

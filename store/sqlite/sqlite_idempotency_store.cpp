@@ -323,7 +323,7 @@ Result<FencedWrite> SqliteIdempotencyStore::Release(const std::string& key, int6
 }
 
 Result<std::optional<IdempotencyRecord>> SqliteIdempotencyStore::Get(const std::string& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(std::optional<Row> row, LoadRow(*db_, key, /*with_request=*/true));
   if (!row || row->tombstone) return std::optional<IdempotencyRecord>();
   return std::optional<IdempotencyRecord>(std::move(row->rec));
@@ -353,7 +353,7 @@ Result<bool> SqliteIdempotencyStore::ClearTombstone(const std::string& key) {
 }
 
 Result<int64_t> SqliteIdempotencyStore::Generation() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return ReadGeneration(*db_);
 }
 
@@ -418,7 +418,7 @@ Result<std::vector<IdempotencyRecord>> SqliteIdempotencyStore::ListStuck(int64_t
     return Status(Reason::kUsage, "list of stuck idempotency records: stuck_for must be >= 0 ms, got " +
                                       std::to_string(stuck_for_ms));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(
       Stmt q, db_->Prepare("SELECT " + std::string(kColumns) + std::string(kRequestColumns) +
                            " FROM idem_records WHERE state = 'in_progress' AND fingerprint <> '' "
@@ -450,7 +450,10 @@ Result<int64_t> SqliteIdempotencyStore::NoteReconcileAttempt(const std::string& 
     return Status::Ok();
   });
   if (!written.ok()) return written;
-  if (!attempts) return Status(Reason::kNotFound, "no idempotency record for key " + key + " in '" + db_->path() + "'");
+  if (!attempts) {
+    return Status(Reason::kNotFound,
+                  "no idempotency record for key " + key + " in '" + path_ + "'");
+  }
   return *attempts;
 }
 

@@ -16,13 +16,13 @@
 #define CLAWGUARD_STORE_SQLITE_SQLITE_IDEMPOTENCY_STORE_H_
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "clawguard/clock.h"
 #include "clawguard/store/idempotency_store.h"
+#include "core/mutex.h"
 #include "sqlite/sqlite_db.h"
 #include "sqlite/sqlite_writer.h"
 
@@ -55,13 +55,16 @@ class SqliteIdempotencyStore final : public IdempotencyStore {
   Result<int64_t> NoteReconcileAttempt(const std::string& key) override;
 
  private:
-  SqliteIdempotencyStore(std::unique_ptr<SqliteDb> db, std::shared_ptr<SqliteWriter> writer, const Clock& clock)
-      : db_(std::move(db)), writer_(std::move(writer)), clock_(clock) {}
+  SqliteIdempotencyStore(std::unique_ptr<SqliteDb> db, std::shared_ptr<SqliteWriter> writer,
+                         const Clock& clock)
+      : db_(std::move(db)), path_(db_->path()), writer_(std::move(writer)), clock_(clock) {}
   // ResetWhere runs Reset's update on the key's row if it also meets |condition| (SQL "AND …").
   Result<bool> ResetWhere(const std::string& key, std::string_view condition);
 
-  std::mutex mu_;  // guards reads on db_
-  const std::unique_ptr<SqliteDb> db_;
+  Mutex mu_;
+  // The connection for reads; writes go through writer_.
+  const std::unique_ptr<SqliteDb> db_ CLAWGUARD_PT_GUARDED_BY(mu_);
+  const std::string path_;  // db_'s file, for messages
   const std::shared_ptr<SqliteWriter> writer_;
   const Clock& clock_;
 };

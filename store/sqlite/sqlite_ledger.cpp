@@ -161,24 +161,24 @@ Result<std::vector<LedgerRow>> SqliteLedger::SelectRows(const std::string* name)
 }
 
 Result<std::vector<LedgerRow>> SqliteLedger::RowsFor(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return SelectRows(&name);
 }
 
 Result<std::vector<LedgerRow>> SqliteLedger::ReadAll() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return SelectRows(nullptr);
 }
 
 Result<LedgerCheckpoint> SqliteLedger::Head() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return HeadOn(*db_);
 }
 
 Result<LedgerAppend> SqliteLedger::Record(LedgerKind kind, const std::string& name, const std::string& version,
                                           const std::string& sha256, const LedgerRecordRules& rules) {
   CLAWGUARD_RETURN_IF_ERROR(CheckLedgerRowInput(kind, name, version, sha256));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // BEGIN IMMEDIATE: the rows read below cannot change before the insert commits.
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   CLAWGUARD_RETURN_IF_ERROR(PlainSchema(*db_));

@@ -17,11 +17,11 @@
 #define CLAWGUARD_STORE_SQLITE_SQLITE_LEDGER_H_
 
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "clawguard/clock.h"
 #include "clawguard/store/ledger.h"
+#include "core/mutex.h"
 
 namespace clawguard {
 
@@ -49,10 +49,10 @@ class SqliteLedger final : public Ledger {
 
  private:
   SqliteLedger(std::unique_ptr<sqlite::SqliteDb> db, const Clock& clock);
-  Result<std::vector<LedgerRow>> SelectRows(const std::string* name);
+  Result<std::vector<LedgerRow>> SelectRows(const std::string* name) CLAWGUARD_REQUIRES(mu_);
 
-  std::mutex mu_;
-  const std::unique_ptr<sqlite::SqliteDb> db_;  // guarded by mu_
+  Mutex mu_;
+  const std::unique_ptr<sqlite::SqliteDb> db_ CLAWGUARD_PT_GUARDED_BY(mu_);
   const Clock& clock_;
 };
 

@@ -128,7 +128,7 @@ Result<OutboxAppend> SqliteOutbox::Append(const OutboxRow& row) {
 }
 
 Result<std::optional<OutboxRow>> SqliteOutbox::Get(const std::string& event_key, int64_t call_index) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return LoadRow(*db_, event_key, call_index);
 }
 
@@ -297,7 +297,7 @@ Result<int64_t> SqliteOutbox::ConfirmHeld(const std::string& event_key, int64_t 
 }
 
 Result<std::vector<OutboxRow>> SqliteOutbox::ListEvent(const std::string& event_key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT " + std::string(kColumns) +
                                                   " FROM outbox_rows WHERE " CLAWGUARD_OUTBOX_EVENT_IS
                                                   " ORDER BY call_index"));
@@ -312,7 +312,7 @@ Result<std::vector<OutboxRow>> SqliteOutbox::ListEvent(const std::string& event_
 }
 
 Result<std::vector<OutboxRow>> SqliteOutbox::DuePending(int64_t now_ms, int64_t limit) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(
       Stmt s, db_->Prepare("SELECT " + std::string(kColumns) +
                            " FROM outbox_rows WHERE state IN ('pending', 'sent') AND next_attempt_ms <= ?1 "

@@ -7,11 +7,11 @@
 #define CLAWGUARD_STORE_SQLITE_SQLITE_OUTBOX_H_
 
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "clawguard/clock.h"
 #include "clawguard/store/outbox.h"
+#include "core/mutex.h"
 #include "sqlite/sqlite_db.h"
 #include "sqlite/sqlite_writer.h"
 
@@ -51,8 +51,9 @@ class SqliteOutbox final : public Outbox {
   template <typename BindFn>
   Status Update(const std::string& event_key, int64_t call_index, std::string_view sql, BindFn bind);
 
-  std::mutex mu_;  // guards reads on db_
-  const std::unique_ptr<SqliteDb> db_;
+  Mutex mu_;
+  // The connection for reads; writes go through writer_.
+  const std::unique_ptr<SqliteDb> db_ CLAWGUARD_PT_GUARDED_BY(mu_);
   const std::shared_ptr<SqliteWriter> writer_;
 };
 
