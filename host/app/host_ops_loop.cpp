@@ -53,7 +53,7 @@ void HostOpsLoop::Audit(const std::string& line) const {
 }
 
 Status HostOpsLoop::StartWorkers() {
-  std::lock_guard lock(workers_mu_);
+  MutexLock lock(workers_mu_);
   if (outbox_worker_ != nullptr) return Status(Reason::kInternal, "host background loop: workers already started");
   // The outbox worker first: the replay worker posts it.
   CLAWGUARD_ASSIGN_OR_RETURN(
@@ -72,7 +72,7 @@ int HostOpsLoop::StopWorkers(std::chrono::milliseconds bound) {
   std::vector<OpsWorker*> workers;
   {
     // Not held while waiting: a pass that ends posts the outbox worker under this lock.
-    std::lock_guard lock(workers_mu_);
+    MutexLock lock(workers_mu_);
     for (OpsWorker* w : {outbox_worker_.get(), replay_worker_.get(), reconcile_worker_.get()}) {
       if (w != nullptr) workers.push_back(w);
     }
@@ -130,7 +130,7 @@ void HostOpsLoop::RefreshPauses(int64_t now_ms, const char* why) {
 }
 
 void HostOpsLoop::PostWork(int64_t now_ms) {
-  std::lock_guard lock(workers_mu_);
+  MutexLock lock(workers_mu_);
   if (outbox_worker_ == nullptr) return;  // not started: the passes are called directly
   (void)replay_worker_->Post();
   (void)outbox_worker_->Post();
@@ -185,7 +185,7 @@ HostOpsLoop::ReplayStats HostOpsLoop::ReplayDue(const std::atomic<bool>* stop) {
   }
   if (stats.revived > 0) {
     // Revived rows go out at once, not at the next Tick.
-    std::lock_guard lock(workers_mu_);
+    MutexLock lock(workers_mu_);
     if (outbox_worker_ != nullptr) (void)outbox_worker_->Post();
   }
   return stats;
@@ -280,7 +280,7 @@ nlohmann::json HostOpsLoop::StatusJson() const {
   const int64_t generation = seen_generation_.load();
   nlohmann::json workers = nlohmann::json::object();
   {
-    std::lock_guard lock(workers_mu_);
+    MutexLock lock(workers_mu_);
     if (outbox_worker_ != nullptr) {
       workers["outbox"] = WorkerJson(outbox_worker_.get());
       workers["replays"] = WorkerJson(replay_worker_.get());

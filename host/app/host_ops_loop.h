@@ -46,7 +46,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -57,6 +56,7 @@
 #include "clawguard/error.h"
 #include "clawguard/store/dlq.h"
 #include "clawguard/store/idempotency_store.h"
+#include "core/mutex.h"
 #include "host/app/host_observe.h"
 #include "host/app/ops_worker.h"
 #include "host/app/reconciler.h"
@@ -142,7 +142,7 @@ class HostOpsLoop {
   explicit HostOpsLoop(OpsLoopDeps deps) : deps_(std::move(deps)) {}
   void PollGeneration(int64_t now_ms);
   void RefreshPauses(int64_t now_ms, const char* why);
-  void PostWork(int64_t now_ms);
+  void PostWork(int64_t now_ms) CLAWGUARD_EXCLUDES(workers_mu_);
   struct ReplayOutcome {
     bool done = false;
     bool retry = true;     // not done: due again after kReplayRetryMs (false: left to an operator)
@@ -167,8 +167,10 @@ class HostOpsLoop {
   std::atomic<int64_t> seen_generation_{-1};
   std::atomic<int64_t> pauses_refreshed_ms_{0};
   // The workers; made once by StartWorkers, stopped (never reset) by StopWorkers.
-  mutable std::mutex workers_mu_;
-  std::unique_ptr<OpsWorker> outbox_worker_, replay_worker_, reconcile_worker_;
+  mutable Mutex workers_mu_;
+  std::unique_ptr<OpsWorker> outbox_worker_ CLAWGUARD_GUARDED_BY(workers_mu_);
+  std::unique_ptr<OpsWorker> replay_worker_ CLAWGUARD_GUARDED_BY(workers_mu_);
+  std::unique_ptr<OpsWorker> reconcile_worker_ CLAWGUARD_GUARDED_BY(workers_mu_);
 };
 
 }  // namespace clawguard::host

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <mutex>
 #include <system_error>
 
+#include "core/mutex.h"
 #include "runtime/thread_name.h"
 
 namespace clawguard::host {
@@ -24,13 +24,13 @@ struct OpsWorker::Shared {
   const Job job;
   const Clock& clock;
   std::atomic<bool> stop{false};
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable wake;
   std::condition_variable ended;
-  bool queued = false;
-  bool stopping = false;
-  bool finished = false;  // the thread left its loop
-  Stats stats;
+  bool queued CLAWGUARD_GUARDED_BY(mu) = false;
+  bool stopping CLAWGUARD_GUARDED_BY(mu) = false;
+  bool finished CLAWGUARD_GUARDED_BY(mu) = false;  // the thread left its loop
+  Stats stats CLAWGUARD_GUARDED_BY(mu);
 };
 
 Result<std::unique_ptr<OpsWorker>> OpsWorker::Start(std::string name, Job job, const Clock& clock) {
@@ -47,16 +47,16 @@ Result<std::unique_ptr<OpsWorker>> OpsWorker::Start(std::string name, Job job, c
 
 void OpsWorker::Run(const std::shared_ptr<Shared>& s) {
   NameThisThread(s->name);
-  std::unique_lock lock(s->mu);
+  MutexLock lock(s->mu);
   while (true) {
-    s->wake.wait(lock, [&] { return s->queued || s->stopping; });
+    s->mu.Wait(s->wake, [&]() CLAWGUARD_REQUIRES(s->mu) { return s->queued || s->stopping; });
     if (s->stopping) break;
     s->queued = false;
     s->stats.busy = true;
     s->stats.busy_since_ms = s->clock.NowMillis();
-    lock.unlock();
+    lock.Unlock();
     s->job(s->stop);
-    lock.lock();
+    lock.Lock();
     s->stats.busy = false;
     ++s->stats.runs;
   }
@@ -68,7 +68,7 @@ OpsWorker::~OpsWorker() { (void)Stop(std::chrono::milliseconds(kOpsWorkerDefault
 
 bool OpsWorker::Post() {
   {
-    std::lock_guard lock(shared_->mu);
+    MutexLock lock(shared_->mu);
     if (shared_->stopping) return false;
     if (shared_->queued) {
       ++shared_->stats.coalesced;
@@ -81,13 +81,13 @@ bool OpsWorker::Post() {
 }
 
 OpsWorker::Stats OpsWorker::stats() const {
-  std::lock_guard lock(shared_->mu);
+  MutexLock lock(shared_->mu);
   return shared_->stats;
 }
 
 void OpsWorker::RequestStop() {
   {
-    std::lock_guard lock(shared_->mu);
+    MutexLock lock(shared_->mu);
     shared_->stopping = true;
     shared_->queued = false;
     shared_->stop.store(true);
@@ -101,9 +101,10 @@ bool OpsWorker::Stop(std::chrono::milliseconds bound) {
   RequestStop();
   bool finished = false;
   {
-    std::unique_lock lock(shared_->mu);
-    finished = shared_->ended.wait_for(lock, std::clamp(bound, std::chrono::milliseconds(0), kMaxStopWait),
-                                       [&] { return shared_->finished; });
+    MutexLock lock(shared_->mu);
+    finished = shared_->mu.WaitFor(
+        shared_->ended, std::clamp(bound, std::chrono::milliseconds(0), kMaxStopWait),
+        [&]() CLAWGUARD_REQUIRES(shared_->mu) { return shared_->finished; });
     if (!finished) shared_->stats.abandoned = true;
   }
   if (finished) {

@@ -21,7 +21,7 @@ cg_call* CallHandles::Add(const std::shared_ptr<cg_call>& call) {
     if (RAND_bytes(reinterpret_cast<unsigned char*>(&bits), sizeof bits) != 1) return nullptr;
     const uint64_t value = kTag | (bits & ~kTagMask);
     Shard& shard = shards_[value % kShards];
-    std::lock_guard lock(shard.mu);
+    MutexLock lock(shard.mu);
     if (shard.live.emplace(value, call).second) {
       // The handle is an opaque tagged number the plugin hands back; it is never dereferenced.
       return reinterpret_cast<cg_call*>(static_cast<uintptr_t>(value));  // NOLINT(performance-no-int-to-ptr)
@@ -34,7 +34,7 @@ std::shared_ptr<cg_call> CallHandles::Find(const cg_call* handle) {
   const auto value = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
   if ((value & kTagMask) != kTag) return nullptr;
   Shard& shard = shards_[value % kShards];
-  std::lock_guard lock(shard.mu);
+  MutexLock lock(shard.mu);
   const auto it = shard.live.find(value);
   return it == shard.live.end() ? nullptr : it->second;
 }
@@ -44,7 +44,7 @@ void CallHandles::Retire(const cg_call* handle) {
   if ((value & kTagMask) != kTag) return;
   std::shared_ptr<cg_call> last;  // freed after the lock is released (declared first: destroyed last)
   Shard& shard = shards_[value % kShards];
-  std::lock_guard lock(shard.mu);
+  MutexLock lock(shard.mu);
   if (const auto it = shard.live.find(value); it != shard.live.end()) {
     last = std::move(it->second);
     shard.live.erase(it);

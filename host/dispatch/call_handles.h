@@ -22,10 +22,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 
 #include "clawguard/plugin.h"
+#include "core/mutex.h"
 
 namespace clawguard::host {
 
@@ -51,8 +51,8 @@ class CallHandles {
   static constexpr uint64_t kTag = 0x8000'0000'0000'0000ull;
   static constexpr size_t kShards = 16;
   struct Shard {
-    std::mutex mu;
-    std::unordered_map<uint64_t, std::shared_ptr<cg_call>> live;  // guarded by mu
+    Mutex mu;
+    std::unordered_map<uint64_t, std::shared_ptr<cg_call>> live CLAWGUARD_GUARDED_BY(mu);
   };
   std::array<Shard, kShards> shards_;
 };

@@ -27,7 +27,7 @@ int ErpCallFn(cg_call* handle, const char* method, const char* path, cg_bytes bo
   // A finished (or unknown) delivery: nothing of it is touched, nothing is written or sent.
   const std::shared_ptr<cg_call> call = CallHandles::Global().Find(handle);
   if (call == nullptr || call->abandoned.load() || call->closed.load()) return CG_FENCED;
-  std::lock_guard lock(call->erp_mu);
+  MutexLock lock(call->erp_mu);
   if (call->abandoned.load() || call->closed.load()) return CG_FENCED;
   // Copied once, before anything looks at them: another plugin thread may rewrite these buffers
   // while the call runs, and the capability must be matched on exactly the bytes that are sent.
@@ -44,7 +44,7 @@ int ErpCallFn(cg_call* handle, const char* method, const char* path, cg_bytes bo
 void RespondFn(cg_call* handle, int status, const char* content_type, cg_bytes body) {
   const std::shared_ptr<cg_call> call = CallHandles::Global().Find(handle);
   if (call == nullptr) return;
-  std::lock_guard lock(call->mu);
+  MutexLock lock(call->mu);
   if (call->abandoned.load() || call->closed.load() || call->finished) return;  // ignored: too late
   if (++call->responds > 1) return;
   const std::string_view ct = content_type == nullptr ? std::string_view() : std::string_view(content_type);

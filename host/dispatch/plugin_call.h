@@ -8,11 +8,11 @@
 #include <condition_variable>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "clawguard/plugin.h"
+#include "core/mutex.h"
 #include "host/dispatch/plugin_dispatch.h"
 
 namespace clawguard::host {
@@ -43,22 +43,24 @@ struct cg_call {
   cg_request request{};
 
   clawguard::host::AuditFn audit;
-  std::unique_ptr<clawguard::host::ErpGateway> gateway;
-  std::mutex erp_mu;  // serialises erp_call per cg_call
+  clawguard::Mutex erp_mu;  // serialises erp_call per cg_call
+  std::unique_ptr<clawguard::host::ErpGateway> gateway CLAWGUARD_PT_GUARDED_BY(erp_mu);
   std::atomic<bool> abandoned{false};
   // closed: handle_webhook returned. Set under |mu|; erp_call checks it under |erp_mu|, which the
   // returning thread takes after setting it, so no ERP call starts once the delivery is over.
   std::atomic<bool> closed{false};
 
-  std::mutex mu;  // guards what follows
+  clawguard::Mutex mu;  // guards what follows
   std::condition_variable done_cv;
-  bool finished = false;
-  int rc = 0;
-  int responds = 0;
-  std::string respond_problem;  // why the one respond() was refused (empty: it was valid)
-  int status = 0;
-  std::string content_type, answer;
-  clawguard::host::GatewayOutcome erp;
+  bool finished CLAWGUARD_GUARDED_BY(mu) = false;
+  int rc CLAWGUARD_GUARDED_BY(mu) = 0;
+  int responds CLAWGUARD_GUARDED_BY(mu) = 0;
+  // Why the one respond() was refused (empty: it was valid).
+  std::string respond_problem CLAWGUARD_GUARDED_BY(mu);
+  int status CLAWGUARD_GUARDED_BY(mu) = 0;
+  std::string content_type CLAWGUARD_GUARDED_BY(mu);
+  std::string answer CLAWGUARD_GUARDED_BY(mu);
+  clawguard::host::GatewayOutcome erp CLAWGUARD_GUARDED_BY(mu);
 };
 
 #endif  // CLAWGUARD_HOST_DISPATCH_PLUGIN_CALL_H_

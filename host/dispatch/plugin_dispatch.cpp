@@ -105,17 +105,17 @@ void RunPlugin(const cg_plugin* plugin, std::mutex* serial_mu, cg_call& call) {
     }
   }
   {
-    std::lock_guard lock(call.mu);  // a respond() from a kept thread is ignored from here on
+    MutexLock lock(call.mu);  // a respond() from a kept thread is ignored from here on
     call.closed.store(true);
   }
   GatewayOutcome erp;
   {
     // Waits for an erp_call a kept thread is in; any later one sees |closed| and sends nothing.
-    std::lock_guard erp_lock(call.erp_mu);
+    MutexLock erp_lock(call.erp_mu);
     erp = call.gateway->outcome();
   }
   {
-    std::lock_guard lock(call.mu);
+    MutexLock lock(call.mu);
     call.finished = true;
     call.rc = rc;
     call.erp = std::move(erp);
@@ -124,8 +124,8 @@ void RunPlugin(const cg_plugin* plugin, std::mutex* serial_mu, cg_call& call) {
   call.done_cv.notify_all();  // after unlocking: the waiter need not block on call.mu again
 }
 
-// ReportOf turns a finished call into its report. |call.mu| must be held.
-DispatchReport ReportOf(const cg_call& call) {
+// ReportOf turns a finished call into its report.
+DispatchReport ReportOf(const cg_call& call) CLAWGUARD_REQUIRES(call.mu) {
   DispatchReport report;
   report.erp = call.erp;
   if (call.erp.dead_lettered) {
@@ -183,13 +183,15 @@ Dispatcher PluginDispatcher::AsDispatcher() const {
 }
 
 int64_t PluginDispatcher::running_threads() const {
-  std::lock_guard lock(threads_->mu);
+  MutexLock lock(threads_->mu);
   return threads_->running;
 }
 
 bool PluginDispatcher::WaitIdle(std::chrono::milliseconds bound) const {
-  std::unique_lock lock(threads_->mu);
-  return threads_->idle.wait_for(lock, bound, [this] { return threads_->running == 0; });
+  MutexLock lock(threads_->mu);
+  return threads_->mu.WaitFor(threads_->idle, bound, [this]() CLAWGUARD_REQUIRES(threads_->mu) {
+    return threads_->running == 0;
+  });
 }
 
 DispatchReport PluginDispatcher::DispatchDetailed(const DispatchContext& ctx) const {
@@ -199,12 +201,12 @@ DispatchReport PluginDispatcher::DispatchDetailed(const DispatchContext& ctx) co
   // was answered long ago) it may be the last owner.
   std::shared_ptr<const PluginDispatcher> self = shared_from_this();
   {
-    std::lock_guard count(threads_->mu);
+    MutexLock count(threads_->mu);
     ++threads_->running;
   }
   DispatchReport report = Audited(options_.erp.audit, ctx, Run(ctx));
   {
-    std::lock_guard count(threads_->mu);
+    MutexLock count(threads_->mu);
     if (--threads_->running == 0) threads_->idle.notify_all();
   }
   return report;
@@ -246,7 +248,7 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
     RunPlugin(plugin, serial, *call);  // counted in running_threads by DispatchDetailed
     watchdog_->Finish(watch);
     if (call->abandoned.load()) return {watch->outcome, {}};
-    std::lock_guard lock(call->mu);
+    MutexLock lock(call->mu);
     return ReportOf(*call);
   }
 
@@ -254,11 +256,11 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
   std::shared_ptr<const PluginDispatcher> self = shared_from_this();
   std::shared_ptr<ThreadCount> threads = threads_;
   {
-    std::lock_guard count(threads->mu);
+    MutexLock count(threads->mu);
     ++threads->running;
   }
   const auto finished = [threads]() {
-    std::lock_guard count(threads->mu);
+    MutexLock count(threads->mu);
     if (--threads->running == 0) threads->idle.notify_all();
   };
   try {
@@ -272,18 +274,19 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
     return {PluginOutcome::Failed("could not start the plugin's thread"), {}};
   }
 
-  std::unique_lock lock(call->mu);
+  MutexLock lock(call->mu);
   while (!call->finished) {
     const auto slice = std::min(deadline, SteadyClock::now() + renew_every);
-    call->done_cv.wait_until(lock, slice, [&] { return call->finished; });
+    call->mu.WaitUntil(call->done_cv, slice,
+                       [&]() CLAWGUARD_REQUIRES(call->mu) { return call->finished; });
     if (call->finished) break;
     if (SteadyClock::now() >= deadline) {
       call->abandoned.store(true);
       return {PluginOutcome::TimedOut(kTimedOutDetail), {}};
     }
-    lock.unlock();
+    lock.Unlock();
     const bool held = !ctx.renew_lease || ctx.renew_lease();
-    lock.lock();
+    lock.Lock();
     if (!held && !call->finished) {
       call->abandoned.store(true);
       return {PluginOutcome::Failed(kLeaseLostDetail), {}};

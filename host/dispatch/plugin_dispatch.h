@@ -55,6 +55,7 @@
 
 #include "clawguard/error.h"
 #include "clawguard/plugin.h"
+#include "core/mutex.h"
 #include "host/dispatch/dispatch_context.h"
 #include "host/erp/capability.h"
 #include "host/erp/erp_gateway.h"
@@ -116,13 +117,15 @@ class PluginDispatcher : public std::enable_shared_from_this<PluginDispatcher> {
   struct Entry {
     const cg_plugin* plugin = nullptr;
     CapabilitySet capabilities;
-    std::shared_ptr<std::mutex> serial;  // set for CG_PLUGIN_SERIAL
+    // Set for CG_PLUGIN_SERIAL. A plain std::mutex: it guards no data, it only serialises
+    // handle_webhook, and RunPlugin takes it only when it is set (or polls it on a fiber).
+    std::shared_ptr<std::mutex> serial;
   };
   // ThreadCount counts live plugin threads; shared with them (they may outlive a dispatch).
   struct ThreadCount {
-    std::mutex mu;
+    Mutex mu;
     std::condition_variable idle;
-    int64_t running = 0;
+    int64_t running CLAWGUARD_GUARDED_BY(mu) = 0;
   };
   struct Watchdog;
   PluginDispatcher(DispatchOptions options, std::map<std::string, Entry> entries)

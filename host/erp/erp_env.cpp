@@ -9,8 +9,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <mutex>
 #include <random>
+
+#include "core/mutex.h"
 
 namespace clawguard::host {
 namespace {
@@ -29,12 +30,12 @@ class ClientSender final : public ErpSender {
 
 // DefaultUniform01 is one process-wide PRNG behind a mutex: jitter needs spread, not secrecy.
 double DefaultUniform01() {
-  static std::mutex mu;
-  static std::mt19937_64 engine{[] {
+  static Mutex mu;
+  static std::mt19937_64 engine CLAWGUARD_GUARDED_BY(mu){[] {
     std::random_device rd;
     return (static_cast<uint64_t>(rd()) << 32) ^ rd();
   }()};
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   return std::uniform_real_distribution<double>(0.0, 1.0)(engine);
 }
 

@@ -9,10 +9,10 @@
 #include <condition_variable>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <system_error>
 #include <thread>
 
+#include "core/mutex.h"
 #include "runtime/thread_name.h"
 
 namespace clawguard::host {
@@ -21,11 +21,11 @@ namespace {
 // Lookup is one resolution shared by the caller, which waits for it until its deadline, and the
 // thread that runs getaddrinfo, which may outlive that wait: whichever lets go last frees it.
 struct Lookup {
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable done_cv;
-  bool done = false;
-  int rc = 0;
-  std::vector<ResolvedAddress> addresses;
+  bool done CLAWGUARD_GUARDED_BY(mu) = false;
+  int rc CLAWGUARD_GUARDED_BY(mu) = 0;
+  std::vector<ResolvedAddress> addresses CLAWGUARD_GUARDED_BY(mu);
 };
 
 // g_lookups_in_flight counts resolver threads still running, the abandoned ones included.
@@ -70,7 +70,7 @@ void RunLookup(const std::shared_ptr<Lookup>& lookup, const std::string& host, u
   }
   if (found != nullptr) ::freeaddrinfo(found);
   {
-    std::lock_guard lock(lookup->mu);
+    MutexLock lock(lookup->mu);
     lookup->rc = rc;
     lookup->addresses = std::move(addresses);
     lookup->done = true;
@@ -110,8 +110,9 @@ Resolution ResolveBefore(const std::string& host, uint16_t port, std::chrono::st
     out.detail = std::string("no thread for the lookup: ") + e.what();
     return out;
   }
-  std::unique_lock lock(lookup->mu);
-  if (!lookup->done_cv.wait_until(lock, deadline, [&] { return lookup->done; })) {
+  MutexLock lock(lookup->mu);
+  if (!lookup->mu.WaitUntil(lookup->done_cv, deadline,
+                            [&]() CLAWGUARD_REQUIRES(lookup->mu) { return lookup->done; })) {
     out.outcome = Resolution::Outcome::kTimedOut;
     return out;
   }

@@ -62,7 +62,7 @@ void KeyBreaker::Touch(const std::string& key, KeyState& s, int64_t new_expiry) 
 }
 
 KeyBreaker::Admission KeyBreaker::Check(std::string_view key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t now = clock_.NowMillis();
   Sweep(now);
   auto it = keys_.find(key);
@@ -71,7 +71,7 @@ KeyBreaker::Admission KeyBreaker::Check(std::string_view key) {
 }
 
 KeyBreaker::Failure KeyBreaker::RecordFailure(std::string_view key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t now = clock_.NowMillis();
   Sweep(now);
   auto it = keys_.find(key);
@@ -96,20 +96,20 @@ KeyBreaker::Failure KeyBreaker::RecordFailure(std::string_view key) {
 }
 
 void KeyBreaker::RecordSuccess(std::string_view key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t now = clock_.NowMillis();
   auto it = keys_.find(key);
   if (it != keys_.end() && it->second.open_until <= now) Erase(it);
 }
 
 size_t KeyBreaker::TrackedKeys() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Sweep(clock_.NowMillis());
   return keys_.size();
 }
 
 size_t KeyBreaker::OpenKeys() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t now = clock_.NowMillis();
   Sweep(now);
   return static_cast<size_t>(
@@ -169,7 +169,7 @@ EndpointBreaker::EndpointState* EndpointBreaker::Find(std::string_view endpoint,
 }
 
 EndpointBreaker::Permit EndpointBreaker::Acquire(std::string_view endpoint) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t now = clock_.NowMillis();
   EndpointState* s = Find(endpoint, /*create=*/false, now);
   if (s == nullptr || s->state == State::kClosed) return Permit{};
@@ -182,7 +182,7 @@ EndpointBreaker::Permit EndpointBreaker::Acquire(std::string_view endpoint) {
 }
 
 bool EndpointBreaker::RecordFailure(std::string_view endpoint, bool probe) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t now = clock_.NowMillis();
   EndpointState* s = Find(endpoint, /*create=*/true, now);
   if (s == nullptr) return false;
@@ -199,7 +199,7 @@ bool EndpointBreaker::RecordFailure(std::string_view endpoint, bool probe) {
 }
 
 void EndpointBreaker::RecordSuccess(std::string_view endpoint, bool probe) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t now = clock_.NowMillis();
   EndpointState* s = Find(endpoint, /*create=*/false, now);
   if (s == nullptr || !probe || s->state != State::kHalfOpen) return;
@@ -209,13 +209,13 @@ void EndpointBreaker::RecordSuccess(std::string_view endpoint, bool probe) {
 }
 
 EndpointBreaker::State EndpointBreaker::StateOf(std::string_view endpoint) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const EndpointState* s = Find(endpoint, /*create=*/false, clock_.NowMillis());
   return s == nullptr ? State::kClosed : s->state;
 }
 
 std::vector<EndpointBreaker::Snapshot> EndpointBreaker::SnapshotAll() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t now = clock_.NowMillis();
   std::vector<Snapshot> out;
   out.reserve(endpoints_.size());

@@ -28,7 +28,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -37,6 +36,7 @@
 
 #include "clawguard/clock.h"
 #include "clawguard/error.h"
+#include "core/mutex.h"
 
 namespace clawguard::host {
 
@@ -89,17 +89,19 @@ class KeyBreaker {
   KeyBreaker(const BreakerSpec& spec, const Clock& clock, size_t max_keys)
       : failures_(spec.failures), window_ms_(spec.window.count()), cooldown_ms_(spec.cooldown.count()),
         max_keys_(max_keys), clock_(clock) {}
-  void Sweep(int64_t now);                            // forget expired keys (mu_ held)
-  void Touch(const std::string& key, KeyState& s, int64_t new_expiry);  // re-index (mu_ held)
-  void Erase(std::map<std::string, KeyState, std::less<>>::iterator it);
+  void Sweep(int64_t now) CLAWGUARD_REQUIRES(mu_);  // forget expired keys
+  // Touch re-indexes |s| (the state of |key|) under its new expiry.
+  void Touch(const std::string& key, KeyState& s, int64_t new_expiry) CLAWGUARD_REQUIRES(mu_);
+  void Erase(std::map<std::string, KeyState, std::less<>>::iterator it) CLAWGUARD_REQUIRES(mu_);
 
   const int failures_;
   const int64_t window_ms_, cooldown_ms_;
   const size_t max_keys_;
   const Clock& clock_;
-  std::mutex mu_;
-  std::map<std::string, KeyState, std::less<>> keys_;
-  std::set<std::pair<int64_t, std::string>> by_expiry_;  // (expires_at, key)
+  Mutex mu_;
+  std::map<std::string, KeyState, std::less<>> keys_ CLAWGUARD_GUARDED_BY(mu_);
+  // (expires_at, key)
+  std::set<std::pair<int64_t, std::string>> by_expiry_ CLAWGUARD_GUARDED_BY(mu_);
 };
 
 class EndpointBreaker {
@@ -148,17 +150,18 @@ class EndpointBreaker {
       : failures_(spec.failures), window_ms_(spec.window.count()), cooldown_ms_(spec.cooldown.count()),
         probes_(spec.half_open_probes), max_endpoints_(max_endpoints), clock_(clock) {}
   // Advance applies the passage of time to |s| (open → half-open, stale failures and probes).
-  void Advance(EndpointState& s, int64_t now) const;
-  void Open(EndpointState& s, int64_t now) const;
-  EndpointState* Find(std::string_view endpoint, bool create, int64_t now);
+  // |s| is an element of endpoints_.
+  void Advance(EndpointState& s, int64_t now) const CLAWGUARD_REQUIRES(mu_);
+  void Open(EndpointState& s, int64_t now) const CLAWGUARD_REQUIRES(mu_);
+  EndpointState* Find(std::string_view endpoint, bool create, int64_t now) CLAWGUARD_REQUIRES(mu_);
 
   const int failures_;
   const int64_t window_ms_, cooldown_ms_;
   const int probes_;
   const size_t max_endpoints_;
   const Clock& clock_;
-  std::mutex mu_;
-  std::map<std::string, EndpointState, std::less<>> endpoints_;
+  Mutex mu_;
+  std::map<std::string, EndpointState, std::less<>> endpoints_ CLAWGUARD_GUARDED_BY(mu_);
 };
 
 }  // namespace clawguard::host

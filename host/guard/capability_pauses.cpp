@@ -8,29 +8,29 @@ Status CapabilityPauses::Refresh(Dlq& dlq) {
   if (!pauses.ok()) return pauses.error();
   std::set<std::pair<std::string, std::string>, std::less<>> fresh;
   for (CapabilityPause& p : *pauses) fresh.emplace(std::move(p.plugin), std::move(p.capability));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   paused_.swap(fresh);
   return Status::Ok();
 }
 
 bool CapabilityPauses::IsPaused(std::string_view plugin, std::string_view capability) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (paused_.empty()) return false;
   return paused_.count(std::pair<std::string, std::string>(plugin, capability)) != 0;
 }
 
 void CapabilityPauses::MarkPaused(std::string_view plugin, std::string_view capability) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   paused_.emplace(std::string(plugin), std::string(capability));
 }
 
 std::vector<std::pair<std::string, std::string>> CapabilityPauses::Snapshot() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return {paused_.begin(), paused_.end()};
 }
 
 size_t CapabilityPauses::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return paused_.size();
 }
 

@@ -14,7 +14,6 @@
 #define CLAWGUARD_HOST_GUARD_CAPABILITY_PAUSES_H_
 
 #include <cstddef>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -23,6 +22,7 @@
 
 #include "clawguard/error.h"
 #include "clawguard/store/dlq.h"
+#include "core/mutex.h"
 
 namespace clawguard::host {
 
@@ -44,8 +44,8 @@ class CapabilityPauses {
   size_t size() const;
 
  private:
-  mutable std::mutex mu_;
-  std::set<std::pair<std::string, std::string>, std::less<>> paused_;
+  mutable Mutex mu_;
+  std::set<std::pair<std::string, std::string>, std::less<>> paused_ CLAWGUARD_GUARDED_BY(mu_);
 };
 
 }  // namespace clawguard::host

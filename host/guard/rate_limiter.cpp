@@ -37,7 +37,7 @@ void RateLimiter::Refill(Bucket& b, int64_t now) const {
 }
 
 RateLimiter::Decision RateLimiter::Acquire(std::string_view plugin) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t now = clock_.NowMillis();
   auto it = buckets_.find(plugin);
   if (it == buckets_.end()) {

@@ -16,12 +16,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "clawguard/clock.h"
 #include "clawguard/error.h"
+#include "core/mutex.h"
 
 namespace clawguard::host {
 
@@ -55,15 +55,15 @@ class RateLimiter {
   };
   RateLimiter(int64_t count, int64_t period_ms, int64_t burst, const Clock& clock, size_t max_plugins)
       : count_(count), period_ms_(period_ms), capacity_(burst * period_ms), clock_(clock), max_plugins_(max_plugins) {}
-  void Refill(Bucket& b, int64_t now) const;
+  void Refill(Bucket& b, int64_t now) const CLAWGUARD_REQUIRES(mu_);
 
   const int64_t count_;      // tokens per period
   const int64_t period_ms_;
   const int64_t capacity_;   // burst × period_ms
   const Clock& clock_;
   const size_t max_plugins_;
-  std::mutex mu_;
-  std::map<std::string, Bucket, std::less<>> buckets_;
+  Mutex mu_;
+  std::map<std::string, Bucket, std::less<>> buckets_ CLAWGUARD_GUARDED_BY(mu_);
 };
 
 }  // namespace clawguard::host

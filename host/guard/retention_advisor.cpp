@@ -33,13 +33,13 @@ int64_t RetentionAdvisor::BucketUpperMs(size_t bucket) {
 void RetentionAdvisor::Observe(int64_t gap_ms) {
   if (gap_ms < 0) return;  // the record's clock ran ahead of ours: no information
   const size_t b = BucketOf(gap_ms);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++counts_[b];
   ++samples_;
 }
 
 uint64_t RetentionAdvisor::Samples() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return samples_;
 }
 
@@ -58,7 +58,7 @@ std::optional<int64_t> RetentionAdvisor::PercentileLocked(double q) const {
 }
 
 std::optional<int64_t> RetentionAdvisor::PercentileMs(double q) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return PercentileLocked(q);
 }
 
@@ -69,7 +69,7 @@ std::optional<int64_t> RetentionAdvisor::AdvisedRetentionMs() const {
 RetentionReport RetentionAdvisor::Report(int64_t configured_retention_ms) const {
   RetentionReport r;
   r.configured_ms = configured_retention_ms;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   r.samples = samples_;
   if (samples_ < kMinRetentionSamples) return r;
   r.p99_ms = PercentileLocked(0.99);

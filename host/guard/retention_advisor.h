@@ -21,8 +21,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <optional>
+
+#include "core/mutex.h"
 
 namespace clawguard::host {
 
@@ -67,11 +68,11 @@ class RetentionAdvisor {
       static_cast<size_t>(kLinearLimit) + (42 - (kSubBucketBits + 1) + 1) * (size_t{1} << kSubBucketBits);
 
  private:
-  std::optional<int64_t> PercentileLocked(double q) const;  // mu_ held
+  std::optional<int64_t> PercentileLocked(double q) const CLAWGUARD_REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::array<uint64_t, kBuckets> counts_{};
-  uint64_t samples_ = 0;
+  mutable Mutex mu_;
+  std::array<uint64_t, kBuckets> counts_ CLAWGUARD_GUARDED_BY(mu_) = {};
+  uint64_t samples_ CLAWGUARD_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace clawguard::host

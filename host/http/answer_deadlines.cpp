@@ -11,7 +11,7 @@ AnswerDeadlines::AnswerDeadlines(OnExpiry on_expiry) : on_expiry_(std::move(on_e
 
 AnswerDeadlines::~AnswerDeadlines() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_one();
@@ -23,7 +23,7 @@ AnswerDeadlines::Ticket AnswerDeadlines::Arm(std::chrono::steady_clock::time_poi
   t.state = std::make_shared<std::atomic<int>>(kPending);
   bool earliest = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     t.id = next_id_++;
     auto it = queue_.emplace(at, Entry{t.id, std::move(respond), t.state});
     by_id_.emplace(t.id, it);
@@ -34,7 +34,7 @@ AnswerDeadlines::Ticket AnswerDeadlines::Arm(std::chrono::steady_clock::time_poi
 }
 
 void AnswerDeadlines::Disarm(const Ticket& ticket) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = by_id_.find(ticket.id);
   if (it == by_id_.end()) return;
   queue_.erase(it->second);
@@ -42,27 +42,27 @@ void AnswerDeadlines::Disarm(const Ticket& ticket) {
 }
 
 int64_t AnswerDeadlines::armed() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return static_cast<int64_t>(queue_.size());
 }
 
 int64_t AnswerDeadlines::expired() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return expired_;
 }
 
 void AnswerDeadlines::Loop() {
   NameThisThread("cg-deadline");
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (stop_) return;
     if (queue_.empty()) {
-      cv_.wait(lock);
+      mu_.Wait(cv_);
       continue;
     }
     const auto at = queue_.begin()->first;
     if (std::chrono::steady_clock::now() < at) {
-      cv_.wait_until(lock, at);
+      mu_.WaitUntil(cv_, at);
       continue;
     }
     std::vector<Entry> due;
@@ -71,7 +71,7 @@ void AnswerDeadlines::Loop() {
       due.push_back(std::move(queue_.begin()->second));
       queue_.erase(queue_.begin());
     }
-    lock.unlock();
+    lock.Unlock();
     for (Entry& e : due) {
       int expected = kPending;
       const bool cancelled = e.state->compare_exchange_strong(expected, kCancelled);
@@ -79,7 +79,7 @@ void AnswerDeadlines::Loop() {
     }
     const auto n = static_cast<int64_t>(due.size());
     due.clear();  // our Responder copies go before the lock is taken again
-    lock.lock();
+    lock.Lock();
     expired_ += n;  // counted once answered (tests wait for it)
   }
 }

@@ -19,11 +19,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 
+#include "core/mutex.h"
 #include "host/http/responder.h"
 
 namespace clawguard::host {
@@ -64,14 +64,14 @@ class AnswerDeadlines {
   void Loop();
 
   const OnExpiry on_expiry_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  Queue queue_;                                            // guarded by mu_
-  std::unordered_map<uint64_t, Queue::iterator> by_id_;    // guarded by mu_
-  uint64_t next_id_ = 1;                                   // guarded by mu_
-  int64_t expired_ = 0;                                    // guarded by mu_
-  bool stop_ = false;                                      // guarded by mu_
-  std::thread thread_;                                     // last: starts after the members above
+  Queue queue_ CLAWGUARD_GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, Queue::iterator> by_id_ CLAWGUARD_GUARDED_BY(mu_);
+  uint64_t next_id_ CLAWGUARD_GUARDED_BY(mu_) = 1;
+  int64_t expired_ CLAWGUARD_GUARDED_BY(mu_) = 0;
+  bool stop_ CLAWGUARD_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts after the members above
 };
 
 }  // namespace clawguard::host

@@ -27,13 +27,13 @@
 #pragma GCC diagnostic pop
 #include <condition_variable>
 #include <exception>
-#include <mutex>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 #include "clawguard/ossl.h"
+#include "core/mutex.h"
 #include "host/http/connection_table.h"
 #include "host/http/http_server_checks.h"
 #include "host/http/problem.h"
@@ -93,11 +93,11 @@ struct ServerState {
   std::optional<ssl::context> tls;
   asio::thread_pool* handler_pool = nullptr;
   std::atomic<bool> stopping{false};
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
-  std::unordered_map<uint64_t, std::weak_ptr<SessionBase>> sessions;  // guarded by mu
-  uint64_t next_id = 0;                                              // guarded by mu
-  std::optional<ConnectionTable> table;                              // guarded by mu
+  std::unordered_map<uint64_t, std::weak_ptr<SessionBase>> sessions CLAWGUARD_GUARDED_BY(mu);
+  uint64_t next_id CLAWGUARD_GUARDED_BY(mu) = 0;
+  std::optional<ConnectionTable> table CLAWGUARD_GUARDED_BY(mu);
 };
 
 HttpResponse RunHandler(const Handler& handler, const HttpRequest& request) {
@@ -130,7 +130,7 @@ class Session final : public SessionBase {
       : state_(state), stream_(std::move(socket), *state.tls) {}
 
   ~Session() override {
-    std::lock_guard<std::mutex> lock(state_.mu);
+    MutexLock lock(state_.mu);
     state_.table->Remove(&entry_);
     if (registered_) state_.sessions.erase(id_);
     state_.cv.notify_all();
@@ -143,7 +143,7 @@ class Session final : public SessionBase {
     std::vector<std::shared_ptr<SessionBase>> victims;
     bool admitted = false;
     {
-      std::lock_guard<std::mutex> lock(state_.mu);
+      MutexLock lock(state_.mu);
       entry_.owner = static_cast<SessionBase*>(this);
       entry_.peer = std::move(peer);
       std::vector<void*> shed;
@@ -200,7 +200,7 @@ class Session final : public SessionBase {
   // Claim marks the connection busy before its request is handled; false if it was chosen to be
   // shed meanwhile (then nothing of the request is handled).
   bool Claim() {
-    std::lock_guard<std::mutex> lock(state_.mu);
+    MutexLock lock(state_.mu);
     return state_.table->Busy(&entry_);
   }
   // Release lists the connection as idle again (sheddable). It goes first when |closing| (an
@@ -209,7 +209,7 @@ class Session final : public SessionBase {
   // has yet to send its first request (a platform's next delivery), as it would if it were put
   // last each time it is answered.
   void Release(bool closing) {
-    std::lock_guard<std::mutex> lock(state_.mu);
+    MutexLock lock(state_.mu);
     state_.table->Idle(&entry_, proven_ && !closing, /*first=*/closing || !proven_);
   }
 
@@ -399,9 +399,9 @@ class Session final : public SessionBase {
 
   ServerState& state_;
   Stream stream_;
-  uint64_t id_ = 0;
-  bool registered_ = false;       // in state_.sessions (set under state_.mu)
-  ConnectionTable::Entry entry_;  // guarded by state_.mu
+  uint64_t id_ CLAWGUARD_GUARDED_BY(state_.mu) = 0;
+  bool registered_ CLAWGUARD_GUARDED_BY(state_.mu) = false;  // in state_.sessions
+  ConnectionTable::Entry entry_ CLAWGUARD_GUARDED_BY(state_.mu);
   bool proven_ = false;           // a request was handed on (or, plain Handler, answered < 400)
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -542,7 +542,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::CreateServer(ServerOptions optio
       CLAWGUARD_ASSIGN_OR_RETURN(ssl::context ctx, MakeServerTls(*options.tls));
       impl->state.tls.emplace(std::move(ctx));
     }
-    impl->state.table.emplace(options.max_connections, options.max_connections_per_peer);
+    {
+      MutexLock lock(impl->state.mu);  // uncontended: no session exists yet
+      impl->state.table.emplace(options.max_connections, options.max_connections_per_peer);
+    }
     impl->state.options = std::move(options);
     impl->state.handler = std::move(handler);
     impl->state.front = std::move(front);
@@ -597,7 +600,7 @@ Status HttpServer::Start() {
 uint16_t HttpServer::port() const { return impl_->port; }
 
 ConnectionStats HttpServer::connection_stats() const {
-  std::lock_guard<std::mutex> lock(impl_->state.mu);
+  MutexLock lock(impl_->state.mu);
   return impl_->state.table->Stats(std::chrono::steady_clock::now());
 }
 
@@ -606,7 +609,7 @@ void HttpServer::Stop() {
   impl_->stopped = true;
   std::vector<std::shared_ptr<SessionBase>> live;
   {
-    std::lock_guard<std::mutex> lock(impl_->state.mu);
+    MutexLock lock(impl_->state.mu);
     impl_->state.stopping = true;
     for (auto& [id, weak] : impl_->state.sessions) {
       if (auto s = weak.lock()) live.push_back(std::move(s));
@@ -625,8 +628,10 @@ void HttpServer::Stop() {
   for (auto& s : live) s->RequestStop();
   live.clear();
   if (!impl_->io_threads.empty()) {
-    std::unique_lock<std::mutex> lock(impl_->state.mu);
-    impl_->state.cv.wait(lock, [&] { return impl_->state.sessions.empty(); });
+    MutexLock lock(impl_->state.mu);
+    impl_->state.mu.Wait(impl_->state.cv, [&]() CLAWGUARD_REQUIRES(impl_->state.mu) {
+      return impl_->state.sessions.empty();
+    });
   }
   impl_->work.clear();
   for (auto& ioc : impl_->iocs) ioc->stop();

@@ -13,7 +13,7 @@ bool Responder::Answer(HttpResponse response) const {
   if (state_ == nullptr) return false;
   Deliver deliver;
   {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     deliver = std::move(state_->deliver);
     state_->deliver = nullptr;
   }
@@ -24,7 +24,7 @@ bool Responder::Answer(HttpResponse response) const {
 
 bool Responder::answered() const {
   if (state_ == nullptr) return true;
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return !state_->deliver;
 }
 

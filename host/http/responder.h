@@ -15,10 +15,10 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "core/mutex.h"
 #include "host/http/http_types.h"
 
 namespace clawguard::host {
@@ -38,8 +38,8 @@ class Responder {
 
  private:
   struct State {
-    std::mutex mu;
-    Deliver deliver;  // guarded by mu; empty once answered
+    Mutex mu;
+    Deliver deliver CLAWGUARD_GUARDED_BY(mu);  // empty once answered
     ~State();
   };
   std::shared_ptr<State> state_;

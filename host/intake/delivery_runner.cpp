@@ -2,8 +2,8 @@
 #include "host/intake/delivery_runner.h"
 
 #include <deque>
-#include <mutex>
 
+#include "core/mutex.h"
 #include "runtime/spare_threads.h"
 
 namespace clawguard::host {
@@ -14,9 +14,9 @@ struct DeliveryRunner::Shared {
   const int64_t max_active;
   fiber::Carriers* const carriers;  // nullptr: a thread per task
   runtime::SpareThreads threads;
-  mutable std::mutex mu;
-  int64_t active = 0;      // guarded by mu
-  std::deque<Task> queue;  // guarded by mu
+  mutable Mutex mu;
+  int64_t active CLAWGUARD_GUARDED_BY(mu) = 0;
+  std::deque<Task> queue CLAWGUARD_GUARDED_BY(mu);
 
   // Start runs |task| (which already holds a slot) on a thread; on failure the slot is released.
   static void Start(const std::shared_ptr<Shared>& self, Task task) {
@@ -29,7 +29,7 @@ struct DeliveryRunner::Shared {
       }
     } catch (...) {
       {
-        std::lock_guard lock(self->mu);
+        MutexLock lock(self->mu);
         --self->active;
       }
       throw;
@@ -53,7 +53,7 @@ void DeliveryRunner::Slot::Release() {
   if (released_.exchange(true)) return;
   Task next;
   {
-    std::lock_guard lock(shared_->mu);
+    MutexLock lock(shared_->mu);
     if (shared_->queue.empty()) {
       --shared_->active;
       return;
@@ -70,7 +70,7 @@ void DeliveryRunner::Slot::Release() {
 
 bool DeliveryRunner::Slot::TakeNext(Task* next) {
   if (released_.exchange(true)) return false;
-  std::lock_guard lock(shared_->mu);
+  MutexLock lock(shared_->mu);
   if (shared_->queue.empty()) {
     --shared_->active;
     return false;
@@ -87,7 +87,7 @@ DeliveryRunner::~DeliveryRunner() = default;
 
 void DeliveryRunner::Run(Task task) {
   {
-    std::lock_guard lock(shared_->mu);
+    MutexLock lock(shared_->mu);
     if (shared_->active >= shared_->max_active) {
       shared_->queue.push_back(std::move(task));
       return;
@@ -98,12 +98,12 @@ void DeliveryRunner::Run(Task task) {
 }
 
 int64_t DeliveryRunner::active() const {
-  std::lock_guard lock(shared_->mu);
+  MutexLock lock(shared_->mu);
   return shared_->active;
 }
 
 int64_t DeliveryRunner::queued() const {
-  std::lock_guard lock(shared_->mu);
+  MutexLock lock(shared_->mu);
   return static_cast<int64_t>(shared_->queue.size());
 }
 

@@ -1,8 +1,6 @@
 // record_cache.cpp — completed records answered from memory, dropped on a new generation.
 #include "host/intake/record_cache.h"
 
-#include <mutex>
-
 namespace clawguard::host {
 
 Result<std::unique_ptr<CachingIdempotencyStore>> CachingIdempotencyStore::Create(
@@ -16,7 +14,7 @@ Result<std::unique_ptr<CachingIdempotencyStore>> CachingIdempotencyStore::Create
 
 std::optional<ClaimOutcome> CachingIdempotencyStore::Lookup(const std::string& key,
                                                            const std::string& fingerprint) const {
-  std::shared_lock lock(mu_);
+  ReaderMutexLock lock(mu_);
   const auto it = entries_.find(key);
   if (it == entries_.end() || it->second.expires <= Now()) return std::nullopt;
   ClaimOutcome out;
@@ -68,7 +66,7 @@ void CachingIdempotencyStore::Insert(const IdempotencyRecord& record) {
   const uint64_t bytes = kept.key.size() + kept.fingerprint.size() + kept.content_type.size() + kept.body.size() +
                          kept.plugin.size() + kept.route.size() + 128;
   if (bytes > options_.max_bytes) return;
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(mu_);
   const auto now = Now();
   if (const auto it = entries_.find(record.key); it != entries_.end()) {
     if (it->second.expires > now) return;  // live: a completed record is final, nothing to change
@@ -83,10 +81,11 @@ void CachingIdempotencyStore::Insert(const IdempotencyRecord& record) {
   order_.emplace_back(record.key, serial);
   bytes_ += bytes;
   if (order_.size() > 2 * entries_.size() + 1024) {  // refreshes and erasures left stale elements
-    std::erase_if(order_, [this](const std::pair<std::string, uint64_t>& o) {
-      const auto it = entries_.find(o.first);
-      return it == entries_.end() || it->second.serial != o.second;
-    });
+    std::erase_if(order_,
+                  [this](const std::pair<std::string, uint64_t>& o) CLAWGUARD_REQUIRES(mu_) {
+                    const auto it = entries_.find(o.first);
+                    return it == entries_.end() || it->second.serial != o.second;
+                  });
   }
 }
 
@@ -108,7 +107,7 @@ void CachingIdempotencyStore::EraseLocked(const std::string& key) {
 }
 
 void CachingIdempotencyStore::Clear() {
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(mu_);
   entries_.clear();
   order_.clear();
   bytes_ = 0;
@@ -116,10 +115,10 @@ void CachingIdempotencyStore::Clear() {
 
 void CachingIdempotencyStore::ObserveGeneration(int64_t generation) {
   {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     if (generation_ && *generation_ == generation) return;
   }
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(mu_);
   if (generation_ && *generation_ == generation) return;
   // A new operations generation: an operator changed something (reset, confirm, …) — possibly on
   // another host. Every cached record is of an older generation: drop them all.
@@ -131,11 +130,11 @@ void CachingIdempotencyStore::ObserveGeneration(int64_t generation) {
 
 Result<bool> CachingIdempotencyStore::Reset(const std::string& key) {
   {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     EraseLocked(key);
   }
   CLAWGUARD_ASSIGN_OR_RETURN(bool reset, inner_->Reset(key));
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(mu_);
   EraseLocked(key);  // a replay may have refilled it meanwhile
   return reset;
 }
@@ -161,7 +160,7 @@ Result<int64_t> CachingIdempotencyStore::Purge(int64_t completed_before_ms, int6
 
 Result<bool> CachingIdempotencyStore::ClearTombstone(const std::string& key) {
   CLAWGUARD_ASSIGN_OR_RETURN(bool cleared, inner_->ClearTombstone(key));
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(mu_);
   EraseLocked(key);
   return cleared;
 }
@@ -169,7 +168,7 @@ Result<bool> CachingIdempotencyStore::ClearTombstone(const std::string& key) {
 uint64_t CachingIdempotencyStore::hits() const { return hits_.load(std::memory_order_relaxed); }
 uint64_t CachingIdempotencyStore::lookups() const { return lookups_.load(std::memory_order_relaxed); }
 size_t CachingIdempotencyStore::size() const {
-  std::shared_lock lock(mu_);
+  ReaderMutexLock lock(mu_);
   return entries_.size();
 }
 

@@ -27,13 +27,13 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "clawguard/error.h"
 #include "clawguard/store/idempotency_store.h"
+#include "core/mutex.h"
 
 namespace clawguard::host {
 
@@ -90,25 +90,26 @@ class CachingIdempotencyStore final : public IdempotencyStore {
       : inner_(std::move(inner)), options_(std::move(options)) {}
   void Insert(const IdempotencyRecord& record);
   // Lookup is the cache's answer for (key, fingerprint), or nullopt (absent or expired); uncounted.
-  std::optional<ClaimOutcome> Lookup(const std::string& key, const std::string& fingerprint) const;
-  void ObserveGeneration(int64_t generation);
-  void EraseLocked(const std::string& key);
+  std::optional<ClaimOutcome> Lookup(const std::string& key, const std::string& fingerprint) const
+      CLAWGUARD_EXCLUDES(mu_);
+  void ObserveGeneration(int64_t generation) CLAWGUARD_EXCLUDES(mu_);
+  void EraseLocked(const std::string& key) CLAWGUARD_REQUIRES(mu_);
   // EvictFrontLocked pops the oldest order_ element and erases its entry unless it is stale.
-  void EvictFrontLocked();
+  void EvictFrontLocked() CLAWGUARD_REQUIRES(mu_);
   std::chrono::steady_clock::time_point Now() const {
     return options_.now ? options_.now() : std::chrono::steady_clock::now();
   }
 
   const std::unique_ptr<IdempotencyStore> inner_;
   const RecordCacheOptions options_;
-  mutable std::shared_mutex mu_;
-  std::unordered_map<std::string, Entry> entries_;
+  mutable SharedMutex mu_;
+  std::unordered_map<std::string, Entry> entries_ CLAWGUARD_GUARDED_BY(mu_);
   // Insertion order, for eviction: (key, serial). An element whose serial is not its key's entry's
   // (erased, or refreshed since) is stale; compacted when stale ones outnumber the entries.
-  std::deque<std::pair<std::string, uint64_t>> order_;
-  uint64_t next_serial_ = 0;
-  uint64_t bytes_ = 0;
-  std::optional<int64_t> generation_;
+  std::deque<std::pair<std::string, uint64_t>> order_ CLAWGUARD_GUARDED_BY(mu_);
+  uint64_t next_serial_ CLAWGUARD_GUARDED_BY(mu_) = 0;
+  uint64_t bytes_ CLAWGUARD_GUARDED_BY(mu_) = 0;
+  std::optional<int64_t> generation_ CLAWGUARD_GUARDED_BY(mu_);
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> lookups_{0};
 };
