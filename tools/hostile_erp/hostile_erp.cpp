@@ -218,7 +218,7 @@ std::string HostileErp::base_url() const {
 
 void HostileErp::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ && listen_fd_ < 0) return;
     stopping_ = true;
     for (int fd : open_fds_) ::shutdown(fd, SHUT_RDWR);  // wakes reads and polls
@@ -228,8 +228,8 @@ void HostileErp::Stop() {
   if (acceptor_.joinable()) acceptor_.join();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   listen_fd_ = -1;
-  std::unique_lock lock(mu_);
-  changed_.wait(lock, [&] { return open_fds_.empty(); });
+  MutexLock lock(mu_);
+  mu_.Wait(changed_, [this]() CLAWGUARD_REQUIRES(mu_) { return open_fds_.empty(); });
 }
 
 void HostileErp::AcceptLoop() {
@@ -239,7 +239,7 @@ void HostileErp::AcceptLoop() {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       return;  // shut down
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ || open_fds_.size() >= kMaxConnections) {
       ::close(fd);
       continue;
@@ -265,14 +265,14 @@ void HostileErp::Serve(int fd) {
       ERR_clear_error();
       ssl.reset();
       ::close(fd);
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       open_fds_.erase(fd);
       changed_.notify_all();
       return;
     }
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.connections;
   }
   Link link(fd, std::move(ssl));
@@ -339,7 +339,7 @@ void HostileErp::Serve(int fd) {
   link.Close();
   // Notified under the lock: once Stop sees the last descriptor gone, this thread touches
   // nothing of the server any more.
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   open_fds_.erase(fd);
   changed_.notify_all();
 }
@@ -363,7 +363,7 @@ void HostileErp::Admit(const std::string& key) {
 void HostileErp::Finish(const std::string& key) {
   if (key.empty()) return;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (--in_flight_[key] <= 0) in_flight_.erase(key);
   }
   changed_.notify_all();
@@ -379,19 +379,20 @@ std::string HostileErp::Effect(const std::string& key, const std::string& path) 
 }
 
 bool HostileErp::SleepFor(std::chrono::milliseconds d) {
-  std::unique_lock lock(mu_);
-  return !changed_.wait_for(lock, d, [&] { return stopping_; });
+  MutexLock lock(mu_);
+  return !mu_.WaitFor(changed_, d, [this]() CLAWGUARD_REQUIRES(mu_) { return stopping_; });
 }
 
 std::string HostileErp::WaitStored(const std::string& key) {
-  std::unique_lock lock(mu_);
-  changed_.wait(lock, [&] { return stopping_ || stored_.count(key) != 0; });
+  MutexLock lock(mu_);
+  mu_.Wait(changed_,
+           [&]() CLAWGUARD_REQUIRES(mu_) { return stopping_ || stored_.count(key) != 0; });
   auto it = stored_.find(key);
   return it == stored_.end() ? std::string() : it->second;
 }
 
 bool HostileErp::TakeHostile(const std::string& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (options_.hostile_requests <= 0) return true;
   int& taken = hostile_taken_[key];
   if (taken >= options_.hostile_requests) return false;
@@ -400,7 +401,7 @@ bool HostileErp::TakeHostile(const std::string& key) {
 }
 
 bool HostileErp::CountExtraAnswer() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++stats_.extra_answers;
   return true;
 }
@@ -414,7 +415,7 @@ bool HostileErp::Handle(Link& link, const Request& r) {
   bool replay = false;   // the stored answer of an earlier request
   bool conflict = false;  // conflict-in-flight: another request of the key is in flight
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Admit(key);
     auto stored = key.empty() ? stored_.end() : stored_.find(key);
     if (stored != stored_.end()) {
@@ -453,7 +454,7 @@ bool HostileErp::Handle(Link& link, const Request& r) {
       (options_.mode == HostileMode::kConflictInFlight || options_.mode == HostileMode::kDedupAfterCompletion)) {
     // Processing takes |delay|; a real ERP finishes it whether or not the client still waits.
     (void)SleepFor(options_.delay);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     body = Effect(key, r.target);
     stored_.emplace(key, body);  // the first to finish is what later requests get
   }
@@ -510,7 +511,7 @@ bool HostileErp::Handle(Link& link, const Request& r) {
         pollfd p{link.fd(), POLLIN, 0};
         const int n = ::poll(&p, 1, 200);
         {
-          std::lock_guard lock(mu_);
+          MutexLock lock(mu_);
           if (stopping_) return false;
         }
         if (n < 0 && errno != EINTR) return false;
@@ -525,7 +526,7 @@ bool HostileErp::Handle(Link& link, const Request& r) {
 }
 
 HostileErpStats HostileErp::Stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 

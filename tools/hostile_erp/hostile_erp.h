@@ -51,7 +51,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -60,6 +59,7 @@
 #include <vector>
 
 #include "clawguard/error.h"
+#include "core/mutex.h"
 
 namespace clawguard::tools {
 
@@ -155,20 +155,20 @@ class HostileErp {
   void AcceptLoop();
   void Serve(int fd);
   // Handle answers one request on |link|; false when the connection must close.
-  bool Handle(Link& link, const Request& request);
+  bool Handle(Link& link, const Request& request) CLAWGUARD_EXCLUDES(mu_);
   // Admit counts a request for |key| arriving; true when another one of the key is in flight.
-  void Admit(const std::string& key);
-  void Finish(const std::string& key);
+  void Admit(const std::string& key) CLAWGUARD_REQUIRES(mu_);
+  void Finish(const std::string& key) CLAWGUARD_EXCLUDES(mu_);
   // Effect records a new effect for |key| and returns its answer body.
-  std::string Effect(const std::string& key, const std::string& path);
+  std::string Effect(const std::string& key, const std::string& path) CLAWGUARD_REQUIRES(mu_);
   // SleepFor waits |d| unless the server stops first (false then).
-  bool SleepFor(std::chrono::milliseconds d);
+  bool SleepFor(std::chrono::milliseconds d) CLAWGUARD_EXCLUDES(mu_);
   // WaitStored waits until |key| has a stored answer (or the server stops): the answer or "".
-  std::string WaitStored(const std::string& key);
+  std::string WaitStored(const std::string& key) CLAWGUARD_EXCLUDES(mu_);
   // TakeHostile counts a hostile treatment of |key|: true while it gets one (hostile_requests).
-  bool TakeHostile(const std::string& key);
+  bool TakeHostile(const std::string& key) CLAWGUARD_EXCLUDES(mu_);
   // CountExtraAnswer counts a second answer written whole; returns true.
-  bool CountExtraAnswer();
+  bool CountExtraAnswer() CLAWGUARD_EXCLUDES(mu_);
 
   const HostileErpOptions options_;
   std::unique_ptr<TlsContext> tls_;  // set for https
@@ -176,15 +176,18 @@ class HostileErp {
   uint16_t port_ = 0;
   std::thread acceptor_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable changed_;
-  bool stopping_ = false;
-  std::set<int> open_fds_;
-  std::vector<std::thread> connections_;
-  HostileErpStats stats_;
-  std::map<std::string, int> in_flight_;       // requests of a key being processed
-  std::map<std::string, std::string> stored_;  // answer body by key, once acted on (and recorded)
-  std::map<std::string, int> hostile_taken_;   // hostile treatments given, by key
+  bool stopping_ CLAWGUARD_GUARDED_BY(mu_) = false;
+  std::set<int> open_fds_ CLAWGUARD_GUARDED_BY(mu_);
+  std::vector<std::thread> connections_ CLAWGUARD_GUARDED_BY(mu_);
+  HostileErpStats stats_ CLAWGUARD_GUARDED_BY(mu_);
+  // Requests of a key being processed.
+  std::map<std::string, int> in_flight_ CLAWGUARD_GUARDED_BY(mu_);
+  // Answer body by key, once acted on (and recorded).
+  std::map<std::string, std::string> stored_ CLAWGUARD_GUARDED_BY(mu_);
+  // Hostile treatments given, by key.
+  std::map<std::string, int> hostile_taken_ CLAWGUARD_GUARDED_BY(mu_);
 };
 
 }  // namespace clawguard::tools

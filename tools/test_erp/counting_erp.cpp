@@ -12,7 +12,7 @@ host::HttpResponse CountingErp::Handle(const host::HttpRequest& request) {
     stats.body = StatsJson();
     return stats;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++requests_;
   const std::optional<std::string_view> key = request.headers.Get("Idempotency-Key");
   if (key) {
@@ -38,7 +38,7 @@ host::HttpResponse CountingErp::Handle(const host::HttpRequest& request) {
 }
 
 std::string CountingErp::StatsJson() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   nlohmann::json effects = nlohmann::json::object();
   size_t total = 0;
   for (const auto& [path, n] : effects_by_path_) {

@@ -13,10 +13,10 @@
 
 #include <cstddef>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 
+#include "core/mutex.h"
 #include "host/http/http_types.h"
 
 namespace clawguard::tools {
@@ -32,21 +32,22 @@ class CountingErp {
 
   // Handle answers one request: GET /_stats → the counters; anything else → 200 {"ok":true}
   // (an effect), or the stored answer of its Idempotency-Key (a duplicate).
-  host::HttpResponse Handle(const host::HttpRequest& request);
+  host::HttpResponse Handle(const host::HttpRequest& request) CLAWGUARD_EXCLUDES(mu_);
 
   // StatsJson is {"requests", "effects": {path: n}, "effects_total", "keyless_effects",
   // "duplicates", "duplicate_keys": [...], "keys_dropped"}.
-  std::string StatsJson() const;
+  std::string StatsJson() const CLAWGUARD_EXCLUDES(mu_);
 
  private:
-  mutable std::mutex mu_;
-  size_t requests_ = 0;
-  size_t duplicates_ = 0;
-  size_t keyless_effects_ = 0;
-  size_t keys_dropped_ = 0;
-  std::map<std::string, host::HttpResponse> stored_;  // by Idempotency-Key
-  std::map<std::string, size_t> effects_by_path_;
-  std::set<std::string> duplicate_keys_;  // at most kMaxListedKeys
+  mutable Mutex mu_;
+  size_t requests_ CLAWGUARD_GUARDED_BY(mu_) = 0;
+  size_t duplicates_ CLAWGUARD_GUARDED_BY(mu_) = 0;
+  size_t keyless_effects_ CLAWGUARD_GUARDED_BY(mu_) = 0;
+  size_t keys_dropped_ CLAWGUARD_GUARDED_BY(mu_) = 0;
+  // By Idempotency-Key.
+  std::map<std::string, host::HttpResponse> stored_ CLAWGUARD_GUARDED_BY(mu_);
+  std::map<std::string, size_t> effects_by_path_ CLAWGUARD_GUARDED_BY(mu_);
+  std::set<std::string> duplicate_keys_ CLAWGUARD_GUARDED_BY(mu_);  // at most kMaxListedKeys
 };
 
 }  // namespace clawguard::tools
