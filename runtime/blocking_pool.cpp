@@ -9,36 +9,37 @@
 namespace clawguard::fiber {
 
 void BlockingPool::Run(std::function<void()> job) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   queue_.push_back(std::move(job));
   if (static_cast<size_t>(idle_) >= queue_.size()) {
-    lock.unlock();
+    lock.Unlock();
     cv_.notify_one();
     return;
   }
   ++threads_;
-  lock.unlock();
+  lock.Unlock();
   try {
     std::thread([this] { Loop(); }).detach();
     return;
   } catch (...) {
   }
-  lock.lock();
+  lock.Lock();
   if (--threads_ > 0) return;  // a running thread takes it when it is free
   // No thread at all: run what is queued here rather than lose it.
   std::deque<std::function<void()>> jobs;
   jobs.swap(queue_);
-  lock.unlock();
+  lock.Unlock();
   for (auto& j : jobs) j();
 }
 
 void BlockingPool::Loop() {
   NameThisThread("cg-blocking");
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (queue_.empty()) {
       ++idle_;
-      const bool got = cv_.wait_for(lock, std::chrono::seconds(10), [this] { return !queue_.empty(); });
+      const bool got = mu_.WaitFor(cv_, std::chrono::seconds(10),
+                                     [this]() CLAWGUARD_REQUIRES(mu_) { return !queue_.empty(); });
       --idle_;
       if (!got) {
         --threads_;
@@ -47,10 +48,10 @@ void BlockingPool::Loop() {
     }
     std::function<void()> job = std::move(queue_.front());
     queue_.pop_front();
-    lock.unlock();
+    lock.Unlock();
     job();
     job = nullptr;
-    lock.lock();
+    lock.Lock();
   }
 }
 

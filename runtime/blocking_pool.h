@@ -7,6 +7,8 @@
 #include <functional>
 #include <mutex>
 
+#include "core/mutex.h"
+
 namespace clawguard::fiber {
 
 // BlockingPool runs RunBlocking's calls: threads started on demand, each leaving after 10 s idle.
@@ -24,11 +26,11 @@ class BlockingPool {
  private:
   void Loop();
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;  // guarded by mu_
-  int idle_ = 0;                             // guarded by mu_
-  int threads_ = 0;                          // guarded by mu_
+  std::deque<std::function<void()>> queue_ CLAWGUARD_GUARDED_BY(mu_);
+  int idle_ CLAWGUARD_GUARDED_BY(mu_) = 0;
+  int threads_ CLAWGUARD_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace clawguard::fiber

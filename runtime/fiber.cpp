@@ -33,7 +33,7 @@ void Unpark(Fiber* f) {
   Carrier* c = f->carrier;
   bool wake = false;
   {
-    std::lock_guard lock(c->mu);
+    MutexLock lock(c->mu);
     if (f->parked) {
       f->parked = false;
       c->ready.push_back(f);
@@ -163,8 +163,8 @@ void RunBlocking(const std::function<void()>& fn) {
     return;
   }
   struct Job {
-    std::mutex mu;
-    bool done = false;  // guarded by mu
+    Mutex mu;
+    bool done CLAWGUARD_GUARDED_BY(mu) = false;
     std::exception_ptr error;
   } job;
   BlockingPool::Get().Run([&job, &fn, f] {
@@ -174,13 +174,13 @@ void RunBlocking(const std::function<void()>& fn) {
       job.error = std::current_exception();
     }
     // Under job.mu: the fiber sees |done| only after this Unpark returned, so |f| is alive here.
-    std::lock_guard lock(job.mu);
+    MutexLock lock(job.mu);
     job.done = true;
     Unpark(f);
   });
   for (;;) {
     {
-      std::lock_guard lock(job.mu);
+      MutexLock lock(job.mu);
       if (job.done) break;
     }
     Park();
@@ -192,10 +192,10 @@ struct Carriers::Impl {
   size_t stack_bytes = 0;
   std::string name;
   int base = 0;
-  mutable std::mutex mu;
-  std::vector<std::unique_ptr<Carrier>> carriers;  // guarded by mu (only ever appended to)
+  mutable Mutex mu;
+  std::vector<std::unique_ptr<Carrier>> carriers CLAWGUARD_GUARDED_BY(mu);  // only ever appended to
 
-  Carrier* Add() {  // mu held
+  Carrier* Add() CLAWGUARD_REQUIRES(mu) {
     auto c = std::make_unique<Carrier>(stack_bytes, name);
     c->Start();
     carriers.push_back(std::move(c));
@@ -207,17 +207,17 @@ Carriers::Carriers(int n, std::string name, size_t stack_bytes) : impl_(std::mak
   impl_->stack_bytes = stack_bytes;
   impl_->name = std::move(name);
   impl_->base = std::max(1, n);
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   for (int i = 0; i < impl_->base; ++i) impl_->Add();
 }
 
 Carriers::~Carriers() {
   // Every spawned function returns first (see fiber.h, "Lifetime"), then no pin may be held.
   while (live() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   for (auto& c : impl_->carriers) {
     {
-      std::lock_guard clock(c->mu);
+      MutexLock clock(c->mu);
       c->stop = true;
     }
     c->Wake();
@@ -234,7 +234,7 @@ Carriers::~Carriers() {
 void Carriers::Spawn(std::function<void()> fn) {
   Carrier* target = nullptr;
   {
-    std::lock_guard lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     const int64_t now = NowNs();
     const int64_t stuck_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(kStuckAfter).count();
     Carrier* least = nullptr;
@@ -252,7 +252,7 @@ void Carriers::Spawn(std::function<void()> fn) {
   }
   bool wake = false;
   {
-    std::lock_guard lock(target->mu);
+    MutexLock lock(target->mu);
     target->spawns.push_back(std::move(fn));
     if (target->sleeping) {
       target->sleeping = false;
@@ -263,12 +263,12 @@ void Carriers::Spawn(std::function<void()> fn) {
 }
 
 int Carriers::carriers() const {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return static_cast<int>(impl_->carriers.size());
 }
 
 int64_t Carriers::live() const {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   int64_t n = 0;
   for (const auto& c : impl_->carriers) n += c->live.load(std::memory_order_acquire);
   return n;

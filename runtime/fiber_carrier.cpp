@@ -66,7 +66,7 @@ void Carrier::Wake() const {
 }
 
 void Carrier::MakeReady(Fiber* f) {
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   if (f->parked) {
     f->parked = false;
     ready.push_back(f);
@@ -116,7 +116,7 @@ void Carrier::Resume(Fiber* f) {
     case Fiber::kIdle:
       f->action = Fiber::kPark;
       {
-        std::lock_guard lock(mu);
+        MutexLock lock(mu);
         f->notified = false;  // an Unpark meant for the finished task
       }
       idle.push_back(f);
@@ -127,7 +127,7 @@ void Carrier::Resume(Fiber* f) {
       yielded.push_back(f);
       return;
     case Fiber::kPark: {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       if (f->notified) {
         f->notified = false;
         ready.push_back(f);
@@ -175,7 +175,7 @@ void Carrier::Loop() {
   std::deque<std::function<void()>> fresh;
   for (;;) {
     {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       if (stop) return;
       run.swap(ready);
       fresh.swap(spawns);
@@ -204,7 +204,7 @@ void Carrier::Loop() {
     yielded.clear();
     if (run.empty()) {
       Poll(NextTimeoutMs());
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       sleeping = false;
       continue;
     }

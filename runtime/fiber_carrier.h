@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "runtime/fiber.h"
 
 namespace clawguard::fiber {
@@ -32,8 +33,10 @@ struct Fiber {
   boost::context::fiber caller;  // the carrier's loop while the fiber runs
   std::function<void()> task;
   enum Action { kPark, kIdle, kYield } action = kPark;  // why it last switched to the loop
-  bool parked = false;    // guarded by carrier->mu: suspended, waiting for Unpark
-  bool notified = false;  // guarded by carrier->mu: Unpark came while it was not parked
+  // parked and notified are guarded by carrier->mu (a lock of another object, which the
+  // analysis of core/thread_annotations.h cannot name from here).
+  bool parked = false;    // suspended, waiting for Unpark
+  bool notified = false;  // Unpark came while it was not parked
   // A wait for a descriptor or a time (WaitFd, SleepFor): carrier thread only.
   bool fd_ready = false;
   bool timed_out = false;
@@ -83,11 +86,11 @@ struct Carrier {
   const std::string name;
   int epfd = -1;
   int evfd = -1;
-  std::mutex mu;
-  std::deque<Fiber*> ready;                  // guarded by mu
-  std::deque<std::function<void()>> spawns;  // guarded by mu
-  bool sleeping = false;                     // guarded by mu: in (or about to enter) epoll_wait
-  bool stop = false;                         // guarded by mu
+  Mutex mu;
+  std::deque<Fiber*> ready CLAWGUARD_GUARDED_BY(mu);
+  std::deque<std::function<void()>> spawns CLAWGUARD_GUARDED_BY(mu);
+  bool sleeping CLAWGUARD_GUARDED_BY(mu) = false;  // in (or about to enter) epoll_wait
+  bool stop CLAWGUARD_GUARDED_BY(mu) = false;
   std::vector<Fiber*> idle;                  // carrier thread only
   std::vector<Fiber*> yielded;               // carrier thread only
   std::multimap<Clock::time_point, Fiber*> timers;  // carrier thread only

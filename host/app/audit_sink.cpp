@@ -52,7 +52,7 @@ Result<std::shared_ptr<HostApp::AuditSink>> HostApp::AuditSink::Create(const Hos
 
 void HostApp::AuditSink::Write(const std::string& line) {
   const std::string clean = redactor_->RedactJsonLine(line);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::FILE* f = file_ != nullptr ? file_ : stderr;
   std::fputs(clean.c_str(), f);
   std::fputc('\n', f);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "clawguard/error.h"
+#include "core/mutex.h"
 #include "host/app/host_app.h"
 #include "host/app/host_config.h"
 #include "host/observe/json_log.h"
@@ -34,7 +35,7 @@ class HostApp::AuditSink {
  private:
   AuditSink(std::unique_ptr<JsonLogger> redactor, std::FILE* file) : redactor_(std::move(redactor)), file_(file) {}
   const std::unique_ptr<const JsonLogger> redactor_;
-  std::mutex mu_;
+  Mutex mu_;  // serializes writes to the file (lines never interleave)
   std::FILE* const file_;
 };
 

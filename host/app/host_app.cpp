@@ -49,9 +49,9 @@ struct Abandoned {
 };
 // Graveyard is never freed (and stays reachable, so leak checkers do not report it).
 void Bury(std::unique_ptr<Abandoned> a) {
-  static std::mutex* mu = new std::mutex;
+  static Mutex* mu = new Mutex;
   static auto* graveyard = new std::vector<std::unique_ptr<Abandoned>>;
-  std::lock_guard lock(*mu);
+  MutexLock lock(*mu);
   graveyard->push_back(std::move(a));
 }
 }  // namespace
@@ -102,7 +102,7 @@ void HostApp::Audit(const std::string& line) {
 
 Status HostApp::Start() {
   {
-    std::lock_guard lock(stop_mu_);
+    MutexLock lock(stop_mu_);
     if (started_ || stopping_) return Status(Reason::kInternal, "host: already started or stopped");
     started_ = true;
   }
@@ -120,7 +120,7 @@ Status HostApp::Start() {
 
 void HostApp::Stop() {
   {
-    std::lock_guard lock(stop_mu_);
+    MutexLock lock(stop_mu_);
     if (stopping_) return;
     stopping_ = true;
   }
@@ -152,12 +152,13 @@ void HostApp::BackgroundLoop() {
   // Every kOpsLoopPeriodMs: operations generation (≤ 1 s, ARCHITECTURE.md "Operator commands"),
   // capability pauses, work posted to the background workers (DLQ replays, outbox retries,
   // reconciler) and, less often, gauges (HostOpsLoop::Tick). Nothing here waits on a peer.
-  std::unique_lock lock(stop_mu_);
+  MutexLock lock(stop_mu_);
   while (!stopping_) {
-    lock.unlock();
+    lock.Unlock();
     ops_loop_->Tick();
-    lock.lock();
-    stop_cv_.wait_for(lock, std::chrono::milliseconds(kOpsLoopPeriodMs), [this] { return stopping_; });
+    lock.Lock();
+    stop_mu_.WaitFor(stop_cv_, std::chrono::milliseconds(kOpsLoopPeriodMs),
+                     [this]() CLAWGUARD_REQUIRES(stop_mu_) { return stopping_; });
   }
 }
 

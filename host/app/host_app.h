@@ -56,6 +56,7 @@
 #include "clawguard/store/idempotency_store.h"
 #include "clawguard/store/ledger.h"
 #include "clawguard/store/outbox.h"
+#include "core/mutex.h"
 #include "host/app/host_config.h"
 #include "host/app/host_observe.h"
 #include "host/app/host_ops_loop.h"
@@ -191,10 +192,10 @@ class HostApp {
   FdLimit fd_limit_;              // RLIMIT_NOFILE as raised at Create
   uint64_t max_connections_ = 0;  // the main listener's bound (listen.max_connections within fd_limit_)
   std::atomic<bool> ready_{false};
-  std::mutex stop_mu_;
+  Mutex stop_mu_;
   std::condition_variable stop_cv_;
-  bool stopping_ = false;
-  bool started_ = false;
+  bool stopping_ CLAWGUARD_GUARDED_BY(stop_mu_) = false;
+  bool started_ CLAWGUARD_GUARDED_BY(stop_mu_) = false;
   bool workers_abandoned_ = false;  // Stop gave up on a background worker (see the WARNING above)
   std::thread background_thread_;
 };

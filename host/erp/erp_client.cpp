@@ -11,6 +11,7 @@
 
 #include "clawguard/limits.h"
 #include "clawguard/ossl.h"
+#include "core/mutex.h"
 #include "host/erp/erp_connection.h"
 #include "host/erp/erp_target.h"
 #include "runtime/fiber.h"
@@ -30,8 +31,8 @@ struct ErpClient::Impl {
   SecretBytes auth;
   bool keep_alive = true;
   std::optional<ssl::context> tls;  // declared before the pool: connections point into it
-  std::mutex mu;
-  std::vector<std::unique_ptr<ErpConnection>> idle;  // guarded by mu
+  Mutex mu;
+  std::vector<std::unique_ptr<ErpConnection>> idle CLAWGUARD_GUARDED_BY(mu);
 
   // Acquire takes an idle connection (unless |fresh|) that nothing arrived on since its last
   // answer (CheckIdle), or makes a new, unconnected one. A pooled connection with stray bytes is
@@ -41,7 +42,7 @@ struct ErpClient::Impl {
     while (!fresh) {
       std::unique_ptr<ErpConnection> c;
       {
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(mu);
         if (idle.empty()) break;
         c = std::move(idle.back());
         idle.pop_back();
@@ -63,7 +64,7 @@ struct ErpClient::Impl {
       return;
     }
     if (!keep_alive || !c->reusable() || Suspended()) return;
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     if (idle.size() < limits::kMaxErpIdleConnections) idle.push_back(std::move(c));
   }
 
@@ -77,7 +78,7 @@ struct ErpClient::Impl {
                           kErpKeepAliveSuspendMs;
     keepalive_suspended_until_ms.store(until);
     std::vector<std::unique_ptr<ErpConnection>> dropped;
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     dropped.swap(idle);
   }
   bool Suspended() const {

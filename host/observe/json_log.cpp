@@ -179,7 +179,7 @@ std::string JsonLogger::Render(LogLevel level, std::string_view event, std::init
 }
 
 void JsonLogger::Write(const std::string& line) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   sink_(line);
 }
 

@@ -36,6 +36,7 @@
 #include "clawguard/clock.h"
 #include "clawguard/error.h"
 #include "clawguard/secret_bytes.h"
+#include "core/mutex.h"
 #include "host/http/http_types.h"
 
 namespace clawguard::host {
@@ -158,7 +159,7 @@ class JsonLogger {
   const LogLevel min_level_;
   const LogSink sink_;
   const Clock& clock_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;  // serializes calls of sink_ (lines never interleave)
 };
 
 }  // namespace clawguard::host

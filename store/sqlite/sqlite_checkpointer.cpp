@@ -38,12 +38,12 @@ void SqliteWriter::BoundWal() {
 int64_t SqliteWriter::checkpoints() const { return checkpointer_ != nullptr ? checkpointer_->runs() : 0; }
 
 int64_t SqliteWriter::wal_restarts() const {
-  std::lock_guard lock(mu_);  // the leader updates it before it takes mu_ back
+  MutexLock lock(mu_);  // the leader updates it before it takes mu_ back
   return wal_restarts_;
 }
 
 void SqliteWriter::SetWalRestartFramesForTesting(int frames) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   wal_restart_frames_ = frames;
 }
 

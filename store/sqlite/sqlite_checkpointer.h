@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/mutex.h"
 #include "runtime/thread_name.h"
 #include "sqlite/sqlite_db.h"
 #include "sqlite/sqlite_writer.h"
@@ -21,7 +22,7 @@ class SqliteWriter::Checkpointer {
   explicit Checkpointer(std::unique_ptr<SqliteDb> db) : db_(std::move(db)), thread_([this] { Loop(); }) {}
   ~Checkpointer() {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stop_ = true;
     }
     cv_.notify_one();
@@ -29,41 +30,41 @@ class SqliteWriter::Checkpointer {
   }
   void Request() {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       requested_ = true;
     }
     cv_.notify_one();
   }
   int64_t runs() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return runs_;
   }
 
  private:
   void Loop() {
     NameThisThread("cg-checkpoint");
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     for (;;) {
-      cv_.wait(lock, [this] { return stop_ || requested_; });
+      mu_.Wait(cv_, [this]() CLAWGUARD_REQUIRES(mu_) { return stop_ || requested_; });
       if (stop_) return;
       requested_ = false;
-      lock.unlock();
+      lock.Unlock();
       // PASSIVE: copies what no reader still needs, never blocks the writer; a busy or failed
       // checkpoint is simply tried again at the next request (the WAL only grows meanwhile).
       int wal_pages = 0;
       int copied = 0;
       (void)sqlite3_wal_checkpoint_v2(db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_pages, &copied);
-      lock.lock();
+      lock.Lock();
       ++runs_;
     }
   }
 
   const std::unique_ptr<SqliteDb> db_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  bool requested_ = false;  // guarded by mu_
-  bool stop_ = false;       // guarded by mu_
-  int64_t runs_ = 0;        // guarded by mu_
+  bool requested_ CLAWGUARD_GUARDED_BY(mu_) = false;
+  bool stop_ CLAWGUARD_GUARDED_BY(mu_) = false;
+  int64_t runs_ CLAWGUARD_GUARDED_BY(mu_) = 0;
   std::thread thread_;      // last: starts after the members above exist
 };
 

@@ -59,30 +59,30 @@ void SqliteWriter::RequestFlushLocked() {
 
 void SqliteWriter::FlusherLoop() {
   NameThisThread("cg-flush");
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     // Every kStealCheck it also checks that no held fiber holds the leader role.
-    flusher_cv_.wait_for(lock, kStealCheck, [this] { return flush_requested_ || flusher_stop_; });
+    mu_.WaitFor(flusher_cv_, kStealCheck, [this]() CLAWGUARD_REQUIRES(mu_) { return flush_requested_ || flusher_stop_; });
     if (flusher_stop_) return;
-    StealFromHeldFiberLocked(lock);
+    StealFromHeldFiberLocked();
     if (!flush_requested_) continue;
     flush_requested_ = false;
     if (syncing_) continue;  // that flush's end wakes the waiters; any it did not cover ask again
     if (poisoned_ || !WalOpenLocked()) {
-      WakeSyncWaiters(lock);  // they see the poison (a durable op commits FULL while no WAL is open)
+      WakeSyncWaiters();  // they see the poison (a durable op commits FULL while no WAL is open)
       continue;
     }
-    LeadSync(lock);
+    LeadSync();
   }
 }
 
 int64_t SqliteWriter::syncs() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return syncs_;
 }
 
 void SqliteWriter::SetSyncForTesting(SyncFn sync) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   sync_ = std::move(sync);
 }
 
@@ -102,38 +102,38 @@ bool SqliteWriter::WalOpenLocked() {
 }
 
 Status SqliteWriter::AwaitSync(Pending& mine) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
     if (synced_seq_ >= mine.seq) return mine.result;  // a flush that succeeded covered it
     if (poisoned_) {
       // No flush will start: release the waiters a batch leader registered for this one to lead.
-      if (!syncing_) WakeSyncWaiters(lock);
+      if (!syncing_) WakeSyncWaiters();
       return *poisoned_;
     }
     if (!syncing_) {
       if (mine.fiber == nullptr || !flusher_on_) {
-        LeadSync(lock);
+        LeadSync();
         continue;
       }
       RequestFlushLocked();  // a fiber waits for the flusher (see LeadBatch)
     }
     // That flush may have started before our commit: check again after it.
     sync_waiters_.push_back(&mine);
-    lock.unlock();
+    lock.Unlock();
     AwaitBit(mine.signal, kSynced);
-    lock.lock();
+    lock.Lock();
   }
 }
 
-void SqliteWriter::LeadSync(std::unique_lock<std::mutex>& lock) {
+void SqliteWriter::LeadSync() {
   syncing_ = true;
   const int64_t target = commits_;  // every batch up to here has committed: the flush covers it
   const SyncFn sync = sync_;
   const int fd = wal_fd_.get();
   CLAWGUARD_CHECK(fd >= 0);  // a batch with a durable op commits NORMAL only once the WAL is open
-  lock.unlock();
+  mu_.Unlock();
   Status flushed = FlushWal(sync, fd);
-  lock.lock();
+  mu_.Lock();
   syncing_ = false;
   ++syncs_;
   if (flushed.ok()) {
@@ -141,18 +141,18 @@ void SqliteWriter::LeadSync(std::unique_lock<std::mutex>& lock) {
   } else {
     poisoned_ = std::move(flushed);
   }
-  WakeSyncWaiters(lock);
+  WakeSyncWaiters();
 }
 
-void SqliteWriter::WakeSyncWaiters(std::unique_lock<std::mutex>& lock) {
+void SqliteWriter::WakeSyncWaiters() {
   Wakes wakes;
   // kDone too: a waiter registered by its batch's leader still sleeps in AwaitDone.
   for (Pending* p : sync_waiters_) Post(p->signal, p->fiber, kSynced | kDone, wakes);
   sync_waiters_.clear();
   if (!wakes.empty()) {
-    lock.unlock();
+    mu_.Unlock();
     WakeAll(wakes);
-    lock.lock();
+    mu_.Lock();
   }
 }
 
@@ -166,7 +166,7 @@ Status SqliteWriter::FlushWal(const SyncFn& sync, int fd) {
   if (!fresh.valid() && errno != ENOENT) return FlushFailed(db_->path(), wal_file_, errno);
   if (fresh.valid()) {
     CLAWGUARD_RETURN_IF_ERROR(Flush(sync, fresh.get(), wal_file_));
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     wal_fd_ = std::move(fresh);  // closes |fd|: only the sync leader (we) used it without mu_
   }
   UniqueFd main(::open(db_file_.c_str(), O_RDONLY | O_CLOEXEC));

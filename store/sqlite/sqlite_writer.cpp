@@ -55,7 +55,7 @@ SqliteWriter::SqliteWriter(std::unique_ptr<SqliteDb> db)
 
 SqliteWriter::~SqliteWriter() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     flusher_stop_ = true;
   }
   flusher_cv_.notify_one();
@@ -65,19 +65,19 @@ SqliteWriter::~SqliteWriter() {
 }
 
 int64_t SqliteWriter::gathers() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return gathers_;
 }
 
 int64_t SqliteWriter::steals() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return steals_;
 }
 
 Result<std::shared_ptr<SqliteWriter>> SqliteWriter::ForPath(const std::string& path) {
-  static std::mutex* registry_mu = new std::mutex;
+  static Mutex* registry_mu = new Mutex;
   static auto* registry = new std::map<std::string, std::weak_ptr<SqliteWriter>>;
-  std::lock_guard lock(*registry_mu);
+  MutexLock lock(*registry_mu);
   const std::string key = CanonicalPath(path);
   if (auto it = registry->find(key); it != registry->end()) {
     if (std::shared_ptr<SqliteWriter> w = it->second.lock()) return w;
@@ -91,17 +91,17 @@ Result<std::shared_ptr<SqliteWriter>> SqliteWriter::ForPath(const std::string& p
 }
 
 int64_t SqliteWriter::commits() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return commits_;
 }
 
 int64_t SqliteWriter::lazy_commits() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return lazy_commits_;
 }
 
 int64_t SqliteWriter::queued() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return static_cast<int64_t>(queue_.size());
 }
 
@@ -110,14 +110,14 @@ Status SqliteWriter::Write(const Op& op, Durability durability) {
   mine.op = &op;
   mine.durability = durability;
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     if (poisoned_) return *poisoned_;
     if (mine.fiber != nullptr && !flusher_on_) StartFlusherLocked();
     queue_.emplace_back(&mine);  // borrowed: |mine| outlives its entry (see Queued)
     if (!leading_) {
-      LeadBatch(lock, &mine);
+      LeadBatch(&mine);
     } else if (gathering_ && queue_.size() >= kGatherOps) {
-      lock.unlock();
+      lock.Unlock();
       gather_cv_.notify_one();  // the gathering leader re-checks the queue under mu_
     }
   }
@@ -135,9 +135,9 @@ void SqliteWriter::AwaitDone(Pending& mine) {
     if (s & kDone) return;
     if (s & kLead) {
       mine.signal.fetch_and(~kLead, std::memory_order_relaxed);
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       // Not done and nobody leads: the op is still queued (a batch sets kDone before it ends).
-      if (!leading_ && (mine.signal.load(std::memory_order_acquire) & kDone) == 0) LeadBatch(lock, &mine);
+      if (!leading_ && (mine.signal.load(std::memory_order_acquire) & kDone) == 0) LeadBatch(&mine);
       continue;
     }
     Sleep(mine.signal, s);
@@ -150,18 +150,18 @@ void SqliteWriter::Submit(Op op) {
   mine->op = &mine->owned;
   mine->durability = Durability::kLazy;
   mine->detached = true;
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (poisoned_) return;
   queue_.push_back(Queued(mine.release()));  // its entry owns it now; freed after its batch ran
   if (!leading_) {
-    LeadBatch(lock, nullptr);
+    LeadBatch(nullptr);
   } else if (gathering_ && queue_.size() >= kGatherOps) {
-    lock.unlock();
+    lock.Unlock();
     gather_cv_.notify_one();
   }
 }
 
-bool SqliteWriter::Gather(std::unique_lock<std::mutex>& lock) {
+bool SqliteWriter::Gather() {
   if (fiber::Current() != nullptr) {
     // A fiber leader: the other fibers of its carrier cannot queue ops while it waits on a
     // condition variable, so it yields instead — they run (and queue theirs) first, up to
@@ -172,9 +172,9 @@ bool SqliteWriter::Gather(std::unique_lock<std::mutex>& lock) {
     for (int i = 0; i < kFiberGatherYields && queue_.size() < kGatherOps; ++i) {
       ++gathers_;
       fiber_leader_ = fiber::Current();
-      lock.unlock();
+      mu_.Unlock();
       fiber::Yield();
-      lock.lock();
+      mu_.Lock();
       if (lead_epoch_ != epoch) return false;
       fiber_leader_ = nullptr;
     }
@@ -184,16 +184,16 @@ bool SqliteWriter::Gather(std::unique_lock<std::mutex>& lock) {
   if (last_batch_ops_ < kGatherAfterOps || queue_.size() >= kGatherOps) return true;
   ++gathers_;
   gathering_ = true;
-  gather_cv_.wait_for(lock, kGatherFor, [this] { return queue_.size() >= kGatherOps; });
+  mu_.WaitFor(gather_cv_, kGatherFor, [this]() CLAWGUARD_REQUIRES(mu_) { return queue_.size() >= kGatherOps; });
   gathering_ = false;
   return true;
 }
 
-void SqliteWriter::StealFromHeldFiberLocked(std::unique_lock<std::mutex>& lock) {
+void SqliteWriter::StealFromHeldFiberLocked() {
   if (!leading_) {
     // Ops queued and nobody leads: the role was offered (kLead) to a fiber that has not taken
     // it — perhaps held by a plugin that blocks its carrier — and no writer came since.
-    if (!queue_.empty()) LeadBatch(lock, nullptr);
+    if (!queue_.empty()) LeadBatch(nullptr);
     return;
   }
   // The leader is a fiber that yielded to gather and its carrier is now held: every writer of the
@@ -204,14 +204,14 @@ void SqliteWriter::StealFromHeldFiberLocked(std::unique_lock<std::mutex>& lock) 
   ++steals_;
   fiber_leader_ = nullptr;
   leading_ = false;
-  LeadBatch(lock, nullptr);
+  LeadBatch(nullptr);
 }
 
-void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self) {
+void SqliteWriter::LeadBatch(Pending* self) {
   while (!leading_ && !queue_.empty()) {
     // Lead: take everything queued so far (the caller's op included) into one transaction.
     leading_ = true;
-    if (!Gather(lock)) return;  // the role was taken over while this fiber was held
+    if (!Gather()) return;  // the role was taken over while this fiber was held
     std::vector<Queued> batch;
     batch.swap(queue_);
     last_batch_ops_ = batch.size();
@@ -223,10 +223,10 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self) 
       const bool full = std::any_of(batch.begin(), batch.end(),
                                     [](const Queued& p) { return p->durability == Durability::kBeforeReturn; }) &&
                         !WalOpenLocked();
-      lock.unlock();
+      mu_.Unlock();
       Status lost = RunBatch(batch, full);
       BoundWal();
-      lock.lock();
+      mu_.Lock();
       if (!lost.ok() && !poisoned_) poisoned_ = std::move(lost);
       ++commits_;
       if (normal_sync_) ++lazy_commits_;
@@ -235,14 +235,14 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self) 
     // leader is this caller if its own op needs one, else the first such op (woken now with
     // kDone); the others are registered as sync waiters at once and woken when a flush ends.
     // While a flush runs, nobody is woken to lead: that flush's end wakes them all.
-    const auto needs_flush = [this](const Pending* p) {
+    const auto needs_flush = [this](const Pending* p) CLAWGUARD_REQUIRES(mu_) {
       return !p->detached && p->durability == Durability::kBeforeReturn && p->result.ok() && normal_sync_ &&
              !poisoned_;
     };
     // A fiber never flushes on its carrier (an fdatasync would hold every fiber of it): the
     // flusher thread flushes for it ("Fibers" in the header).
-    const auto offloaded = [this](const Pending* p) { return p->fiber != nullptr && flusher_on_; };
-    const auto may_lead_flush = [&](const Pending* p) { return needs_flush(p) && !offloaded(p); };
+    const auto offloaded = [this](const Pending* p) CLAWGUARD_REQUIRES(mu_) { return p->fiber != nullptr && flusher_on_; };
+    const auto may_lead_flush = [&](const Pending* p) CLAWGUARD_REQUIRES(mu_) { return needs_flush(p) && !offloaded(p); };
     Pending* sync_leader = nullptr;
     if (!syncing_) {
       const bool self_in_batch = self != nullptr && std::any_of(batch.begin(), batch.end(),
@@ -250,7 +250,7 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self) 
       if (self_in_batch && may_lead_flush(self)) {
         sync_leader = self;
       } else if (const auto it = std::find_if(batch.begin(), batch.end(),
-                                              [&](const Queued& p) { return may_lead_flush(p.get()); });
+                                              [&](const Queued& p) CLAWGUARD_REQUIRES(mu_) { return may_lead_flush(p.get()); });
                  it != batch.end()) {
         sync_leader = it->get();
       }
@@ -284,9 +284,9 @@ void SqliteWriter::LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self) 
     if (waiter != queue_.end()) Post((*waiter)->signal, (*waiter)->fiber, kLead, wakes);
     const bool only_submitted = waiter == queue_.end() && !queue_.empty();
     if (!wakes.empty()) {
-      lock.unlock();
+      mu_.Unlock();
       WakeAll(wakes);
-      lock.lock();
+      mu_.Lock();
     }
     // Only Submit'ed ops are queued: nobody would lead them, so this caller runs them now (unless
     // someone took the role meanwhile: the loop's condition).

@@ -56,6 +56,7 @@
 #include "clawguard/error.h"
 #include "clawguard/unique_fd.h"
 #include "runtime/fiber.h"
+#include "core/mutex.h"
 #include "sqlite/sqlite_db.h"
 
 namespace clawguard::sqlite {
@@ -177,20 +178,20 @@ class SqliteWriter {
   // BoundWal runs after each batch, on the leader's thread: once the WAL holds
   // wal_restart_frames_ frames it checkpoints on the writer's connection (see the file comment).
   void BoundWal();
-  // LeadBatch runs everything queued as one batch (the caller holds |lock| and takes the leader
+  // LeadBatch runs everything queued as one batch (the caller holds mu_ and takes the leader
   // role), then hands the role to the oldest queued waiter; if only Submit'ed ops are queued it
-  // runs them too (nobody else would). It releases |lock| to wake the batch's waiters and holds it
+  // runs them too (nobody else would). It releases mu_ to wake the batch's waiters and holds it
   // again when it returns. |self| is the caller's own op (nullptr for Submit): it is awake, so it
   // is never registered as a sync waiter and is the preferred flush leader.
-  void LeadBatch(std::unique_lock<std::mutex>& lock, Pending* self);
+  void LeadBatch(Pending* self) CLAWGUARD_REQUIRES(mu_);
   // AwaitDone waits (without mu_) until |mine|'s batch ran, leading a batch when handed the role.
   void AwaitDone(Pending& mine);
-  // Gather waits (releasing |lock|, the leader role kept) for more ops before a batch (see
+  // Gather waits (releasing mu_, the leader role kept) for more ops before a batch (see
   // "Gathering"); returns at once unless the last batch had kGatherAfterOps ops or more.
   // false: a fiber leader lost the role while it yielded (StealFromHeldFiberLocked).
-  bool Gather(std::unique_lock<std::mutex>& lock);
+  bool Gather() CLAWGUARD_REQUIRES(mu_);
   // StealFromHeldFiberLocked takes the leader role from a fiber held while it yields (see "Fibers").
-  void StealFromHeldFiberLocked(std::unique_lock<std::mutex>& lock);
+  void StealFromHeldFiberLocked() CLAWGUARD_REQUIRES(mu_);
   // RunBatch runs |batch| in one transaction, with synchronous=FULL if |full|. Not OK only if the
   // writer must be poisoned (a commit's WAL bytes could not be written after COMMIT returned).
   Status RunBatch(const std::vector<Queued>& batch, bool full);
@@ -199,33 +200,33 @@ class SqliteWriter {
   Status SetSynchronous(bool full);
   // AwaitSync waits (leading a flush if none runs) until |mine|'s batch is flushed.
   Status AwaitSync(Pending& mine);
-  void LeadSync(std::unique_lock<std::mutex>& lock);
-  // WakeSyncWaiters wakes every registered sync waiter (kSynced | kDone); mu_ held by |lock|.
-  void WakeSyncWaiters(std::unique_lock<std::mutex>& lock);
+  void LeadSync() CLAWGUARD_REQUIRES(mu_);
+  // WakeSyncWaiters wakes every registered sync waiter (kSynced | kDone); mu_ held (released while it wakes them).
+  void WakeSyncWaiters() CLAWGUARD_REQUIRES(mu_);
   // FlushWal flushes the WAL through |fd| (and more if the WAL was replaced); runs without mu_.
   Status FlushWal(const SyncFn& sync, int fd);
   Status Flush(const SyncFn& sync, int fd, const std::string& file) const;
   // WalOpenLocked opens the WAL descriptor if it is not open; whether it is open now.
-  bool WalOpenLocked();
+  bool WalOpenLocked() CLAWGUARD_REQUIRES(mu_);
 
   const std::unique_ptr<SqliteDb> db_;
   const std::string db_file_;   // absolute, as SQLite resolved it ("" for a temporary database)
   const std::string wal_file_;  // db_file_ + "-wal" ("" if none)
-  mutable std::mutex mu_;
-  std::vector<Pending*> sync_waiters_;  // durable ops waiting for the running flush; guarded by mu_
-  std::vector<Queued> queue_;        // guarded by mu_
-  bool leading_ = false;             // a caller is running a batch; guarded by mu_
-  int64_t commits_ = 0;              // batches run = the number of the last one; guarded by mu_
-  int64_t lazy_commits_ = 0;         // guarded by mu_
-  bool syncing_ = false;             // a caller is flushing; guarded by mu_
-  int64_t synced_seq_ = 0;           // every batch up to this number is flushed; guarded by mu_
-  int64_t syncs_ = 0;                // guarded by mu_
-  std::optional<Status> poisoned_;   // set when a flush failed, never cleared; guarded by mu_
+  mutable Mutex mu_;
+  std::vector<Pending*> sync_waiters_ CLAWGUARD_GUARDED_BY(mu_);  // durable ops waiting for the running flush
+  std::vector<Queued> queue_ CLAWGUARD_GUARDED_BY(mu_);
+  bool leading_ CLAWGUARD_GUARDED_BY(mu_) = false;  // a caller is running a batch
+  int64_t commits_ CLAWGUARD_GUARDED_BY(mu_) = 0;  // batches run = the number of the last one
+  int64_t lazy_commits_ CLAWGUARD_GUARDED_BY(mu_) = 0;
+  bool syncing_ CLAWGUARD_GUARDED_BY(mu_) = false;  // a caller is flushing
+  int64_t synced_seq_ CLAWGUARD_GUARDED_BY(mu_) = 0;  // every batch up to this number is flushed
+  int64_t syncs_ CLAWGUARD_GUARDED_BY(mu_) = 0;
+  std::optional<Status> poisoned_ CLAWGUARD_GUARDED_BY(mu_);  // set when a flush failed, never cleared
   std::condition_variable gather_cv_;  // a gathering leader: kGatherOps ops are queued
-  bool gathering_ = false;             // guarded by mu_
-  size_t last_batch_ops_ = 0;          // ops in the last batch; guarded by mu_
-  int64_t gathers_ = 0;                // guarded by mu_
-  SyncFn sync_;                      // guarded by mu_
+  bool gathering_ CLAWGUARD_GUARDED_BY(mu_) = false;
+  size_t last_batch_ops_ CLAWGUARD_GUARDED_BY(mu_) = 0;  // ops in the last batch
+  int64_t gathers_ CLAWGUARD_GUARDED_BY(mu_) = 0;
+  SyncFn sync_ CLAWGUARD_GUARDED_BY(mu_);
   // The WAL descriptor: opened under mu_ (once valid it stays valid); replaced only by the sync
   // leader (under mu_), which is also the only one using it without mu_.
   UniqueFd wal_fd_;
@@ -236,16 +237,16 @@ class SqliteWriter {
   int wal_restart_frames_ = kWalRestartFrames;  // set before concurrent use (tests)
   int64_t wal_restarts_ = 0;  // written by the leader without mu_, read under mu_ (see wal_restarts)
   // The flusher (see "Fibers"): started by the first durable Write from a fiber.
-  void StartFlusherLocked();
-  void RequestFlushLocked();
+  void StartFlusherLocked() CLAWGUARD_REQUIRES(mu_);
+  void RequestFlushLocked() CLAWGUARD_REQUIRES(mu_);
   void FlusherLoop();
   std::condition_variable flusher_cv_;
-  bool flusher_on_ = false;       // guarded by mu_
-  bool flush_requested_ = false;  // guarded by mu_
-  bool flusher_stop_ = false;     // guarded by mu_
-  fiber::Fiber* fiber_leader_ = nullptr;  // the leader while it yields to gather; guarded by mu_
-  uint64_t lead_epoch_ = 0;               // bumped when the role is taken from it; guarded by mu_
-  int64_t steals_ = 0;                    // guarded by mu_
+  bool flusher_on_ CLAWGUARD_GUARDED_BY(mu_) = false;
+  bool flush_requested_ CLAWGUARD_GUARDED_BY(mu_) = false;
+  bool flusher_stop_ CLAWGUARD_GUARDED_BY(mu_) = false;
+  fiber::Fiber* fiber_leader_ CLAWGUARD_GUARDED_BY(mu_) = nullptr;  // the leader while it yields to gather
+  uint64_t lead_epoch_ CLAWGUARD_GUARDED_BY(mu_) = 0;  // bumped when the role is taken from it
+  int64_t steals_ CLAWGUARD_GUARDED_BY(mu_) = 0;
   std::thread flusher_;           // started under mu_; joined by the destructor
   std::unique_ptr<Checkpointer> checkpointer_;  // destroyed first (declared last)
 };
