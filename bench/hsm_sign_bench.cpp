@@ -28,20 +28,27 @@ int main(int argc, char** argv) {
   long n = 200;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--module") module = value;
-    else if (flag == "--key") key = value;
-    else if (flag == "--pin-source") pin_source = value;
-    else if (flag == "--n") n = std::strtol(value.c_str(), nullptr, 10);
-    else return Fail(Status(Reason::kUsage, "unknown flag " + flag));
+    if (flag == "--module")
+      module = value;
+    else if (flag == "--key")
+      key = value;
+    else if (flag == "--pin-source")
+      pin_source = value;
+    else if (flag == "--n")
+      n = std::strtol(value.c_str(), nullptr, 10);
+    else
+      return Fail(Status(Reason::kUsage, "unknown flag " + flag));
   }
   if (key.empty() || pin_source.empty() || n <= 0) {
-    return Fail(Status(Reason::kUsage, "usage: hsm_sign_bench --module M --key URI --pin-source SRC [--n N]"));
+    return Fail(Status(Reason::kUsage,
+                       "usage: hsm_sign_bench --module M --key URI --pin-source SRC [--n N]"));
   }
   auto module_path = signer::ResolveModulePath(module);
   if (!module_path.ok()) return Fail(module_path.error());
   auto pin = signer::ReadPin(pin_source);
   if (!pin.ok()) return Fail(pin.error());
-  auto s = signer::HsmSigner::Create(*module_path, key, std::move(pin).value(), /*allow_imported_key=*/false);
+  auto s = signer::HsmSigner::Create(*module_path, key, std::move(pin).value(),
+                                     /*allow_imported_key=*/false);
   if (!s.ok()) return Fail(s.error());
 
   const auto start = std::chrono::steady_clock::now();
@@ -50,11 +57,13 @@ int main(int argc, char** argv) {
     auto sig = (*s)->Sign(message);
     if (!sig.ok()) return Fail(sig.error());
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  nlohmann::json out = {{"signatures", n},
-                        {"seconds", seconds},
-                        {"signatures_per_second", static_cast<double>(n) / seconds},
-                        {"algorithm", (*s)->algorithm() == SigAlgorithm::kEd25519 ? "ed25519" : "ecdsa-p256"}};
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  nlohmann::json out = {
+      {"signatures", n},
+      {"seconds", seconds},
+      {"signatures_per_second", static_cast<double>(n) / seconds},
+      {"algorithm", (*s)->algorithm() == SigAlgorithm::kEd25519 ? "ed25519" : "ecdsa-p256"}};
   std::cout << out.dump() << "\n";
   return 0;
 }

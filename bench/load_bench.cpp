@@ -29,17 +29,24 @@ int main(int argc, char** argv) {
   long n = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--trust") trust = value;
-    else if (flag == "--allowlist") allowlist = value;
-    else if (flag == "--package") package = value;
-    else if (flag == "--n") n = std::strtol(value.c_str(), nullptr, 10);
-    else return Fail(Status(Reason::kUsage, "unknown flag " + flag));
+    if (flag == "--trust")
+      trust = value;
+    else if (flag == "--allowlist")
+      allowlist = value;
+    else if (flag == "--package")
+      package = value;
+    else if (flag == "--n")
+      n = std::strtol(value.c_str(), nullptr, 10);
+    else
+      return Fail(Status(Reason::kUsage, "unknown flag " + flag));
   }
   if (trust.empty() || allowlist.empty() || package.empty() || n <= 0) {
-    return Fail(Status(Reason::kUsage, "usage: load_bench --trust T --allowlist A --package PKG [--n N]"));
+    return Fail(
+        Status(Reason::kUsage, "usage: load_bench --trust T --allowlist A --package PKG [--n N]"));
   }
   struct stat st {};
-  if (::stat(package.c_str(), &st) != 0) return Fail(Status(Reason::kUsage, "cannot stat " + package));
+  if (::stat(package.c_str(), &st) != 0)
+    return Fail(Status(Reason::kUsage, "cannot stat " + package));
   const double bytes = static_cast<double>(st.st_size);
 
   LoaderOptions opts;
@@ -56,7 +63,8 @@ int main(int argc, char** argv) {
       if (!plugin.ok()) return Fail(plugin.error());
       if (plugin->plugin() == nullptr) return Fail(Status(Reason::kInternal, "no plugin table"));
     }  // unloaded here
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     total += s;
     if (best == 0 || s < best) best = s;
   }

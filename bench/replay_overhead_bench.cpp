@@ -6,9 +6,10 @@
 // answer), interleaved round by round so drift hits both alike. Prints a markdown table with the
 // median ns per replay of each and the overhead B/A − 1.
 //
-//   replay_overhead_bench --dir TMPDIR [--keys 2000] [--rounds 15] [--mode both|plain|guarded|setup]
-// --mode plain / guarded / setup run only one side (or only the set-up), for instruction counts under
-// `valgrind --tool=callgrind`, which do not depend on the machine's load:
+//   replay_overhead_bench --dir TMPDIR [--keys 2000] [--rounds 15] [--mode
+//   both|plain|guarded|setup]
+// --mode plain / guarded / setup run only one side (or only the set-up), for instruction counts
+// under `valgrind --tool=callgrind`, which do not depend on the machine's load:
 //   overhead = (Ir(guarded) − Ir(setup)) / (Ir(plain) − Ir(setup)) − 1.
 #include <algorithm>
 #include <chrono>
@@ -47,7 +48,8 @@ std::vector<PipelineRoute> Routes(const Clock& clock) {
   auto v = WebhookVerifier::Create(SecretBytes{std::string(kSecret)}, std::nullopt, std::nullopt,
                                    std::chrono::hours(24), clock);
   std::vector<PipelineRoute> routes;
-  routes.push_back(PipelineRoute{"acme-orders", "order.created", 2, std::string("/order_id"), std::move(v).value()});
+  routes.push_back(PipelineRoute{"acme-orders", "order.created", 2, std::string("/order_id"),
+                                 std::move(v).value()});
   return routes;
 }
 
@@ -67,7 +69,8 @@ double RunRound(const WebhookPipeline& p, const std::vector<HttpRequest>& reques
     std::cerr << "replay_overhead_bench: " << bad << " replays did not answer 200\n";
     std::exit(1);
   }
-  return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) /
+  return static_cast<double>(
+             std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) /
          static_cast<double>(requests.size());
 }
 
@@ -84,14 +87,20 @@ int main(int argc, char** argv) {
   std::string mode = "both";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--dir") dir = value;
-    else if (flag == "--keys") keys = std::strtol(value.c_str(), nullptr, 10);
-    else if (flag == "--rounds") rounds = std::strtol(value.c_str(), nullptr, 10);
-    else if (flag == "--mode") mode = value;
-    else return Fail(Status(Reason::kUsage, "unknown flag " + flag));
+    if (flag == "--dir")
+      dir = value;
+    else if (flag == "--keys")
+      keys = std::strtol(value.c_str(), nullptr, 10);
+    else if (flag == "--rounds")
+      rounds = std::strtol(value.c_str(), nullptr, 10);
+    else if (flag == "--mode")
+      mode = value;
+    else
+      return Fail(Status(Reason::kUsage, "unknown flag " + flag));
   }
   if (dir.empty() || keys <= 0 || rounds <= 0) {
-    return Fail(Status(Reason::kUsage, "usage: replay_overhead_bench --dir DIR [--keys N] [--rounds R]"));
+    return Fail(
+        Status(Reason::kUsage, "usage: replay_overhead_bench --dir DIR [--keys N] [--rounds R]"));
   }
   const Clock& clock = SystemClock::Instance();
   const std::string db = dir + "/bench.db";
@@ -101,9 +110,11 @@ int main(int argc, char** argv) {
   if (!store.ok()) return Fail(store.error());
   auto dlq = sqlite::SqliteDlq::Open(db, clock);
   if (!dlq.ok()) return Fail(dlq.error());
-  auto limiter = RateLimiter::Create(RateLimit{1'000'000'000, std::chrono::milliseconds(1000), 1'000'000'000}, clock);
+  auto limiter = RateLimiter::Create(
+      RateLimit{1'000'000'000, std::chrono::milliseconds(1000), 1'000'000'000}, clock);
   if (!limiter.ok()) return Fail(limiter.error());
-  auto breaker = KeyBreaker::Create(BreakerSpec{3, std::chrono::seconds(5), std::chrono::seconds(30), 0}, clock);
+  auto breaker = KeyBreaker::Create(
+      BreakerSpec{3, std::chrono::seconds(5), std::chrono::seconds(30), 0}, clock);
   if (!breaker.ok()) return Fail(breaker.error());
   MetricsNames names;
   names.routes = {{"acme-orders", "order.created"}};
@@ -123,7 +134,8 @@ int main(int argc, char** argv) {
   guards.metrics = metrics->get();
   guards.advisor = &advisor;
   guards.clock = &clock;
-  auto guarded = WebhookPipeline::Create(options, Routes(clock), **store, &Answer, std::move(guards));
+  auto guarded =
+      WebhookPipeline::Create(options, Routes(clock), **store, &Answer, std::move(guards));
   if (!guarded.ok()) return Fail(guarded.error());
 
   // N events, each delivered once (first time: processed) and then replayed in every round.
@@ -142,7 +154,8 @@ int main(int argc, char** argv) {
     r.headers.Set("webhook-id", id);
     r.headers.Set("webhook-timestamp", std::to_string(ts));
     r.headers.Set("webhook-signature", WebhookSignature(key, id, ts, r.body));
-    if ((*plain)->Handle(r).status != 200) return Fail(Status(Reason::kInternal, "first delivery failed"));
+    if ((*plain)->Handle(r).status != 200)
+      return Fail(Status(Reason::kInternal, "first delivery failed"));
     requests.push_back(std::move(r));
   }
   if (mode == "setup") return 0;
@@ -152,7 +165,8 @@ int main(int argc, char** argv) {
     for (long round = 0; round < rounds; ++round) (void)RunRound(p, requests);
     return 0;
   }
-  if (mode != "both") return Fail(Status(Reason::kUsage, "--mode is both, plain, guarded or setup"));
+  if (mode != "both")
+    return Fail(Status(Reason::kUsage, "--mode is both, plain, guarded or setup"));
   // Warm-up: fill the cache and the branch predictors of both.
   (void)RunRound(**plain, requests);
   (void)RunRound(**guarded, requests);
@@ -172,8 +186,8 @@ int main(int argc, char** argv) {
             << " interleaved rounds) | ns/replay | replays/s per core | vs without |\n"
             << "| --- | ---: | ---: | ---: |\n"
             << "| (A) without guards | " << ma << " | " << 1e9 / ma << " | 1.000× |\n"
-            << "| (B) rate limit + key breaker + DLQ + metrics + retention advisor | " << mb << " | " << 1e9 / mb
-            << " | " << std::setprecision(3) << mb / ma << "× |\n";
+            << "| (B) rate limit + key breaker + DLQ + metrics + retention advisor | " << mb
+            << " | " << 1e9 / mb << " | " << std::setprecision(3) << mb / ma << "× |\n";
   std::cout << std::setprecision(1) << "\noverhead of the guards: " << (mb / ma - 1.0) * 100.0
             << " % (target ≤ 5 %); cache hits " << (*store)->hits() << " of " << (*store)->lookups()
             << " claims; webhook_requests_total " << (*metrics)->DeliveriesTotal() << "\n";

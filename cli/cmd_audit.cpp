@@ -25,8 +25,10 @@ int RunAudit(const AuditOptions& o) {
   if (!config.ok()) return ReportError("audit", config.error(), o.json);
   // Read-only: a missing store is reported as a finding, never created.
   auto ledger = OpenLedger((*config)->store, StoreOpen::kMustExist);
-  host::LedgerSource source = ledger.ok() ? host::LedgerSource(ledger->get()) : host::LedgerSource(ledger.error());
-  const host::AuditReport report = host::RunDeploymentAudit(**config, source, SystemClock::Instance());
+  host::LedgerSource source =
+      ledger.ok() ? host::LedgerSource(ledger->get()) : host::LedgerSource(ledger.error());
+  const host::AuditReport report =
+      host::RunDeploymentAudit(**config, source, SystemClock::Instance());
   if (o.json) {
     std::cout << report.ToJson().dump() << "\n";
   } else {
@@ -39,7 +41,8 @@ int RunAudit(const AuditOptions& o) {
 
 void RegisterAudit(CLI::App& app, CommandContext& ctx) {
   auto opts = std::make_shared<AuditOptions>();
-  auto* cmd = app.add_subcommand("audit", "audit a deployment (host.yaml): findings with severities; exit 1 if any is high");
+  auto* cmd = app.add_subcommand(
+      "audit", "audit a deployment (host.yaml): findings with severities; exit 1 if any is high");
   cmd->add_option("--config", opts->config, "the host.yaml of the deployment")->required();
   cmd->add_flag("--json", opts->json, "print one JSON object");
   cmd->callback([&ctx, opts] { ctx.exit_code = RunAudit(*opts); });

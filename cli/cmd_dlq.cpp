@@ -38,30 +38,35 @@ struct DlqOptions {
   bool json = false;
 };
 
-std::string AgeText(DlqAge a) { return a == DlqAge::kUnderHour ? "< 1 h" : a == DlqAge::kUnderDay ? "< 24 h" : "older"; }
+std::string AgeText(DlqAge a) {
+  return a == DlqAge::kUnderHour ? "< 1 h" : a == DlqAge::kUnderDay ? "< 24 h" : "older";
+}
 
 nlohmann::json EntryJson(const DlqEntry& e, int64_t now_ms) {
-  nlohmann::json j = {{"id", e.id},
-                      {"class", std::string(DlqClassName(e.klass))},
-                      {"state", std::string(DlqStateName(e.state))},
-                      {"age", std::string(DlqAgeName(DlqAgeOf(now_ms - e.created_ms)))},
-                      {"event_key", e.event_key},
-                      {"plugin", e.plugin},
-                      {"route", e.route},
-                      {"call_index", e.call_index == kDlqEventLevel ? nlohmann::json(nullptr) : nlohmann::json(e.call_index)},
-                      {"endpoint", e.endpoint},
-                      {"erp_status", e.erp_status},
-                      {"detail", e.detail},
-                      {"occurrences", e.occurrences},
-                      {"attempts", e.attempts},
-                      {"next_attempt", e.next_attempt_ms > 0 ? nlohmann::json(FormatRfc3339Utc(e.next_attempt_ms / 1000))
-                                                             : nlohmann::json(nullptr)},
-                      {"claimed_by", e.claimed_by},
-                      {"resolution", e.resolution},
-                      {"created", FormatRfc3339Utc(e.created_ms / 1000)},
-                      {"updated", FormatRfc3339Utc(e.updated_ms / 1000)},
-                      {"has_request", e.has_request},
-                      {"request_omitted", e.request_omitted}};
+  nlohmann::json j = {
+      {"id", e.id},
+      {"class", std::string(DlqClassName(e.klass))},
+      {"state", std::string(DlqStateName(e.state))},
+      {"age", std::string(DlqAgeName(DlqAgeOf(now_ms - e.created_ms)))},
+      {"event_key", e.event_key},
+      {"plugin", e.plugin},
+      {"route", e.route},
+      {"call_index",
+       e.call_index == kDlqEventLevel ? nlohmann::json(nullptr) : nlohmann::json(e.call_index)},
+      {"endpoint", e.endpoint},
+      {"erp_status", e.erp_status},
+      {"detail", e.detail},
+      {"occurrences", e.occurrences},
+      {"attempts", e.attempts},
+      {"next_attempt", e.next_attempt_ms > 0
+                           ? nlohmann::json(FormatRfc3339Utc(e.next_attempt_ms / 1000))
+                           : nlohmann::json(nullptr)},
+      {"claimed_by", e.claimed_by},
+      {"resolution", e.resolution},
+      {"created", FormatRfc3339Utc(e.created_ms / 1000)},
+      {"updated", FormatRfc3339Utc(e.updated_ms / 1000)},
+      {"has_request", e.has_request},
+      {"request_omitted", e.request_omitted}};
   if (e.request) {
     j["request"] = {{"webhook_id", e.request->webhook_id},
                     {"content_type", e.request->content_type},
@@ -77,11 +82,15 @@ int RunList(const DlqOptions& o) {
   f.newest_first = !o.oldest;
   if (!o.klass.empty()) {
     f.klass = DlqClassFromName(o.klass);
-    if (!f.klass) return ReportError("dlq list", Status(Reason::kUsage, "--class: unknown class '" + o.klass + "'"), o.json);
+    if (!f.klass)
+      return ReportError(
+          "dlq list", Status(Reason::kUsage, "--class: unknown class '" + o.klass + "'"), o.json);
   }
   if (!o.state.empty()) {
     f.state = DlqStateFromName(o.state);
-    if (!f.state) return ReportError("dlq list", Status(Reason::kUsage, "--state: unknown state '" + o.state + "'"), o.json);
+    if (!f.state)
+      return ReportError(
+          "dlq list", Status(Reason::kUsage, "--state: unknown state '" + o.state + "'"), o.json);
   }
   auto store = OpenOpsStore(o.store);
   if (!store.ok()) return ReportError("dlq list", store.error(), o.json);
@@ -95,7 +104,9 @@ int RunList(const DlqOptions& o) {
   std::map<std::pair<DlqClass, DlqAge>, std::vector<const DlqEntry*>> groups;
   for (const auto& e : *entries) groups[{e.klass, DlqAgeOf(now - e.created_ms)}].push_back(&e);
   if (o.json) {
-    nlohmann::json j = {{"store", store->shown}, {"unresolved", nlohmann::json::object()}, {"groups", nlohmann::json::array()}};
+    nlohmann::json j = {{"store", store->shown},
+                        {"unresolved", nlohmann::json::object()},
+                        {"groups", nlohmann::json::array()}};
     int64_t total = 0;
     for (const auto& c : *counts) {
       j["unresolved"][std::string(DlqClassName(c.klass))][std::string(DlqAgeName(c.age))] = c.count;
@@ -103,7 +114,8 @@ int RunList(const DlqOptions& o) {
     }
     j["unresolved_total"] = total;
     for (const auto& [k, list] : groups) {
-      nlohmann::json g = {{"class", std::string(DlqClassName(k.first))}, {"age", std::string(DlqAgeName(k.second))},
+      nlohmann::json g = {{"class", std::string(DlqClassName(k.first))},
+                          {"age", std::string(DlqAgeName(k.second))},
                           {"entries", nlohmann::json::array()}};
       for (const DlqEntry* e : list) g["entries"].push_back(EntryJson(*e, now));
       j["groups"].push_back(std::move(g));
@@ -122,10 +134,13 @@ int RunList(const DlqOptions& o) {
   for (const auto& [k, list] : groups) {
     std::cout << "\n" << DlqClassName(k.first) << ", " << AgeText(k.second) << ":\n";
     for (const DlqEntry* e : list) {
-      std::cout << "  #" << e->id << '\t' << DlqStateName(e->state) << '\t' << e->plugin << '/' << e->route << '\t'
-                << (e->call_index == kDlqEventLevel ? std::string("event") : "call " + std::to_string(e->call_index))
-                << '\t' << (e->endpoint.empty() ? "-" : e->endpoint) << '\t' << "x" << e->occurrences << '\t'
-                << e->event_key.substr(0, 16) << "…\t" << e->detail << '\n';
+      std::cout << "  #" << e->id << '\t' << DlqStateName(e->state) << '\t' << e->plugin << '/'
+                << e->route << '\t'
+                << (e->call_index == kDlqEventLevel ? std::string("event")
+                                                    : "call " + std::to_string(e->call_index))
+                << '\t' << (e->endpoint.empty() ? "-" : e->endpoint) << '\t' << "x"
+                << e->occurrences << '\t' << e->event_key.substr(0, 16) << "…\t" << e->detail
+                << '\n';
     }
   }
   std::cout << entries->size() << " entries listed\n";
@@ -138,7 +153,8 @@ int RunShow(const DlqOptions& o) {
   auto e = store->dlq->Get(o.id);
   if (!e.ok()) return ReportError("dlq show", e.error(), o.json);
   if (!e->has_value()) {
-    return ReportError("dlq show", Status(Reason::kNotFound, "no DLQ entry " + std::to_string(o.id)), o.json);
+    return ReportError("dlq show",
+                       Status(Reason::kNotFound, "no DLQ entry " + std::to_string(o.id)), o.json);
   }
   const nlohmann::json j = EntryJson(**e, SystemClock::Instance().NowMillis());
   if (o.json) {
@@ -156,16 +172,18 @@ int RunWrite(const DlqOptions& o, bool replay) {
   auto store = OpenOpsStore(o.store);
   if (!store.ok()) return ReportError(cmd, store.error(), o.json);
   const std::string actor = OperatorActor();
-  const Status st = replay ? store->dlq->RequestReplay(o.id, actor) : store->dlq->Drop(o.id, o.reason, actor);
+  const Status st =
+      replay ? store->dlq->RequestReplay(o.id, actor) : store->dlq->Drop(o.id, o.reason, actor);
   if (!st.ok()) return ReportError(cmd, st, o.json);
-  const Status fin = FinishOperatorWrite(*store, o.audit_log, replay ? "dlq.replay" : "dlq.drop", std::to_string(o.id),
-                                         replay ? "" : o.reason);
+  const Status fin = FinishOperatorWrite(*store, o.audit_log, replay ? "dlq.replay" : "dlq.drop",
+                                         std::to_string(o.id), replay ? "" : o.reason);
   if (!fin.ok()) return ReportError(cmd, fin, o.json);
   const std::string state = replay ? "replay_requested" : "dropped";
   if (o.json) {
     std::cout << DumpJson({{"id", o.id}, {"state", state}, {"actor", actor}}) << "\n";
   } else if (replay) {
-    std::cout << "DLQ entry " << o.id << ": replay requested; a running host replays it with the original keys\n";
+    std::cout << "DLQ entry " << o.id
+              << ": replay requested; a running host replays it with the original keys\n";
   } else {
     std::cout << "DLQ entry " << o.id << ": dropped\n";
   }
@@ -179,15 +197,20 @@ void RegisterDlq(CLI::App& app, CommandContext& ctx) {
   auto* cmd = app.add_subcommand("dlq", "list, show, replay or drop dead-lettered events");
   cmd->require_subcommand(1);
   auto common = [o](CLI::App* sub, bool writes) {
-    sub->add_option("--store", o->store, "sqlite:PATH, a path, or postgresql://user@host:port/db")->required();
+    sub->add_option("--store", o->store, "sqlite:PATH, a path, or postgresql://user@host:port/db")
+        ->required();
     sub->add_flag("--json", o->json, "print one JSON object");
-    if (writes) sub->add_option("--audit-log", o->audit_log, "also append the action to this JSON-lines file");
+    if (writes)
+      sub->add_option("--audit-log", o->audit_log,
+                      "also append the action to this JSON-lines file");
   };
   auto* list = cmd->add_subcommand("list", "unresolved entries by class and age, then the entries");
   common(list, false);
   list->add_option("--class", o->klass, "only this class (breaker, cooldown, auth, …)");
-  list->add_option("--state", o->state, "only this state (open, replay_requested, replaying, replayed, dropped)");
-  list->add_option("--limit", o->limit, "at most this many entries (1..1000)")->check(CLI::Range(int64_t{1}, kMaxDlqList));
+  list->add_option("--state", o->state,
+                   "only this state (open, replay_requested, replaying, replayed, dropped)");
+  list->add_option("--limit", o->limit, "at most this many entries (1..1000)")
+      ->check(CLI::Range(int64_t{1}, kMaxDlqList));
   list->add_flag("--oldest", o->oldest, "oldest first (default: newest first)");
   list->callback([&ctx, o] { ctx.exit_code = RunList(*o); });
 

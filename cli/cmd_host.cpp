@@ -49,7 +49,8 @@ Result<host::HostStores> OpenHostStores(const std::string& url, const Clock& clo
   }
   std::error_code ec;  // a missing parent directory is created; a failure shows up at Open
   std::filesystem::create_directories(std::filesystem::path(parsed.path).parent_path(), ec);
-  CLAWGUARD_ASSIGN_OR_RETURN(stores.idempotency, sqlite::SqliteIdempotencyStore::Open(parsed.path, clock));
+  CLAWGUARD_ASSIGN_OR_RETURN(stores.idempotency,
+                             sqlite::SqliteIdempotencyStore::Open(parsed.path, clock));
   CLAWGUARD_ASSIGN_OR_RETURN(stores.outbox, sqlite::SqliteOutbox::Open(parsed.path, clock));
   CLAWGUARD_ASSIGN_OR_RETURN(stores.ledger, SqliteLedger::Open(parsed.path, clock));
   CLAWGUARD_ASSIGN_OR_RETURN(stores.dlq, sqlite::SqliteDlq::Open(parsed.path, clock));
@@ -93,7 +94,8 @@ int RunHost(const std::string& config_path) {
 }  // namespace
 
 void RegisterHost(CLI::App& app, CommandContext& ctx) {
-  auto* cmd = app.add_subcommand("host", "run the plugin host (webhooks, ERP gateway, admin) until SIGTERM");
+  auto* cmd = app.add_subcommand(
+      "host", "run the plugin host (webhooks, ERP gateway, admin) until SIGTERM");
   static std::string config_path;
   cmd->add_option("--config", config_path, "host.yaml")->required();
   cmd->callback([&ctx] { ctx.exit_code = RunHost(config_path); });

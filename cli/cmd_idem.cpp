@@ -44,8 +44,9 @@ struct IdemOptions {
 
 Status CheckKey(const std::string& key) {
   if (IsLowerHex(key, 64)) return Status::Ok();
-  return Status(Reason::kUsage, "KEY: expected the event key, 64 lowercase hex characters, found \"" +
-                                    key.substr(0, 80) + "\"");
+  return Status(Reason::kUsage,
+                "KEY: expected the event key, 64 lowercase hex characters, found \"" +
+                    key.substr(0, 80) + "\"");
 }
 
 // OperatorAudit appends one audit line for an operator action.
@@ -54,7 +55,9 @@ class OperatorAudit {
   static Result<OperatorAudit> Open(const std::string& path) {
     if (path.empty()) return OperatorAudit(-1);
     const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-    if (fd < 0) return Status(Reason::kFileUnreadable, "--audit-log: cannot open '" + path + "' for appending");
+    if (fd < 0)
+      return Status(Reason::kFileUnreadable,
+                    "--audit-log: cannot open '" + path + "' for appending");
     return OperatorAudit(fd);
   }
   OperatorAudit(OperatorAudit&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
@@ -71,7 +74,8 @@ class OperatorAudit {
       std::cerr << line;
       return;
     }
-    if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()) || ::fsync(fd_) != 0) {
+    if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()) ||
+        ::fsync(fd_) != 0) {
       std::cerr << "clawguard idem: warning: the audit line could not be written in full: " << line;
     }
   }
@@ -82,7 +86,8 @@ class OperatorAudit {
 };
 
 // RecordAction adds an accepted change to the store's operator_actions.
-Status RecordAction(OpsStore& store, const std::string& action, const std::string& key, const std::string& detail) {
+Status RecordAction(OpsStore& store, const std::string& action, const std::string& key,
+                    const std::string& detail) {
   const Status s = store.dlq->RecordOperatorAction(OperatorActor(), action, key, detail);
   return s.ok() ? s : s.WithContext("the change was written, but not recorded in operator_actions");
 }
@@ -126,7 +131,8 @@ int RunShow(const IdemOptions& o) {
   auto record = stores->idem->Get(o.key);
   if (!record.ok()) return ReportError("idem show", record.error(), o.json);
   if (!record->has_value()) {
-    return ReportError("idem show", Status(Reason::kNotFound, "no idempotency record for key " + o.key), o.json);
+    return ReportError("idem show",
+                       Status(Reason::kNotFound, "no idempotency record for key " + o.key), o.json);
   }
   auto rows = stores->outbox->ListEvent(o.key);
   if (!rows.ok()) return ReportError("idem show", rows.error(), o.json);
@@ -137,15 +143,16 @@ int RunShow(const IdemOptions& o) {
     return 0;
   }
   const IdempotencyRecord& r = **record;
-  std::cout << "key          " << r.key << "\nplugin/route " << r.plugin << "/" << r.route << "\nlevel        "
-            << r.level << "\nstate        " << IdemStateName(r.state) << "\nfencing      " << r.fencing_token
-            << "\nwebhook-id   " << r.webhook_id << "\n";
-  if (r.state == IdemState::kCompleted) std::cout << "answer       " << r.status << " " << r.content_type << "\n";
+  std::cout << "key          " << r.key << "\nplugin/route " << r.plugin << "/" << r.route
+            << "\nlevel        " << r.level << "\nstate        " << IdemStateName(r.state)
+            << "\nfencing      " << r.fencing_token << "\nwebhook-id   " << r.webhook_id << "\n";
+  if (r.state == IdemState::kCompleted)
+    std::cout << "answer       " << r.status << " " << r.content_type << "\n";
   std::cout << "outbox       " << rows->size() << " rows\n";
   for (const OutboxRow& row : *rows) {
-    std::cout << "  " << row.call_index << '\t' << OutboxStateName(row.state) << '\t' << row.method << ' ' << row.path
-              << "\tattempts " << row.attempts << "\treply " << row.reply_status << "\tkey " << row.idempotency_key
-              << '\n';
+    std::cout << "  " << row.call_index << '\t' << OutboxStateName(row.state) << '\t' << row.method
+              << ' ' << row.path << "\tattempts " << row.attempts << "\treply " << row.reply_status
+              << "\tkey " << row.idempotency_key << '\n';
   }
   return 0;
 }
@@ -157,7 +164,8 @@ int RunReset(const IdemOptions& o) {
   auto stores = OpenOpsStore(o.store);
   if (!stores.ok()) return ReportError("idem reset", stores.error(), o.json);
   auto reset = stores->idem->Reset(o.key);
-  nlohmann::json line = {{"action", "idem_reset"}, {"key", o.key}, {"store", RedactStoreUrl(o.store)}};
+  nlohmann::json line = {
+      {"action", "idem_reset"}, {"key", o.key}, {"store", RedactStoreUrl(o.store)}};
   if (!reset.ok()) {
     line["result"] = "error";
     line["detail"] = reset.error().message();
@@ -167,7 +175,8 @@ int RunReset(const IdemOptions& o) {
   line["result"] = *reset ? "reset" : "not_found";
   audit->Write(line);
   if (!*reset) {
-    return ReportError("idem reset", Status(Reason::kNotFound, "no idempotency record for key " + o.key), o.json);
+    return ReportError("idem reset",
+                       Status(Reason::kNotFound, "no idempotency record for key " + o.key), o.json);
   }
   if (Status rec = RecordAction(*stores, "idem.reset", o.key, ""); !rec.ok()) {
     return ReportError("idem reset", rec, o.json);
@@ -186,10 +195,13 @@ int RunConfirm(const IdemOptions& o) {
   if (!audit.ok()) return ReportError("idem confirm", audit.error(), o.json);
   auto stores = OpenOpsStore(o.store);
   if (!stores.ok()) return ReportError("idem confirm", stores.error(), o.json);
-  nlohmann::json line = {{"action", "idem_confirm"}, {"key", o.key}, {"store", RedactStoreUrl(o.store)}};
+  nlohmann::json line = {
+      {"action", "idem_confirm"}, {"key", o.key}, {"store", RedactStoreUrl(o.store)}};
   auto record = stores->idem->Get(o.key);
   if (!record.ok() || !record->has_value()) {
-    const Status s = !record.ok() ? record.error() : Status(Reason::kNotFound, "no idempotency record for key " + o.key);
+    const Status s = !record.ok()
+                         ? record.error()
+                         : Status(Reason::kNotFound, "no idempotency record for key " + o.key);
     line["result"] = !record.ok() ? "error" : "not_found";
     audit->Write(line);
     return ReportError("idem confirm", s, o.json);
@@ -208,7 +220,8 @@ int RunConfirm(const IdemOptions& o) {
   line["intents"] = *confirmed;
   audit->Write(line);
   if (*confirmed > 0) {
-    if (Status rec = RecordAction(*stores, "idem.confirm", o.key, std::to_string(*confirmed) + " intents");
+    if (Status rec =
+            RecordAction(*stores, "idem.confirm", o.key, std::to_string(*confirmed) + " intents");
         !rec.ok()) {
       return ReportError("idem confirm", rec, o.json);
     }
@@ -216,7 +229,8 @@ int RunConfirm(const IdemOptions& o) {
   if (o.json) {
     std::cout << DumpJson({{"key", o.key}, {"confirmed", *confirmed}}) << "\n";
   } else if (*confirmed > 0) {
-    std::cout << "confirmed " << *confirmed << " intents of " << o.key << ": a running host sends them\n";
+    std::cout << "confirmed " << *confirmed << " intents of " << o.key
+              << ": a running host sends them\n";
   } else {
     std::cout << "0 intents held for " << o.key << ": nothing to confirm\n";
   }
@@ -231,20 +245,25 @@ void RegisterIdem(CLI::App& app, CommandContext& ctx) {
   cmd->require_subcommand(1);
   const auto common = [opts](CLI::App* sub) {
     sub->add_option("KEY", opts->key, "the event key (64 lowercase hex)")->required();
-    sub->add_option("--store", opts->store, "the host's store: sqlite:PATH, a path, or postgresql://user@host:port/db")
+    sub->add_option("--store", opts->store,
+                    "the host's store: sqlite:PATH, a path, or postgresql://user@host:port/db")
         ->required();
     sub->add_flag("--json", opts->json, "print one JSON object");
   };
   auto* show = cmd->add_subcommand("show", "print the record and its outbox rows");
   common(show);
   show->callback([&ctx, opts] { ctx.exit_code = RunShow(*opts); });
-  auto* reset = cmd->add_subcommand("reset", "clear the stored answer so the next delivery runs again");
+  auto* reset =
+      cmd->add_subcommand("reset", "clear the stored answer so the next delivery runs again");
   common(reset);
-  reset->add_option("--audit-log", opts->audit_log, "append the operator_action line here (else stderr)");
+  reset->add_option("--audit-log", opts->audit_log,
+                    "append the operator_action line here (else stderr)");
   reset->callback([&ctx, opts] { ctx.exit_code = RunReset(*opts); });
-  auto* confirm = cmd->add_subcommand("confirm", "confirm the held level-3 intents: a running host sends them");
+  auto* confirm =
+      cmd->add_subcommand("confirm", "confirm the held level-3 intents: a running host sends them");
   common(confirm);
-  confirm->add_option("--audit-log", opts->audit_log, "append the operator_action line here (else stderr)");
+  confirm->add_option("--audit-log", opts->audit_log,
+                      "append the operator_action line here (else stderr)");
   confirm->callback([&ctx, opts] { ctx.exit_code = RunConfirm(*opts); });
 }
 

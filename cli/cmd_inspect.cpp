@@ -73,8 +73,9 @@ json SignatureJson(const Bundle& b, const BundleSignature& s) {
   json j = {{"keyid", s.keyid}, {"algorithm", nullptr}, {"verifies", false}};
   const auto certs = b.certificates.find(s.keyid);  // ParseBundle guarantees an entry
   j["chain"] = certs == b.certificates.end() ? json::array() : ChainJson(certs->second);
-  auto leaf = certs == b.certificates.end() ? Result<ossl::UniquePtr<X509>>(Status(Reason::kBundleInvalid, "no certificates"))
-                                            : ParseCertificateDer(certs->second.front());
+  auto leaf = certs == b.certificates.end()
+                  ? Result<ossl::UniquePtr<X509>>(Status(Reason::kBundleInvalid, "no certificates"))
+                  : ParseCertificateDer(certs->second.front());
   if (!leaf.ok()) {
     j["detail"] = "the leaf certificate cannot be read: " + leaf.error().ToString();
     return j;
@@ -105,18 +106,24 @@ json SignatureJson(const Bundle& b, const BundleSignature& s) {
 }
 
 Result<json> Describe(const std::string& path) {
-  CLAWGUARD_ASSIGN_OR_RETURN(std::string pkg,
-                             ReadFileBounded(path, limits::kDefaultMaxPackage, Reason::kPackageTooLarge));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      std::string pkg, ReadFileBounded(path, limits::kDefaultMaxPackage, Reason::kPackageTooLarge));
   const std::string digest = Sha256Hex(pkg);
   CLAWGUARD_ASSIGN_OR_RETURN(std::string manifest_yaml, signer::ReadFirstEntryManifest(pkg));
-  CLAWGUARD_ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(manifest_yaml, path + ":manifest.yaml"));
-  json out = {{"package", path},     {"sha256", digest},     {"manifest", ManifestToJson(manifest)},
-              {"statement", nullptr}, {"signatures", json::array()}, {"digestMatches", nullptr}};
+  CLAWGUARD_ASSIGN_OR_RETURN(Manifest manifest,
+                             ParseManifest(manifest_yaml, path + ":manifest.yaml"));
+  json out = {{"package", path},
+              {"sha256", digest},
+              {"manifest", ManifestToJson(manifest)},
+              {"statement", nullptr},
+              {"signatures", json::array()},
+              {"digestMatches", nullptr}};
   // Only a .sig that is not there at all makes the package "unsigned"; one that is there but
   // cannot be read (a FIFO, a directory, too large) is an error, said as such.
   std::error_code ec;
   if (!std::filesystem::exists(std::filesystem::symlink_status(path + ".sig", ec))) return out;
-  CLAWGUARD_ASSIGN_OR_RETURN(std::string bundle_text, ReadFileBounded(path + ".sig", limits::kMaxBundle));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string bundle_text,
+                             ReadFileBounded(path + ".sig", limits::kMaxBundle));
   CLAWGUARD_ASSIGN_OR_RETURN(Bundle bundle, ParseBundle(bundle_text));
   out["payloadType"] = bundle.payload_type;
   if (bundle.payload_type == kInTotoPayloadType) {
@@ -142,28 +149,33 @@ void PrintText(const json& d, bool has_bundle) {
   } else {
     const json& st = d["statement"];
     const json& p = st["predicate"];
-    std::cout << "statement\n  subject   " << st["subject"][0]["name"].get<std::string>() << " sha256 "
-              << st["subject"][0]["digest"]["sha256"].get<std::string>() << "\n  digest    "
-              << (d["digestMatches"].get<bool>() ? "matches the package sha256" : "MISMATCH: differs from the package sha256")
-              << "\n  predicate " << p["name"].get<std::string>() << " " << p["version"].get<std::string>()
-              << " publisher " << p["publisher"].get<std::string>() << " abi " << p["abi"].dump() << "\n";
+    std::cout << "statement\n  subject   " << st["subject"][0]["name"].get<std::string>()
+              << " sha256 " << st["subject"][0]["digest"]["sha256"].get<std::string>()
+              << "\n  digest    "
+              << (d["digestMatches"].get<bool>() ? "matches the package sha256"
+                                                 : "MISMATCH: differs from the package sha256")
+              << "\n  predicate " << p["name"].get<std::string>() << " "
+              << p["version"].get<std::string>() << " publisher "
+              << p["publisher"].get<std::string>() << " abi " << p["abi"].dump() << "\n";
   }
   std::cout << "signatures (" << d["signatures"].size() << ")\n";
   int i = 0;
   for (const auto& s : d["signatures"]) {
     std::cout << "  [" << ++i << "] keyid " << s["keyid"].get<std::string>() << "\n      algorithm "
-              << (s["algorithm"].is_string() ? s["algorithm"].get<std::string>() : "unknown") << "\n      "
-              << s.value("detail", "") << "\n      chain\n";
+              << (s["algorithm"].is_string() ? s["algorithm"].get<std::string>() : "unknown")
+              << "\n      " << s.value("detail", "") << "\n      chain\n";
     int k = 0;
     for (const auto& c : s["chain"]) {
       if (c.contains("error")) {
-        std::cout << "        [" << k++ << "] unreadable: " << c["error"].get<std::string>() << "\n";
+        std::cout << "        [" << k++ << "] unreadable: " << c["error"].get<std::string>()
+                  << "\n";
         continue;
       }
-      std::cout << "        [" << k++ << "] subject   " << c["subject"].get<std::string>() << "\n            issuer    "
-                << c["issuer"].get<std::string>() << "\n            notBefore " << c["notBefore"].get<std::string>()
-                << "\n            notAfter  " << c["notAfter"].get<std::string>() << "\n            sha256    "
-                << c["sha256"].get<std::string>() << "\n";
+      std::cout << "        [" << k++ << "] subject   " << c["subject"].get<std::string>()
+                << "\n            issuer    " << c["issuer"].get<std::string>()
+                << "\n            notBefore " << c["notBefore"].get<std::string>()
+                << "\n            notAfter  " << c["notAfter"].get<std::string>()
+                << "\n            sha256    " << c["sha256"].get<std::string>() << "\n";
     }
   }
 }
@@ -192,8 +204,11 @@ int Run(const InspectOptions& o) {
 
 void RegisterInspect(CLI::App& app, CommandContext& ctx) {
   auto opts = std::make_shared<InspectOptions>();
-  auto* cmd = app.add_subcommand("inspect", "describe a package and its signatures (no trust decision)");
-  cmd->add_option("PKG", opts->package, "the NAME-VERSION.claw package (its .sig is read beside it)")->required();
+  auto* cmd =
+      app.add_subcommand("inspect", "describe a package and its signatures (no trust decision)");
+  cmd->add_option("PKG", opts->package,
+                  "the NAME-VERSION.claw package (its .sig is read beside it)")
+      ->required();
   cmd->add_flag("--json", opts->json, "print one JSON object");
   cmd->callback([&ctx, opts] { ctx.exit_code = Run(*opts); });
 }

@@ -38,8 +38,8 @@ int Generate(const KeysOptions& o) {
                         {"algorithm", std::string(signer::KeyAlgorithmName(key->algorithm))}};
     std::cout << j.dump() << "\n";
   } else {
-    std::cout << "uri: " << key->uri << "\nkeyid: " << key->keyid << "\nalgorithm: "
-              << signer::KeyAlgorithmName(key->algorithm) << "\n";
+    std::cout << "uri: " << key->uri << "\nkeyid: " << key->keyid
+              << "\nalgorithm: " << signer::KeyAlgorithmName(key->algorithm) << "\n";
   }
   return 0;
 }
@@ -53,7 +53,8 @@ int Csr(const KeysOptions& o) {
   auto pin = signer::ReadPin(o.pin_source);
   if (!pin.ok()) return ReportError("keys csr", pin.error());
   // A CSR may be made for an imported key too: whether it may sign is decided at `sign` time.
-  auto signer = signer::HsmSigner::Create(*module, o.key, std::move(pin).value(), /*allow_imported_key=*/true);
+  auto signer = signer::HsmSigner::Create(*module, o.key, std::move(pin).value(),
+                                          /*allow_imported_key=*/true);
   if (!signer.ok()) return ReportError("keys csr", signer.error());
   auto pem = signer::MakeCsrPem(**signer, o.subject);
   if (!pem.ok()) return ReportError("keys csr", pem.error());
@@ -64,7 +65,8 @@ int Csr(const KeysOptions& o) {
   Status written = WriteFileAtomic(o.out, *pem, 0644);
   if (!written.ok()) return ReportError("keys csr", written);
   const auto keyid = KeyIdOf((*signer)->public_key());
-  std::cerr << "wrote " << o.out << " (keyid " << (keyid.ok() ? *keyid : "unknown: " + keyid.error().message()) << ")\n";
+  std::cerr << "wrote " << o.out << " (keyid "
+            << (keyid.ok() ? *keyid : "unknown: " + keyid.error().message()) << ")\n";
   return 0;
 }
 
@@ -74,30 +76,37 @@ int List(const KeysOptions& o) {
   std::optional<SecretBytes> pin;
   if (!o.pin_source.empty()) {
     if (o.token.empty()) {
-      return ReportError("keys list", Status(Reason::kUsage, "--pin-source needs --token: a PIN unlocks one token"), o.json);
+      return ReportError(
+          "keys list",
+          Status(Reason::kUsage, "--pin-source needs --token: a PIN unlocks one token"), o.json);
     }
     auto read = signer::ReadPin(o.pin_source);
     if (!read.ok()) return ReportError("keys list", read.error(), o.json);
     pin = std::move(read).value();
   }
-  auto listings = signer::ListTokens(*module, o.token.empty() ? std::nullopt : std::optional<std::string>(o.token),
-                                     std::move(pin));
+  auto listings = signer::ListTokens(
+      *module, o.token.empty() ? std::nullopt : std::optional<std::string>(o.token),
+      std::move(pin));
   if (!listings.ok()) return ReportError("keys list", listings.error(), o.json);
   if (o.json) {
     std::cout << signer::ListingToJson(*module, *listings).dump() << "\n";
     return 0;
   }
   for (const auto& l : *listings) {
-    std::cout << "token '" << l.label << "' (slot " << l.slot << ", " << l.manufacturer << " " << l.model
-              << ", serial " << l.serial << ")"
-              << (l.logged_in ? "" : " — public keys only; add --pin-source to see private keys and flags") << "\n";
+    std::cout << "token '" << l.label << "' (slot " << l.slot << ", " << l.manufacturer << " "
+              << l.model << ", serial " << l.serial << ")"
+              << (l.logged_in
+                      ? ""
+                      : " — public keys only; add --pin-source to see private keys and flags")
+              << "\n";
     if (l.keys.empty()) std::cout << "  (no keys)\n";
     for (const auto& k : l.keys) {
       std::cout << "  " << k.label << "  id=" << HexEncode(k.id) << "  " << k.algorithm
                 << "  keyid=" << (k.keyid.empty() ? std::string("-") : k.keyid)
                 << (k.keyid_error.empty() ? std::string() : " (" + k.keyid_error + ")");
       if (l.logged_in) {
-        std::cout << "  sensitive=" << (k.sensitive ? "yes" : "no") << " extractable=" << (k.extractable ? "yes" : "no")
+        std::cout << "  sensitive=" << (k.sensitive ? "yes" : "no")
+                  << " extractable=" << (k.extractable ? "yes" : "no")
                   << " local=" << (k.local ? "yes" : "no");
       }
       std::cout << "\n";
@@ -110,12 +119,15 @@ int List(const KeysOptions& o) {
 
 void RegisterKeys(CLI::App& app, CommandContext& ctx) {
   auto opts = std::make_shared<KeysOptions>();
-  auto* keys = app.add_subcommand("keys", "generate, certify and list signing keys in a PKCS#11 token");
+  auto* keys =
+      app.add_subcommand("keys", "generate, certify and list signing keys in a PKCS#11 token");
   keys->require_subcommand(1);
   const std::string module_help = "PKCS#11 module (default: $CLAWGUARD_PKCS11_MODULE)";
-  const std::string pin_help = "where the user PIN is read: env:VAR | file:PATH | fd:N (never the PIN itself)";
+  const std::string pin_help =
+      "where the user PIN is read: env:VAR | file:PATH | fd:N (never the PIN itself)";
 
-  auto* gen = keys->add_subcommand("generate", "generate a non-extractable key pair inside the token");
+  auto* gen =
+      keys->add_subcommand("generate", "generate a non-extractable key pair inside the token");
   gen->add_option("--module", opts->module, module_help);
   gen->add_option("--token", opts->token, "token label")->required();
   gen->add_option("--label", opts->label, "label of the new key (must not exist yet)")->required();
@@ -126,9 +138,11 @@ void RegisterKeys(CLI::App& app, CommandContext& ctx) {
 
   auto* csr = keys->add_subcommand("csr", "make a certificate request signed inside the token");
   csr->add_option("--module", opts->module, module_help);
-  csr->add_option("--key", opts->key, "key URI, e.g. pkcs11:token=release;object=acme-release")->required();
+  csr->add_option("--key", opts->key, "key URI, e.g. pkcs11:token=release;object=acme-release")
+      ->required();
   csr->add_option("--pin-source", opts->pin_source, pin_help)->required();
-  csr->add_option("--subject", opts->subject, "subject, e.g. \"/O=acme/CN=acme release\"")->required();
+  csr->add_option("--subject", opts->subject, "subject, e.g. \"/O=acme/CN=acme release\"")
+      ->required();
   csr->add_option("--out", opts->out, "write the PEM here (default: stdout)");
   csr->callback([opts, &ctx] { ctx.exit_code = Csr(*opts); });
 

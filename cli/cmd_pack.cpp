@@ -20,7 +20,8 @@ struct PackOptions {
 };
 
 int RunPack(const PackOptions& o) {
-  const std::optional<std::string> root = o.root.empty() ? std::nullopt : std::optional<std::string>(o.root);
+  const std::optional<std::string> root =
+      o.root.empty() ? std::nullopt : std::optional<std::string>(o.root);
   auto packed = signer::PackPlugin(o.manifest, root, o.out);
   if (!packed) return ReportError("pack", packed.error(), o.json);
   if (o.json) {
@@ -40,10 +41,14 @@ int RunPack(const PackOptions& o) {
 
 void RegisterPack(CLI::App& app, CommandContext& ctx) {
   auto opts = std::make_shared<PackOptions>();
-  auto* cmd = app.add_subcommand("pack", "write the deterministic plugin package NAME-VERSION.claw");
-  cmd->add_option("--manifest", opts->manifest, "manifest.yaml listing the files to pack")->required();
-  cmd->add_option("--root", opts->root, "folder the listed paths are read from (default: the manifest's folder)");
-  cmd->add_option("--out", opts->out, "folder to write NAME-VERSION.claw into (created if missing)")->required();
+  auto* cmd =
+      app.add_subcommand("pack", "write the deterministic plugin package NAME-VERSION.claw");
+  cmd->add_option("--manifest", opts->manifest, "manifest.yaml listing the files to pack")
+      ->required();
+  cmd->add_option("--root", opts->root,
+                  "folder the listed paths are read from (default: the manifest's folder)");
+  cmd->add_option("--out", opts->out, "folder to write NAME-VERSION.claw into (created if missing)")
+      ->required();
   cmd->add_flag("--json", opts->json, "print one JSON object {package, sha256, name, version}");
   cmd->callback([&ctx, opts] { ctx.exit_code = RunPack(*opts); });
 }

@@ -56,10 +56,11 @@ int RunMigrate(const StoreOptions& o) {
   if (j["engine"] == "sqlite") {
     std::cout << "ok: SQLite store " << parsed->shown << " is at the current schema\n";
   } else if (j["applied"].empty()) {
-    std::cout << "ok: " << parsed->shown << " already at schema version " << j["to"].get<int64_t>() << "\n";
+    std::cout << "ok: " << parsed->shown << " already at schema version " << j["to"].get<int64_t>()
+              << "\n";
   } else {
-    std::cout << "ok: " << parsed->shown << " migrated from schema version " << j["from"].get<int64_t>() << " to "
-              << j["to"].get<int64_t>() << " (applied";
+    std::cout << "ok: " << parsed->shown << " migrated from schema version "
+              << j["from"].get<int64_t>() << " to " << j["to"].get<int64_t>() << " (applied";
     for (const auto& v : j["applied"]) std::cout << " " << v.get<int64_t>();
     std::cout << ")\n";
   }
@@ -72,8 +73,10 @@ void RegisterStore(CLI::App& app, CommandContext& ctx) {
   auto opts = std::make_shared<StoreOptions>();
   auto* cmd = app.add_subcommand("store", "store maintenance");
   cmd->require_subcommand(1);
-  auto* migrate = cmd->add_subcommand("migrate", "create or upgrade the store's schema (applied at start too)");
-  migrate->add_option("--store", opts->store, "sqlite:PATH or postgresql://user@host:port/db")->required();
+  auto* migrate =
+      cmd->add_subcommand("migrate", "create or upgrade the store's schema (applied at start too)");
+  migrate->add_option("--store", opts->store, "sqlite:PATH or postgresql://user@host:port/db")
+      ->required();
   migrate->add_flag("--json", opts->json, "print one JSON object");
   migrate->callback([&ctx, opts] { ctx.exit_code = RunMigrate(*opts); });
 }

@@ -38,7 +38,9 @@ int RunVerify(const VerifyArgs& a) {
     if (!opened) return ReportError("verify", opened.error(), a.json);
     ledger = std::move(*opened);
 #else
-    return ReportError("verify", Status(Reason::kStoreUnavailable, "this build has no store engine for --ledger"), a.json);
+    return ReportError(
+        "verify", Status(Reason::kStoreUnavailable, "this build has no store engine for --ledger"),
+        a.json);
 #endif
   }
   LoaderOptions options;
@@ -57,8 +59,9 @@ int RunVerify(const VerifyArgs& a) {
   } else if (v.verdict == VerdictKind::kRefused) {
     std::cerr << "clawguard verify: refused: " << ReasonName(v.reason) << ": " << v.detail << "\n";
   } else {
-    std::cout << VerdictKindName(v.verdict) << ": " << v.name << " " << v.version << " by " << v.publisher
-              << " (sha256 " << v.sha256 << "), ledger " << v.ledger << ", mode " << v.mode << "\n";
+    std::cout << VerdictKindName(v.verdict) << ": " << v.name << " " << v.version << " by "
+              << v.publisher << " (sha256 " << v.sha256 << "), ledger " << v.ledger << ", mode "
+              << v.mode << "\n";
     if (v.verdict == VerdictKind::kAudit) std::cout << "  audit mode relaxed: " << v.detail << "\n";
   }
   for (const auto& w : v.warnings) std::cerr << "clawguard verify: warning: " << w << "\n";
@@ -69,16 +72,21 @@ int RunVerify(const VerifyArgs& a) {
 
 void RegisterVerify(CLI::App& app, CommandContext& ctx) {
   auto args = std::make_shared<VerifyArgs>();
-  auto* cmd = app.add_subcommand("verify", "verify a plugin package as the loader would (never loads it)");
-  cmd->add_option("package", args->package, "NAME-VERSION.claw (its bundle is PKG.sig)")->required();
+  auto* cmd =
+      app.add_subcommand("verify", "verify a plugin package as the loader would (never loads it)");
+  cmd->add_option("package", args->package, "NAME-VERSION.claw (its bundle is PKG.sig)")
+      ->required();
   cmd->add_option("--trust", args->trust, "trust policy (trust.yaml)")->required();
   cmd->add_option("--allowlist", args->allowlist, "allowlist.yaml")->required();
   cmd->add_option("--ledger", args->ledger_url, "ledger store URL (sqlite:PATH or postgresql://…)");
   cmd->add_flag("--record", args->record, "record a deploy row in the ledger when verified");
   cmd->add_flag("--json", args->json, "print one JSON object");
-  cmd->add_option("--audit-log", args->audit_log, "append the decision to this JSON-lines audit log (and read its last ledger checkpoint)");
+  cmd->add_option(
+      "--audit-log", args->audit_log,
+      "append the decision to this JSON-lines audit log (and read its last ledger checkpoint)");
   cmd->add_option("--anchor", args->anchor,
-                  "the ledger anchor file the chain must hold (default: ledger-anchor.json beside --audit-log)");
+                  "the ledger anchor file the chain must hold (default: ledger-anchor.json beside "
+                  "--audit-log)");
   cmd->callback([&ctx, args] { ctx.exit_code = RunVerify(*args); });
 }
 

@@ -9,7 +9,8 @@ namespace clawguard::cli {
 
 int ReportError(std::string_view command, const Status& status, bool json) {
   if (json) {
-    nlohmann::json j = {{"error", std::string(ReasonName(status.reason()))}, {"detail", status.message()}};
+    nlohmann::json j = {{"error", std::string(ReasonName(status.reason()))},
+                        {"detail", status.message()}};
     std::cout << j.dump() << "\n";
   } else {
     std::cerr << "clawguard " << command << ": " << status.ToString() << "\n";

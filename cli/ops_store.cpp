@@ -36,10 +36,12 @@ Result<OpsStore> OpenOpsStore(const std::string& url) {
     return s;
   }
   if (::access(u.path.c_str(), F_OK) != 0) {
-    return Status(Reason::kStoreUnavailable, "no store at '" + u.path + "': expected the SQLite file the host uses");
+    return Status(Reason::kStoreUnavailable,
+                  "no store at '" + u.path + "': expected the SQLite file the host uses");
   }
   CLAWGUARD_ASSIGN_OR_RETURN(s.dlq, sqlite::SqliteDlq::Open(u.path, SystemClock::Instance()));
-  CLAWGUARD_ASSIGN_OR_RETURN(s.idem, sqlite::SqliteIdempotencyStore::Open(u.path, SystemClock::Instance()));
+  CLAWGUARD_ASSIGN_OR_RETURN(s.idem,
+                             sqlite::SqliteIdempotencyStore::Open(u.path, SystemClock::Instance()));
   CLAWGUARD_ASSIGN_OR_RETURN(s.outbox, sqlite::SqliteOutbox::Open(u.path, SystemClock::Instance()));
   return s;
 }
@@ -58,7 +60,8 @@ std::string OperatorActor() {
 Status FinishOperatorWrite(OpsStore& store, const std::string& audit_log, const std::string& action,
                            const std::string& target, const std::string& detail) {
   auto gen = store.idem->BumpGeneration();
-  if (!gen.ok()) return gen.error().WithContext("the change was written, but hosts were not told (generation)");
+  if (!gen.ok())
+    return gen.error().WithContext("the change was written, but hosts were not told (generation)");
   if (audit_log.empty()) return Status::Ok();
   nlohmann::json j = {{"time", FormatRfc3339Utc(SystemClock::Instance().NowSeconds())},
                       {"event", "operator_action"},
@@ -71,7 +74,9 @@ Status FinishOperatorWrite(OpsStore& store, const std::string& audit_log, const 
   // Details may hold bytes that are not UTF-8 (an ERP's answer): replaced, never thrown on.
   const std::string line = DumpJson(j) + "\n";
   const int fd = ::open(audit_log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-  if (fd < 0) return Status(Reason::kFileUnreadable, "cannot open audit log '" + audit_log + "' for appending");
+  if (fd < 0)
+    return Status(Reason::kFileUnreadable,
+                  "cannot open audit log '" + audit_log + "' for appending");
   const ssize_t n = ::write(fd, line.data(), line.size());  // one write: lines never interleave
   ::close(fd);
   if (n != static_cast<ssize_t>(line.size())) {

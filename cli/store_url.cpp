@@ -59,7 +59,9 @@ std::string RedactQuery(const std::string& rest, bool* had_password) {
   return out;
 }
 
-bool IsPostgres(const std::string& scheme) { return scheme == "postgresql" || scheme == "postgres"; }
+bool IsPostgres(const std::string& scheme) {
+  return scheme == "postgresql" || scheme == "postgres";
+}
 
 }  // namespace
 
@@ -77,7 +79,10 @@ std::string RedactStoreUrl(std::string_view url) {
 }
 
 Result<StoreUrl> ParseStoreUrl(const std::string& url) {
-  if (url.empty()) return Status(Reason::kUsage, "expected a store URL (sqlite:PATH or postgresql://user@host:port/db), found \"\"");
+  if (url.empty())
+    return Status(
+        Reason::kUsage,
+        "expected a store URL (sqlite:PATH or postgresql://user@host:port/db), found \"\"");
   UrlParts p;
   StoreUrl out;
   if (SplitUrl(url, p)) {
@@ -85,24 +90,29 @@ Result<StoreUrl> ParseStoreUrl(const std::string& url) {
     bool query_password = false;
     (void)RedactQuery(p.rest, &query_password);
     if (p.userinfo.find(':') != std::string::npos || query_password) {
-      return Status(Reason::kUsage, "store URL " + out.shown +
-                                        " carries a password: give it through PGPASSWORD or ~/.pgpass, never in the URL");
+      return Status(
+          Reason::kUsage,
+          "store URL " + out.shown +
+              " carries a password: give it through PGPASSWORD or ~/.pgpass, never in the URL");
     }
     if (IsPostgres(p.scheme)) {
       out.engine = StoreUrl::Engine::kPostgres;
       out.url = url;
       return out;
     }
-    return Status(Reason::kUsage, "store URL " + out.shown +
-                                      ": expected sqlite:PATH, a file path or postgresql://user@host:port/db");
+    return Status(Reason::kUsage,
+                  "store URL " + out.shown +
+                      ": expected sqlite:PATH, a file path or postgresql://user@host:port/db");
   }
   out.path = url;
   if (url.rfind("sqlite:", 0) == 0) {
     out.path = url.substr(7);
   } else if (url.rfind("postgresql:", 0) == 0 || url.rfind("postgres:", 0) == 0) {
-    return Status(Reason::kUsage, "store URL " + RedactStoreUrl(url) + ": expected postgresql://user@host:port/db");
+    return Status(Reason::kUsage,
+                  "store URL " + RedactStoreUrl(url) + ": expected postgresql://user@host:port/db");
   }
-  if (out.path.empty()) return Status(Reason::kUsage, "store URL \"" + url + "\": expected a file path after sqlite:");
+  if (out.path.empty())
+    return Status(Reason::kUsage, "store URL \"" + url + "\": expected a file path after sqlite:");
   out.shown = url;
   return out;
 }
@@ -114,7 +124,8 @@ Result<std::shared_ptr<pg::PgPool>> OpenPgPool(const StoreUrl& url, const Clock*
   return pg::PgPool::Create(url.url, options);
 #else
   (void)clock;
-  return Status(Reason::kStoreUnavailable, "cannot open " + url.shown + ": this build has no PostgreSQL engine");
+  return Status(Reason::kStoreUnavailable,
+                "cannot open " + url.shown + ": this build has no PostgreSQL engine");
 #endif
 }
 
@@ -123,24 +134,29 @@ Result<std::shared_ptr<pg::PgPool>> OpenExistingPgStore(const StoreUrl& url) {
 #ifdef CLAWGUARD_HAVE_POSTGRESQL
   // Connecting already fails for a missing database ("database … does not exist").
   CLAWGUARD_ASSIGN_OR_RETURN(pg::PgPool::Lease lease, pool->Acquire());
-  CLAWGUARD_ASSIGN_OR_RETURN(pg::PgResult r, lease.Exec("schema check", "SELECT to_regclass('clawguard_schema_version') "
-                                                                        "IS NOT NULL"));
+  CLAWGUARD_ASSIGN_OR_RETURN(pg::PgResult r,
+                             lease.Exec("schema check",
+                                        "SELECT to_regclass('clawguard_schema_version') "
+                                        "IS NOT NULL"));
   if (r.rows() != 1 || r.Text(0, 0) != "t") {
-    return Status(Reason::kStoreUnavailable, "no ClawGuard store in " + url.shown +
-                                                 ": the database exists but holds no ClawGuard schema (expected the "
-                                                 "database a host uses; `clawguard store migrate` creates one)");
+    return Status(Reason::kStoreUnavailable,
+                  "no ClawGuard store in " + url.shown +
+                      ": the database exists but holds no ClawGuard schema (expected the "
+                      "database a host uses; `clawguard store migrate` creates one)");
   }
 #endif
   return pool;
 }
 
-Result<std::unique_ptr<Ledger>> OpenLedger(const std::string& url, StoreOpen mode, const Clock& clock) {
+Result<std::unique_ptr<Ledger>> OpenLedger(const std::string& url, StoreOpen mode,
+                                           const Clock& clock) {
   CLAWGUARD_ASSIGN_OR_RETURN(StoreUrl parsed, ParseStoreUrl(url));
   if (parsed.engine == StoreUrl::Engine::kPostgres) {
 #ifdef CLAWGUARD_HAVE_POSTGRESQL
     const Clock* injected = &clock == &SystemClock::Instance() ? nullptr : &clock;
     CLAWGUARD_ASSIGN_OR_RETURN(std::shared_ptr<pg::PgPool> pool, OpenPgPool(parsed, injected));
-    CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<pg::PgLedger> ledger, pg::PgLedger::Open(std::move(pool)));
+    CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<pg::PgLedger> ledger,
+                               pg::PgLedger::Open(std::move(pool)));
     return std::unique_ptr<Ledger>(std::move(ledger));
 #else
     return OpenPgPool(parsed, nullptr).error();
@@ -149,10 +165,12 @@ Result<std::unique_ptr<Ledger>> OpenLedger(const std::string& url, StoreOpen mod
   if (mode == StoreOpen::kMustExist) {
     struct stat st {};
     if (::stat(parsed.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      return Status(Reason::kStoreUnavailable, "no ledger at '" + parsed.path + "': expected an existing SQLite file");
+      return Status(Reason::kStoreUnavailable,
+                    "no ledger at '" + parsed.path + "': expected an existing SQLite file");
     }
   }
-  CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<SqliteLedger> ledger, SqliteLedger::Open(parsed.path, clock));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<SqliteLedger> ledger,
+                             SqliteLedger::Open(parsed.path, clock));
   return std::unique_ptr<Ledger>(std::move(ledger));
 }
 

@@ -52,7 +52,8 @@ Result<std::shared_ptr<pg::PgPool>> OpenExistingPgStore(const StoreUrl& url);
 // PostgreSQL the database clock when |clock| is the SystemClock). kUsage as ParseStoreUrl;
 // kStoreUnavailable when the store cannot be opened. kMustExist refuses a missing SQLite file
 // (a PostgreSQL database must exist anyway; its schema is created or migrated at open).
-Result<std::unique_ptr<Ledger>> OpenLedger(const std::string& url, StoreOpen mode = StoreOpen::kCreate,
+Result<std::unique_ptr<Ledger>> OpenLedger(const std::string& url,
+                                           StoreOpen mode = StoreOpen::kCreate,
                                            const Clock& clock = SystemClock::Instance());
 
 // RedactStoreUrl renders |url| for messages: the password of the user info (and a libpq

@@ -1,14 +1,15 @@
 // clock.cpp — RFC 3339 UTC timestamps (the subset ClawGuard writes and reads).
 #include "clawguard/clock.h"
 
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 
 namespace clawguard {
 
 std::optional<int64_t> ParseRfc3339Utc(std::string_view t) {
   // Exactly "YYYY-MM-DDTHH:MM:SSZ".
-  if (t.size() != 20 || t[4] != '-' || t[7] != '-' || t[10] != 'T' || t[13] != ':' || t[16] != ':' || t[19] != 'Z') {
+  if (t.size() != 20 || t[4] != '-' || t[7] != '-' || t[10] != 'T' || t[13] != ':' ||
+      t[16] != ':' || t[19] != 'Z') {
     return std::nullopt;
   }
   auto num = [&](size_t pos, size_t len) -> int {
@@ -19,8 +20,10 @@ std::optional<int64_t> ParseRfc3339Utc(std::string_view t) {
     }
     return v;
   };
-  const int y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2), s = num(17, 2);
-  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 || s > 59) {
+  const int y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2),
+            s = num(17, 2);
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 ||
+      s > 59) {
     return std::nullopt;
   }
   static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
@@ -41,8 +44,8 @@ std::string FormatRfc3339Utc(int64_t unix_seconds) {
   std::tm tm{};
   gmtime_r(&tt, &tm);
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec);
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
   return buf;
 }
 

@@ -9,7 +9,8 @@ namespace clawguard {
 
 std::string HexEncode(std::string_view bytes) {
   std::string out(bytes.size() * 2 + 1, '\0');
-  sodium_bin2hex(out.data(), out.size(), reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  sodium_bin2hex(out.data(), out.size(), reinterpret_cast<const unsigned char*>(bytes.data()),
+                 bytes.size());
   out.pop_back();  // the terminating NUL
   return out;
 }
@@ -19,7 +20,8 @@ std::optional<std::string> HexDecode(std::string_view hex) {
   std::string out(hex.size() / 2, '\0');
   size_t len = 0;
   const char* end = nullptr;
-  if (sodium_hex2bin(reinterpret_cast<unsigned char*>(out.data()), out.size(), hex.data(), hex.size(),
+  if (sodium_hex2bin(reinterpret_cast<unsigned char*>(out.data()), out.size(), hex.data(),
+                     hex.size(),
                      /*ignore=*/nullptr, &len, &end) != 0 ||
       len != out.size() || end != hex.data() + hex.size()) {
     return std::nullopt;
@@ -38,8 +40,8 @@ bool IsLowerHex(std::string_view s, size_t len) {
 std::string Base64Encode(std::string_view bytes) {
   const size_t cap = sodium_base64_encoded_len(bytes.size(), sodium_base64_VARIANT_ORIGINAL);
   std::string out(cap, '\0');
-  sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
-                    sodium_base64_VARIANT_ORIGINAL);
+  sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char*>(bytes.data()),
+                    bytes.size(), sodium_base64_VARIANT_ORIGINAL);
   out.resize(cap - 1);  // drop the NUL
   return out;
 }
@@ -49,7 +51,8 @@ std::optional<std::string> Base64Decode(std::string_view b64) {
   std::string out(b64.size() / 4 * 3, '\0');
   size_t len = 0;
   const char* end = nullptr;
-  if (sodium_base642bin(reinterpret_cast<unsigned char*>(out.data()), out.size(), b64.data(), b64.size(),
+  if (sodium_base642bin(reinterpret_cast<unsigned char*>(out.data()), out.size(), b64.data(),
+                        b64.size(),
                         /*ignore=*/nullptr, &len, &end, sodium_base64_VARIANT_ORIGINAL) != 0 ||
       end != b64.data() + b64.size()) {
     return std::nullopt;

@@ -35,14 +35,15 @@ std::string_view FileTypeName(mode_t mode) {
 
 Result<UniqueFd> OpenRegularFile(const std::string& path, std::string_view hint) {
   auto not_regular = [&](mode_t mode) {
-    return Status(Reason::kFileUnreadable, "'" + path + "' is not a regular file: it is " +
-                                               std::string(FileTypeName(mode)) +
-                                               (hint.empty() ? std::string() : "; " + std::string(hint)));
+    return Status(Reason::kFileUnreadable,
+                  "'" + path + "' is not a regular file: it is " + std::string(FileTypeName(mode)) +
+                      (hint.empty() ? std::string() : "; " + std::string(hint)));
   };
   // A first look by path keeps us from even opening a device (opening some has side effects);
   // the fstat of the opened fd below is what decides, since the path may change in between.
   struct stat before {};
-  if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode)) return not_regular(before.st_mode);
+  if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode))
+    return not_regular(before.st_mode);
   // O_NONBLOCK: opening a FIFO without a writer would otherwise block forever (a hang at host
   // start); it changes nothing for a regular file.
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
@@ -62,15 +63,15 @@ namespace {
 // ReadOpenedFile reads |fd| whole. With |hasher|, each chunk is published to it as soon as it
 // is read, so that hashing runs behind the reads.
 // |out| is the caller's, so that it outlives |hasher| on every path.
-Status ReadOpenedFile(const UniqueFd& fd, const std::string& path, uint64_t max_size, Reason too_large,
-                      std::string& out, Sha256Behind* hasher) {
+Status ReadOpenedFile(const UniqueFd& fd, const std::string& path, uint64_t max_size,
+                      Reason too_large, std::string& out, Sha256Behind* hasher) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
     return Status(Reason::kFileUnreadable, "cannot stat '" + path + "': " + std::strerror(errno));
   }
   if (static_cast<uint64_t>(st.st_size) > max_size) {
-    return Status(too_large, "'" + path + "' is " + std::to_string(st.st_size) + " bytes; the limit is " +
-                                 std::to_string(max_size));
+    return Status(too_large, "'" + path + "' is " + std::to_string(st.st_size) +
+                                 " bytes; the limit is " + std::to_string(max_size));
   }
   // Reserve exactly the size fstat reported and read it in chunks (each zero-filled only just
   // before it is read, in cache), then probe one byte: a file that grew since fstat is read on
@@ -92,7 +93,8 @@ Status ReadOpenedFile(const UniqueFd& fd, const std::string& path, uint64_t max_
     const size_t want = std::min(kChunk, expected - got);
     out.resize(got + want);  // within the reservation: the buffer never moves here
     const ssize_t n = read_some(out.data() + got, want);
-    if (n < 0) return Status(Reason::kFileUnreadable, "cannot read '" + path + "': " + std::strerror(errno));
+    if (n < 0)
+      return Status(Reason::kFileUnreadable, "cannot read '" + path + "': " + std::strerror(errno));
     got += static_cast<size_t>(n);
     out.resize(got);
     if (n == 0) break;  // shrank since fstat
@@ -102,10 +104,12 @@ Status ReadOpenedFile(const UniqueFd& fd, const std::string& path, uint64_t max_
   while (!shrank) {
     char chunk[65536];
     const ssize_t n = read_some(chunk, sizeof(chunk));
-    if (n < 0) return Status(Reason::kFileUnreadable, "cannot read '" + path + "': " + std::strerror(errno));
+    if (n < 0)
+      return Status(Reason::kFileUnreadable, "cannot read '" + path + "': " + std::strerror(errno));
     if (n == 0) break;
     if (out.size() + static_cast<size_t>(n) > max_size) {
-      return Status(too_large, "'" + path + "' grew beyond the limit of " + std::to_string(max_size) + " bytes");
+      return Status(too_large, "'" + path + "' grew beyond the limit of " +
+                                   std::to_string(max_size) + " bytes");
     }
     if (hasher != nullptr) hasher->Wait();  // the append below may move the buffer
     out.append(chunk, static_cast<size_t>(n));
@@ -115,8 +119,8 @@ Status ReadOpenedFile(const UniqueFd& fd, const std::string& path, uint64_t max_
 }
 
 // ReadOpenedFileInto is ReadOpenedFile that never throws.
-Status ReadOpenedFileInto(const UniqueFd& fd, const std::string& path, uint64_t max_size, Reason too_large,
-                          std::string& out, Sha256Behind* hasher) {
+Status ReadOpenedFileInto(const UniqueFd& fd, const std::string& path, uint64_t max_size,
+                          Reason too_large, std::string& out, Sha256Behind* hasher) {
   try {
     return ReadOpenedFile(fd, path, max_size, too_large, out, hasher);
   } catch (const std::bad_alloc&) {
@@ -144,17 +148,18 @@ Result<std::string> ReadFileBounded(const std::string& path, uint64_t max_size, 
   return ReadOpenedFileBounded(fd, path, max_size, too_large);
 }
 
-Result<std::string> ReadOpenedFileBounded(const UniqueFd& fd, const std::string& path, uint64_t max_size,
-                                          Reason too_large) {
+Result<std::string> ReadOpenedFileBounded(const UniqueFd& fd, const std::string& path,
+                                          uint64_t max_size, Reason too_large) {
   std::string bytes;
   CLAWGUARD_RETURN_IF_ERROR(ReadOpenedFileInto(fd, path, max_size, too_large, bytes, nullptr));
   return bytes;
 }
 
-Result<HashedFile> ReadOpenedFileHashed(const UniqueFd& fd, const std::string& path, uint64_t max_size,
-                                        Reason too_large) {
+Result<HashedFile> ReadOpenedFileHashed(const UniqueFd& fd, const std::string& path,
+                                        uint64_t max_size, Reason too_large) {
   struct stat st {};
-  const uint64_t hint = ::fstat(fd.get(), &st) == 0 && st.st_size > 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  const uint64_t hint =
+      ::fstat(fd.get(), &st) == 0 && st.st_size > 0 ? static_cast<uint64_t>(st.st_size) : 0;
   HashedFile out;
   Sha256Behind hasher(hint);  // declared after |out|: destroyed first on every path
   CLAWGUARD_RETURN_IF_ERROR(ReadOpenedFileInto(fd, path, max_size, too_large, out.bytes, &hasher));
@@ -169,7 +174,8 @@ Status WriteFileAtomic(const std::string& path, std::string_view bytes, unsigned
   std::string tmpl = (dir / ("." + target.filename().string() + ".tmpXXXXXX")).string();
   UniqueFd fd(::mkstemp(tmpl.data()));
   if (!fd.valid()) {
-    return Status(Reason::kInternal, "cannot create a temp file in '" + dir.string() + "': " + std::strerror(errno));
+    return Status(Reason::kInternal,
+                  "cannot create a temp file in '" + dir.string() + "': " + std::strerror(errno));
   }
   auto fail = [&](const std::string& what) {
     const int saved = errno;
@@ -188,7 +194,8 @@ Status WriteFileAtomic(const std::string& path, std::string_view bytes, unsigned
   if (::fchmod(fd.get(), mode) != 0) return fail("cannot chmod");
   if (::fsync(fd.get()) != 0) return fail("cannot fsync");
   fd.Reset();
-  if (::rename(tmpl.c_str(), path.c_str()) != 0) return fail("cannot rename over '" + path + "' from");
+  if (::rename(tmpl.c_str(), path.c_str()) != 0)
+    return fail("cannot rename over '" + path + "' from");
   UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dfd.valid()) (void)::fsync(dfd.get());
   return Status::Ok();

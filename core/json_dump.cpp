@@ -3,6 +3,8 @@
 
 namespace clawguard {
 
-std::string DumpJson(const nlohmann::json& j, int indent) { return internal::DumpReplacingInvalidUtf8(j, indent); }
+std::string DumpJson(const nlohmann::json& j, int indent) {
+  return internal::DumpReplacingInvalidUtf8(j, indent);
+}
 
 }  // namespace clawguard

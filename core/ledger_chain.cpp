@@ -14,7 +14,9 @@ namespace {
 
 constexpr std::string_view kLedgerDomain = "cg-ledger-v1";
 
-std::string Short(std::string_view hex) { return std::string(hex.substr(0, 16)) + (hex.size() > 16 ? "…" : ""); }
+std::string Short(std::string_view hex) {
+  return std::string(hex.substr(0, 16)) + (hex.size() > 16 ? "…" : "");
+}
 
 Status Tampered(std::string message) { return Status(Reason::kLedgerTampered, std::move(message)); }
 
@@ -32,20 +34,17 @@ std::optional<int64_t> AllowlistVersionOf(std::string_view text) {
 
 std::string_view LedgerKindName(LedgerKind k) {
   switch (k) {
-    case LedgerKind::kRelease:
-      return "release";
-    case LedgerKind::kDeploy:
-      return "deploy";
-    case LedgerKind::kAttempt:
-      return "attempt";
-    case LedgerKind::kAllowlist:
-      return "allowlist";
+    case LedgerKind::kRelease: return "release";
+    case LedgerKind::kDeploy: return "deploy";
+    case LedgerKind::kAttempt: return "attempt";
+    case LedgerKind::kAllowlist: return "allowlist";
   }
   return "unknown";
 }
 
 std::optional<LedgerKind> LedgerKindFromName(std::string_view name) {
-  for (LedgerKind k : {LedgerKind::kRelease, LedgerKind::kDeploy, LedgerKind::kAttempt, LedgerKind::kAllowlist}) {
+  for (LedgerKind k :
+       {LedgerKind::kRelease, LedgerKind::kDeploy, LedgerKind::kAttempt, LedgerKind::kAllowlist}) {
     if (LedgerKindName(k) == name) return k;
   }
   return std::nullopt;
@@ -54,23 +53,25 @@ std::optional<LedgerKind> LedgerKindFromName(std::string_view name) {
 Result<LedgerKind> LedgerKindFromText(const std::string& text, int64_t seq) {
   if (auto k = LedgerKindFromName(text)) return *k;
   return Tampered("seq " + std::to_string(seq) + ": kind '" + text.substr(0, 32) +
-                  "' is not one this build knows (release, deploy, attempt, allowlist): the row was edited, or a "
+                  "' is not one this build knows (release, deploy, attempt, allowlist): the row "
+                  "was edited, or a "
                   "newer clawguard wrote it — upgrade clawguard before trusting this ledger");
 }
 
 std::string LedgerRowHash(const LedgerRow& row) {
   const std::string seq = std::to_string(row.seq);
   const std::string time = std::to_string(row.time);
-  return Sha256Hex(EncodeFields(
-      {kLedgerDomain, seq, LedgerKindName(row.kind), row.name, row.version, row.sha256, time, row.prev_hash}));
+  return Sha256Hex(EncodeFields({kLedgerDomain, seq, LedgerKindName(row.kind), row.name,
+                                 row.version, row.sha256, time, row.prev_hash}));
 }
 
 Status CheckLedgerRowInput(LedgerKind kind, const std::string& name, const std::string& version,
                            const std::string& sha256) {
   const auto bad = [&](const std::string& why) {
-    return Status(Reason::kInternal, "ledger record of kind " + std::string(LedgerKindName(kind)) + " " + why +
-                                         "; found name '" + name.substr(0, 80) + "' version '" + version.substr(0, 80) +
-                                         "' sha256 '" + sha256.substr(0, 70) + "'");
+    return Status(Reason::kInternal, "ledger record of kind " + std::string(LedgerKindName(kind)) +
+                                         " " + why + "; found name '" + name.substr(0, 80) +
+                                         "' version '" + version.substr(0, 80) + "' sha256 '" +
+                                         sha256.substr(0, 70) + "'");
   };
   if (name.empty() || version.empty() || !IsLowerHex(sha256, 64)) {
     return bad("needs a name, a version and 64 lowercase hex of sha256");
@@ -88,9 +89,9 @@ Status CheckLedgerRowInput(LedgerKind kind, const std::string& name, const std::
   return Status::Ok();
 }
 
-Result<bool> CheckLedgerRecord(const std::vector<LedgerRow>& same_name, LedgerKind kind, const std::string& name,
-                               const std::string& version, const std::string& sha256,
-                               const LedgerRecordRules& rules) {
+Result<bool> CheckLedgerRecord(const std::vector<LedgerRow>& same_name, LedgerKind kind,
+                               const std::string& name, const std::string& version,
+                               const std::string& sha256, const LedgerRecordRules& rules) {
   CLAWGUARD_RETURN_IF_ERROR(CheckLedgerRowInput(kind, name, version, sha256));
   if (kind == LedgerKind::kAllowlist) {
     const int64_t wanted = *AllowlistVersionOf(version);
@@ -105,10 +106,11 @@ Result<bool> CheckLedgerRecord(const std::vector<LedgerRow>& same_name, LedgerKi
       }
     }
     if (highest_version && wanted < *highest_version) {
-      return Status(Reason::kAllowlistInvalid,
-                    "allowlist version " + version + " is lower than version " + highest->version +
-                        " already recorded in the ledger (seq " + std::to_string(highest->seq) +
-                        "): an allowlist is never rolled back; sign a new allowlist with a higher version");
+      return Status(
+          Reason::kAllowlistInvalid,
+          "allowlist version " + version + " is lower than version " + highest->version +
+              " already recorded in the ledger (seq " + std::to_string(highest->seq) +
+              "): an allowlist is never rolled back; sign a new allowlist with a higher version");
     }
     return !(highest_version && wanted == *highest_version);  // each allowlist version once
   }
@@ -123,8 +125,9 @@ Result<bool> CheckLedgerRecord(const std::vector<LedgerRow>& same_name, LedgerKi
     // were released, or a second release with other bytes, are the same attack.
     if (row.version == version && row.sha256 != sha256) {
       return Status(Reason::kVersionOverwritten,
-                    name + " " + version + " is already recorded (" + std::string(LedgerKindName(row.kind)) +
-                        " row, seq " + std::to_string(row.seq) + ") with sha256 " + Short(row.sha256) +
+                    name + " " + version + " is already recorded (" +
+                        std::string(LedgerKindName(row.kind)) + " row, seq " +
+                        std::to_string(row.seq) + ") with sha256 " + Short(row.sha256) +
                         "; refusing sha256 " + Short(sha256) +
                         ": a version is never re-used for other bytes, publish a new version");
     }
@@ -138,10 +141,12 @@ Result<bool> CheckLedgerRecord(const std::vector<LedgerRow>& same_name, LedgerKi
       floor = &row;
     }
   }
-  if (deploying && floor_version && CompareSemVer(*wanted, *floor_version) < 0 && !rules.rollback_allowed) {
-    return Status(Reason::kVersionRollback, version + " is lower than " + floor->version + ", already deployed (seq " +
-                                                std::to_string(floor->seq) +
-                                                "): a rollback needs `rollback: allow` in the trust policy");
+  if (deploying && floor_version && CompareSemVer(*wanted, *floor_version) < 0 &&
+      !rules.rollback_allowed) {
+    return Status(Reason::kVersionRollback,
+                  version + " is lower than " + floor->version + ", already deployed (seq " +
+                      std::to_string(floor->seq) +
+                      "): a rollback needs `rollback: allow` in the trust policy");
   }
   return !identical;
 }
@@ -164,19 +169,20 @@ Result<std::optional<int64_t>> ReadAllowlistFloor(Ledger& ledger) {
 
 Result<LedgerAppend> RecordAllowlist(Ledger& ledger, int64_t version, const std::string& sha256,
                                      const LedgerRecordRules& rules) {
-  return ledger.Record(LedgerKind::kAllowlist, std::string(kAllowlistLedgerName), std::to_string(version), sha256,
-                       rules);
+  return ledger.Record(LedgerKind::kAllowlist, std::string(kAllowlistLedgerName),
+                       std::to_string(version), sha256, rules);
 }
 
-Status VerifyLedgerChain(const std::vector<LedgerRow>& rows, const std::optional<LedgerCheckpoint>& anchor) {
+Status VerifyLedgerChain(const std::vector<LedgerRow>& rows,
+                         const std::optional<LedgerCheckpoint>& anchor) {
   std::string prev(64, '0');
   for (size_t i = 0; i < rows.size(); ++i) {
     const LedgerRow& row = rows[i];
     const auto want_seq = static_cast<int64_t>(i + 1);
     if (row.seq != want_seq) {
-      return Tampered("seq " + std::to_string(want_seq) + ": expected row " + std::to_string(want_seq) +
-                      " at this position, found seq " + std::to_string(row.seq) +
-                      " (rows were removed, duplicated or reordered)");
+      return Tampered("seq " + std::to_string(want_seq) + ": expected row " +
+                      std::to_string(want_seq) + " at this position, found seq " +
+                      std::to_string(row.seq) + " (rows were removed, duplicated or reordered)");
     }
     if (row.prev_hash != prev) {
       return Tampered("seq " + std::to_string(row.seq) + ": prev_hash " + Short(row.prev_hash) +
@@ -186,7 +192,8 @@ Status VerifyLedgerChain(const std::vector<LedgerRow>& rows, const std::optional
     const std::string recomputed = LedgerRowHash(row);
     if (recomputed != row.hash) {
       return Tampered("seq " + std::to_string(row.seq) + ": stored hash " + Short(row.hash) +
-                      " does not match the recomputed " + Short(recomputed) + ": the row was edited");
+                      " does not match the recomputed " + Short(recomputed) +
+                      ": the row was edited");
     }
     prev = row.hash;
   }
@@ -194,12 +201,15 @@ Status VerifyLedgerChain(const std::vector<LedgerRow>& rows, const std::optional
   return CheckLedgerAnchor(rows, *anchor);
 }
 
-Result<LedgerRecordView> PrepareLedgerRecord(const std::vector<LedgerRow>& all, const std::string& name,
+Result<LedgerRecordView> PrepareLedgerRecord(const std::vector<LedgerRow>& all,
+                                             const std::string& name,
                                              const LedgerRecordRules& rules) {
   CLAWGUARD_RETURN_IF_ERROR(VerifyLedgerChain(all, std::nullopt));
   for (const auto& anchor : rules.anchors) {
     if (Status s = CheckLedgerAnchor(all, anchor); !s.ok()) {
-      return Status(s.reason(), s.message() + " (checked again inside the recording transaction; nothing written)");
+      return Status(
+          s.reason(),
+          s.message() + " (checked again inside the recording transaction; nothing written)");
     }
   }
   LedgerRecordView view;
@@ -213,13 +223,15 @@ Result<LedgerRecordView> PrepareLedgerRecord(const std::vector<LedgerRow>& all, 
 
 Status CheckLedgerAnchor(const std::vector<LedgerRow>& rows, const LedgerCheckpoint& anchor) {
   const auto count = static_cast<int64_t>(rows.size());
-  if (anchor.count < 0) return Tampered("the anchor's count is negative (" + std::to_string(anchor.count) + ")");
+  if (anchor.count < 0)
+    return Tampered("the anchor's count is negative (" + std::to_string(anchor.count) + ")");
   if (count < anchor.count) {
-    return Tampered("seq " + std::to_string(count + 1) + ": expected at least " + std::to_string(anchor.count) +
-                    " rows (the anchored checkpoint), found " + std::to_string(count) +
-                    ": rows were removed from the tail");
+    return Tampered("seq " + std::to_string(count + 1) + ": expected at least " +
+                    std::to_string(anchor.count) + " rows (the anchored checkpoint), found " +
+                    std::to_string(count) + ": rows were removed from the tail");
   }
-  const std::string at = anchor.count == 0 ? std::string(64, '0') : rows[static_cast<size_t>(anchor.count - 1)].hash;
+  const std::string at =
+      anchor.count == 0 ? std::string(64, '0') : rows[static_cast<size_t>(anchor.count - 1)].hash;
   if (at != anchor.head) {
     return Tampered("seq " + std::to_string(anchor.count) + ": expected hash " + anchor.head +
                     " (the anchored checkpoint), found " + at + ": the ledger was rewritten");

@@ -39,11 +39,13 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
 
 bool IsValidRoute(std::string_view r) {
   if (r.empty() || !IsLowerAlnum(r[0])) return false;
-  return std::all_of(r.begin(), r.end(), [](char c) { return IsLowerAlnum(c) || c == '.' || c == '_' || c == '-'; });
+  return std::all_of(r.begin(), r.end(),
+                     [](char c) { return IsLowerAlnum(c) || c == '.' || c == '_' || c == '-'; });
 }
 
 bool IsValidDigest(std::string_view d) {
-  return d.substr(0, kDigestPrefix.size()) == kDigestPrefix && IsLowerHex(d.substr(kDigestPrefix.size()), 64);
+  return d.substr(0, kDigestPrefix.size()) == kDigestPrefix &&
+         IsLowerHex(d.substr(kDigestPrefix.size()), 64);
 }
 
 // Found names a node's kind for "expected X, found Y" messages.
@@ -58,7 +60,8 @@ Result<std::string> ReadName(YamlMap& m) {
   CLAWGUARD_ASSIGN_OR_RETURN(std::string name, m.String("name"));
   if (!IsValidPluginName(name)) {
     return m.Error(m.node()["name"], "name",
-                   "expected [a-z0-9][a-z0-9-]{0,63} (lowercase letters, digits and '-'), found '" + name + "'");
+                   "expected [a-z0-9][a-z0-9-]{0,63} (lowercase letters, digits and '-'), found '" +
+                       name + "'");
   }
   return name;
 }
@@ -67,54 +70,80 @@ Result<std::string> ReadVersion(YamlMap& m) {
   CLAWGUARD_ASSIGN_OR_RETURN(std::string v, m.String("version"));
   const YAML::Node n = m.node()["version"];
   if (v.find('+') != std::string::npos) {
-    return m.Error(n, "version", "'" + v + "' carries build metadata ('+...'), which is refused: build metadata would dodge the ledger (1.4.2+a and 1.4.2+b have the same precedence); release a new version instead");
+    return m.Error(
+        n, "version",
+        "'" + v +
+            "' carries build metadata ('+...'), which is refused: build metadata would dodge the "
+            "ledger (1.4.2+a and 1.4.2+b have the same precedence); release a new version instead");
   }
   if (!ParseSemVer(v)) {
-    return m.Error(n, "version", "expected a SemVer 2.0 version MAJOR.MINOR.PATCH[-PRERELEASE] without leading zeros, found '" + v + "'");
+    return m.Error(n, "version",
+                   "expected a SemVer 2.0 version MAJOR.MINOR.PATCH[-PRERELEASE] without leading "
+                   "zeros, found '" +
+                       v + "'");
   }
   return v;
 }
 
 Result<std::string> ReadPublisher(YamlMap& m) {
   CLAWGUARD_ASSIGN_OR_RETURN(std::string p, m.String("publisher"));
-  const bool printable = std::none_of(p.begin(), p.end(), [](char c) { return IsControl(static_cast<unsigned char>(c)); });
-  // Surrounding spaces would make "acme " differ from the certificate's O=acme in a way nobody sees.
+  const bool printable = std::none_of(
+      p.begin(), p.end(), [](char c) { return IsControl(static_cast<unsigned char>(c)); });
+  // Surrounding spaces would make "acme " differ from the certificate's O=acme in a way nobody
+  // sees.
   if (p.empty() || !printable || p.front() == ' ' || p.back() == ' ') {
     return m.Error(m.node()["publisher"], "publisher",
-                   "expected the signing certificate's organisation (O) as printable text without surrounding spaces, found '" + p + "'");
+                   "expected the signing certificate's organisation (O) as printable text without "
+                   "surrounding spaces, found '" +
+                       p + "'");
   }
   return p;
 }
 
 Status ReadFiles(YamlMap& root, Manifest& out) {
   CLAWGUARD_ASSIGN_OR_RETURN(YAML::Node node, root.Node("files"));
-  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap files, YamlMap::Create(node, root.source(), "files", kInvalid));
-  if (node.size() == 0) return files.Error(node, "", "expected at least the entry library, found an empty mapping");
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap files,
+                             YamlMap::Create(node, root.source(), "files", kInvalid));
+  if (node.size() == 0)
+    return files.Error(node, "", "expected at least the entry library, found an empty mapping");
   if (node.size() > limits::kMaxManifestFiles) {
-    return files.Error(node, "", "lists " + std::to_string(node.size()) + " files; at most " + std::to_string(limits::kMaxManifestFiles) + " are allowed");
+    return files.Error(node, "",
+                       "lists " + std::to_string(node.size()) + " files; at most " +
+                           std::to_string(limits::kMaxManifestFiles) + " are allowed");
   }
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string path = it->first.Scalar();
     const YAML::Node value = it->second;
     if (!IsCanonicalPath(path)) {
-      return files.Error(it->first, path, "expected a canonical relative path ('/'-separated, no '.', '..' or empty segments, no '\\', no leading '/', at most " + std::to_string(limits::kMaxPathLength) + " bytes), found '" + path + "'");
+      return files.Error(it->first, path,
+                         "expected a canonical relative path ('/'-separated, no '.', '..' or empty "
+                         "segments, no '\\', no leading '/', at most " +
+                             std::to_string(limits::kMaxPathLength) + " bytes), found '" + path +
+                             "'");
     }
     if (path == kManifestFileName) {
-      return files.Error(it->first, path, "manifest.yaml is always the package's first entry and may not be listed in files");
+      return files.Error(
+          it->first, path,
+          "manifest.yaml is always the package's first entry and may not be listed in files");
     }
     if (value.IsNull()) {
       out.files.emplace(path, std::nullopt);
     } else if (value.IsScalar() && IsValidDigest(value.Scalar())) {
       out.files.emplace(path, value.Scalar());
     } else {
-      return files.Error(value, path, "expected null (pack fills it in) or \"sha256:<64 lowercase hex>\", found " + Found(value));
+      return files.Error(
+          value, path,
+          "expected null (pack fills it in) or \"sha256:<64 lowercase hex>\", found " +
+              Found(value));
     }
   }
   // "lib" and "lib/x.so" cannot both be files: one would have to be a folder when extracted.
   for (auto it = out.files.begin(); it != out.files.end(); ++it) {
     auto next = std::next(it);
     if (next != out.files.end() && next->first.starts_with(it->first + "/")) {
-      return files.Error(node, "", "'" + it->first + "' is listed as a file and also as the folder of '" + next->first + "'");
+      return files.Error(node, "",
+                         "'" + it->first + "' is listed as a file and also as the folder of '" +
+                             next->first + "'");
     }
   }
   return Status::Ok();
@@ -123,13 +152,19 @@ Status ReadFiles(YamlMap& root, Manifest& out) {
 Status ReadCapabilities(YamlMap& root, Manifest& out) {
   auto node = root.OptionalNode("capabilities");
   if (!node) return Status::Ok();
-  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap caps, YamlMap::Create(*node, root.source(), "capabilities", kInvalid));
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap caps,
+                             YamlMap::Create(*node, root.source(), "capabilities", kInvalid));
   if (auto erp = caps.OptionalNode("erp")) {
     if (!erp->IsSequence()) {
-      return caps.Error(*erp, "erp", "expected a list of \"METHOD /path\" strings (block style, one `- ...` per line), found " + Found(*erp));
+      return caps.Error(*erp, "erp",
+                        "expected a list of \"METHOD /path\" strings (block style, one `- ...` per "
+                        "line), found " +
+                            Found(*erp));
     }
     if (erp->size() > limits::kMaxCapabilities) {
-      return caps.Error(*erp, "erp", "lists " + std::to_string(erp->size()) + " capabilities; at most " + std::to_string(limits::kMaxCapabilities) + " are allowed");
+      return caps.Error(*erp, "erp",
+                        "lists " + std::to_string(erp->size()) + " capabilities; at most " +
+                            std::to_string(limits::kMaxCapabilities) + " are allowed");
     }
     std::set<std::string> seen;
     for (size_t i = 0; i < erp->size(); ++i) {
@@ -137,45 +172,56 @@ Status ReadCapabilities(YamlMap& root, Manifest& out) {
       const std::string key = "erp[" + std::to_string(i) + "]";
       if (!item.IsScalar()) {
         const std::string hint = item.IsMap() ? "; " + std::string(kBlockStyleHint) : "";
-        return caps.Error(item, key, "expected a string \"METHOD /path\", found " + Found(item) + hint);
+        return caps.Error(item, key,
+                          "expected a string \"METHOD /path\", found " + Found(item) + hint);
       }
       std::string why;
       if (!IsValidErpCapability(item.Scalar(), &why)) {
         return caps.Error(item, key, "'" + item.Scalar() + "' is not a capability: " + why);
       }
-      if (!seen.insert(item.Scalar()).second) return caps.Error(item, key, "'" + item.Scalar() + "' is listed twice");
+      if (!seen.insert(item.Scalar()).second)
+        return caps.Error(item, key, "'" + item.Scalar() + "' is listed twice");
       out.erp_capabilities.push_back(item.Scalar());
     }
   }
   return caps.Finish();
 }
 
-Result<WebhookRouteSpec> ReadRoute(const YAML::Node& node, const std::string& source, const std::string& path) {
+Result<WebhookRouteSpec> ReadRoute(const YAML::Node& node, const std::string& source,
+                                   const std::string& path) {
   CLAWGUARD_ASSIGN_OR_RETURN(YamlMap m, YamlMap::Create(node, source, path, kInvalid));
   WebhookRouteSpec spec;
   CLAWGUARD_ASSIGN_OR_RETURN(spec.route, m.String("route"));
   if (!IsValidRoute(spec.route)) {
-    return m.Error(node["route"], "route", "expected [a-z0-9][a-z0-9._-]*, found '" + spec.route + "'");
+    return m.Error(node["route"], "route",
+                   "expected [a-z0-9][a-z0-9._-]*, found '" + spec.route + "'");
   }
   CLAWGUARD_ASSIGN_OR_RETURN(YAML::Node idem_node, m.Node("idempotency"));
-  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap idem, YamlMap::Create(idem_node, source, path + ".idempotency", kInvalid));
+  CLAWGUARD_ASSIGN_OR_RETURN(YamlMap idem,
+                             YamlMap::Create(idem_node, source, path + ".idempotency", kInvalid));
   CLAWGUARD_ASSIGN_OR_RETURN(std::optional<int64_t> level, idem.OptionalInt("level", 1, 3));
   spec.level = static_cast<int>(level.value_or(2));
   if (idem.OptionalNode("business_key")) {
     CLAWGUARD_ASSIGN_OR_RETURN(std::string pointer, idem.String("business_key"));
     if (!IsValidJsonPointer(pointer)) {
-      return idem.Error(idem_node["business_key"], "business_key",
-                        "expected a JSON Pointer (RFC 6901) such as /order_id ('~' only as ~0 or ~1), found '" + pointer + "'");
+      return idem.Error(
+          idem_node["business_key"], "business_key",
+          "expected a JSON Pointer (RFC 6901) such as /order_id ('~' only as ~0 or ~1), found '" +
+              pointer + "'");
     }
     spec.business_key = pointer;
   }
   if (spec.level == 1 && !spec.business_key) {
-    return idem.Error(idem_node, "level", "level 1 keys the event on its business key alone, so business_key (a JSON Pointer such as /order_id) is required");
+    return idem.Error(idem_node, "level",
+                      "level 1 keys the event on its business key alone, so business_key (a JSON "
+                      "Pointer such as /order_id) is required");
   }
   if (idem.OptionalNode("retention")) {
     CLAWGUARD_ASSIGN_OR_RETURN(spec.retention, idem.Duration("retention"));
     if (spec.retention->count() <= 0) {
-      return idem.Error(idem_node["retention"], "retention", "expected a positive duration such as 7d, found '" + idem_node["retention"].Scalar() + "'");
+      return idem.Error(idem_node["retention"], "retention",
+                        "expected a positive duration such as 7d, found '" +
+                            idem_node["retention"].Scalar() + "'");
     }
     spec.retention_text = idem_node["retention"].Scalar();
   }
@@ -188,14 +234,16 @@ Status ReadWebhooks(YamlMap& root, Manifest& out) {
   auto node = root.OptionalNode("webhooks");
   if (!node) return Status::Ok();
   if (!node->IsSequence()) {
-    return root.Error(*node, "webhooks", "expected a list of { route, idempotency } entries, found " + Found(*node));
+    return root.Error(*node, "webhooks",
+                      "expected a list of { route, idempotency } entries, found " + Found(*node));
   }
   std::set<std::string> routes;
   for (size_t i = 0; i < node->size(); ++i) {
     const std::string path = "webhooks[" + std::to_string(i) + "]";
     CLAWGUARD_ASSIGN_OR_RETURN(WebhookRouteSpec spec, ReadRoute((*node)[i], root.source(), path));
     if (!routes.insert(spec.route).second) {
-      return root.Error((*node)[i], path, "route '" + spec.route + "' is declared twice; each route appears once");
+      return root.Error((*node)[i], path,
+                        "route '" + spec.route + "' is declared twice; each route appears once");
     }
     out.webhooks.push_back(std::move(spec));
   }
@@ -204,13 +252,16 @@ Status ReadWebhooks(YamlMap& root, Manifest& out) {
 
 Result<Manifest> ParseManifestChecked(std::string_view text, const std::string& source) {
   if (text.size() > limits::kMaxManifest) {
-    return Status(kInvalid, source + ": manifest is " + std::to_string(text.size()) + " bytes; the limit is " + std::to_string(limits::kMaxManifest));
+    return Status(kInvalid, source + ": manifest is " + std::to_string(text.size()) +
+                                " bytes; the limit is " + std::to_string(limits::kMaxManifest));
   }
   auto doc = ParseYamlStrict(text, source, kInvalid);
   if (!doc) {
     Status s = doc.error();
-    // yaml-cpp words this error several ways; make sure every flow-list `{` error says how to fix it.
-    const bool flow_brace = text.find('[') != std::string_view::npos && text.find('{') != std::string_view::npos;
+    // yaml-cpp words this error several ways; make sure every flow-list `{` error says how to fix
+    // it.
+    const bool flow_brace =
+        text.find('[') != std::string_view::npos && text.find('{') != std::string_view::npos;
     if (flow_brace && s.message().find("YAML syntax error") != std::string::npos &&
         s.message().find("block style") == std::string::npos) {
       return Status(kInvalid, s.message() + " (" + std::string(kBlockStyleHint) + ")");
@@ -221,7 +272,8 @@ Result<Manifest> ParseManifestChecked(std::string_view text, const std::string& 
   Manifest m;
   CLAWGUARD_ASSIGN_OR_RETURN(std::string schema, root.String("schema"));
   if (schema != kManifestSchema) {
-    return root.Error(doc->root["schema"], "schema", "expected " + std::string(kManifestSchema) + ", found '" + schema + "'");
+    return root.Error(doc->root["schema"], "schema",
+                      "expected " + std::string(kManifestSchema) + ", found '" + schema + "'");
   }
   CLAWGUARD_ASSIGN_OR_RETURN(m.name, ReadName(root));
   CLAWGUARD_ASSIGN_OR_RETURN(m.version, ReadVersion(root));
@@ -230,7 +282,8 @@ Result<Manifest> ParseManifestChecked(std::string_view text, const std::string& 
   CLAWGUARD_ASSIGN_OR_RETURN(m.entry, root.String("entry"));
   CLAWGUARD_RETURN_IF_ERROR(ReadFiles(root, m));
   if (m.files.count(m.entry) == 0) {
-    return root.Error(doc->root["entry"], "entry", "'" + m.entry + "' must be one of the paths listed under files");
+    return root.Error(doc->root["entry"], "entry",
+                      "'" + m.entry + "' must be one of the paths listed under files");
   }
   CLAWGUARD_RETURN_IF_ERROR(ReadCapabilities(root, m));
   CLAWGUARD_RETURN_IF_ERROR(ReadWebhooks(root, m));
@@ -242,7 +295,8 @@ Result<Manifest> ParseManifestChecked(std::string_view text, const std::string& 
 std::string RetentionText(const WebhookRouteSpec& w) {
   if (w.retention_text) return *w.retention_text;
   const int64_t ms = w.retention->count();
-  for (auto [unit, size] : {std::pair{"d", 86'400'000LL}, {"h", 3'600'000LL}, {"m", 60'000LL}, {"s", 1000LL}}) {
+  for (auto [unit, size] :
+       {std::pair{"d", 86'400'000LL}, {"h", 3'600'000LL}, {"m", 60'000LL}, {"s", 1000LL}}) {
     if (ms % size == 0) return std::to_string(ms / size) + unit;
   }
   return std::to_string(ms) + "ms";
@@ -251,14 +305,16 @@ std::string RetentionText(const WebhookRouteSpec& w) {
 // PlainIsSafe: the string reads back as the same string under YAML 1.1 and 1.2 rules when
 // written unquoted (no null/bool words, no numbers, no indicators). Others are double-quoted.
 bool PlainIsSafe(const std::string& s) {
-  static const std::set<std::string> kSpecial = {"null", "true", "false", "yes", "no", "on", "off", "y", "n"};
+  static const std::set<std::string> kSpecial = {"null", "true", "false", "yes", "no",
+                                                 "on",   "off",  "y",     "n"};
   if (s.empty() || s.back() == ' ') return false;
   std::string lower = s;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (kSpecial.count(lower)) return false;
   const auto ok = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '/' || c == '-' ||
-           c == '{' || c == '}' || c == '~' || c == ' ';
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '/' ||
+           c == '-' || c == '{' || c == '}' || c == '~' || c == ' ';
   };
   if (!std::all_of(s.begin(), s.end(), ok)) {
     // A ':' is plain-safe unless it ends the text or a space follows it ("sha256:9f86..." is fine).
@@ -273,8 +329,10 @@ bool PlainIsSafe(const std::string& s) {
 }
 
 void EmitString(YAML::Emitter& e, const std::string& s) {
-  if (PlainIsSafe(s)) e << s;
-  else e << YAML::DoubleQuoted << s;
+  if (PlainIsSafe(s))
+    e << s;
+  else
+    e << YAML::DoubleQuoted << s;
 }
 
 }  // namespace
@@ -289,7 +347,8 @@ Result<Manifest> ParseManifest(std::string_view yaml_text, const std::string& so
 
 bool IsCanonicalPath(std::string_view path) {
   if (path.empty() || path.size() > limits::kMaxPathLength) return false;
-  if (std::any_of(path.begin(), path.end(), [](char c) { return c == '\\' || IsControl(static_cast<unsigned char>(c)); })) {
+  if (std::any_of(path.begin(), path.end(),
+                  [](char c) { return c == '\\' || IsControl(static_cast<unsigned char>(c)); })) {
     return false;
   }
   for (std::string_view seg : Split(path, '/')) {  // a leading '/' gives an empty first segment
@@ -313,25 +372,33 @@ bool IsValidErpCapability(std::string_view cap, std::string* why) {
   if (space == std::string_view::npos) return fail("expected \"METHOD /path\" with one space");
   const std::string_view method = cap.substr(0, space);
   const std::string_view path = cap.substr(space + 1);
-  if (kMethods.count(method) == 0) return fail("the method must be one of GET, POST, PUT, PATCH, DELETE");
+  if (kMethods.count(method) == 0)
+    return fail("the method must be one of GET, POST, PUT, PATCH, DELETE");
   if (path.empty() || path[0] != '/') return fail("the path must start with '/'");
-  if (path.find_first_of("%?# ") != std::string_view::npos) return fail("the path may not contain '%', '?', '#' or spaces");
+  if (path.find_first_of("%?# ") != std::string_view::npos)
+    return fail("the path may not contain '%', '?', '#' or spaces");
   if (path.find("//") != std::string_view::npos) return fail("the path may not contain '//'");
   std::set<std::string_view> names;
   for (std::string_view seg : Split(path.substr(1), '/')) {
     if (seg.empty()) return fail("the path has an empty segment (a trailing '/'?)");
     if (seg.front() == '{') {
       const std::string_view name = seg.substr(1, seg.size() - 2);
-      const bool ok = seg.size() >= 3 && seg.back() == '}' && (name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z')) &&
-                      std::all_of(name.begin(), name.end(), [](char c) { return IsLowerAlnum(c) || c == '_'; });
-      if (!ok) return fail("'" + std::string(seg) + "' is not a {name} segment with name [a-z_][a-z0-9_]*");
+      const bool ok =
+          seg.size() >= 3 && seg.back() == '}' &&
+          (name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z')) &&
+          std::all_of(name.begin(), name.end(), [](char c) { return IsLowerAlnum(c) || c == '_'; });
+      if (!ok)
+        return fail("'" + std::string(seg) +
+                    "' is not a {name} segment with name [a-z_][a-z0-9_]*");
       if (!names.insert(name).second) return fail("'{" + std::string(name) + "}' appears twice");
       continue;
     }
     const bool literal = std::all_of(seg.begin(), seg.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '~' || c == '.' || c == '-';
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '~' || c == '.' ||
+             c == '-';
     });
-    if (!literal) return fail("segment '" + std::string(seg) + "' must be [A-Za-z0-9_~.-]+ or a whole {name}");
+    if (!literal)
+      return fail("segment '" + std::string(seg) + "' must be [A-Za-z0-9_~.-]+ or a whole {name}");
     if (seg == "." || seg == "..") return fail("'.' and '..' segments are not allowed");
   }
   return true;
@@ -349,7 +416,8 @@ std::string PackageFileName(const Manifest& m) { return m.name + "-" + m.version
 
 nlohmann::json ManifestToJson(const Manifest& m) {
   nlohmann::json files = nlohmann::json::object();
-  for (const auto& [path, digest] : m.files) files[path] = digest ? nlohmann::json(*digest) : nlohmann::json(nullptr);
+  for (const auto& [path, digest] : m.files)
+    files[path] = digest ? nlohmann::json(*digest) : nlohmann::json(nullptr);
   nlohmann::json webhooks = nlohmann::json::array();
   for (const auto& w : m.webhooks) {
     nlohmann::json idem = {{"level", w.level}};
@@ -357,9 +425,14 @@ nlohmann::json ManifestToJson(const Manifest& m) {
     if (w.retention) idem["retention"] = RetentionText(w);
     webhooks.push_back({{"route", w.route}, {"idempotency", std::move(idem)}});
   }
-  return {{"schema", kManifestSchema}, {"name", m.name},   {"version", m.version},
-          {"publisher", m.publisher},  {"abi", m.abi},     {"entry", m.entry},
-          {"files", std::move(files)}, {"capabilities", {{"erp", m.erp_capabilities}}},
+  return {{"schema", kManifestSchema},
+          {"name", m.name},
+          {"version", m.version},
+          {"publisher", m.publisher},
+          {"abi", m.abi},
+          {"entry", m.entry},
+          {"files", std::move(files)},
+          {"capabilities", {{"erp", m.erp_capabilities}}},
           {"webhooks", std::move(webhooks)}};
 }
 
@@ -383,8 +456,10 @@ std::string RenderManifestYaml(const Manifest& m) {
     e << YAML::Key;
     EmitString(e, path);
     e << YAML::Value;
-    if (digest) EmitString(e, *digest);
-    else e << YAML::Null;
+    if (digest)
+      EmitString(e, *digest);
+    else
+      e << YAML::Null;
   }
   e << YAML::EndMap;
   if (!m.erp_capabilities.empty()) {

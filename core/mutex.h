@@ -53,8 +53,8 @@ class CLAWGUARD_CAPABILITY("mutex") Mutex {
   }
   // WaitFor is Wait for at most |timeout|; it returns pred() at the end.
   template <class Rep, class Period, class Pred>
-  bool WaitFor(std::condition_variable& cv, const std::chrono::duration<Rep, Period>& timeout, Pred pred)
-      CLAWGUARD_REQUIRES(this) {
+  bool WaitFor(std::condition_variable& cv, const std::chrono::duration<Rep, Period>& timeout,
+               Pred pred) CLAWGUARD_REQUIRES(this) {
     std::unique_lock<std::mutex> lock(mu_, std::adopt_lock);
     const bool ok = cv.wait_for(lock, timeout, std::move(pred));
     lock.release();
@@ -62,8 +62,9 @@ class CLAWGUARD_CAPABILITY("mutex") Mutex {
   }
   // WaitUntil is Wait until |deadline| at the latest; it returns pred() at the end.
   template <class Clock, class Duration, class Pred>
-  bool WaitUntil(std::condition_variable& cv, const std::chrono::time_point<Clock, Duration>& deadline,
-                 Pred pred) CLAWGUARD_REQUIRES(this) {
+  bool WaitUntil(std::condition_variable& cv,
+                 const std::chrono::time_point<Clock, Duration>& deadline, Pred pred)
+      CLAWGUARD_REQUIRES(this) {
     std::unique_lock<std::mutex> lock(mu_, std::adopt_lock);
     const bool ok = cv.wait_until(lock, deadline, std::move(pred));
     lock.release();
@@ -71,7 +72,8 @@ class CLAWGUARD_CAPABILITY("mutex") Mutex {
   }
   // WaitUntil without a predicate: one wakeup (or a spurious one), or the deadline.
   template <class Clock, class Duration>
-  std::cv_status WaitUntil(std::condition_variable& cv, const std::chrono::time_point<Clock, Duration>& deadline)
+  std::cv_status WaitUntil(std::condition_variable& cv,
+                           const std::chrono::time_point<Clock, Duration>& deadline)
       CLAWGUARD_REQUIRES(this) {
     std::unique_lock<std::mutex> lock(mu_, std::adopt_lock);
     const std::cv_status status = cv.wait_until(lock, deadline);
@@ -139,7 +141,9 @@ class CLAWGUARD_SCOPED_CAPABILITY WriterMutexLock {
 // ReaderMutexLock holds |mu| shared for its scope.
 class CLAWGUARD_SCOPED_CAPABILITY ReaderMutexLock {
  public:
-  explicit ReaderMutexLock(SharedMutex& mu) CLAWGUARD_ACQUIRE_SHARED(mu) : mu_(mu) { mu_.LockShared(); }
+  explicit ReaderMutexLock(SharedMutex& mu) CLAWGUARD_ACQUIRE_SHARED(mu) : mu_(mu) {
+    mu_.LockShared();
+  }
   ~ReaderMutexLock() CLAWGUARD_RELEASE() { mu_.UnlockShared(); }
   ReaderMutexLock(const ReaderMutexLock&) = delete;
   ReaderMutexLock& operator=(const ReaderMutexLock&) = delete;

@@ -75,7 +75,9 @@ std::optional<SemVer> ParseSemVer(std::string_view text) {
 }
 
 int CompareSemVer(const SemVer& a, const SemVer& b) {
-  auto cmp = [](unsigned long long x, unsigned long long y) { return x < y ? -1 : (x > y ? 1 : 0); };
+  auto cmp = [](unsigned long long x, unsigned long long y) {
+    return x < y ? -1 : (x > y ? 1 : 0);
+  };
   if (int c = cmp(a.major, b.major)) return c;
   if (int c = cmp(a.minor, b.minor)) return c;
   if (int c = cmp(a.patch, b.patch)) return c;

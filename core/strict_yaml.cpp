@@ -68,7 +68,8 @@ class StrictHandler : public YAML::EventHandler {
     if (problem_.empty()) problem_ = Where(source_, mark) + ": " + what;
   }
   void CheckAnchor(const YAML::Mark& mark, YAML::anchor_t anchor) {
-    if (anchor != YAML::NullAnchor) Fail(mark, "anchors (&name) are not allowed; write each value out in full");
+    if (anchor != YAML::NullAnchor)
+      Fail(mark, "anchors (&name) are not allowed; write each value out in full");
   }
   void CheckTag(const YAML::Mark& mark, const std::string& tag) {
     if (!tag.empty() && tag != "?" && tag != "!") {
@@ -76,14 +77,17 @@ class StrictHandler : public YAML::EventHandler {
     }
   }
   // Value handles one node in the current frame: in a map, keys alternate with values.
-  void Value(const YAML::Mark& mark, const std::optional<std::string>& scalar, bool is_collection = false) {
+  void Value(const YAML::Mark& mark, const std::optional<std::string>& scalar,
+             bool is_collection = false) {
     if (stack_.empty() || !stack_.back().is_map) return;
     Frame& f = stack_.back();
     if (f.expecting_key) {
       if (is_collection || !scalar) {
         Fail(mark, "a mapping key must be a plain string");
       } else if (!f.keys.insert(*scalar).second) {
-        Fail(mark, "duplicate key '" + *scalar + "'; each key may appear once in a mapping — remove or merge the repeated one");
+        Fail(mark,
+             "duplicate key '" + *scalar +
+                 "'; each key may appear once in a mapping — remove or merge the repeated one");
       }
     }
     f.expecting_key = !f.expecting_key;
@@ -156,7 +160,9 @@ std::string LineColumn(std::string_view text, size_t offset) {
 
 }  // namespace
 
-std::string YamlWhere(const std::string& source, const YAML::Node& node) { return Where(source, node.Mark()); }
+std::string YamlWhere(const std::string& source, const YAML::Node& node) {
+  return Where(source, node.Mark());
+}
 
 Result<YamlDoc> ParseYamlStrict(std::string_view text, std::string source, Reason reason) {
   // YAML is Unicode text: bytes that are not UTF-8 would reach names and publishers as they are
@@ -187,7 +193,9 @@ Result<YamlDoc> ParseYamlStrict(std::string_view text, std::string source, Reaso
   } catch (const YAML::Exception& e) {
     std::string hint;
     if (e.msg.find("flow") != std::string::npos || e.msg.find("end of map") != std::string::npos) {
-      hint = " (in a flow list `[...]`, `{` starts a mapping: write lists that contain {name} in block style, one `- item` per line)";
+      hint =
+          " (in a flow list `[...]`, `{` starts a mapping: write lists that contain {name} in "
+          "block style, one `- item` per line)";
     }
     return Status(reason, Where(source, e.mark) + ": YAML syntax error: " + e.msg + hint);
   }
@@ -203,11 +211,16 @@ std::optional<uint64_t> ParseSizeText(std::string_view text) {
   if (ec != std::errc() || p == b) return std::nullopt;
   const std::string_view unit(p, static_cast<size_t>(e - p));
   uint64_t mul = 1;
-  if (unit.empty() || unit == "B") mul = 1;
-  else if (unit == "KiB") mul = 1024;
-  else if (unit == "MiB") mul = limits::kMiB;
-  else if (unit == "GiB") mul = limits::kGiB;
-  else return std::nullopt;
+  if (unit.empty() || unit == "B")
+    mul = 1;
+  else if (unit == "KiB")
+    mul = 1024;
+  else if (unit == "MiB")
+    mul = limits::kMiB;
+  else if (unit == "GiB")
+    mul = limits::kGiB;
+  else
+    return std::nullopt;
   if (n > std::numeric_limits<uint64_t>::max() / mul) return std::nullopt;
   return n * mul;
 }
@@ -215,8 +228,12 @@ std::optional<uint64_t> ParseSizeText(std::string_view text) {
 std::string FormatDuration(std::chrono::milliseconds d) {
   const int64_t ms = d.count();
   if (ms == 0) return "0s";
-  struct Unit { int64_t ms; const char* name; };
-  for (const Unit u : {Unit{86'400'000, "d"}, Unit{3'600'000, "h"}, Unit{60'000, "m"}, Unit{1000, "s"}}) {
+  struct Unit {
+    int64_t ms;
+    const char* name;
+  };
+  for (const Unit u :
+       {Unit{86'400'000, "d"}, Unit{3'600'000, "h"}, Unit{60'000, "m"}, Unit{1000, "s"}}) {
     if (ms % u.ms == 0) return std::to_string(ms / u.ms) + u.name;
   }
   return std::to_string(ms) + "ms";
@@ -230,27 +247,38 @@ std::optional<std::chrono::milliseconds> ParseDurationText(std::string_view text
   if (ec != std::errc() || p == b || n < 0) return std::nullopt;
   const std::string_view unit(p, static_cast<size_t>(e - p));
   int64_t mul = 0;
-  if (unit == "ms") mul = 1;
-  else if (unit == "s") mul = 1000;
-  else if (unit == "m") mul = 60'000;
-  else if (unit == "h") mul = 3'600'000;
-  else if (unit == "d") mul = 86'400'000;
-  else return std::nullopt;
+  if (unit == "ms")
+    mul = 1;
+  else if (unit == "s")
+    mul = 1000;
+  else if (unit == "m")
+    mul = 60'000;
+  else if (unit == "h")
+    mul = 3'600'000;
+  else if (unit == "d")
+    mul = 86'400'000;
+  else
+    return std::nullopt;
   if (n > std::numeric_limits<int64_t>::max() / mul) return std::nullopt;
   return std::chrono::milliseconds(n * mul);
 }
 
-Result<YamlMap> YamlMap::Create(const YAML::Node& node, const std::string& source, std::string path, Reason reason) {
+Result<YamlMap> YamlMap::Create(const YAML::Node& node, const std::string& source, std::string path,
+                                Reason reason) {
   if (!node.IsDefined() || !node.IsMap()) {
-    std::string found = !node.IsDefined() ? "nothing" : node.IsSequence() ? "a list" : node.IsNull() ? "null" : "a scalar";
+    std::string found = !node.IsDefined()   ? "nothing"
+                        : node.IsSequence() ? "a list"
+                        : node.IsNull()     ? "null"
+                                            : "a scalar";
     return Status(reason, (node.IsDefined() ? YamlWhere(source, node) : source) + ": " +
-                              (path.empty() ? std::string("the document") : path) + " must be a mapping (key: value), found " +
-                              found);
+                              (path.empty() ? std::string("the document") : path) +
+                              " must be a mapping (key: value), found " + found);
   }
   return YamlMap(node, source, std::move(path), reason);
 }
 
-Status YamlMap::Error(const YAML::Node& node, const std::string& key, const std::string& message) const {
+Status YamlMap::Error(const YAML::Node& node, const std::string& key,
+                      const std::string& message) const {
   const std::string where = node.IsDefined() ? YamlWhere(source_, node) : YamlWhere(source_, node_);
   std::string name = path_.empty() ? key : (key.empty() ? path_ : path_ + "." + key);
   return Status(reason_, where + ": " + (name.empty() ? "" : name + ": ") + message);
@@ -275,8 +303,11 @@ std::optional<YAML::Node> YamlMap::OptionalNode(const std::string& key) {
 Result<YAML::Node> YamlMap::Scalar(const std::string& key, const char* expected) {
   CLAWGUARD_ASSIGN_OR_RETURN(YAML::Node n, Node(key));
   if (!n.IsScalar()) {
-    return Error(n, key, std::string("expected ") + expected + ", found " +
-                             (n.IsMap() ? "a mapping" : n.IsSequence() ? "a list" : "null"));
+    return Error(n, key,
+                 std::string("expected ") + expected + ", found " +
+                     (n.IsMap()        ? "a mapping"
+                      : n.IsSequence() ? "a list"
+                                       : "null"));
   }
   return n;
 }
@@ -298,18 +329,22 @@ Result<int64_t> YamlMap::Int(const std::string& key, int64_t min, int64_t max) {
   const std::string& s = n.Scalar();
   int64_t v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  const bool decimal = !s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-') &&
+  const bool decimal = !s.empty() &&
+                       (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-') &&
                        !(s.size() > 1 && s[0] == '0');
   if (!ScalarIsPlain(n) || ec != std::errc() || p != s.data() + s.size() || !decimal) {
     return Error(n, key, "expected a plain decimal integer, found '" + s + "'");
   }
   if (v < min || v > max) {
-    return Error(n, key, "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) + ", found " + s);
+    return Error(n, key,
+                 "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+                     ", found " + s);
   }
   return v;
 }
 
-Result<std::optional<int64_t>> YamlMap::OptionalInt(const std::string& key, int64_t min, int64_t max) {
+Result<std::optional<int64_t>> YamlMap::OptionalInt(const std::string& key, int64_t min,
+                                                    int64_t max) {
   if (!OptionalNode(key)) return std::optional<int64_t>();
   CLAWGUARD_ASSIGN_OR_RETURN(int64_t v, Int(key, min, max));
   return std::optional<int64_t>(v);
@@ -325,15 +360,22 @@ Result<bool> YamlMap::Bool(const std::string& key) {
 Result<uint64_t> YamlMap::Size(const std::string& key, uint64_t max) {
   CLAWGUARD_ASSIGN_OR_RETURN(YAML::Node n, Scalar(key, "a size"));
   auto v = ParseSizeText(n.Scalar());
-  if (!v) return Error(n, key, "expected a size such as 16KiB, 256MiB or 1GiB, found '" + n.Scalar() + "'");
-  if (*v > max) return Error(n, key, "size " + n.Scalar() + " is over the maximum of " + std::to_string(max) + " bytes");
+  if (!v)
+    return Error(n, key,
+                 "expected a size such as 16KiB, 256MiB or 1GiB, found '" + n.Scalar() + "'");
+  if (*v > max)
+    return Error(
+        n, key, "size " + n.Scalar() + " is over the maximum of " + std::to_string(max) + " bytes");
   return *v;
 }
 
 Result<std::chrono::milliseconds> YamlMap::Duration(const std::string& key) {
   CLAWGUARD_ASSIGN_OR_RETURN(YAML::Node n, Scalar(key, "a duration"));
   auto v = ParseDurationText(n.Scalar());
-  if (!v) return Error(n, key, "expected a duration such as 250ms, 30s, 5m, 24h or 7d, found '" + n.Scalar() + "'");
+  if (!v)
+    return Error(
+        n, key,
+        "expected a duration such as 250ms, 30s, 5m, 24h or 7d, found '" + n.Scalar() + "'");
   return *v;
 }
 
@@ -353,7 +395,9 @@ Status YamlMap::Finish() const {
     if (known_.count(k) == 0) {
       std::string list;
       for (const auto& a : known_) list += (list.empty() ? "" : ", ") + a;
-      return Error(it->first, "", "unknown key '" + k + "' (known keys: " + list + "); remove it or fix its spelling");
+      return Error(
+          it->first, "",
+          "unknown key '" + k + "' (known keys: " + list + "); remove it or fix its spelling");
     }
   }
   return Status::Ok();

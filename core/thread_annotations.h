@@ -41,15 +41,13 @@
 #define CLAWGUARD_RELEASE_SHARED(...) \
   CLAWGUARD_THREAD_ANNOTATION_(release_shared_capability(__VA_ARGS__))
 // CLAWGUARD_TRY_ACQUIRE(ok, mu...): the function takes the lock when it returns |ok|.
-#define CLAWGUARD_TRY_ACQUIRE(...) \
-  CLAWGUARD_THREAD_ANNOTATION_(try_acquire_capability(__VA_ARGS__))
+#define CLAWGUARD_TRY_ACQUIRE(...) CLAWGUARD_THREAD_ANNOTATION_(try_acquire_capability(__VA_ARGS__))
 // CLAWGUARD_ASSERT_CAPABILITY(mu): the function checks that |mu| is held; the analysis assumes
 // it is from then on.
 #define CLAWGUARD_ASSERT_CAPABILITY(mu) CLAWGUARD_THREAD_ANNOTATION_(assert_capability(mu))
 
 // CLAWGUARD_NO_THREAD_SAFETY_ANALYSIS turns the analysis off for one function. Every use says
 // on the line above why the analysis cannot follow it.
-#define CLAWGUARD_NO_THREAD_SAFETY_ANALYSIS \
-  CLAWGUARD_THREAD_ANNOTATION_(no_thread_safety_analysis)
+#define CLAWGUARD_NO_THREAD_SAFETY_ANALYSIS CLAWGUARD_THREAD_ANNOTATION_(no_thread_safety_analysis)
 
 #endif  // CLAWGUARD_CORE_THREAD_ANNOTATIONS_H_

@@ -57,7 +57,8 @@ class Allowlist {
   size_t size() const { return count_; }
 
   // Lookup returns Ok when (name, version, digest) is listed, else kNotAllowlisted.
-  Status Lookup(const std::string& name, const std::string& version, const Sha256Digest& digest) const;
+  Status Lookup(const std::string& name, const std::string& version,
+                const Sha256Digest& digest) const;
 
  private:
   struct Record;
@@ -66,10 +67,15 @@ class Allowlist {
     void operator()(void* p) const;
   };
   using Records = std::unique_ptr<Record, SodiumFree>;
-  Allowlist(Records records, size_t count, int64_t version, int64_t expires, bool expired, bool ledger_checked,
-            std::string bytes_sha256)
-      : records_(std::move(records)), count_(count), version_(version), expires_(expires), expired_(expired),
-        ledger_checked_(ledger_checked), bytes_sha256_(std::move(bytes_sha256)) {}
+  Allowlist(Records records, size_t count, int64_t version, int64_t expires, bool expired,
+            bool ledger_checked, std::string bytes_sha256)
+      : records_(std::move(records)),
+        count_(count),
+        version_(version),
+        expires_(expires),
+        expired_(expired),
+        ledger_checked_(ledger_checked),
+        bytes_sha256_(std::move(bytes_sha256)) {}
 
   const Records records_;  // sodium_allocarray'd array of count_ (at least one) records, read-only
   const size_t count_;

@@ -30,10 +30,12 @@ std::optional<LedgerCheckpoint> ParseCheckpointLine(std::string_view line) {
   if (!j.is_object()) return std::nullopt;
   // Every member is checked for its type before it is read: a hostile line must not throw.
   const auto event = j.find("event");
-  if (event == j.end() || !event->is_string() || event->get<std::string>() != "ledger_checkpoint") return std::nullopt;
+  if (event == j.end() || !event->is_string() || event->get<std::string>() != "ledger_checkpoint")
+    return std::nullopt;
   const auto count = j.find("count");
   const auto head = j.find("head");
-  if (count == j.end() || !count->is_number_integer() || head == j.end() || !head->is_string()) return std::nullopt;
+  if (count == j.end() || !count->is_number_integer() || head == j.end() || !head->is_string())
+    return std::nullopt;
   const std::string h = head->get<std::string>();
   if (!IsLowerHex(h, 64) || count->get<int64_t>() < 0) return std::nullopt;
   return LedgerCheckpoint{count->get<int64_t>(), h};
@@ -41,7 +43,8 @@ std::optional<LedgerCheckpoint> ParseCheckpointLine(std::string_view line) {
 
 }  // namespace
 
-Result<UniqueFd> OpenRegularFileNonBlocking(const std::string& path, int flags, std::string_view what) {
+Result<UniqueFd> OpenRegularFileNonBlocking(const std::string& path, int flags,
+                                            std::string_view what) {
   UniqueFd fd(::open(path.c_str(), flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0640));
   if (!fd.valid()) {
     const int err = errno;
@@ -50,19 +53,21 @@ Result<UniqueFd> OpenRegularFileNonBlocking(const std::string& path, int flags, 
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
       return Status(Reason::kConfigInvalid, "the " + std::string(what) + " '" + path + "' is " +
-                                                FileTypeName(st.st_mode) + ", expected a regular file");
+                                                FileTypeName(st.st_mode) +
+                                                ", expected a regular file");
     }
-    return Status(Reason::kConfigInvalid,
-                  "cannot open the " + std::string(what) + " '" + path + "': " + std::strerror(err));
+    return Status(Reason::kConfigInvalid, "cannot open the " + std::string(what) + " '" + path +
+                                              "': " + std::strerror(err));
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
-    return Status(Reason::kConfigInvalid, "cannot stat the " + std::string(what) + " '" + path + "': " +
-                                              std::strerror(errno));
+    return Status(Reason::kConfigInvalid, "cannot stat the " + std::string(what) + " '" + path +
+                                              "': " + std::strerror(errno));
   }
   if (!S_ISREG(st.st_mode)) {
     return Status(Reason::kConfigInvalid, "the " + std::string(what) + " '" + path + "' is " +
-                                              FileTypeName(st.st_mode) + ", expected a regular file");
+                                              FileTypeName(st.st_mode) +
+                                              ", expected a regular file");
   }
   return fd;
 }
@@ -71,21 +76,25 @@ Status AuditLog::Append(const nlohmann::json& line) const {
   std::string text;
   try {
     // Details may quote hostile bytes: invalid UTF-8 is replaced, never a throw.
-    text = line.dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace) + "\n";
+    text =
+        line.dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace) + "\n";
   } catch (const std::exception& e) {
     return Status(Reason::kInternal, std::string("cannot render an audit line: ") + e.what());
   }
-  CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd fd, OpenRegularFileNonBlocking(path_, O_WRONLY | O_APPEND | O_CREAT, "audit log"));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      UniqueFd fd, OpenRegularFileNonBlocking(path_, O_WRONLY | O_APPEND | O_CREAT, "audit log"));
   size_t off = 0;
   while (off < text.size()) {
     const ssize_t w = ::write(fd.get(), text.data() + off, text.size() - off);
     if (w < 0) {
       if (errno == EINTR) continue;
-      return Status(Reason::kInternal, "cannot write the audit log '" + path_ + "': " + std::strerror(errno));
+      return Status(Reason::kInternal,
+                    "cannot write the audit log '" + path_ + "': " + std::strerror(errno));
     }
     off += static_cast<size_t>(w);
   }
-  if (::fsync(fd.get()) != 0) return Status(Reason::kInternal, "cannot fsync the audit log '" + path_ + "'");
+  if (::fsync(fd.get()) != 0)
+    return Status(Reason::kInternal, "cannot fsync the audit log '" + path_ + "'");
   return Status::Ok();
 }
 
@@ -94,14 +103,16 @@ Result<std::optional<LedgerCheckpoint>> AuditLog::LastCheckpoint() const {
   if (!fd.valid()) return std::optional<LedgerCheckpoint>();
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
-    return Status(Reason::kConfigInvalid, "cannot stat the audit log '" + path_ + "': " + std::strerror(errno));
+    return Status(Reason::kConfigInvalid,
+                  "cannot stat the audit log '" + path_ + "': " + std::strerror(errno));
   }
   // Only the tail: start inside it and drop the (possibly partial) first line.
   const auto size = static_cast<uint64_t>(st.st_size);
   bool skip_first = false;
   if (size > kMaxAuditTailBytes) {
     if (::lseek(fd.get(), static_cast<off_t>(size - kMaxAuditTailBytes), SEEK_SET) < 0) {
-      return Status(Reason::kConfigInvalid, "cannot seek in the audit log '" + path_ + "': " + std::strerror(errno));
+      return Status(Reason::kConfigInvalid,
+                    "cannot seek in the audit log '" + path_ + "': " + std::strerror(errno));
     }
     skip_first = true;
   }
@@ -112,10 +123,12 @@ Result<std::optional<LedgerCheckpoint>> AuditLog::LastCheckpoint() const {
   char chunk[65536];
   while (true) {
     if (budget == 0) break;
-    const ssize_t n = ::read(fd.get(), chunk, static_cast<size_t>(std::min<uint64_t>(sizeof(chunk), budget)));
+    const ssize_t n =
+        ::read(fd.get(), chunk, static_cast<size_t>(std::min<uint64_t>(sizeof(chunk), budget)));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status(Reason::kConfigInvalid, "cannot read the audit log '" + path_ + "': " + std::strerror(errno));
+      return Status(Reason::kConfigInvalid,
+                    "cannot read the audit log '" + path_ + "': " + std::strerror(errno));
     }
     if (n == 0) break;
     budget -= static_cast<uint64_t>(n);

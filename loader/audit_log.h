@@ -32,14 +32,13 @@ inline constexpr size_t kMaxAuditLineBytes = 64 * 1024;
 inline constexpr uint64_t kMaxAuditTailBytes = 16ull * 1024 * 1024;
 
 // OpenRegularFileNonBlocking opens |path| (|what| names it in messages) with
-// O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC|O_NOCTTY and |flags| (O_RDONLY, or O_WRONLY|O_APPEND|O_CREAT), then fstats
-// the opened fd: an fd that is not valid() when the file does not exist (and |flags| has no
-// O_CREAT);
-// kConfigInvalid when it is not a regular file (a FIFO, a socket, a directory, a device, a
-// symbolic link) or
-// cannot be opened. O_NONBLOCK makes opening a FIFO return at once instead of waiting for a
-// writer or reader.
-Result<UniqueFd> OpenRegularFileNonBlocking(const std::string& path, int flags, std::string_view what);
+// O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC|O_NOCTTY and |flags| (O_RDONLY, or O_WRONLY|O_APPEND|O_CREAT),
+// then fstats the opened fd: an fd that is not valid() when the file does not exist (and |flags|
+// has no O_CREAT); kConfigInvalid when it is not a regular file (a FIFO, a socket, a directory, a
+// device, a symbolic link) or cannot be opened. O_NONBLOCK makes opening a FIFO return at once
+// instead of waiting for a writer or reader.
+Result<UniqueFd> OpenRegularFileNonBlocking(const std::string& path, int flags,
+                                            std::string_view what);
 
 class AuditLog {
  public:

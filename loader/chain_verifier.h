@@ -59,16 +59,17 @@ struct Relaxation {
 
 // ChainResult is what Verify found when enough signatures counted.
 struct ChainResult {
-  std::vector<std::string> signers;      // keyids that counted, in bundle order
-  std::vector<Relaxation> relaxations;   // audit mode only
-  std::vector<std::string> warnings;     // e.g. leaves expiring within 30 days
-  std::vector<std::string> ignored;      // signatures that did not count (and why), for the log
+  std::vector<std::string> signers;     // keyids that counted, in bundle order
+  std::vector<Relaxation> relaxations;  // audit mode only
+  std::vector<std::string> warnings;    // e.g. leaves expiring within 30 days
+  std::vector<std::string> ignored;     // signatures that did not count (and why), for the log
 };
 
 class ChainVerifier {
  public:
   // Create borrows |policy| and |clock|; both must outlive the verifier.
-  static Result<std::unique_ptr<ChainVerifier>> Create(const TrustPolicy& policy, const Clock& clock);
+  static Result<std::unique_ptr<ChainVerifier>> Create(const TrustPolicy& policy,
+                                                       const Clock& clock);
 
   // Verify applies the counting rule to |bundle| whose statement is |statement|. Returns the
   // first failing signature's reason (see the header comment) when the threshold is not met.
@@ -78,15 +79,17 @@ class ChainVerifier {
   ChainVerifier(const TrustPolicy& policy, const Clock& clock) : policy_(policy), clock_(clock) {}
   // CheckOne runs steps 1–7 for one signature; relaxable failures are added to |relaxed| in
   // audit mode instead of returned.
-  Status CheckOne(const Bundle& bundle, const BundleSignature& sig, const Statement& st, const std::string& pae,
-                  std::vector<Relaxation>& relaxed, std::vector<std::string>& warnings) const;
+  Status CheckOne(const Bundle& bundle, const BundleSignature& sig, const Statement& st,
+                  const std::string& pae, std::vector<Relaxation>& relaxed,
+                  std::vector<std::string>& warnings) const;
   // VerifyCounting is Verify's body (Verify turns any exception into a Status).
   Result<ChainResult> VerifyCounting(const Bundle& bundle, const Statement& statement) const;
   // CheckPolicy runs steps 6–7 (the trust policy's own lists) on a verified chain.
-  Status CheckPolicy(X509* leaf, const std::vector<X509*>& chain, const std::string& keyid, const Statement& st,
-                     const std::function<Status(Status)>& relax) const;
+  Status CheckPolicy(X509* leaf, const std::vector<X509*>& chain, const std::string& keyid,
+                     const Statement& st, const std::function<Status(Status)>& relax) const;
   Status CheckChain(X509* leaf, const std::vector<ossl::UniquePtr<X509>>& intermediates,
-                    std::vector<X509*>& chain_out, ossl::UniquePtr<STACK_OF(X509)>& chain_owner) const;
+                    std::vector<X509*>& chain_out,
+                    ossl::UniquePtr<STACK_OF(X509)>& chain_owner) const;
 
   const TrustPolicy& policy_;
   const Clock& clock_;

@@ -3,7 +3,8 @@
 // The check sees what the runtime loader will do, and default-denies what it does not know.
 // Every refusal is kElfUnsafe with a message that names the field and what was expected:
 //   1. Header: ELF magic, ELFCLASS64, little-endian, EV_CURRENT (both), OS ABI System V or GNU,
-//      ET_DYN, e_machine of this build, 56-byte program headers inside the file (≤ kMaxElfSegments).
+//      ET_DYN, e_machine of this build, 56-byte program headers inside the file (≤
+//      kMaxElfSegments).
 //   2. Program headers, default-deny by type: PT_LOAD, PT_DYNAMIC, PT_GNU_STACK, PT_GNU_RELRO,
 //      PT_GNU_EH_FRAME, PT_GNU_PROPERTY, PT_NOTE and PT_TLS only (PT_INTERP, PT_PHDR, PT_NULL and
 //      every other type refused). PT_LOADs: at least one, sorted by p_vaddr, their page-rounded
@@ -55,10 +56,10 @@ inline constexpr uint64_t kMaxElfSpan = 1ull << 32;      // first PT_LOAD start 
 // ElfInfo is the check's view of an accepted library (for logs, the loader and the differential
 // tests that compare it with an independent reader).
 struct ElfInfo {
-  std::vector<std::string> needed;    // DT_NEEDED names, in order
-  std::string soname;                 // DT_SONAME, "" when absent
-  std::vector<ElfSegment> segments;   // every program header, in file order
-  std::vector<ElfDynEntry> dynamic;   // the dynamic array before DT_NULL, as ld.so reads it
+  std::vector<std::string> needed;   // DT_NEEDED names, in order
+  std::string soname;                // DT_SONAME, "" when absent
+  std::vector<ElfSegment> segments;  // every program header, in file order
+  std::vector<ElfDynEntry> dynamic;  // the dynamic array before DT_NULL, as ld.so reads it
 };
 
 // CheckElf checks |bytes| as a plugin shared object for this machine.

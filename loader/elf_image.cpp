@@ -5,7 +5,8 @@
 
 namespace clawguard {
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the ELF reader assumes a little-endian host");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the ELF reader assumes a little-endian host");
 
 std::optional<std::string> ElfBytes::CString(uint64_t base, uint64_t len, uint64_t off) const {
   if (!Fits(base, len) || off >= len) return std::nullopt;
@@ -44,7 +45,8 @@ bool ElfImage::Mapped(uint64_t vaddr, uint64_t len, uint32_t* flags) const {
   return false;
 }
 
-std::optional<std::string> ElfImage::StringAt(uint64_t table, uint64_t size, uint64_t index, uint64_t max_len) const {
+std::optional<std::string> ElfImage::StringAt(uint64_t table, uint64_t size, uint64_t index,
+                                              uint64_t max_len) const {
   if (index >= size) return std::nullopt;
   auto off = FileOffset(table, size);
   if (!off) return std::nullopt;

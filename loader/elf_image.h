@@ -48,7 +48,8 @@ class ElfBytes {
   std::optional<T> Read(uint64_t off) const {
     if (!Fits(off, sizeof(T))) return std::nullopt;
     T v{};
-    std::memcpy(&v, b_.data() + off, sizeof(T));  // little-endian host (static_assert in elf_image.cpp)
+    std::memcpy(&v, b_.data() + off,
+                sizeof(T));  // little-endian host (static_assert in elf_image.cpp)
     return v;
   }
   // CString reads a NUL-terminated string at |base| + |off| that ends inside [base, base + len).
@@ -62,7 +63,8 @@ class ElfImage {
  public:
   // ElfImage borrows |bytes|; |loads| are the PT_LOAD segments, already checked to be sorted by
   // address, non-overlapping and inside the file.
-  ElfImage(const ElfBytes& bytes, std::vector<ElfSegment> loads) : bytes_(bytes), loads_(std::move(loads)) {}
+  ElfImage(const ElfBytes& bytes, std::vector<ElfSegment> loads)
+      : bytes_(bytes), loads_(std::move(loads)) {}
 
   // FileOffset maps [vaddr, vaddr + len) to the file offset the object sees there, when the whole
   // range is file-backed inside one PT_LOAD; nullopt otherwise.
@@ -80,8 +82,10 @@ class ElfImage {
     return bytes_.Read<T>(*off);
   }
   // StringAt reads the NUL-terminated string at |index| of the string table [table, table +
-  // size), at most |max_len| bytes long (a longer one is nullopt, as is one that runs off the table).
-  std::optional<std::string> StringAt(uint64_t table, uint64_t size, uint64_t index, uint64_t max_len) const;
+  // size), at most |max_len| bytes long (a longer one is nullopt, as is one that runs off the
+  // table).
+  std::optional<std::string> StringAt(uint64_t table, uint64_t size, uint64_t index,
+                                      uint64_t max_len) const;
 
  private:
   const ElfBytes& bytes_;

@@ -29,7 +29,8 @@ bool ReadCheckpoint(const nlohmann::json& j, LedgerCheckpoint& cp, int64_t& time
   const auto head = j.find("head");
   const auto at = j.find("time");
   if (count == j.end() || !count->is_number_integer() || count->get<int64_t>() < 0) return false;
-  if (head == j.end() || !head->is_string() || !IsLowerHex(head->get<std::string>(), 64)) return false;
+  if (head == j.end() || !head->is_string() || !IsLowerHex(head->get<std::string>(), 64))
+    return false;
   if (at == j.end() || !at->is_string()) return false;
   const auto t = ParseRfc3339Utc(at->get<std::string>());
   if (!t) return false;
@@ -46,7 +47,8 @@ std::string DefaultLedgerAnchorPath(const std::string& audit_log_path) {
 }
 
 Result<std::optional<LedgerAnchor>> LedgerAnchorFile::Read() const {
-  CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd fd, OpenRegularFileNonBlocking(path_, O_RDONLY, "ledger anchor"));
+  CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd fd,
+                             OpenRegularFileNonBlocking(path_, O_RDONLY, "ledger anchor"));
   if (!fd.valid()) return std::optional<LedgerAnchor>();
   std::string text;
   char buf[1024];
@@ -54,7 +56,8 @@ Result<std::optional<LedgerAnchor>> LedgerAnchorFile::Read() const {
     const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status(Reason::kConfigInvalid, "cannot read the ledger anchor '" + path_ + "': " + std::strerror(errno));
+      return Status(Reason::kConfigInvalid,
+                    "cannot read the ledger anchor '" + path_ + "': " + std::strerror(errno));
     }
     if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
@@ -65,15 +68,18 @@ Result<std::optional<LedgerAnchor>> LedgerAnchorFile::Read() const {
     }
   }
   const auto invalid = [&](const std::string& why) {
-    return Status(Reason::kLedgerTampered,
-                  "the ledger anchor '" + path_ + "' is not a valid anchor (" + why +
-                      "): it is only ever replaced whole, so it was edited or damaged; restore it from a backup, or "
-                      "re-anchor with `clawguard ledger verify --anchor FILE --expect-head N:HEX --write-anchor`");
+    return Status(Reason::kLedgerTampered, "the ledger anchor '" + path_ +
+                                               "' is not a valid anchor (" + why +
+                                               "): it is only ever replaced whole, so it was "
+                                               "edited or damaged; restore it from a backup, or "
+                                               "re-anchor with `clawguard ledger verify --anchor "
+                                               "FILE --expect-head N:HEX --write-anchor`");
   };
   const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return invalid("expected one JSON object");
   const auto schema = j.find("schema");
-  if (schema == j.end() || !schema->is_string() || schema->get<std::string>() != kLedgerAnchorSchema) {
+  if (schema == j.end() || !schema->is_string() ||
+      schema->get<std::string>() != kLedgerAnchorSchema) {
     return invalid("expected schema " + std::string(kLedgerAnchorSchema));
   }
   LedgerAnchor anchor;
@@ -84,11 +90,13 @@ Result<std::optional<LedgerAnchor>> LedgerAnchorFile::Read() const {
   if (tofu == j.end()) return invalid("no trust_on_first_use");
   if (!tofu->is_null()) {
     LedgerCheckpoint cp;
-    if (!ReadCheckpoint(*tofu, cp, anchor.trusted_at)) return invalid("trust_on_first_use is malformed");
+    if (!ReadCheckpoint(*tofu, cp, anchor.trusted_at))
+      return invalid("trust_on_first_use is malformed");
     anchor.trust_on_first_use = std::move(cp);
   }
   for (const auto& [key, value] : j.items()) {
-    if (key != "schema" && key != "count" && key != "head" && key != "time" && key != "trust_on_first_use") {
+    if (key != "schema" && key != "count" && key != "head" && key != "time" &&
+        key != "trust_on_first_use") {
       return invalid("unknown key '" + key.substr(0, 40) + "'");
     }
   }
@@ -103,8 +111,9 @@ Status LedgerAnchorFile::Write(const LedgerAnchor& anchor) const {
   }
   nlohmann::json j = CheckpointJson(anchor.checkpoint, anchor.time);
   j["schema"] = std::string(kLedgerAnchorSchema);
-  j["trust_on_first_use"] =
-      anchor.trust_on_first_use ? CheckpointJson(*anchor.trust_on_first_use, anchor.trusted_at) : nlohmann::json(nullptr);
+  j["trust_on_first_use"] = anchor.trust_on_first_use
+                                ? CheckpointJson(*anchor.trust_on_first_use, anchor.trusted_at)
+                                : nlohmann::json(nullptr);
   return WriteFileAtomic(path_, j.dump() + "\n", 0640);
 }
 

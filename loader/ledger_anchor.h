@@ -35,10 +35,10 @@ inline constexpr size_t kMaxAnchorBytes = 4096;
 inline constexpr std::string_view kDefaultLedgerAnchorName = "ledger-anchor.json";
 
 struct LedgerAnchor {
-  LedgerCheckpoint checkpoint;                    // the chain must still hold it
-  int64_t time = 0;                               // Unix seconds it was written
+  LedgerCheckpoint checkpoint;                         // the chain must still hold it
+  int64_t time = 0;                                    // Unix seconds it was written
   std::optional<LedgerCheckpoint> trust_on_first_use;  // adopted without proof (see above)
-  int64_t trusted_at = 0;                         // when trust_on_first_use was adopted
+  int64_t trusted_at = 0;                              // when trust_on_first_use was adopted
 };
 
 class LedgerAnchorFile {

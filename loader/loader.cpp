@@ -42,8 +42,8 @@ bool IsOperational(Reason r) { return ExitCodeFor(r) == 2; }
 struct Outcome {
   Verdict verdict;
   std::optional<ExtractedPackage> extracted;
-  bool attempted = false;           // an attempt row was recorded: Load records the deploy after init
-  int64_t allowlist_version = 0;    // the allowlist the decision used (for its ledger row)
+  bool attempted = false;         // an attempt row was recorded: Load records the deploy after init
+  int64_t allowlist_version = 0;  // the allowlist the decision used (for its ledger row)
   std::string allowlist_sha256;
 };
 
@@ -65,7 +65,8 @@ LedgerAnchorStatus Loader::ledger_anchor() const {
     s.checkpoint = impl_->anchor->checkpoint;
     s.trust_on_first_use = impl_->anchor->trust_on_first_use;
   }
-  if (impl_->log_checkpoint && (!s.checkpoint || impl_->log_checkpoint->count > s.checkpoint->count)) {
+  if (impl_->log_checkpoint &&
+      (!s.checkpoint || impl_->log_checkpoint->count > s.checkpoint->count)) {
     s.checkpoint = impl_->log_checkpoint;
   }
   return s;
@@ -73,22 +74,28 @@ LedgerAnchorStatus Loader::ledger_anchor() const {
 
 nlohmann::json LedgerAnchorStatusToJson(const LedgerAnchorStatus& s) {
   nlohmann::json j;
-  j["state"] = !s.checkpoint ? "unanchored" : s.trust_on_first_use ? "trust_on_first_use" : "anchored";
+  j["state"] = !s.checkpoint          ? "unanchored"
+               : s.trust_on_first_use ? "trust_on_first_use"
+                                      : "anchored";
   j["path"] = s.path;
   j["count"] = s.checkpoint ? nlohmann::json(s.checkpoint->count) : nlohmann::json(nullptr);
   j["head"] = s.checkpoint ? nlohmann::json(s.checkpoint->head) : nlohmann::json(nullptr);
-  j["trust_on_first_use"] = s.trust_on_first_use ? nlohmann::json{{"count", s.trust_on_first_use->count},
-                                                                   {"head", s.trust_on_first_use->head}}
-                                                 : nlohmann::json(nullptr);
+  j["trust_on_first_use"] = s.trust_on_first_use
+                                ? nlohmann::json{{"count", s.trust_on_first_use->count},
+                                                 {"head", s.trust_on_first_use->head}}
+                                : nlohmann::json(nullptr);
   return j;
 }
 
 Result<std::unique_ptr<Loader>> Loader::Create(LoaderOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->clock = options.clock != nullptr ? options.clock : &SystemClock::Instance();
-  if (options.trust_policy_path.empty()) return Status(Reason::kConfigInvalid, "no trust policy path given");
-  if (options.allowlist_path.empty()) return Status(Reason::kConfigInvalid, "no allowlist path given");
-  CLAWGUARD_ASSIGN_OR_RETURN(impl->policy, TrustPolicy::Load(options.trust_policy_path, *impl->clock));
+  if (options.trust_policy_path.empty())
+    return Status(Reason::kConfigInvalid, "no trust policy path given");
+  if (options.allowlist_path.empty())
+    return Status(Reason::kConfigInvalid, "no allowlist path given");
+  CLAWGUARD_ASSIGN_OR_RETURN(impl->policy,
+                             TrustPolicy::Load(options.trust_policy_path, *impl->clock));
   CLAWGUARD_ASSIGN_OR_RETURN(impl->chain, ChainVerifier::Create(*impl->policy, *impl->clock));
   if (options.audit_log_path && !options.audit_log_path->empty()) {
     impl->audit.emplace(*options.audit_log_path);
@@ -98,7 +105,8 @@ Result<std::unique_ptr<Loader>> Loader::Create(LoaderOptions options) {
     impl->log_checkpoint = std::move(checkpoint);
   }
   std::string anchor_path = options.anchor_path.value_or("");
-  if (anchor_path.empty() && impl->audit) anchor_path = DefaultLedgerAnchorPath(impl->audit->path());
+  if (anchor_path.empty() && impl->audit)
+    anchor_path = DefaultLedgerAnchorPath(impl->audit->path());
   if (!anchor_path.empty()) {
     impl->anchor_file.emplace(anchor_path);
     CLAWGUARD_ASSIGN_OR_RETURN(std::optional<LedgerAnchor> anchor, impl->anchor_file->Read());
@@ -128,13 +136,16 @@ class LoaderPipeline {
   static Status RecordDeploy(Loader::Impl& im, const Outcome& out);
 };
 
-Status LoaderPipeline::CheckAnchors(Loader::Impl& im, const std::vector<LedgerRow>& rows, Verdict& v) {
+Status LoaderPipeline::CheckAnchors(Loader::Impl& im, const std::vector<LedgerRow>& rows,
+                                    Verdict& v) {
   MutexLock lock(im.mu);
   if (im.anchor) {
     Status s = CheckLedgerAnchor(rows, im.anchor->checkpoint);
     if (!s.ok()) {
-      return Status(s.reason(), s.message() + (im.anchor_file ? " (anchor file " + im.anchor_file->path() + ")"
-                                                               : std::string(" (the head trusted on first use)")));
+      return Status(
+          s.reason(),
+          s.message() + (im.anchor_file ? " (anchor file " + im.anchor_file->path() + ")"
+                                        : std::string(" (the head trusted on first use)")));
     }
   }
   if (im.log_checkpoint) {
@@ -153,10 +164,11 @@ Status LoaderPipeline::CheckAnchors(Loader::Impl& im, const std::vector<LedgerRo
     LedgerAnchor restored{*im.log_checkpoint, now, std::nullopt, 0};
     CLAWGUARD_RETURN_IF_ERROR(im.anchor_file->Write(restored));
     im.anchor = restored;
-    v.warnings.push_back("ledger anchor file " + im.anchor_file->path() +
-                         " was missing: written again from the audit log's checkpoint " +
-                         std::to_string(restored.checkpoint.count) + ":" + restored.checkpoint.head +
-                         "; if nobody deleted it on purpose, compare that head with another host's anchor");
+    v.warnings.push_back(
+        "ledger anchor file " + im.anchor_file->path() +
+        " was missing: written again from the audit log's checkpoint " +
+        std::to_string(restored.checkpoint.count) + ":" + restored.checkpoint.head +
+        "; if nobody deleted it on purpose, compare that head with another host's anchor");
     if (im.audit) {
       CLAWGUARD_RETURN_IF_ERROR(im.audit->Append({{"event", "ledger_anchor_written"},
                                                   {"level", "warning"},
@@ -170,25 +182,29 @@ Status LoaderPipeline::CheckAnchors(Loader::Impl& im, const std::vector<LedgerRo
   if (im.anchor || im.log_checkpoint || rows.empty()) return Status::Ok();
   // Nothing to check the rows against: trust the verified head on first use, and say so.
   const LedgerCheckpoint head{static_cast<int64_t>(rows.size()), rows.back().hash};
-  const std::string where =
-      im.anchor_file ? "no ledger anchor at " + im.anchor_file->path() : std::string("no ledger anchor configured");
-  const std::string detail =
-      where + " and no ledger_checkpoint in the audit log, while the ledger holds " + std::to_string(head.count) +
-      " rows: its head " + std::to_string(head.count) + ":" + head.head +
-      " is trusted on first use, and a rewrite made before now would not show. Compare it with another host's "
-      "anchor, then confirm with `clawguard ledger verify --store URL --anchor FILE --expect-head N:HEX "
-      "--write-anchor`";
+  const std::string where = im.anchor_file ? "no ledger anchor at " + im.anchor_file->path()
+                                           : std::string("no ledger anchor configured");
+  const std::string detail = where +
+                             " and no ledger_checkpoint in the audit log, while the ledger holds " +
+                             std::to_string(head.count) + " rows: its head " +
+                             std::to_string(head.count) + ":" + head.head +
+                             " is trusted on first use, and a rewrite made before now would not "
+                             "show. Compare it with another host's "
+                             "anchor, then confirm with `clawguard ledger verify --store URL "
+                             "--anchor FILE --expect-head N:HEX "
+                             "--write-anchor`";
   v.warnings.push_back("ledger not anchored: " + detail);
   im.anchor = LedgerAnchor{head, now, head, now};
   if (im.anchor_file) CLAWGUARD_RETURN_IF_ERROR(im.anchor_file->Write(*im.anchor));
   if (im.audit) {
-    CLAWGUARD_RETURN_IF_ERROR(im.audit->Append({{"event", "ledger_anchor_adopted"},
-                                                {"level", "warning"},
-                                                {"anchor", im.anchor_file ? im.anchor_file->path() : std::string()},
-                                                {"count", head.count},
-                                                {"head", head.head},
-                                                {"detail", detail},
-                                                {"time", FormatRfc3339Utc(now)}}));
+    CLAWGUARD_RETURN_IF_ERROR(
+        im.audit->Append({{"event", "ledger_anchor_adopted"},
+                          {"level", "warning"},
+                          {"anchor", im.anchor_file ? im.anchor_file->path() : std::string()},
+                          {"count", head.count},
+                          {"head", head.head},
+                          {"detail", detail},
+                          {"time", FormatRfc3339Utc(now)}}));
   }
   return Status::Ok();
 }
@@ -204,8 +220,8 @@ Status LoaderPipeline::NoteAppend(Loader::Impl& im, const LedgerCheckpoint& head
   }
   if (!im.log_checkpoint || head.count > im.log_checkpoint->count) {
     if (im.audit) {
-      CLAWGUARD_RETURN_IF_ERROR(
-          im.audit->Append({{"event", "ledger_checkpoint"}, {"count", head.count}, {"head", head.head}}));
+      CLAWGUARD_RETURN_IF_ERROR(im.audit->Append(
+          {{"event", "ledger_checkpoint"}, {"count", head.count}, {"head", head.head}}));
     }
     im.log_checkpoint = head;
   }
@@ -224,7 +240,8 @@ LedgerRecordRules LoaderPipeline::RulesFor(Loader::Impl& im) {
 Status LoaderPipeline::RecordDeploy(Loader::Impl& im, const Outcome& out) {
   Ledger& ledger = *im.opts.ledger;
   const Verdict& v = out.verdict;
-  auto allowlisted = RecordAllowlist(ledger, out.allowlist_version, out.allowlist_sha256, RulesFor(im));
+  auto allowlisted =
+      RecordAllowlist(ledger, out.allowlist_version, out.allowlist_sha256, RulesFor(im));
   if (!allowlisted) return allowlisted.error();
   if (allowlisted->appended) CLAWGUARD_RETURN_IF_ERROR(NoteAppend(im, allowlisted->head));
   auto deployed = ledger.Record(LedgerKind::kDeploy, v.name, v.version, v.sha256, RulesFor(im));
@@ -236,7 +253,8 @@ Status LoaderPipeline::RecordDeploy(Loader::Impl& im, const Outcome& out) {
 // Run runs every check up to (and, as |recording| says, including) the ledger rows written
 // before anything is opened. Refusals are in the returned verdict; an error Status is
 // operational.
-Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path, Recording recording) {
+Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path,
+                                    Recording recording) {
   Outcome out;
   Verdict& v = out.verdict;
   const TrustPolicy& policy = *im.policy;
@@ -266,28 +284,33 @@ Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path, R
 
   // 1. Package opened (a regular file within max_package) but not read yet; bundle read.
   auto package_fd = OpenRegularFile(path);
-  if (!package_fd) return refuse(Status(Reason::kUnsigned, "package unreadable: " + package_fd.error().message()));
+  if (!package_fd)
+    return refuse(Status(Reason::kUnsigned, "package unreadable: " + package_fd.error().message()));
   {
     struct stat st {};
     if (::fstat(package_fd->get(), &st) != 0) {
       return refuse(Status(Reason::kUnsigned, "package unreadable: cannot stat '" + path + "'"));
     }
     if (static_cast<uint64_t>(st.st_size) > policy.limits().max_package) {
-      return refuse(Status(Reason::kPackageTooLarge, "'" + path + "' is " + std::to_string(st.st_size) +
-                                                         " bytes; the limit is " +
-                                                         std::to_string(policy.limits().max_package)));
+      return refuse(
+          Status(Reason::kPackageTooLarge, "'" + path + "' is " + std::to_string(st.st_size) +
+                                               " bytes; the limit is " +
+                                               std::to_string(policy.limits().max_package)));
     }
   }
   auto bundle_bytes = ReadFileBounded(path + ".sig", limits::kMaxBundle, Reason::kBundleInvalid);
   if (!bundle_bytes) {
-    if (bundle_bytes.error().reason() == Reason::kBundleInvalid) return refuse(bundle_bytes.error());
-    return refuse(Status(Reason::kUnsigned, "no signature bundle: " + bundle_bytes.error().message()));
+    if (bundle_bytes.error().reason() == Reason::kBundleInvalid)
+      return refuse(bundle_bytes.error());
+    return refuse(
+        Status(Reason::kUnsigned, "no signature bundle: " + bundle_bytes.error().message()));
   }
   // 2. Bundle and statement.
   auto bundle = ParseBundle(*bundle_bytes);
   if (!bundle) return refuse(bundle.error());
   if (bundle->payload_type != kInTotoPayloadType) {
-    return refuse(Status(Reason::kBundleInvalid, "payloadType is '" + bundle->payload_type + "', expected '" +
+    return refuse(Status(Reason::kBundleInvalid, "payloadType is '" + bundle->payload_type +
+                                                     "', expected '" +
                                                      std::string(kInTotoPayloadType) + "'"));
   }
   auto statement = ParseStatement(bundle->payload);
@@ -305,7 +328,8 @@ Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path, R
   // The package, read once through the fd opened above and hashed before anything parses it.
   // The hash runs on a second thread behind the reads (Sha256Behind) and covers exactly the
   // bytes returned.
-  auto read = ReadOpenedFileHashed(*package_fd, path, policy.limits().max_package, Reason::kPackageTooLarge);
+  auto read = ReadOpenedFileHashed(*package_fd, path, policy.limits().max_package,
+                                   Reason::kPackageTooLarge);
   if (!read) {
     if (read.error().reason() == Reason::kPackageTooLarge) return refuse(read.error());
     return refuse(Status(Reason::kUnsigned, "package unreadable: " + read.error().message()));
@@ -315,23 +339,27 @@ Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path, R
   v.sha256 = DigestHex(digest);
   // 4. Digest of the bytes read.
   if (statement->subject_sha256 != v.sha256) {
-    return refuse(Status(Reason::kDigestMismatch, "the package's sha256 is " + v.sha256 + "; the signed statement says " +
+    return refuse(Status(Reason::kDigestMismatch, "the package's sha256 is " + v.sha256 +
+                                                      "; the signed statement says " +
                                                       statement->subject_sha256));
   }
   // The signed version must be SemVer without build metadata ("+…" would dodge the ledger).
   const auto semver = ParseSemVer(statement->version);
   if (!semver) {
-    return refuse(Status(Reason::kManifestInvalid, "signed version '" + statement->version +
-                                                       "' is not SemVer 2.0 without build metadata"));
+    return refuse(Status(
+        Reason::kManifestInvalid,
+        "signed version '" + statement->version + "' is not SemVer 2.0 without build metadata"));
   }
   // 5. Allowlist.
   auto allowlist = Allowlist::Load(im.opts.allowlist_path, policy, im.opts.ledger, *im.clock);
   if (!allowlist) return refuse(allowlist.error());
   if ((*allowlist)->expired()) {
-    Status s(Reason::kAllowlistExpired, "the allowlist expired at " + FormatRfc3339Utc((*allowlist)->expires()));
+    Status s(Reason::kAllowlistExpired,
+             "the allowlist expired at " + FormatRfc3339Utc((*allowlist)->expires()));
     if (!relax(s)) return refuse(s);
   }
-  if (Status s = (*allowlist)->Lookup(statement->name, statement->version, digest); !relax(s)) return refuse(s);
+  if (Status s = (*allowlist)->Lookup(statement->name, statement->version, digest); !relax(s))
+    return refuse(s);
   // 6. Ledger: the chain and its anchors first (a tampered ledger cannot answer the next two),
   // then overwrite (every kind) and rollback (deploy rows only) — the rules Record applies again
   // inside its transaction.
@@ -345,18 +373,21 @@ Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path, R
     for (const LedgerRow& row : *all) {
       if (row.name == statement->name) same_name.push_back(row);
     }
-    auto rules = CheckLedgerRecord(same_name, LedgerKind::kDeploy, statement->name, statement->version, v.sha256,
-                                   LedgerRecordRules{policy.rollback_allowed(), {}});
+    auto rules =
+        CheckLedgerRecord(same_name, LedgerKind::kDeploy, statement->name, statement->version,
+                          v.sha256, LedgerRecordRules{policy.rollback_allowed(), {}});
     if (!rules && !relax(rules.error())) return refuse(rules.error());
   }
   // 7. Only now is the archive parsed.
   auto extracted = ExtractPackage(*package, *statement, policy.limits());
   if (!extracted) return refuse(extracted.error());
   // 8. ELF and ABI.
-  if (auto elf = CheckElf(extracted->entry_bytes, policy.allowed_needed()); !elf) return refuse(elf.error());
+  if (auto elf = CheckElf(extracted->entry_bytes, policy.allowed_needed()); !elf)
+    return refuse(elf.error());
   if (extracted->manifest.abi != static_cast<int64_t>(CLAWGUARD_PLUGIN_ABI)) {
-    return refuse(Status(Reason::kAbiMismatch, "the manifest's abi " + std::to_string(extracted->manifest.abi) +
-                                                   " is not this host's " + std::to_string(CLAWGUARD_PLUGIN_ABI)));
+    return refuse(Status(Reason::kAbiMismatch,
+                         "the manifest's abi " + std::to_string(extracted->manifest.abi) +
+                             " is not this host's " + std::to_string(CLAWGUARD_PLUGIN_ABI)));
   }
   // 9. Record (never for an audit-relaxed decision): `verify --record` the allowlist and deploy
   // rows; Load the attempt row, before any plugin code runs (its deploy row follows init).
@@ -367,8 +398,8 @@ Result<Outcome> LoaderPipeline::Run(Loader::Impl& im, const std::string& path, R
       if (Status s = RecordDeploy(im, out); !s.ok()) return refuse(s);
       v.ledger = "recorded";
     } else {
-      auto attempt = ledger->Record(LedgerKind::kAttempt, statement->name, statement->version, v.sha256,
-                                    RulesFor(im));
+      auto attempt = ledger->Record(LedgerKind::kAttempt, statement->name, statement->version,
+                                    v.sha256, RulesFor(im));
       if (!attempt) return refuse(attempt.error());
       if (attempt->appended) {
         if (Status s = NoteAppend(im, attempt->head); !s.ok()) return s;
@@ -403,7 +434,8 @@ Status LoaderPipeline::LogDecision(Loader::Impl& im, const Verdict& v) {
 }
 
 Result<Verdict> Loader::Verify(const std::string& package_path, VerifyOptions options) {
-  auto out = LoaderPipeline::Run(*impl_, package_path, options.record ? Recording::kDeploy : Recording::kNone);
+  auto out = LoaderPipeline::Run(*impl_, package_path,
+                                 options.record ? Recording::kDeploy : Recording::kNone);
   if (!out) {
     Verdict v;
     v.package = package_path;
@@ -436,7 +468,8 @@ Result<LoadedPlugin> Loader::Load(const std::string& package_path) {
     return s;
   };
   const ExtractedPackage& x = *out->extracted;
-  auto lib = LoadFromMemfd(x.entry_bytes, "clawguard:" + v.name + "-" + v.version, x.manifest.abi, impl_->opts.host_api);
+  auto lib = LoadFromMemfd(x.entry_bytes, "clawguard:" + v.name + "-" + v.version, x.manifest.abi,
+                           impl_->opts.host_api);
   if (!lib) return refused_after_open(lib.error());
   // init returned 0: only now is the version deployed (its floor raised). A deploy refused here
   // (another host deployed a higher version since the attempt row) unloads the plugin.

@@ -45,9 +45,10 @@ Result<UniqueFd> MakeSealedMemfd(std::string_view bytes, std::string_view name) 
   if (raw < 0) {
     const int e = errno;
     return LoadFailed(std::string("memfd_create failed: ") + std::strerror(e) +
-                      (e == EACCES || e == EPERM ? " (the kernel refuses executable memfds: vm.memfd_noexec; loading "
-                                                   "fails closed)"
-                                                 : ""));
+                      (e == EACCES || e == EPERM
+                           ? " (the kernel refuses executable memfds: vm.memfd_noexec; loading "
+                             "fails closed)"
+                           : ""));
   }
   UniqueFd fd(raw);
   size_t off = 0;
@@ -59,7 +60,8 @@ Result<UniqueFd> MakeSealedMemfd(std::string_view bytes, std::string_view name) 
     }
     off += static_cast<size_t>(w);
   }
-  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
+  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) !=
+      0) {
     return LoadFailed(std::string("cannot seal the memfd: ") + std::strerror(errno));
   }
   return fd;
@@ -86,7 +88,8 @@ std::optional<MapIdentity> MappingIdentity(uintptr_t addr) {
     MapIdentity id;
     unsigned long long inode = 0;
     // NOLINTNEXTLINE(cert-err34-c): the kernel writes these fields, each within its type's width
-    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %*s %*s %x:%x %llu", &start, &end, &id.major, &id.minor, &inode) != 5) {
+    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %*s %*s %x:%x %llu", &start, &end, &id.major,
+                    &id.minor, &inode) != 5) {
       continue;
     }
     if (addr >= start && addr < end) {
@@ -106,16 +109,20 @@ Status Confirm(void* handle, int fd, const std::string& path) {
     return LoadFailed("dlinfo(RTLD_DI_LINKMAP) failed: " + DlError());
   }
   if (lm->l_name == nullptr || path != lm->l_name) {
-    return LoadFailed(std::string("dlopen returned the already-loaded object '") + (lm->l_name ? lm->l_name : "") +
-                      "' for " + path + " (glibc matched it by name); refusing it");
+    return LoadFailed(std::string("dlopen returned the already-loaded object '") +
+                      (lm->l_name ? lm->l_name : "") + "' for " + path +
+                      " (glibc matched it by name); refusing it");
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return LoadFailed(std::string("cannot stat the memfd: ") + std::strerror(errno));
+  if (::fstat(fd, &st) != 0)
+    return LoadFailed(std::string("cannot stat the memfd: ") + std::strerror(errno));
   const auto id = MappingIdentity(reinterpret_cast<uintptr_t>(lm->l_ld));
-  if (!id) return LoadFailed("the loaded object's dynamic array is in no mapping of /proc/self/maps");
+  if (!id)
+    return LoadFailed("the loaded object's dynamic array is in no mapping of /proc/self/maps");
   if (id->major != major(st.st_dev) || id->minor != minor(st.st_dev) || id->inode != st.st_ino) {
-    return LoadFailed("the loaded object is not mapped from this memfd (inode " + std::to_string(id->inode) +
-                      ", expected " + std::to_string(st.st_ino) + "); refusing it");
+    return LoadFailed("the loaded object is not mapped from this memfd (inode " +
+                      std::to_string(id->inode) + ", expected " + std::to_string(st.st_ino) +
+                      "); refusing it");
   }
   return Status::Ok();
 }
@@ -178,29 +185,35 @@ Result<std::unique_ptr<MemfdLibrary>> LoadFromMemfd(std::string_view library, st
     void* handle = ::dlopen(impl->path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       std::string msg = "dlopen of the sealed memfd failed: " + DlError();
-      if (msg.find("ermission") != std::string::npos || msg.find("map segment") != std::string::npos) {
-        msg += " (the kernel may refuse executable memfds: noexec or vm.memfd_noexec; loading fails closed)";
+      if (msg.find("ermission") != std::string::npos ||
+          msg.find("map segment") != std::string::npos) {
+        msg +=
+            " (the kernel may refuse executable memfds: noexec or vm.memfd_noexec; loading fails "
+            "closed)";
       }
       return LoadFailed(msg);  // ~Impl probes the path and closes the memfd
     }
     if (!g_held.insert(handle).second) {
       // Not ours to forget: drop only our reference; ~Impl keeps the fd if the path still answers.
       (void)::dlclose(handle);
-      return LoadFailed("dlopen returned a handle this loader already holds (glibc matched an already-loaded "
-                        "library); refusing it");
+      return LoadFailed(
+          "dlopen returned a handle this loader already holds (glibc matched an already-loaded "
+          "library); refusing it");
     }
     impl->handle = handle;
     CLAWGUARD_RETURN_IF_ERROR(Confirm(handle, impl->fd.get(), impl->path));
   }
   (void)::dlerror();
   void* entry_sym = ::dlsym(impl->handle, "clawguard_plugin_v1");
-  if (entry_sym == nullptr) return LoadFailed("clawguard_plugin_v1 not found by dlsym: " + DlError());
+  if (entry_sym == nullptr)
+    return LoadFailed("clawguard_plugin_v1 not found by dlsym: " + DlError());
   Dl_info where{};
   link_map* owner = nullptr;
   link_map* self = nullptr;
   if (::dladdr1(entry_sym, &where, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) == 0 ||
       ::dlinfo(impl->handle, RTLD_DI_LINKMAP, &self) != 0 || owner != self) {
-    return LoadFailed("dlsym's clawguard_plugin_v1 does not belong to the loaded plugin; refusing it");
+    return LoadFailed(
+        "dlsym's clawguard_plugin_v1 does not belong to the loaded plugin; refusing it");
   }
   std::unique_ptr<MemfdLibrary> out(new MemfdLibrary(std::move(impl)));
   using EntryFn = const cg_plugin* (*)();
@@ -208,8 +221,9 @@ Result<std::unique_ptr<MemfdLibrary>> LoadFromMemfd(std::string_view library, st
   const cg_plugin* plugin = entry();
   if (plugin == nullptr) return LoadFailed("clawguard_plugin_v1() returned NULL");
   if (plugin->abi != CLAWGUARD_PLUGIN_ABI || static_cast<int64_t>(plugin->abi) != manifest_abi) {
-    return Status(Reason::kAbiMismatch, "the plugin reports abi " + std::to_string(plugin->abi) + "; the manifest says " +
-                                            std::to_string(manifest_abi) + " and this host speaks " +
+    return Status(Reason::kAbiMismatch, "the plugin reports abi " + std::to_string(plugin->abi) +
+                                            "; the manifest says " + std::to_string(manifest_abi) +
+                                            " and this host speaks " +
                                             std::to_string(CLAWGUARD_PLUGIN_ABI));
   }
   if ((plugin->flags & ~CG_PLUGIN_SERIAL) != 0) {

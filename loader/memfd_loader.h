@@ -49,8 +49,8 @@ class MemfdLibrary {
   struct Impl;
 
  private:
-  friend Result<std::unique_ptr<MemfdLibrary>> LoadFromMemfd(std::string_view, std::string_view, int64_t,
-                                                             const cg_host_api*);
+  friend Result<std::unique_ptr<MemfdLibrary>> LoadFromMemfd(std::string_view, std::string_view,
+                                                             int64_t, const cg_host_api*);
   explicit MemfdLibrary(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
   const cg_plugin* plugin_ = nullptr;

@@ -13,7 +13,9 @@
 
 namespace clawguard {
 
-std::string_view PolicyModeName(PolicyMode m) { return m == PolicyMode::kAudit ? "audit" : "enforce"; }
+std::string_view PolicyModeName(PolicyMode m) {
+  return m == PolicyMode::kAudit ? "audit" : "enforce";
+}
 
 struct TrustPolicy::Parts {
   std::string path;
@@ -63,7 +65,8 @@ std::string Resolve(const fs::path& base, const std::string& p) {
 }
 
 // ReadStringList reads a sequence of scalars at |key| (absent or null → empty).
-Result<std::vector<std::pair<std::string, YAML::Node>>> ReadStringList(YamlMap& m, const std::string& key) {
+Result<std::vector<std::pair<std::string, YAML::Node>>> ReadStringList(YamlMap& m,
+                                                                       const std::string& key) {
   std::vector<std::pair<std::string, YAML::Node>> out;
   auto n = m.OptionalNode(key);
   if (!n) return out;
@@ -83,30 +86,36 @@ Result<ossl::UniquePtr<X509>> ReadPinnedCert(const YAML::Node& node, const std::
   CLAWGUARD_ASSIGN_OR_RETURN(std::string pin, m.String("sha256"));
   CLAWGUARD_RETURN_IF_ERROR(m.Finish());
   if (!IsLowerHex(pin, 64)) {
-    return m.Error(node["sha256"], "sha256", "expected 64 lowercase hex characters (sha256 of the certificate DER)");
+    return m.Error(node["sha256"], "sha256",
+                   "expected 64 lowercase hex characters (sha256 of the certificate DER)");
   }
   const std::string full = Resolve(base, file);
   auto bytes = ReadFileBounded(full, limits::kMaxCertFile);
-  if (!bytes) return m.Error(node["file"], "file", "cannot read the certificate: " + bytes.error().message());
+  if (!bytes)
+    return m.Error(node["file"], "file", "cannot read the certificate: " + bytes.error().message());
   auto certs = x509util::ReadPemCertificates(*bytes, Reason::kConfigInvalid, full);
   if (!certs) return m.Error(node["file"], "file", certs.error().message());
   if (certs->size() != 1) {
-    return m.Error(node["file"], "file", "expected exactly one certificate in '" + full + "', found " +
-                                             std::to_string(certs->size()));
+    return m.Error(node["file"], "file",
+                   "expected exactly one certificate in '" + full + "', found " +
+                       std::to_string(certs->size()));
   }
   const auto actual = x509util::Sha256HexOfCert((*certs)[0].get());
   if (!actual.ok()) {
-    return actual.error().WithContext("the certificate in '" + full + "', to compare with its sha256 pin");
+    return actual.error().WithContext("the certificate in '" + full +
+                                      "', to compare with its sha256 pin");
   }
   if (*actual != pin) {
-    return m.Error(node["sha256"], "sha256", "pin mismatch for '" + full + "': the certificate's DER sha256 is " +
-                                                 *actual + "; check the file or update the pin");
+    return m.Error(node["sha256"], "sha256",
+                   "pin mismatch for '" + full + "': the certificate's DER sha256 is " + *actual +
+                       "; check the file or update the pin");
   }
   return std::move((*certs)[0]);
 }
 
 Status ReadLimits(YamlMap& top, TrustLimits& l) {
-  l = {limits::kDefaultMaxPackage, limits::kDefaultMaxUnpacked, limits::kDefaultMaxEntries, limits::kDefaultMaxRatio};
+  l = {limits::kDefaultMaxPackage, limits::kDefaultMaxUnpacked, limits::kDefaultMaxEntries,
+       limits::kDefaultMaxRatio};
   auto n = top.OptionalNode("limits");
   if (!n) return Status::Ok();
   CLAWGUARD_ASSIGN_OR_RETURN(YamlMap m, YamlMap::Create(*n, top.source(), "limits"));
@@ -132,7 +141,8 @@ Status ReadLimits(YamlMap& top, TrustLimits& l) {
   return Status::Ok();
 }
 
-Status ReadRevoked(YamlMap& top, const fs::path& base, const Clock& clock, std::set<std::string>& certs, std::set<std::string>& keys,
+Status ReadRevoked(YamlMap& top, const fs::path& base, const Clock& clock,
+                   std::set<std::string>& certs, std::set<std::string>& keys,
                    std::vector<ossl::UniquePtr<X509_CRL>>& crls) {
   auto n = top.OptionalNode("revoked");
   if (!n) return Status::Ok();
@@ -140,7 +150,8 @@ Status ReadRevoked(YamlMap& top, const fs::path& base, const Clock& clock, std::
   for (const char* key : {"certificates", "keys"}) {
     CLAWGUARD_ASSIGN_OR_RETURN(auto list, ReadStringList(m, key));
     for (const auto& [v, node] : list) {
-      if (!IsLowerHex(v, 64)) return m.Error(node, key, "expected 64 lowercase hex characters, found '" + v + "'");
+      if (!IsLowerHex(v, 64))
+        return m.Error(node, key, "expected 64 lowercase hex characters, found '" + v + "'");
       (std::string_view(key) == "keys" ? keys : certs).insert(v);
     }
   }
@@ -153,10 +164,13 @@ Status ReadRevoked(YamlMap& top, const fs::path& base, const Clock& clock, std::
     if (!crl) return m.Error(node, "crls", crl.error().message());
     // get0: the times stay owned by the CRL.
     auto next = x509util::AsnTimeToUnix(X509_CRL_get0_nextUpdate(crl->get()));
-    if (!next) return m.Error(node, "crls", "CRL '" + full + "' has no nextUpdate; it cannot be known current");
+    if (!next)
+      return m.Error(node, "crls",
+                     "CRL '" + full + "' has no nextUpdate; it cannot be known current");
     if (*next <= clock.NowSeconds()) {
-      return m.Error(node, "crls", "CRL '" + full + "' is stale: nextUpdate " + FormatRfc3339Utc(*next) +
-                                       " is in the past; fetch a current CRL");
+      return m.Error(node, "crls",
+                     "CRL '" + full + "' is stale: nextUpdate " + FormatRfc3339Utc(*next) +
+                         " is in the past; fetch a current CRL");
     }
     crls.push_back(std::move(*crl));
   }
@@ -165,7 +179,8 @@ Status ReadRevoked(YamlMap& top, const fs::path& base, const Clock& clock, std::
 
 Status ReadPublishers(YamlMap& top, std::map<std::string, std::vector<std::string>>& out) {
   CLAWGUARD_ASSIGN_OR_RETURN(YAML::Node n, top.Node("publishers"));
-  if (!n.IsMap()) return top.Error(n, "publishers", "expected a mapping of subject O → list of name globs");
+  if (!n.IsMap())
+    return top.Error(n, "publishers", "expected a mapping of subject O → list of name globs");
   for (auto it = n.begin(); it != n.end(); ++it) {
     // WARNING: copy the nodes out of the iterator: `it->second` is a member of a temporary proxy,
     // and a range-for over it dangles (ASan: stack-use-after-scope).
@@ -174,10 +189,12 @@ Status ReadPublishers(YamlMap& top, std::map<std::string, std::vector<std::strin
     const std::string o = key.Scalar();
     if (o.empty()) return top.Error(key, "publishers", "a publisher (subject O) must not be empty");
     if (!globs.IsSequence() || globs.size() == 0) {
-      return top.Error(globs, "publishers." + o, "expected a non-empty list of name globs such as [\"acme-*\"]");
+      return top.Error(globs, "publishers." + o,
+                       "expected a non-empty list of name globs such as [\"acme-*\"]");
     }
     for (const auto& g : globs) {
-      if (!g.IsScalar() || g.Scalar().empty()) return top.Error(g, "publishers." + o, "expected a glob string");
+      if (!g.IsScalar() || g.Scalar().empty())
+        return top.Error(g, "publishers." + o, "expected a glob string");
       out[o].push_back(g.Scalar());
     }
   }
@@ -186,18 +203,21 @@ Status ReadPublishers(YamlMap& top, std::map<std::string, std::vector<std::strin
 
 }  // namespace
 
-Result<std::unique_ptr<TrustPolicy>> TrustPolicy::Load(const std::string& path, const Clock& clock) {
+Result<std::unique_ptr<TrustPolicy>> TrustPolicy::Load(const std::string& path,
+                                                       const Clock& clock) {
   auto text = ReadFileBounded(path, limits::kMaxPolicyFile);
   if (!text) return Status(Reason::kConfigInvalid, "trust policy: " + text.error().message());
   CLAWGUARD_ASSIGN_OR_RETURN(YamlDoc doc, ParseYamlStrict(*text, path));
   CLAWGUARD_ASSIGN_OR_RETURN(YamlMap top, YamlMap::Create(doc.root, path, ""));
-  const fs::path base = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  const fs::path base =
+      fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
   Parts p;
   p.path = path;
 
   CLAWGUARD_ASSIGN_OR_RETURN(std::string schema, top.String("schema"));
   if (schema != kTrustSchema) {
-    return top.Error(doc.root["schema"], "schema", "expected '" + std::string(kTrustSchema) + "', found '" + schema + "'");
+    return top.Error(doc.root["schema"], "schema",
+                     "expected '" + std::string(kTrustSchema) + "', found '" + schema + "'");
   }
   CLAWGUARD_ASSIGN_OR_RETURN(std::string mode, top.Enum("mode", {"enforce", "audit"}));
   p.mode = mode == "audit" ? PolicyMode::kAudit : PolicyMode::kEnforce;
@@ -207,17 +227,20 @@ Result<std::unique_ptr<TrustPolicy>> TrustPolicy::Load(const std::string& path, 
     return top.Error(roots, "roots", "expected a non-empty list of {file, sha256}");
   }
   for (size_t i = 0; i < roots.size(); ++i) {
-    CLAWGUARD_ASSIGN_OR_RETURN(auto cert, ReadPinnedCert(roots[i], path, "roots[" + std::to_string(i) + "]", base));
+    CLAWGUARD_ASSIGN_OR_RETURN(
+        auto cert, ReadPinnedCert(roots[i], path, "roots[" + std::to_string(i) + "]", base));
     p.roots.push_back(std::move(cert));
   }
   CLAWGUARD_ASSIGN_OR_RETURN(std::string eku, top.Enum("require_eku", {"codeSigning"}));
   (void)eku;  // the only value: the chain verifier always requires codeSigning
   CLAWGUARD_RETURN_IF_ERROR(ReadPublishers(top, p.publishers));
-  CLAWGUARD_ASSIGN_OR_RETURN(p.threshold, top.Int("threshold", 1, static_cast<int64_t>(limits::kMaxSignatures)));
+  CLAWGUARD_ASSIGN_OR_RETURN(p.threshold,
+                             top.Int("threshold", 1, static_cast<int64_t>(limits::kMaxSignatures)));
   CLAWGUARD_RETURN_IF_ERROR(ReadRevoked(top, base, clock, p.revoked_certs, p.revoked_keys, p.crls));
 
   if (auto signer = top.OptionalNode("allowlist_signer")) {
-    CLAWGUARD_ASSIGN_OR_RETURN(p.allowlist_signer, ReadPinnedCert(*signer, path, "allowlist_signer", base));
+    CLAWGUARD_ASSIGN_OR_RETURN(p.allowlist_signer,
+                               ReadPinnedCert(*signer, path, "allowlist_signer", base));
   }
   if (top.Has("rollback")) {
     CLAWGUARD_ASSIGN_OR_RETURN(std::string rb, top.Enum("rollback", {"refuse", "allow"}));
@@ -230,10 +253,14 @@ Result<std::unique_ptr<TrustPolicy>> TrustPolicy::Load(const std::string& path, 
     for (const auto& [v, node] : list) {
       // A bare name of [A-Za-z0-9._+-]: '/' makes ld.so open a path, '$' starts a dynamic string
       // token ($ORIGIN, $LIB) that expands into one.
-      const bool bare = !v.empty() && v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                          "0123456789._+-") == std::string::npos;
+      const bool bare = !v.empty() && v.find_first_not_of(
+                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789._+-") == std::string::npos;
       if (!bare) {
-        return em.Error(node, "allowed_needed", "expected a bare soname such as libc.so.6 (letters, digits, . _ + -), found '" + v + "'");
+        return em.Error(
+            node, "allowed_needed",
+            "expected a bare soname such as libc.so.6 (letters, digits, . _ + -), found '" + v +
+                "'");
       }
       p.allowed_needed.insert(v);
     }

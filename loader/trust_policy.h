@@ -53,7 +53,8 @@ class TrustPolicy {
   const std::vector<ossl::UniquePtr<X509_CRL>>& crls() const { return crls_; }
   int64_t threshold() const { return threshold_; }
   // revoked_certificates / revoked_keys hold lowercase hex sha256 (certificate DER / a key's
-  // SubjectPublicKeyInfo DER: its canonical keyid, or another encoding — x509util::RevokedKeyEntry).
+  // SubjectPublicKeyInfo DER: its canonical keyid, or another encoding —
+  // x509util::RevokedKeyEntry).
   const std::set<std::string>& revoked_certificates() const { return revoked_certs_; }
   const std::set<std::string>& revoked_keys() const { return revoked_keys_; }
   // allowlist_signer is the pinned certificate whose key must sign allowlist.yaml (or null).

@@ -16,7 +16,8 @@ std::string_view VerdictKindName(VerdictKind v) {
 nlohmann::json VerdictToJson(const Verdict& v) {
   nlohmann::json j = nlohmann::json::object();
   j["verdict"] = std::string(VerdictKindName(v.verdict));
-  j["reason"] = v.reason == Reason::kOk ? nlohmann::json(nullptr) : nlohmann::json(std::string(ReasonName(v.reason)));
+  j["reason"] = v.reason == Reason::kOk ? nlohmann::json(nullptr)
+                                        : nlohmann::json(std::string(ReasonName(v.reason)));
   j["detail"] = v.detail;
   j["package"] = v.package;
   j["sha256"] = v.sha256;

@@ -34,7 +34,8 @@ Result<std::vector<ossl::UniquePtr<X509>>> ReadPemCertificates(std::string_view 
   return out;
 }
 
-Result<ossl::UniquePtr<X509_CRL>> ReadCrl(std::string_view bytes, Reason reason, const std::string& what) {
+Result<ossl::UniquePtr<X509_CRL>> ReadCrl(std::string_view bytes, Reason reason,
+                                          const std::string& what) {
   ossl::UniquePtr<BIO> bio(BIO_new_mem_buf(bytes.data(), static_cast<int>(bytes.size())));
   if (!bio) return Status(reason, what + ": cannot allocate a BIO: " + ossl::GetSslErrors());
   ossl::UniquePtr<X509_CRL> crl(PEM_read_bio_X509_CRL(bio.get(), nullptr, nullptr, nullptr));
@@ -63,23 +64,30 @@ Result<std::string> EncodedSpkiSha256(X509* cert) {
   // get0: the X509_PUBKEY is owned by |cert|; it keeps the bytes the certificate carried.
   X509_PUBKEY* spki = X509_get_X509_PUBKEY(cert);
   if (spki == nullptr) {
-    return Status(Reason::kAlgorithmRefused, "expected a SubjectPublicKeyInfo in the certificate, found none: " +
-                                                 ossl::GetSslErrors());
+    return Status(
+        Reason::kAlgorithmRefused,
+        "expected a SubjectPublicKeyInfo in the certificate, found none: " + ossl::GetSslErrors());
   }
   unsigned char* raw = nullptr;
   const int len = i2d_X509_PUBKEY(spki, &raw);  // allocates |raw|; owned by |der|
   const ossl::UniqueBuffer der(raw);
   if (len <= 0 || der == nullptr) {
-    return Status(Reason::kAlgorithmRefused, "expected the certificate's SubjectPublicKeyInfo to encode as DER, but "
-                                             "i2d_X509_PUBKEY failed: " + ossl::GetSslErrors());
+    return Status(Reason::kAlgorithmRefused,
+                  "expected the certificate's SubjectPublicKeyInfo to encode as DER, but "
+                  "i2d_X509_PUBKEY failed: " +
+                      ossl::GetSslErrors());
   }
-  return Sha256Hex(std::string_view(reinterpret_cast<const char*>(der.get()), static_cast<size_t>(len)));
+  return Sha256Hex(
+      std::string_view(reinterpret_cast<const char*>(der.get()), static_cast<size_t>(len)));
 }
 
-Result<std::optional<std::string>> RevokedKeyEntry(X509* cert, const std::set<std::string>& revoked_keys) {
+Result<std::optional<std::string>> RevokedKeyEntry(X509* cert,
+                                                   const std::set<std::string>& revoked_keys) {
   if (revoked_keys.empty()) return std::optional<std::string>();
   EVP_PKEY* key = X509_get0_pubkey(cert);  // get0: owned by |cert|
-  if (key == nullptr) return Status(Reason::kAlgorithmRefused, "the certificate's key is unreadable: " + ossl::GetSslErrors());
+  if (key == nullptr)
+    return Status(Reason::kAlgorithmRefused,
+                  "the certificate's key is unreadable: " + ossl::GetSslErrors());
   CLAWGUARD_ASSIGN_OR_RETURN(std::vector<std::string> aliases, KeyIdAliasesOf(key));
   CLAWGUARD_ASSIGN_OR_RETURN(std::string encoded, EncodedSpkiSha256(cert));
   aliases.push_back(std::move(encoded));
@@ -96,8 +104,9 @@ namespace {
 // ECDSA-Sig-Value; kInternal when OpenSSL fails to build or encode the twin.
 Result<std::optional<std::string>> EcdsaTwinDer(X509* cert, X509* issuer) {
   const auto failed = [](const std::string& what) {
-    return Status(Reason::kInternal, "cannot build the ECDSA twin of a certificate to check revoked.certificates: " +
-                                         what + " failed: " + ossl::GetSslErrors());
+    return Status(Reason::kInternal,
+                  "cannot build the ECDSA twin of a certificate to check revoked.certificates: " +
+                      what + " failed: " + ossl::GetSslErrors());
   };
   EVP_PKEY* issuer_key = X509_get0_pubkey(issuer);  // get0: owned by |issuer|
   const ASN1_BIT_STRING* sig = nullptr;             // get0: owned by |cert|
@@ -108,8 +117,8 @@ Result<std::optional<std::string>> EcdsaTwinDer(X509* cert, X509* issuer) {
   }
   char group_name[64] = {0};
   size_t group_len = 0;
-  if (EVP_PKEY_get_utf8_string_param(issuer_key, OSSL_PKEY_PARAM_GROUP_NAME, group_name, sizeof(group_name),
-                                     &group_len) != 1) {
+  if (EVP_PKEY_get_utf8_string_param(issuer_key, OSSL_PKEY_PARAM_GROUP_NAME, group_name,
+                                     sizeof(group_name), &group_len) != 1) {
     (void)ossl::GetSslErrors();
     return std::optional<std::string>();  // no twin
   }
@@ -183,7 +192,9 @@ namespace {
 // EkuListsCodeSigning: the certificate has an EKU extension (checked by the caller) whose list
 // holds id-kp-codeSigning. WARNING: OpenSSL 3.0 reports every bit for a certificate without the
 // extension, so presence is always checked first (EXFLAG_XKUSAGE).
-bool EkuListsCodeSigning(X509* cert) { return (X509_get_extended_key_usage(cert) & XKU_CODE_SIGN) != 0; }
+bool EkuListsCodeSigning(X509* cert) {
+  return (X509_get_extended_key_usage(cert) & XKU_CODE_SIGN) != 0;
+}
 
 std::string EkuOnlyAnyNote(X509* cert) {
   return (X509_get_extended_key_usage(cert) & XKU_ANYEKU) != 0
@@ -200,22 +211,27 @@ Status CheckCodeSigningLeaf(X509* leaf, EkuRule rule, std::string_view what) {
     return Status(Reason::kChainUntrusted, w + " has a malformed or duplicated extension");
   }
   if ((flags & EXFLAG_XKUSAGE) == 0 && rule == EkuRule::kRequired) {
-    return Status(Reason::kChainUntrusted, w + " has no extendedKeyUsage extension; codeSigning is required");
+    return Status(Reason::kChainUntrusted,
+                  w + " has no extendedKeyUsage extension; codeSigning is required");
   }
   if ((flags & EXFLAG_XKUSAGE) != 0 && !EkuListsCodeSigning(leaf)) {
-    return Status(Reason::kChainUntrusted, w + "'s extendedKeyUsage lacks codeSigning" + EkuOnlyAnyNote(leaf));
+    return Status(Reason::kChainUntrusted,
+                  w + "'s extendedKeyUsage lacks codeSigning" + EkuOnlyAnyNote(leaf));
   }
   if ((flags & EXFLAG_KUSAGE) != 0 && (X509_get_key_usage(leaf) & KU_DIGITAL_SIGNATURE) == 0) {
-    return Status(Reason::kChainUntrusted, w + "'s keyUsage lacks digitalSignature; a code-signing key must be allowed "
-                                               "to sign");
+    return Status(Reason::kChainUntrusted,
+                  w + "'s keyUsage lacks digitalSignature; a code-signing key must be allowed "
+                      "to sign");
   }
   if ((flags & EXFLAG_CA) != 0) {
-    return Status(Reason::kChainUntrusted, w + " is a CA certificate (basicConstraints CA:TRUE); a signer's certificate "
-                                               "must not be able to issue certificates");
+    return Status(Reason::kChainUntrusted,
+                  w + " is a CA certificate (basicConstraints CA:TRUE); a signer's certificate "
+                      "must not be able to issue certificates");
   }
   if (X509_check_ca(leaf) != 0) {
-    return Status(Reason::kChainUntrusted, w + " could act as a CA (keyCertSign without basicConstraints, or a v1 "
-                                               "self-signed certificate); a signer's certificate must be an end entity");
+    return Status(Reason::kChainUntrusted,
+                  w + " could act as a CA (keyCertSign without basicConstraints, or a v1 "
+                      "self-signed certificate); a signer's certificate must be an end entity");
   }
   return Status::Ok();
 }
@@ -226,9 +242,10 @@ Status CheckIssuersPermitCodeSigning(const std::vector<X509*>& chain) {
     const uint32_t flags = X509_get_extension_flags(c);
     if ((flags & EXFLAG_XKUSAGE) == 0) continue;  // no restriction
     if (!EkuListsCodeSigning(c)) {
-      return Status(Reason::kChainUntrusted, "the certificate at depth " + std::to_string(i) + " (" + SubjectText(c) +
-                                                 ") restricts extendedKeyUsage without codeSigning" + EkuOnlyAnyNote(c) +
-                                                 "; it cannot vouch for a code-signing leaf");
+      return Status(Reason::kChainUntrusted,
+                    "the certificate at depth " + std::to_string(i) + " (" + SubjectText(c) +
+                        ") restricts extendedKeyUsage without codeSigning" + EkuOnlyAnyNote(c) +
+                        "; it cannot vouch for a code-signing leaf");
     }
   }
   return Status::Ok();

@@ -21,7 +21,8 @@ Result<std::string> Sha256HexOfCert(X509* cert);
 Result<std::vector<ossl::UniquePtr<X509>>> ReadPemCertificates(std::string_view pem, Reason reason,
                                                                const std::string& what);
 // ReadCrl parses one CRL, PEM or DER.
-Result<ossl::UniquePtr<X509_CRL>> ReadCrl(std::string_view bytes, Reason reason, const std::string& what);
+Result<ossl::UniquePtr<X509_CRL>> ReadCrl(std::string_view bytes, Reason reason,
+                                          const std::string& what);
 // AsnTimeToUnix converts an ASN1_TIME to Unix seconds.
 std::optional<int64_t> AsnTimeToUnix(const ASN1_TIME* t);
 
@@ -35,13 +36,14 @@ Result<std::string> EncodedSpkiSha256(X509* cert);
 // (KeyIdAliasesOf), or the digest of the SPKI exactly as this certificate encodes it. So a key
 // revoked by a digest taken from one certificate is revoked in every other certificate of it.
 // Fails closed: a key that cannot be read is an error (kAlgorithmRefused), never "not listed".
-Result<std::optional<std::string>> RevokedKeyEntry(X509* cert, const std::set<std::string>& revoked_keys);
+Result<std::optional<std::string>> RevokedKeyEntry(X509* cert,
+                                                   const std::set<std::string>& revoked_keys);
 
 // EkuRule says whether CheckCodeSigningLeaf requires the extendedKeyUsage extension.
 enum class EkuRule {
-  kRequired,        // a package signer's leaf: an EKU extension listing codeSigning
-  kIfPresent,       // a pinned certificate (the allowlist signer): the pin is what trusts it, so
-                    // no EKU means no restriction; an EKU that is there must list codeSigning
+  kRequired,   // a package signer's leaf: an EKU extension listing codeSigning
+  kIfPresent,  // a pinned certificate (the allowlist signer): the pin is what trusts it, so
+               // no EKU means no restriction; an EKU that is there must list codeSigning
 };
 
 // CheckCodeSigningLeaf checks the leaf profile of a code-signing certificate (RFC 5280
@@ -53,7 +55,8 @@ enum class EkuRule {
 //   - it is not a CA: no basicConstraints CA:TRUE, and nothing else OpenSSL would accept as a CA
 //     (X509_check_ca: keyCertSign without basicConstraints, a v1 self-signed certificate).
 // Returns kChainUntrusted naming |what| ("the leaf"), what was expected and what was found.
-Status CheckCodeSigningLeaf(X509* leaf, EkuRule rule = EkuRule::kRequired, std::string_view what = "the leaf");
+Status CheckCodeSigningLeaf(X509* leaf, EkuRule rule = EkuRule::kRequired,
+                            std::string_view what = "the leaf");
 
 // CheckIssuersPermitCodeSigning checks every certificate of |chain| above the leaf (index ≥ 1,
 // the pinned root included): one with an extendedKeyUsage extension must list

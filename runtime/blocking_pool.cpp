@@ -39,7 +39,7 @@ void BlockingPool::Loop() {
     if (queue_.empty()) {
       ++idle_;
       const bool got = mu_.WaitFor(cv_, std::chrono::seconds(10),
-                                     [this]() CLAWGUARD_REQUIRES(mu_) { return !queue_.empty(); });
+                                   [this]() CLAWGUARD_REQUIRES(mu_) { return !queue_.empty(); });
       --idle_;
       if (!got) {
         --threads_;

@@ -51,7 +51,8 @@ void Unpark(Fiber* f) {
 bool Held(const Fiber* f) {
   const int64_t since = f->carrier->running_since_ns.load(std::memory_order_relaxed);
   return since != 0 &&
-         NowNs() - since > std::chrono::duration_cast<std::chrono::nanoseconds>(Carriers::kStuckAfter).count();
+         NowNs() - since >
+             std::chrono::duration_cast<std::chrono::nanoseconds>(Carriers::kStuckAfter).count();
 }
 
 void Pin(Fiber* f) { f->pins.fetch_add(1, std::memory_order_relaxed); }
@@ -108,7 +109,8 @@ int WaitFd(int fd, short events, int timeout_ms) {
   }
   Carrier* c = f->carrier;
   epoll_event ev{};
-  ev.events = EPOLLONESHOT | ((events & POLLIN) ? EPOLLIN : 0u) | ((events & POLLOUT) ? EPOLLOUT : 0u);
+  ev.events =
+      EPOLLONESHOT | ((events & POLLIN) ? EPOLLIN : 0u) | ((events & POLLOUT) ? EPOLLOUT : 0u);
   ev.data.ptr = f;
   if (::epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) return -1;
   const bool ready = AwaitFdEvent(f, timeout_ms);
@@ -125,7 +127,8 @@ int FdWatch::Wait(int fd, short events, int timeout_ms) {
   }
   Carrier* c = f->carrier;
   epoll_event ev{};
-  ev.events = EPOLLONESHOT | ((events & POLLIN) ? EPOLLIN : 0u) | ((events & POLLOUT) ? EPOLLOUT : 0u);
+  ev.events =
+      EPOLLONESHOT | ((events & POLLIN) ? EPOLLIN : 0u) | ((events & POLLOUT) ? EPOLLOUT : 0u);
   ev.data.ptr = f;
   const bool known = std::find(carriers_.begin(), carriers_.end(), c) != carriers_.end();
   // Re-arm where it is registered; a carrier that went (or a closed and reused descriptor) answers
@@ -225,7 +228,8 @@ Carriers::~Carriers() {
   }
   for (auto& c : impl_->carriers) {
     for (auto& f : c->all) {
-      while (f->pins.load(std::memory_order_acquire) > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      while (f->pins.load(std::memory_order_acquire) > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
   impl_->carriers.clear();
@@ -236,17 +240,21 @@ void Carriers::Spawn(std::function<void()> fn) {
   {
     MutexLock lock(impl_->mu);
     const int64_t now = NowNs();
-    const int64_t stuck_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(kStuckAfter).count();
+    const int64_t stuck_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(kStuckAfter).count();
     Carrier* least = nullptr;
     for (auto& c : impl_->carriers) {
       const int64_t since = c->running_since_ns.load(std::memory_order_relaxed);
       const int64_t live = c->live.load(std::memory_order_relaxed);
       if (least == nullptr || live < least->live.load(std::memory_order_relaxed)) least = c.get();
       if (since != 0 && now - since > stuck_ns) continue;
-      if (target == nullptr || live < target->live.load(std::memory_order_relaxed)) target = c.get();
+      if (target == nullptr || live < target->live.load(std::memory_order_relaxed))
+        target = c.get();
     }
     if (target == nullptr) {
-      target = static_cast<int>(impl_->carriers.size()) < impl_->base + kMaxExtraCarriers ? impl_->Add() : least;
+      target = static_cast<int>(impl_->carriers.size()) < impl_->base + kMaxExtraCarriers
+                   ? impl_->Add()
+                   : least;
     }
     target->live.fetch_add(1, std::memory_order_acq_rel);
   }

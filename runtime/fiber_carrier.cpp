@@ -17,7 +17,8 @@ namespace clawguard::fiber {
 
 namespace ctx = boost::context;
 
-Carrier::Carrier(size_t stack, std::string thread_name) : stack_bytes(stack), name(std::move(thread_name)) {
+Carrier::Carrier(size_t stack, std::string thread_name)
+    : stack_bytes(stack), name(std::move(thread_name)) {
   epfd = ::epoll_create1(EPOLL_CLOEXEC);
   evfd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (epfd < 0 || evfd < 0) {
@@ -79,26 +80,27 @@ Fiber* Carrier::NewFiber() {
   auto owned = std::make_unique<Fiber>();
   Fiber* f = owned.get();
   f->carrier = this;
-  f->self = ctx::fiber(std::allocator_arg, RecordingStack(stack_bytes, f), [f](ctx::fiber&& caller) {
-    IntoFiberDone(f);
-    f->caller = std::move(caller);
-    while (!f->exit) {
-      {
-        std::function<void()> task = std::move(f->task);
-        f->task = nullptr;
-        try {
-          if (task) task();
-        } catch (...) {
+  f->self =
+      ctx::fiber(std::allocator_arg, RecordingStack(stack_bytes, f), [f](ctx::fiber&& caller) {
+        IntoFiberDone(f);
+        f->caller = std::move(caller);
+        while (!f->exit) {
+          {
+            std::function<void()> task = std::move(f->task);
+            f->task = nullptr;
+            try {
+              if (task) task();
+            } catch (...) {
+            }
+          }
+          f->action = Fiber::kIdle;
+          OutOfFiber(f, /*dying=*/false);
+          f->caller = std::move(f->caller).resume();  // back when given the next task (or |exit|)
+          IntoFiberDone(f);
         }
-      }
-      f->action = Fiber::kIdle;
-      OutOfFiber(f, /*dying=*/false);
-      f->caller = std::move(f->caller).resume();  // back when given the next task (or |exit|)
-      IntoFiberDone(f);
-    }
-    OutOfFiber(f, /*dying=*/true);
-    return std::move(f->caller);
-  });
+        OutOfFiber(f, /*dying=*/true);
+        return std::move(f->caller);
+      });
   all.push_back(std::move(owned));
   return f;
 }
@@ -165,7 +167,8 @@ void Carrier::Poll(int timeout_ms) {
 
 int Carrier::NextTimeoutMs() const {
   if (timers.empty()) return -1;
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(timers.begin()->first - Clock::now()).count();
+  const auto left =
+      std::chrono::ceil<std::chrono::milliseconds>(timers.begin()->first - Clock::now()).count();
   return left < 0 ? 0 : static_cast<int>(std::min<int64_t>(left, 60'000));
 }
 

@@ -57,7 +57,10 @@ struct Fiber {
 // while its carrier runs its own loop).
 inline thread_local Fiber* t_current = nullptr;
 
-inline int64_t NowNs() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
+inline int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
 
 // Carrier is one carrier thread (fiber.h "Carriers").
 struct Carrier {
@@ -91,12 +94,12 @@ struct Carrier {
   std::deque<std::function<void()>> spawns CLAWGUARD_GUARDED_BY(mu);
   bool sleeping CLAWGUARD_GUARDED_BY(mu) = false;  // in (or about to enter) epoll_wait
   bool stop CLAWGUARD_GUARDED_BY(mu) = false;
-  std::vector<Fiber*> idle;                  // carrier thread only
-  std::vector<Fiber*> yielded;               // carrier thread only
+  std::vector<Fiber*> idle;                         // carrier thread only
+  std::vector<Fiber*> yielded;                      // carrier thread only
   std::multimap<Clock::time_point, Fiber*> timers;  // carrier thread only
   std::vector<std::unique_ptr<Fiber>> all;          // carrier thread only (then the destructor)
   std::atomic<int64_t> running_since_ns{0};         // when the running fiber was resumed; 0: none
-  std::atomic<int64_t> live{0};                     // fibers given to this carrier, not yet returned
+  std::atomic<int64_t> live{0};  // fibers given to this carrier, not yet returned
   std::thread thread;
 };
 

@@ -26,7 +26,8 @@ void BackFromFiber(void* carrier_fake) {
 }
 void OutOfFiber(Fiber* f, bool dying) {
 #if defined(__SANITIZE_ADDRESS__)
-  __sanitizer_start_switch_fiber(dying ? nullptr : &f->fake_stack, f->caller_bottom, f->caller_size);
+  __sanitizer_start_switch_fiber(dying ? nullptr : &f->fake_stack, f->caller_bottom,
+                                 f->caller_size);
 #else
   (void)f;
   (void)dying;

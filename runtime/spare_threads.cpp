@@ -62,8 +62,9 @@ void SpareThreads::Run(std::function<void()> task) {
     ++shared_->started;
   }
   try {
-    std::thread([shared = shared_, task = std::move(task)]() mutable { Shared::Loop(shared, std::move(task)); })
-        .detach();
+    std::thread([shared = shared_, task = std::move(task)]() mutable {
+      Shared::Loop(shared, std::move(task));
+    }).detach();
   } catch (...) {
     MutexLock lock(shared_->mu);
     --shared_->started;

@@ -32,8 +32,9 @@ class HsmSigner {
   // no token has that label), logs in with |pin| (wiped right after C_Login; kHsmLoginFailed),
   // finds the key (kKeyNotFound, kKeyAmbiguous, kAlgorithmRefused for RSA or another curve) and
   // checks its protection (kKeyExtractable; kKeyImported unless |allow_imported_key|).
-  static Result<std::unique_ptr<Signer>> Create(const std::string& module_path, const std::string& key_uri,
-                                                SecretBytes pin, bool allow_imported_key);
+  static Result<std::unique_ptr<Signer>> Create(const std::string& module_path,
+                                                const std::string& key_uri, SecretBytes pin,
+                                                bool allow_imported_key);
 };
 
 }  // namespace clawguard::signer

@@ -18,8 +18,8 @@ CK_ATTRIBUTE Attr(CK_ATTRIBUTE_TYPE type, const void* value, size_t len) {
   return CK_ATTRIBUTE{type, const_cast<void*>(value), static_cast<CK_ULONG>(len)};
 }
 
-Result<GeneratedKey> GenerateKeyPair(Pkcs11Session& session, const std::string& label, SigAlgorithm alg,
-                                     KeyProtection protection);
+Result<GeneratedKey> GenerateKeyPair(Pkcs11Session& session, const std::string& label,
+                                     SigAlgorithm alg, KeyProtection protection);
 
 KeyListing ToListing(const std::string& token, const TokenKey& k) {
   KeyListing out;
@@ -49,7 +49,8 @@ KeyListing ToListing(const std::string& token, const TokenKey& k) {
 Result<SigAlgorithm> ParseKeyAlgorithm(std::string_view name) {
   if (name == "ecdsa-p256") return SigAlgorithm::kEcdsaP256Sha256;
   if (name == "ed25519") return SigAlgorithm::kEd25519;
-  return Status(Reason::kUsage, "unknown key algorithm '" + std::string(name) + "' (expected ecdsa-p256 or ed25519)");
+  return Status(Reason::kUsage, "unknown key algorithm '" + std::string(name) +
+                                    "' (expected ecdsa-p256 or ed25519)");
 }
 
 std::string_view KeyAlgorithmName(SigAlgorithm alg) {
@@ -57,14 +58,16 @@ std::string_view KeyAlgorithmName(SigAlgorithm alg) {
 }
 
 namespace {
-Result<GeneratedKey> GenerateKeyPair(Pkcs11Session& session, const std::string& label, SigAlgorithm alg,
-                                     KeyProtection protection) {
+Result<GeneratedKey> GenerateKeyPair(Pkcs11Session& session, const std::string& label,
+                                     SigAlgorithm alg, KeyProtection protection) {
   if (label.empty()) return Status(Reason::kUsage, "a key label must not be empty");
   std::vector<CK_ATTRIBUTE> by_label{Attr(CKA_LABEL, label.data(), label.size())};
-  CLAWGUARD_ASSIGN_OR_RETURN(std::vector<CK_OBJECT_HANDLE> existing, session.FindObjects(by_label, 1));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::vector<CK_OBJECT_HANDLE> existing,
+                             session.FindObjects(by_label, 1));
   if (!existing.empty()) {
-    return Status(Reason::kKeyAmbiguous, "a key labelled '" + label + "' already exists in token '" +
-                                             session.token().label + "'; choose another --label");
+    return Status(Reason::kKeyAmbiguous, "a key labelled '" + label +
+                                             "' already exists in token '" + session.token().label +
+                                             "'; choose another --label");
   }
   std::string id(16, '\0');
   if (RAND_bytes(reinterpret_cast<unsigned char*>(id.data()), static_cast<int>(id.size())) != 1) {
@@ -74,23 +77,30 @@ Result<GeneratedKey> GenerateKeyPair(Pkcs11Session& session, const std::string& 
   CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
   CK_BBOOL sensitive = protection.sensitive ? CK_TRUE : CK_FALSE;
   CK_BBOOL extractable = protection.extractable ? CK_TRUE : CK_FALSE;
-  std::vector<CK_ATTRIBUTE> pub{
-      Attr(CKA_TOKEN, &yes, sizeof(yes)),       Attr(CKA_PRIVATE, &no, sizeof(no)),
-      Attr(CKA_VERIFY, &yes, sizeof(yes)),      Attr(CKA_EC_PARAMS, params.data(), params.size()),
-      Attr(CKA_LABEL, label.data(), label.size()), Attr(CKA_ID, id.data(), id.size())};
-  std::vector<CK_ATTRIBUTE> priv{
-      Attr(CKA_TOKEN, &yes, sizeof(yes)),           Attr(CKA_PRIVATE, &yes, sizeof(yes)),
-      Attr(CKA_SENSITIVE, &sensitive, sizeof(sensitive)), Attr(CKA_EXTRACTABLE, &extractable, sizeof(extractable)),
-      Attr(CKA_SIGN, &yes, sizeof(yes)),            Attr(CKA_LABEL, label.data(), label.size()),
-      Attr(CKA_ID, id.data(), id.size())};
-  CK_MECHANISM mech{alg == SigAlgorithm::kEd25519 ? CKM_EC_EDWARDS_KEY_PAIR_GEN : CKM_EC_KEY_PAIR_GEN, nullptr, 0};
+  std::vector<CK_ATTRIBUTE> pub{Attr(CKA_TOKEN, &yes, sizeof(yes)),
+                                Attr(CKA_PRIVATE, &no, sizeof(no)),
+                                Attr(CKA_VERIFY, &yes, sizeof(yes)),
+                                Attr(CKA_EC_PARAMS, params.data(), params.size()),
+                                Attr(CKA_LABEL, label.data(), label.size()),
+                                Attr(CKA_ID, id.data(), id.size())};
+  std::vector<CK_ATTRIBUTE> priv{Attr(CKA_TOKEN, &yes, sizeof(yes)),
+                                 Attr(CKA_PRIVATE, &yes, sizeof(yes)),
+                                 Attr(CKA_SENSITIVE, &sensitive, sizeof(sensitive)),
+                                 Attr(CKA_EXTRACTABLE, &extractable, sizeof(extractable)),
+                                 Attr(CKA_SIGN, &yes, sizeof(yes)),
+                                 Attr(CKA_LABEL, label.data(), label.size()),
+                                 Attr(CKA_ID, id.data(), id.size())};
+  CK_MECHANISM mech{
+      alg == SigAlgorithm::kEd25519 ? CKM_EC_EDWARDS_KEY_PAIR_GEN : CKM_EC_KEY_PAIR_GEN, nullptr,
+      0};
   CK_OBJECT_HANDLE pub_handle = CK_INVALID_HANDLE, priv_handle = CK_INVALID_HANDLE;
-  CK_RV rv = session.fn()->C_GenerateKeyPair(session.handle(), &mech, pub.data(), pub.size(), priv.data(), priv.size(),
-                                             &pub_handle, &priv_handle);
+  CK_RV rv = session.fn()->C_GenerateKeyPair(session.handle(), &mech, pub.data(), pub.size(),
+                                             priv.data(), priv.size(), &pub_handle, &priv_handle);
   if (rv != CKR_OK) {
-    return Pkcs11Error(Reason::kHsmUnavailable, "C_GenerateKeyPair", rv,
-                       std::string(KeyAlgorithmName(alg)) + " in token '" + session.token().label + "'" +
-                           (rv == CKR_MECHANISM_INVALID ? "; this token cannot generate that algorithm" : ""));
+    return Pkcs11Error(
+        Reason::kHsmUnavailable, "C_GenerateKeyPair", rv,
+        std::string(KeyAlgorithmName(alg)) + " in token '" + session.token().label + "'" +
+            (rv == CKR_MECHANISM_INVALID ? "; this token cannot generate that algorithm" : ""));
   }
   CLAWGUARD_ASSIGN_OR_RETURN(TokenKey key, FindPrivateKey(session, label, id));
   GeneratedKey out;
@@ -103,17 +113,20 @@ Result<GeneratedKey> GenerateKeyPair(Pkcs11Session& session, const std::string& 
 
 }  // namespace
 
-Result<GeneratedKey> GenerateKey(const std::string& module_path, const std::string& token, const std::string& label,
-                                 SigAlgorithm alg, SecretBytes pin, KeyProtection protection) {
+Result<GeneratedKey> GenerateKey(const std::string& module_path, const std::string& token,
+                                 const std::string& label, SigAlgorithm alg, SecretBytes pin,
+                                 KeyProtection protection) {
   CLAWGUARD_ASSIGN_OR_RETURN(std::shared_ptr<Pkcs11Module> module, Pkcs11Module::Load(module_path));
-  CLAWGUARD_ASSIGN_OR_RETURN(Pkcs11Session session, Pkcs11Session::Open(module, token, /*read_write=*/true));
+  CLAWGUARD_ASSIGN_OR_RETURN(Pkcs11Session session,
+                             Pkcs11Session::Open(module, token, /*read_write=*/true));
   CLAWGUARD_RETURN_IF_ERROR(session.Login(std::move(pin)));
   return GenerateKeyPair(session, label, alg, protection);
 }
 
 Result<ossl::UniquePtr<X509_NAME>> ParseSubject(std::string_view subject) {
   const std::string hint = " (expected a subject like \"/O=acme/CN=acme release\")";
-  if (subject.empty() || subject.front() != '/') return Status(Reason::kUsage, "the subject must start with '/'" + hint);
+  if (subject.empty() || subject.front() != '/')
+    return Status(Reason::kUsage, "the subject must start with '/'" + hint);
   ossl::UniquePtr<X509_NAME> name(X509_NAME_new());
   std::vector<std::string> parts(1);
   for (size_t i = 1; i < subject.size(); ++i) {
@@ -133,10 +146,11 @@ Result<ossl::UniquePtr<X509_NAME>> ParseSubject(std::string_view subject) {
     }
     const std::string type = part.substr(0, eq), value = part.substr(eq + 1);
     if (X509_NAME_add_entry_by_txt(name.get(), type.c_str(), MBSTRING_UTF8,
-                                   reinterpret_cast<const unsigned char*>(value.data()), static_cast<int>(value.size()),
-                                   -1, 0) != 1) {
+                                   reinterpret_cast<const unsigned char*>(value.data()),
+                                   static_cast<int>(value.size()), -1, 0) != 1) {
       (void)ossl::GetSslErrors();
-      return Status(Reason::kUsage, "subject attribute '" + type + "' is unknown or its value is invalid" + hint);
+      return Status(Reason::kUsage,
+                    "subject attribute '" + type + "' is unknown or its value is invalid" + hint);
     }
   }
   return name;
@@ -146,21 +160,25 @@ Result<std::string> MakeCsrPem(Signer& signer, std::string_view subject) {
   CLAWGUARD_ASSIGN_OR_RETURN(ossl::UniquePtr<X509_NAME> name, ParseSubject(subject));
   ossl::UniquePtr<X509_REQ> req(X509_REQ_new());
   // X509_REQ_set_subject_name and X509_REQ_set_pubkey copy / up-ref: we keep ownership of ours.
-  if (!req || X509_REQ_set_version(req.get(), 0) != 1 || X509_REQ_set_subject_name(req.get(), name.get()) != 1 ||
+  if (!req || X509_REQ_set_version(req.get(), 0) != 1 ||
+      X509_REQ_set_subject_name(req.get(), name.get()) != 1 ||
       X509_REQ_set_pubkey(req.get(), signer.public_key()) != 1) {
     return Status(Reason::kInternal, "cannot build the CSR: " + ossl::GetSslErrors());
   }
-  const int nid = signer.algorithm() == SigAlgorithm::kEd25519 ? NID_ED25519 : NID_ecdsa_with_SHA256;
+  const int nid =
+      signer.algorithm() == SigAlgorithm::kEd25519 ? NID_ED25519 : NID_ecdsa_with_SHA256;
   ossl::UniquePtr<X509_ALGOR> algor(X509_ALGOR_new());
   // X509_ALGOR_set0 takes the (static) OID object; the parameters are absent (RFC 5758, RFC 8410).
   if (!algor || X509_ALGOR_set0(algor.get(), OBJ_nid2obj(nid), V_ASN1_UNDEF, nullptr) != 1 ||
       X509_REQ_set1_signature_algo(req.get(), algor.get()) != 1) {  // set1: copies |algor|
-    return Status(Reason::kInternal, "cannot set the CSR signature algorithm: " + ossl::GetSslErrors());
+    return Status(Reason::kInternal,
+                  "cannot set the CSR signature algorithm: " + ossl::GetSslErrors());
   }
   unsigned char* raw = nullptr;
   const int tbs_len = i2d_re_X509_REQ_tbs(req.get(), &raw);  // allocates |raw|; owned by |tbs|
   const ossl::UniqueBuffer tbs(raw);
-  if (tbs_len <= 0 || tbs == nullptr) return Status(Reason::kInternal, "cannot encode the CSR: " + ossl::GetSslErrors());
+  if (tbs_len <= 0 || tbs == nullptr)
+    return Status(Reason::kInternal, "cannot encode the CSR: " + ossl::GetSslErrors());
   const std::string tbs_der(reinterpret_cast<const char*>(tbs.get()), static_cast<size_t>(tbs_len));
   CLAWGUARD_ASSIGN_OR_RETURN(std::string sig, signer.Sign(tbs_der));
   ossl::UniquePtr<ASN1_BIT_STRING> bits(ASN1_BIT_STRING_new());
@@ -173,7 +191,8 @@ Result<std::string> MakeCsrPem(Signer& signer, std::string_view subject) {
   bits->flags |= ASN1_STRING_FLAG_BITS_LEFT;
   X509_REQ_set0_signature(req.get(), bits.release());  // set0: |req| owns the bit string now
   if (X509_REQ_verify(req.get(), signer.public_key()) != 1) {
-    return Status(Reason::kInternal, "the CSR signed in the token does not verify: " + ossl::GetSslErrors());
+    return Status(Reason::kInternal,
+                  "the CSR signed in the token does not verify: " + ossl::GetSslErrors());
   }
   ossl::UniquePtr<BIO> bio(BIO_new(BIO_s_mem()));
   if (!bio || PEM_write_bio_X509_REQ(bio.get(), req.get()) != 1) {
@@ -184,9 +203,11 @@ Result<std::string> MakeCsrPem(Signer& signer, std::string_view subject) {
   return std::string(data, static_cast<size_t>(len));
 }
 
-Result<std::vector<TokenListing>> ListTokens(const std::string& module_path, const std::optional<std::string>& token,
+Result<std::vector<TokenListing>> ListTokens(const std::string& module_path,
+                                             const std::optional<std::string>& token,
                                              std::optional<SecretBytes> pin) {
-  if (pin && !token) return Status(Reason::kUsage, "--pin-source needs --token: a PIN unlocks one token");
+  if (pin && !token)
+    return Status(Reason::kUsage, "--pin-source needs --token: a PIN unlocks one token");
   CLAWGUARD_ASSIGN_OR_RETURN(std::shared_ptr<Pkcs11Module> module, Pkcs11Module::Load(module_path));
   std::vector<TokenInfo> tokens;
   if (token) {
@@ -205,7 +226,8 @@ Result<std::vector<TokenListing>> ListTokens(const std::string& module_path, con
     listing.serial = t.serial;
     listing.initialized = t.initialized;
     if (t.initialized) {
-      CLAWGUARD_ASSIGN_OR_RETURN(Pkcs11Session session, Pkcs11Session::Open(module, t.label, /*read_write=*/false));
+      CLAWGUARD_ASSIGN_OR_RETURN(Pkcs11Session session,
+                                 Pkcs11Session::Open(module, t.label, /*read_write=*/false));
       std::vector<TokenKey> keys;
       if (pin) {
         CLAWGUARD_RETURN_IF_ERROR(session.Login(std::move(*pin)));
@@ -221,7 +243,8 @@ Result<std::vector<TokenListing>> ListTokens(const std::string& module_path, con
   return out;
 }
 
-nlohmann::json ListingToJson(const std::string& module_path, const std::vector<TokenListing>& listings) {
+nlohmann::json ListingToJson(const std::string& module_path,
+                             const std::vector<TokenListing>& listings) {
   nlohmann::json tokens = nlohmann::json::array();
   for (const auto& l : listings) {
     nlohmann::json keys = nlohmann::json::array();

@@ -42,8 +42,9 @@ struct KeyProtection {
 // CKA_SIGN, a random 16-byte CKA_ID, CKA_SENSITIVE/CKA_EXTRACTABLE per |protection|.
 // kKeyAmbiguous if any object in the token already has that label; kHsmUnavailable,
 // kHsmLoginFailed as for signing.
-Result<GeneratedKey> GenerateKey(const std::string& module_path, const std::string& token, const std::string& label,
-                                 SigAlgorithm alg, SecretBytes pin, KeyProtection protection = {});
+Result<GeneratedKey> GenerateKey(const std::string& module_path, const std::string& token,
+                                 const std::string& label, SigAlgorithm alg, SecretBytes pin,
+                                 KeyProtection protection = {});
 
 // ParseSubject parses "/O=acme/CN=acme release" ("\/" escapes a slash) into an X509_NAME;
 // kUsage on an empty, malformed or unknown attribute.
@@ -55,14 +56,14 @@ Result<ossl::UniquePtr<X509_NAME>> ParseSubject(std::string_view subject);
 Result<std::string> MakeCsrPem(Signer& signer, std::string_view subject);
 
 struct KeyListing {
-  std::string label, id;       // CKA_LABEL, CKA_ID (raw bytes)
-  std::string algorithm;       // "ecdsa-p256", "ed25519", "rsa", "ec-other-curve", ...
-  std::string keyid;           // KeyIdOf the public key; "" when there is no public key object or
-                               // KeyIdOf failed
-  std::string keyid_error;     // why KeyIdOf failed ("reason: message"); "" otherwise
-  std::string uri;             // the key URI to pass to --key
+  std::string label, id;    // CKA_LABEL, CKA_ID (raw bytes)
+  std::string algorithm;    // "ecdsa-p256", "ed25519", "rsa", "ec-other-curve", ...
+  std::string keyid;        // KeyIdOf the public key; "" when there is no public key object or
+                            // KeyIdOf failed
+  std::string keyid_error;  // why KeyIdOf failed ("reason: message"); "" otherwise
+  std::string uri;          // the key URI to pass to --key
   bool sensitive = false, always_sensitive = false, extractable = false, never_extractable = false,
-       local = false;          // meaningful only when the token was logged in
+       local = false;  // meaningful only when the token was logged in
 };
 
 struct TokenListing {
@@ -75,11 +76,13 @@ struct TokenListing {
 
 // ListTokens lists every token (or only |token|) and its keys. With |pin| (requires |token|) it
 // logs in and lists private keys with their flags; without, public key objects only.
-Result<std::vector<TokenListing>> ListTokens(const std::string& module_path, const std::optional<std::string>& token,
+Result<std::vector<TokenListing>> ListTokens(const std::string& module_path,
+                                             const std::optional<std::string>& token,
                                              std::optional<SecretBytes> pin);
 
 // ListingToJson renders listings as {"module": …, "tokens": [{label, slot, …, "keys": […]}]}.
-nlohmann::json ListingToJson(const std::string& module_path, const std::vector<TokenListing>& listings);
+nlohmann::json ListingToJson(const std::string& module_path,
+                             const std::vector<TokenListing>& listings);
 
 }  // namespace clawguard::signer
 

@@ -37,14 +37,15 @@ struct PackResult {
 //   kPackageTooLarge — the listed files, or the package, exceed limits::kDefaultMaxPackage bytes;
 //   kInternal        — libarchive failed, or the output cannot be written.
 // Thread-safe (no shared state).
-Result<PackResult> PackPlugin(const std::string& manifest_path, const std::optional<std::string>& root,
-                              const std::string& out_dir);
+Result<PackResult> PackPlugin(const std::string& manifest_path,
+                              const std::optional<std::string>& root, const std::string& out_dir);
 
 // BuildPackage renders the archive bytes for |manifest| (every digest already filled in) and the
 // contents of its files (|contents| holds exactly the manifest's paths). Deterministic.
 // Returns kManifestInvalid if |contents| and the manifest's files differ, kInternal if
 // libarchive fails.
-Result<std::string> BuildPackage(const Manifest& manifest, const std::map<std::string, std::string>& contents);
+Result<std::string> BuildPackage(const Manifest& manifest,
+                                 const std::map<std::string, std::string>& contents);
 
 }  // namespace clawguard::signer
 

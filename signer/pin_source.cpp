@@ -30,14 +30,16 @@ Result<SecretBytes> ReadAllBounded(int fd, const std::string& what) {
     const ssize_t got = ::read(fd, data + used, buf.size() - used);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
-      return Status(Reason::kHsmLoginFailed, "cannot read the PIN from " + what + ": " + std::strerror(errno));
+      return Status(Reason::kHsmLoginFailed,
+                    "cannot read the PIN from " + what + ": " + std::strerror(errno));
     }
     if (got == 0) break;
     used += static_cast<size_t>(got);
   }
   if (used > limits::kMaxPinFile) {
     return Status(Reason::kHsmLoginFailed, "the PIN source " + what + " holds more than " +
-                                               std::to_string(limits::kMaxPinFile) + " bytes; it must hold only the PIN");
+                                               std::to_string(limits::kMaxPinFile) +
+                                               " bytes; it must hold only the PIN");
   }
   return SecretBytes(std::string_view(reinterpret_cast<const char*>(data), used));
 }
@@ -60,12 +62,14 @@ Result<SecretBytes> Finish(SecretBytes raw, const std::string& what) {
 Result<SecretBytes> FromEnv(std::string_view var) {
   const std::string name(var);
   if (name.empty() || name.find('=') != std::string::npos) {
-    return Status(Reason::kUsage, "bad PIN source env:…: " + std::string(kForms) + " with a variable name");
+    return Status(Reason::kUsage,
+                  "bad PIN source env:…: " + std::string(kForms) + " with a variable name");
   }
   char* value = std::getenv(name.c_str());
   if (value == nullptr) {
-    return Status(Reason::kHsmLoginFailed, "the PIN variable " + name + " is not set; export it (from a CI secret) "
-                                           "before running clawguard");
+    return Status(Reason::kHsmLoginFailed, "the PIN variable " + name +
+                                               " is not set; export it (from a CI secret) "
+                                               "before running clawguard");
   }
   SecretBytes pin{std::string_view(value)};
   // Overwrite the environment's copy before unsetting it: unsetenv only unlinks the string.
@@ -79,7 +83,8 @@ Result<SecretBytes> FromFile(std::string_view path_view) {
   if (path.empty()) return Status(Reason::kUsage, "bad PIN source 'file:': " + std::string(kForms));
   // A pipe would block the open (no writer yet) or the read: file: takes regular files only, and
   // fd:N is the form for a PIN passed through a pipe.
-  auto fd = OpenRegularFile(path, "to pass the PIN through a pipe, use --pin-source fd:N with the pipe's read end");
+  auto fd = OpenRegularFile(
+      path, "to pass the PIN through a pipe, use --pin-source fd:N with the pipe's read end");
   if (!fd) return fd.error().WithContext("the PIN file");
   CLAWGUARD_ASSIGN_OR_RETURN(SecretBytes raw, ReadAllBounded(fd->get(), "file:" + path));
   return Finish(std::move(raw), "file:" + path);
@@ -89,13 +94,16 @@ Result<SecretBytes> FromFd(std::string_view digits) {
   int fd_num = -1;
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), fd_num);
   if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || fd_num < 0) {
-    return Status(Reason::kUsage, "bad PIN source fd:…: " + std::string(kForms) + " with a descriptor number");
+    return Status(Reason::kUsage,
+                  "bad PIN source fd:…: " + std::string(kForms) + " with a descriptor number");
   }
   if (::fcntl(fd_num, F_GETFD) < 0) {
-    return Status(Reason::kHsmLoginFailed, "the PIN descriptor fd:" + std::to_string(fd_num) + " is not open");
+    return Status(Reason::kHsmLoginFailed,
+                  "the PIN descriptor fd:" + std::to_string(fd_num) + " is not open");
   }
   UniqueFd fd(fd_num);  // read to EOF, then closed
-  CLAWGUARD_ASSIGN_OR_RETURN(SecretBytes raw, ReadAllBounded(fd.get(), "fd:" + std::to_string(fd_num)));
+  CLAWGUARD_ASSIGN_OR_RETURN(SecretBytes raw,
+                             ReadAllBounded(fd.get(), "fd:" + std::to_string(fd_num)));
   return Finish(std::move(raw), "fd:" + std::to_string(fd_num));
 }
 

@@ -12,9 +12,12 @@ namespace {
 constexpr unsigned char kP256Oid[] = {0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07};
 constexpr unsigned char kEd25519Oid[] = {0x06, 0x03, 0x2b, 0x65, 0x70};
 // Some modules carry Ed25519's parameters as PrintableString "edwards25519" (PKCS#11 3.0 §2.3.10).
-constexpr unsigned char kEd25519Printable[] = {0x13, 0x0c, 'e', 'd', 'w', 'a', 'r', 'd', 's', '2', '5', '5', '1', '9'};
+constexpr unsigned char kEd25519Printable[] = {0x13, 0x0c, 'e', 'd', 'w', 'a', 'r',
+                                               'd',  's',  '2', '5', '5', '1', '9'};
 
-std::string Bytes(const unsigned char* p, size_t n) { return std::string(reinterpret_cast<const char*>(p), n); }
+std::string Bytes(const unsigned char* p, size_t n) {
+  return std::string(reinterpret_cast<const char*>(p), n);
+}
 
 CK_ATTRIBUTE Attr(CK_ATTRIBUTE_TYPE type, const void* value, size_t len) {
   return CK_ATTRIBUTE{type, const_cast<void*>(value), static_cast<CK_ULONG>(len)};
@@ -24,9 +27,11 @@ CK_ATTRIBUTE Attr(CK_ATTRIBUTE_TYPE type, const void* value, size_t len) {
 // returns the bare point (some do, against the spec).
 std::string UnwrapOctetString(const std::string& der) {
   const auto* p = reinterpret_cast<const unsigned char*>(der.data());
-  ossl::UniquePtr<ASN1_OCTET_STRING> os(d2i_ASN1_OCTET_STRING(nullptr, &p, static_cast<long>(der.size())));
+  ossl::UniquePtr<ASN1_OCTET_STRING> os(
+      d2i_ASN1_OCTET_STRING(nullptr, &p, static_cast<long>(der.size())));
   if (os && p == reinterpret_cast<const unsigned char*>(der.data()) + der.size()) {
-    return Bytes(ASN1_STRING_get0_data(os.get()), static_cast<size_t>(ASN1_STRING_length(os.get())));
+    return Bytes(ASN1_STRING_get0_data(os.get()),
+                 static_cast<size_t>(ASN1_STRING_length(os.get())));
   }
   (void)ossl::GetSslErrors();
   return der;
@@ -34,8 +39,11 @@ std::string UnwrapOctetString(const std::string& der) {
 
 Result<ossl::UniquePtr<EVP_PKEY>> P256FromPoint(const std::string& point) {
   ossl::UniquePtr<OSSL_PARAM_BLD> bld(OSSL_PARAM_BLD_new());
-  if (!bld || OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) != 1 ||
-      OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, point.data(), point.size()) != 1) {
+  if (!bld ||
+      OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) !=
+          1 ||
+      OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, point.data(),
+                                       point.size()) != 1) {
     return Status(Reason::kInternal, "cannot build EC key parameters: " + ossl::GetSslErrors());
   }
   ossl::UniquePtr<OSSL_PARAM> params(OSSL_PARAM_BLD_to_param(bld.get()));
@@ -43,7 +51,8 @@ Result<ossl::UniquePtr<EVP_PKEY>> P256FromPoint(const std::string& point) {
   EVP_PKEY* raw = nullptr;
   if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1 ||
       EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_PUBLIC_KEY, params.get()) != 1) {
-    return Status(Reason::kInternal, "the token's CKA_EC_POINT is not a P-256 point: " + ossl::GetSslErrors());
+    return Status(Reason::kInternal,
+                  "the token's CKA_EC_POINT is not a P-256 point: " + ossl::GetSslErrors());
   }
   return ossl::UniquePtr<EVP_PKEY>(raw);  // we own |raw|
 }
@@ -70,18 +79,22 @@ Result<KeyType> ClassifyKey(Pkcs11Session& s, CK_OBJECT_HANDLE obj) {
   return KeyType{std::nullopt, "eddsa-other-curve"};
 }
 
-Result<ossl::UniquePtr<EVP_PKEY>> PublicKeyOf(Pkcs11Session& s, CK_OBJECT_HANDLE pub, SigAlgorithm alg) {
-  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<std::string> point_der, s.GetAttribute(pub, CKA_EC_POINT));
+Result<ossl::UniquePtr<EVP_PKEY>> PublicKeyOf(Pkcs11Session& s, CK_OBJECT_HANDLE pub,
+                                              SigAlgorithm alg) {
+  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<std::string> point_der,
+                             s.GetAttribute(pub, CKA_EC_POINT));
   if (!point_der) return Status(Reason::kKeyNotFound, "the public key object has no CKA_EC_POINT");
   const std::string point = UnwrapOctetString(*point_der);
   if (alg == SigAlgorithm::kEcdsaP256Sha256) return P256FromPoint(point);
   if (point.size() != 32) {
-    return Status(Reason::kInternal, "the token's Ed25519 CKA_EC_POINT has " + std::to_string(point.size()) +
-                                         " bytes, expected 32");
+    return Status(Reason::kInternal, "the token's Ed25519 CKA_EC_POINT has " +
+                                         std::to_string(point.size()) + " bytes, expected 32");
   }
   EVP_PKEY* raw = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr,
-                                              reinterpret_cast<const unsigned char*>(point.data()), point.size());
-  if (raw == nullptr) return Status(Reason::kInternal, "bad Ed25519 public key: " + ossl::GetSslErrors());
+                                              reinterpret_cast<const unsigned char*>(point.data()),
+                                              point.size());
+  if (raw == nullptr)
+    return Status(Reason::kInternal, "bad Ed25519 public key: " + ossl::GetSslErrors());
   return ossl::UniquePtr<EVP_PKEY>(raw);  // we own |raw|
 }
 
@@ -122,8 +135,8 @@ Result<std::optional<CK_OBJECT_HANDLE>> MatchingPublic(Pkcs11Session& s, const T
   }
   CLAWGUARD_ASSIGN_OR_RETURN(std::vector<CK_OBJECT_HANDLE> found, s.FindObjects(tmpl, 2));
   if (found.size() > 1) {
-    return Status(Reason::kKeyAmbiguous, "several public key objects share the CKA_ID of key '" + key.label +
-                                             "'; give each key pair its own id");
+    return Status(Reason::kKeyAmbiguous, "several public key objects share the CKA_ID of key '" +
+                                             key.label + "'; give each key pair its own id");
   }
   if (found.empty()) return std::optional<CK_OBJECT_HANDLE>();
   return std::optional<CK_OBJECT_HANDLE>(found.front());
@@ -158,8 +171,12 @@ Result<std::vector<TokenKey>> ListKeys(Pkcs11Session& s, CK_OBJECT_CLASS cls) {
 std::string P256EcParams() { return Bytes(kP256Oid, sizeof(kP256Oid)); }
 std::string Ed25519EcParams() { return Bytes(kEd25519Oid, sizeof(kEd25519Oid)); }
 
-Result<std::vector<TokenKey>> ListPrivateKeys(Pkcs11Session& session) { return ListKeys(session, CKO_PRIVATE_KEY); }
-Result<std::vector<TokenKey>> ListPublicKeys(Pkcs11Session& session) { return ListKeys(session, CKO_PUBLIC_KEY); }
+Result<std::vector<TokenKey>> ListPrivateKeys(Pkcs11Session& session) {
+  return ListKeys(session, CKO_PRIVATE_KEY);
+}
+Result<std::vector<TokenKey>> ListPublicKeys(Pkcs11Session& session) {
+  return ListKeys(session, CKO_PUBLIC_KEY);
+}
 
 Result<TokenKey> FindPrivateKey(Pkcs11Session& s, const std::optional<std::string>& label,
                                 const std::optional<std::string>& id) {
@@ -173,7 +190,8 @@ Result<TokenKey> FindPrivateKey(Pkcs11Session& s, const std::optional<std::strin
   if (id) what += std::string(label ? " and " : "") + "with id " + HexEncode(*id);
   const std::string token = "token '" + s.token().label + "'";
   if (found.size() > 1) {
-    return Status(Reason::kKeyAmbiguous, std::to_string(found.size()) + " private keys " + what + " in " + token +
+    return Status(Reason::kKeyAmbiguous, std::to_string(found.size()) + " private keys " + what +
+                                             " in " + token +
                                              "; add id=… to the key URI or relabel the keys");
   }
   if (found.empty()) {
@@ -182,20 +200,23 @@ Result<TokenKey> FindPrivateKey(Pkcs11Session& s, const std::optional<std::strin
     if (all.ok()) {
       for (const auto& k : *all) present += (present.empty() ? "'" : ", '") + k.label + "'";
     }
-    return Status(Reason::kKeyNotFound, "no private key " + what + " in " + token + " (private keys there: " +
-                                            (present.empty() ? "none" : present) +
-                                            "); check the URI's object=/id= or run `clawguard keys list`");
+    return Status(Reason::kKeyNotFound,
+                  "no private key " + what + " in " + token +
+                      " (private keys there: " + (present.empty() ? "none" : present) +
+                      "); check the URI's object=/id= or run `clawguard keys list`");
   }
   CLAWGUARD_ASSIGN_OR_RETURN(TokenKey key, Describe(s, found.front(), /*is_private=*/true));
   if (!key.algorithm) {
-    return Status(Reason::kAlgorithmRefused, "key '" + key.label + "' is " + key.algorithm_name +
-                                                 "; ClawGuard signs with ecdsa-p256 or ed25519 keys only");
+    return Status(Reason::kAlgorithmRefused,
+                  "key '" + key.label + "' is " + key.algorithm_name +
+                      "; ClawGuard signs with ecdsa-p256 or ed25519 keys only");
   }
   CLAWGUARD_RETURN_IF_ERROR(FillPublicKey(s, key));
   if (!key.public_key) {
-    return Status(Reason::kKeyNotFound, "key '" + key.label + "' in " + token +
-                                            " has no public key object with the same CKA_ID; "
-                                            "import the public key or regenerate with `clawguard keys generate`");
+    return Status(Reason::kKeyNotFound,
+                  "key '" + key.label + "' in " + token +
+                      " has no public key object with the same CKA_ID; "
+                      "import the public key or regenerate with `clawguard keys generate`");
   }
   return key;
 }
@@ -203,27 +224,31 @@ Result<TokenKey> FindPrivateKey(Pkcs11Session& s, const std::optional<std::strin
 Status CheckSigningKeyPolicy(const TokenKey& key, bool allow_imported_key) {
   const std::string name = "key '" + key.label + "'";
   if (!key.flags.sensitive || key.flags.extractable) {
-    return Status(Reason::kKeyExtractable, name + " can be read out of the token (CKA_SENSITIVE=" +
-                                               (key.flags.sensitive ? "true" : "false") + ", CKA_EXTRACTABLE=" +
-                                               (key.flags.extractable ? "true" : "false") +
-                                               "); generate a new key with `clawguard keys generate`");
+    return Status(Reason::kKeyExtractable,
+                  name + " can be read out of the token (CKA_SENSITIVE=" +
+                      (key.flags.sensitive ? "true" : "false") +
+                      ", CKA_EXTRACTABLE=" + (key.flags.extractable ? "true" : "false") +
+                      "); generate a new key with `clawguard keys generate`");
   }
   if (!key.flags.local) {
     if (!allow_imported_key) {
-      return Status(Reason::kKeyImported, name + " was imported into the token (CKA_LOCAL=false), so a copy may "
-                                                 "exist outside it; generate one in the HSM with `clawguard keys "
-                                                 "generate`, or pass --allow-imported-key if your key ceremony "
-                                                 "requires an imported key");
+      return Status(Reason::kKeyImported,
+                    name +
+                        " was imported into the token (CKA_LOCAL=false), so a copy may "
+                        "exist outside it; generate one in the HSM with `clawguard keys "
+                        "generate`, or pass --allow-imported-key if your key ceremony "
+                        "requires an imported key");
     }
     return Status::Ok();
   }
   if (!key.flags.always_sensitive || !key.flags.never_extractable) {
-    return Status(Reason::kKeyExtractable, name + " was readable out of the token at some point "
-                                               "(CKA_ALWAYS_SENSITIVE=" +
-                                               (key.flags.always_sensitive ? "true" : "false") +
-                                               ", CKA_NEVER_EXTRACTABLE=" +
-                                               (key.flags.never_extractable ? "true" : "false") +
-                                               "); generate a new key with `clawguard keys generate`");
+    return Status(Reason::kKeyExtractable,
+                  name +
+                      " was readable out of the token at some point "
+                      "(CKA_ALWAYS_SENSITIVE=" +
+                      (key.flags.always_sensitive ? "true" : "false") + ", CKA_NEVER_EXTRACTABLE=" +
+                      (key.flags.never_extractable ? "true" : "false") +
+                      "); generate a new key with `clawguard keys generate`");
   }
   return Status::Ok();
 }

@@ -22,7 +22,8 @@ namespace clawguard::signer {
 // KeyFlags are the private key's protection attributes (absent attributes read as false, so an
 // absent CKA_EXTRACTABLE reads "not extractable" only when the token says so).
 struct KeyFlags {
-  bool sensitive = false, always_sensitive = false, extractable = true, never_extractable = false, local = false;
+  bool sensitive = false, always_sensitive = false, extractable = true, never_extractable = false,
+       local = false;
 };
 
 struct TokenKey {
@@ -31,7 +32,7 @@ struct TokenKey {
   std::optional<SigAlgorithm> algorithm;        // nullopt: a key type ClawGuard does not sign with
   std::string algorithm_name;                   // "ecdsa-p256", "ed25519", "rsa", "ec-other", ...
   KeyFlags flags;
-  ossl::UniquePtr<EVP_PKEY> public_key;         // null when no matching public key object exists
+  ossl::UniquePtr<EVP_PKEY> public_key;  // null when no matching public key object exists
 };
 
 // FindPrivateKey returns the single private key matching |label| and/or |id| (at least one set):

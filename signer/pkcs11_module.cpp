@@ -36,25 +36,62 @@ struct RvName {
   const char* name;
 };
 
-#define CG_RV(x) {x, #x}
+#define CG_RV(x) \
+  { x, #x }
 constexpr RvName kRvNames[] = {
-    CG_RV(CKR_OK), CG_RV(CKR_CANCEL), CG_RV(CKR_HOST_MEMORY), CG_RV(CKR_SLOT_ID_INVALID),
-    CG_RV(CKR_GENERAL_ERROR), CG_RV(CKR_FUNCTION_FAILED), CG_RV(CKR_ARGUMENTS_BAD),
-    CG_RV(CKR_CANT_LOCK), CG_RV(CKR_ATTRIBUTE_READ_ONLY), CG_RV(CKR_ATTRIBUTE_SENSITIVE),
-    CG_RV(CKR_ATTRIBUTE_TYPE_INVALID), CG_RV(CKR_ATTRIBUTE_VALUE_INVALID), CG_RV(CKR_DATA_INVALID),
-    CG_RV(CKR_DATA_LEN_RANGE), CG_RV(CKR_DEVICE_ERROR), CG_RV(CKR_DEVICE_MEMORY), CG_RV(CKR_DEVICE_REMOVED),
-    CG_RV(CKR_FUNCTION_CANCELED), CG_RV(CKR_FUNCTION_NOT_SUPPORTED), CG_RV(CKR_KEY_HANDLE_INVALID),
-    CG_RV(CKR_KEY_TYPE_INCONSISTENT), CG_RV(CKR_KEY_FUNCTION_NOT_PERMITTED), CG_RV(CKR_MECHANISM_INVALID),
-    CG_RV(CKR_MECHANISM_PARAM_INVALID), CG_RV(CKR_OBJECT_HANDLE_INVALID), CG_RV(CKR_OPERATION_ACTIVE),
-    CG_RV(CKR_OPERATION_NOT_INITIALIZED), CG_RV(CKR_PIN_INCORRECT), CG_RV(CKR_PIN_INVALID),
-    CG_RV(CKR_PIN_LEN_RANGE), CG_RV(CKR_PIN_EXPIRED), CG_RV(CKR_PIN_LOCKED), CG_RV(CKR_SESSION_CLOSED),
-    CG_RV(CKR_SESSION_COUNT), CG_RV(CKR_SESSION_HANDLE_INVALID), CG_RV(CKR_SESSION_READ_ONLY),
-    CG_RV(CKR_SESSION_EXISTS), CG_RV(CKR_SIGNATURE_INVALID), CG_RV(CKR_SIGNATURE_LEN_RANGE),
-    CG_RV(CKR_TEMPLATE_INCOMPLETE), CG_RV(CKR_TEMPLATE_INCONSISTENT), CG_RV(CKR_TOKEN_NOT_PRESENT),
-    CG_RV(CKR_TOKEN_NOT_RECOGNIZED), CG_RV(CKR_TOKEN_WRITE_PROTECTED), CG_RV(CKR_USER_ALREADY_LOGGED_IN),
-    CG_RV(CKR_USER_NOT_LOGGED_IN), CG_RV(CKR_USER_PIN_NOT_INITIALIZED), CG_RV(CKR_USER_TYPE_INVALID),
-    CG_RV(CKR_DOMAIN_PARAMS_INVALID), CG_RV(CKR_CURVE_NOT_SUPPORTED), CG_RV(CKR_BUFFER_TOO_SMALL),
-    CG_RV(CKR_CRYPTOKI_NOT_INITIALIZED), CG_RV(CKR_CRYPTOKI_ALREADY_INITIALIZED),
+    CG_RV(CKR_OK),
+    CG_RV(CKR_CANCEL),
+    CG_RV(CKR_HOST_MEMORY),
+    CG_RV(CKR_SLOT_ID_INVALID),
+    CG_RV(CKR_GENERAL_ERROR),
+    CG_RV(CKR_FUNCTION_FAILED),
+    CG_RV(CKR_ARGUMENTS_BAD),
+    CG_RV(CKR_CANT_LOCK),
+    CG_RV(CKR_ATTRIBUTE_READ_ONLY),
+    CG_RV(CKR_ATTRIBUTE_SENSITIVE),
+    CG_RV(CKR_ATTRIBUTE_TYPE_INVALID),
+    CG_RV(CKR_ATTRIBUTE_VALUE_INVALID),
+    CG_RV(CKR_DATA_INVALID),
+    CG_RV(CKR_DATA_LEN_RANGE),
+    CG_RV(CKR_DEVICE_ERROR),
+    CG_RV(CKR_DEVICE_MEMORY),
+    CG_RV(CKR_DEVICE_REMOVED),
+    CG_RV(CKR_FUNCTION_CANCELED),
+    CG_RV(CKR_FUNCTION_NOT_SUPPORTED),
+    CG_RV(CKR_KEY_HANDLE_INVALID),
+    CG_RV(CKR_KEY_TYPE_INCONSISTENT),
+    CG_RV(CKR_KEY_FUNCTION_NOT_PERMITTED),
+    CG_RV(CKR_MECHANISM_INVALID),
+    CG_RV(CKR_MECHANISM_PARAM_INVALID),
+    CG_RV(CKR_OBJECT_HANDLE_INVALID),
+    CG_RV(CKR_OPERATION_ACTIVE),
+    CG_RV(CKR_OPERATION_NOT_INITIALIZED),
+    CG_RV(CKR_PIN_INCORRECT),
+    CG_RV(CKR_PIN_INVALID),
+    CG_RV(CKR_PIN_LEN_RANGE),
+    CG_RV(CKR_PIN_EXPIRED),
+    CG_RV(CKR_PIN_LOCKED),
+    CG_RV(CKR_SESSION_CLOSED),
+    CG_RV(CKR_SESSION_COUNT),
+    CG_RV(CKR_SESSION_HANDLE_INVALID),
+    CG_RV(CKR_SESSION_READ_ONLY),
+    CG_RV(CKR_SESSION_EXISTS),
+    CG_RV(CKR_SIGNATURE_INVALID),
+    CG_RV(CKR_SIGNATURE_LEN_RANGE),
+    CG_RV(CKR_TEMPLATE_INCOMPLETE),
+    CG_RV(CKR_TEMPLATE_INCONSISTENT),
+    CG_RV(CKR_TOKEN_NOT_PRESENT),
+    CG_RV(CKR_TOKEN_NOT_RECOGNIZED),
+    CG_RV(CKR_TOKEN_WRITE_PROTECTED),
+    CG_RV(CKR_USER_ALREADY_LOGGED_IN),
+    CG_RV(CKR_USER_NOT_LOGGED_IN),
+    CG_RV(CKR_USER_PIN_NOT_INITIALIZED),
+    CG_RV(CKR_USER_TYPE_INVALID),
+    CG_RV(CKR_DOMAIN_PARAMS_INVALID),
+    CG_RV(CKR_CURVE_NOT_SUPPORTED),
+    CG_RV(CKR_BUFFER_TOO_SMALL),
+    CG_RV(CKR_CRYPTOKI_NOT_INITIALIZED),
+    CG_RV(CKR_CRYPTOKI_ALREADY_INITIALIZED),
 };
 #undef CG_RV
 
@@ -98,15 +135,16 @@ Result<std::shared_ptr<Pkcs11Module>> Pkcs11Module::Load(const std::string& path
   if (path.find('/') != std::string::npos) {
     auto probe = OpenRegularFile(path);
     if (!probe) {
-      return Status(Reason::kHsmUnavailable, "cannot load PKCS#11 module: " + probe.error().message() +
-                                                 "; check --module or " + kPkcs11ModuleEnv);
+      return Status(Reason::kHsmUnavailable,
+                    "cannot load PKCS#11 module: " + probe.error().message() +
+                        "; check --module or " + kPkcs11ModuleEnv);
     }
   }
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | kSanitizerDlopenFlags);
   if (handle == nullptr) {
     const char* why = ::dlerror();
-    return Status(Reason::kHsmUnavailable, "cannot load PKCS#11 module '" + path + "': " +
-                                               (why ? why : "dlopen failed") +
+    return Status(Reason::kHsmUnavailable, "cannot load PKCS#11 module '" + path +
+                                               "': " + (why ? why : "dlopen failed") +
                                                "; check --module or " + kPkcs11ModuleEnv);
   }
   using GetFunctionList = CK_RV (*)(CK_FUNCTION_LIST_PTR_PTR);
@@ -144,8 +182,9 @@ Result<std::vector<TokenInfo>> Pkcs11Module::Tokens() const {
   if (rv != CKR_OK) return Pkcs11Error(Reason::kHsmUnavailable, "C_GetSlotList", rv, path_);
   // The count is the module's word: bound what it makes us allocate.
   if (count > kMaxSlots) {
-    return Status(Reason::kHsmUnavailable, "C_GetSlotList reported " + std::to_string(count) + " slots; at most " +
-                                               std::to_string(kMaxSlots) + " are read (" + path_ + ")");
+    return Status(Reason::kHsmUnavailable, "C_GetSlotList reported " + std::to_string(count) +
+                                               " slots; at most " + std::to_string(kMaxSlots) +
+                                               " are read (" + path_ + ")");
   }
   std::vector<CK_SLOT_ID> slots(count);
   if (count > 0) {
@@ -182,13 +221,15 @@ Result<TokenInfo> Pkcs11Module::FindToken(std::string_view label) const {
     if (t.label == label) hits.push_back(t);
   }
   if (hits.size() > 1) {
-    return Status(Reason::kKeyAmbiguous, std::to_string(hits.size()) + " tokens are labelled '" + std::string(label) +
+    return Status(Reason::kKeyAmbiguous, std::to_string(hits.size()) + " tokens are labelled '" +
+                                             std::string(label) +
                                              "'; relabel one so the key URI names a single token");
   }
   if (hits.empty()) {
-    return Status(Reason::kHsmUnavailable, "no token labelled '" + std::string(label) + "' in module '" + path_ +
-                                               "' (tokens present: " + (present.empty() ? "none" : present) +
-                                               "); check the URI's token= attribute or --token");
+    return Status(Reason::kHsmUnavailable,
+                  "no token labelled '" + std::string(label) + "' in module '" + path_ +
+                      "' (tokens present: " + (present.empty() ? "none" : present) +
+                      "); check the URI's token= attribute or --token");
   }
   return hits.front();
 }

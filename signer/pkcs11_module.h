@@ -60,7 +60,8 @@ class Pkcs11Module {
   bool NoteLogout(CK_SLOT_ID slot) CLAWGUARD_EXCLUDES(mu_);
 
  private:
-  Pkcs11Module(std::string path, void* handle, CK_FUNCTION_LIST* fn) : path_(std::move(path)), handle_(handle), fn_(fn) {}
+  Pkcs11Module(std::string path, void* handle, CK_FUNCTION_LIST* fn)
+      : path_(std::move(path)), handle_(handle), fn_(fn) {}
 
   const std::string path_;
   void* const handle_;

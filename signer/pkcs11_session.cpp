@@ -9,8 +9,8 @@
 
 namespace clawguard::signer {
 
-Result<Pkcs11Session> Pkcs11Session::Open(std::shared_ptr<Pkcs11Module> module, std::string_view token_label,
-                                          bool read_write) {
+Result<Pkcs11Session> Pkcs11Session::Open(std::shared_ptr<Pkcs11Module> module,
+                                          std::string_view token_label, bool read_write) {
   CLAWGUARD_ASSIGN_OR_RETURN(TokenInfo token, module->FindToken(token_label));
   CK_FLAGS flags = CKF_SERIAL_SESSION | (read_write ? CKF_RW_SESSION : 0);
   CK_SESSION_HANDLE session = CK_INVALID_HANDLE;
@@ -68,20 +68,22 @@ Status Pkcs11Session::Login(SecretBytes pin) {
     case CKR_PIN_INCORRECT:
     case CKR_PIN_LEN_RANGE:
     case CKR_PIN_INVALID:
-      return Pkcs11Error(Reason::kHsmLoginFailed, "C_Login", rv,
-                         "the user PIN for " + where + " was refused; check the secret behind --pin-source");
+      return Pkcs11Error(
+          Reason::kHsmLoginFailed, "C_Login", rv,
+          "the user PIN for " + where + " was refused; check the secret behind --pin-source");
     case CKR_PIN_LOCKED:
     case CKR_PIN_EXPIRED:
-      return Pkcs11Error(Reason::kHsmLoginFailed, "C_Login", rv,
-                         "the user PIN of " + where + " must be reset by the token's security officer");
+      return Pkcs11Error(
+          Reason::kHsmLoginFailed, "C_Login", rv,
+          "the user PIN of " + where + " must be reset by the token's security officer");
     case CKR_USER_PIN_NOT_INITIALIZED:
       return Pkcs11Error(Reason::kHsmLoginFailed, "C_Login", rv, where + " has no user PIN yet");
-    default:
-      return Pkcs11Error(Reason::kHsmUnavailable, "C_Login", rv, where);
+    default: return Pkcs11Error(Reason::kHsmUnavailable, "C_Login", rv, where);
   }
 }
 
-Result<std::vector<CK_OBJECT_HANDLE>> Pkcs11Session::FindObjects(std::vector<CK_ATTRIBUTE> tmpl, size_t limit) {
+Result<std::vector<CK_OBJECT_HANDLE>> Pkcs11Session::FindObjects(std::vector<CK_ATTRIBUTE> tmpl,
+                                                                 size_t limit) {
   CK_RV rv = fn()->C_FindObjectsInit(session_, tmpl.empty() ? nullptr : tmpl.data(), tmpl.size());
   if (rv != CKR_OK) return Pkcs11Error(Reason::kInternal, "C_FindObjectsInit", rv);
   std::vector<CK_OBJECT_HANDLE> found;
@@ -104,17 +106,20 @@ Result<std::vector<CK_OBJECT_HANDLE>> Pkcs11Session::FindObjects(std::vector<CK_
   return found;
 }
 
-Result<std::optional<std::string>> Pkcs11Session::GetAttribute(CK_OBJECT_HANDLE object, CK_ATTRIBUTE_TYPE type) {
+Result<std::optional<std::string>> Pkcs11Session::GetAttribute(CK_OBJECT_HANDLE object,
+                                                               CK_ATTRIBUTE_TYPE type) {
   CK_ATTRIBUTE attr{type, nullptr, 0};
   CK_RV rv = fn()->C_GetAttributeValue(session_, object, &attr, 1);
-  if (rv == CKR_ATTRIBUTE_TYPE_INVALID || rv == CKR_ATTRIBUTE_SENSITIVE) return std::optional<std::string>();
+  if (rv == CKR_ATTRIBUTE_TYPE_INVALID || rv == CKR_ATTRIBUTE_SENSITIVE)
+    return std::optional<std::string>();
   if (rv != CKR_OK) return Pkcs11Error(Reason::kInternal, "C_GetAttributeValue", rv);
   if (attr.ulValueLen == CK_UNAVAILABLE_INFORMATION) return std::optional<std::string>();
   // The length is the module's word: bound the buffer it makes us allocate.
   if (attr.ulValueLen > limits::kMaxDeclaredReservation) {
-    return Status(Reason::kInternal, "C_GetAttributeValue declared a " + std::to_string(attr.ulValueLen) +
-                                         "-byte attribute; at most " + std::to_string(limits::kMaxDeclaredReservation) +
-                                         " bytes are accepted");
+    return Status(Reason::kInternal,
+                  "C_GetAttributeValue declared a " + std::to_string(attr.ulValueLen) +
+                      "-byte attribute; at most " +
+                      std::to_string(limits::kMaxDeclaredReservation) + " bytes are accepted");
   }
   std::string value(attr.ulValueLen, '\0');
   attr.pValue = value.data();
@@ -127,13 +132,15 @@ Result<std::optional<std::string>> Pkcs11Session::GetAttribute(CK_OBJECT_HANDLE 
   return std::optional<std::string>(std::move(value));
 }
 
-Result<std::optional<bool>> Pkcs11Session::GetBool(CK_OBJECT_HANDLE object, CK_ATTRIBUTE_TYPE type) {
+Result<std::optional<bool>> Pkcs11Session::GetBool(CK_OBJECT_HANDLE object,
+                                                   CK_ATTRIBUTE_TYPE type) {
   CLAWGUARD_ASSIGN_OR_RETURN(std::optional<std::string> v, GetAttribute(object, type));
   if (!v || v->size() != sizeof(CK_BBOOL)) return std::optional<bool>();
   return std::optional<bool>((*v)[0] != 0);
 }
 
-Result<std::optional<CK_ULONG>> Pkcs11Session::GetUlong(CK_OBJECT_HANDLE object, CK_ATTRIBUTE_TYPE type) {
+Result<std::optional<CK_ULONG>> Pkcs11Session::GetUlong(CK_OBJECT_HANDLE object,
+                                                        CK_ATTRIBUTE_TYPE type) {
   CLAWGUARD_ASSIGN_OR_RETURN(std::optional<std::string> v, GetAttribute(object, type));
   if (!v || v->size() != sizeof(CK_ULONG)) return std::optional<CK_ULONG>();
   CK_ULONG out = 0;

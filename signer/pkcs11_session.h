@@ -24,8 +24,8 @@ class Pkcs11Session {
  public:
   // Open opens a session on the token labelled |token_label| (kHsmUnavailable if absent,
   // kKeyAmbiguous if two tokens share the label). |read_write| for key generation.
-  static Result<Pkcs11Session> Open(std::shared_ptr<Pkcs11Module> module, std::string_view token_label,
-                                    bool read_write);
+  static Result<Pkcs11Session> Open(std::shared_ptr<Pkcs11Module> module,
+                                    std::string_view token_label, bool read_write);
   ~Pkcs11Session();
   Pkcs11Session(Pkcs11Session&& other) noexcept;
   Pkcs11Session& operator=(Pkcs11Session&& other) noexcept;
@@ -39,7 +39,8 @@ class Pkcs11Session {
   Status Login(SecretBytes pin);
 
   // FindObjects returns every object matching |tmpl| (at most |limit|).
-  Result<std::vector<CK_OBJECT_HANDLE>> FindObjects(std::vector<CK_ATTRIBUTE> tmpl, size_t limit = 1024);
+  Result<std::vector<CK_OBJECT_HANDLE>> FindObjects(std::vector<CK_ATTRIBUTE> tmpl,
+                                                    size_t limit = 1024);
   // GetAttribute returns the bytes of one attribute; nullopt when the object does not have it
   // (CKR_ATTRIBUTE_TYPE_INVALID) or it is sensitive. kInternal on any other failure.
   Result<std::optional<std::string>> GetAttribute(CK_OBJECT_HANDLE object, CK_ATTRIBUTE_TYPE type);

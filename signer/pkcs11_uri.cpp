@@ -10,8 +10,10 @@ namespace {
 constexpr std::string_view kScheme = "pkcs11:";
 
 Status Invalid(std::string message) {
-  return Status(Reason::kKeyUriInvalid,
-                std::move(message) + " (expected pkcs11:token=TOKEN;object=LABEL, e.g. from `clawguard keys generate`)");
+  return Status(
+      Reason::kKeyUriInvalid,
+      std::move(message) +
+          " (expected pkcs11:token=TOKEN;object=LABEL, e.g. from `clawguard keys generate`)");
 }
 
 bool IsUnreserved(unsigned char c) {
@@ -20,10 +22,12 @@ bool IsUnreserved(unsigned char c) {
 
 // RFC 7512 pk11-pchar (path values) and pk11-qchar (query values), besides unreserved and '%'.
 bool IsPathChar(unsigned char c) {
-  return IsUnreserved(c) || std::string_view(":[]@!$'()*+,=&").find(static_cast<char>(c)) != std::string_view::npos;
+  return IsUnreserved(c) ||
+         std::string_view(":[]@!$'()*+,=&").find(static_cast<char>(c)) != std::string_view::npos;
 }
 bool IsQueryChar(unsigned char c) {
-  return IsUnreserved(c) || std::string_view(":[]@!$'()*+,=/?|;").find(static_cast<char>(c)) != std::string_view::npos;
+  return IsUnreserved(c) ||
+         std::string_view(":[]@!$'()*+,=/?|;").find(static_cast<char>(c)) != std::string_view::npos;
 }
 
 int HexValue(char c) {
@@ -39,16 +43,19 @@ Result<std::string> PercentDecode(std::string_view name, std::string_view value,
     const auto c = static_cast<unsigned char>(value[i]);
     if (c == '%') {
       if (i + 2 >= value.size()) {
-        return Invalid("attribute '" + std::string(name) + "': '%' must be followed by two hex digits");
+        return Invalid("attribute '" + std::string(name) +
+                       "': '%' must be followed by two hex digits");
       }
       const int hi = HexValue(value[i + 1]);
       const int lo = HexValue(value[i + 2]);
       if (hi < 0 || lo < 0) {
-        return Invalid("attribute '" + std::string(name) + "': '%' must be followed by two hex digits");
+        return Invalid("attribute '" + std::string(name) +
+                       "': '%' must be followed by two hex digits");
       }
       const char decoded = static_cast<char>(hi * 16 + lo);
       // A NUL cannot be part of a label (it would end it early in C APIs); CKA_ID is binary.
-      if (decoded == '\0' && name != "id") return Invalid("attribute '" + std::string(name) + "' contains %00");
+      if (decoded == '\0' && name != "id")
+        return Invalid("attribute '" + std::string(name) + "' contains %00");
       out.push_back(decoded);
       i += 2;
       continue;
@@ -60,8 +67,8 @@ Result<std::string> PercentDecode(std::string_view name, std::string_view value,
       hex[1] = kDigits[c >> 4];
       hex[2] = kDigits[c & 0xf];
       hex[3] = '\0';
-      return Invalid("attribute '" + std::string(name) + "': character at offset " + std::to_string(i) +
-                     " must be percent-encoded as " + hex);
+      return Invalid("attribute '" + std::string(name) + "': character at offset " +
+                     std::to_string(i) + " must be percent-encoded as " + hex);
     }
     out.push_back(static_cast<char>(c));
   }
@@ -73,7 +80,8 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
   size_t start = 0;
   while (true) {
     const size_t pos = s.find(sep, start);
-    parts.push_back(s.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
+    parts.push_back(
+        s.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
     if (pos == std::string_view::npos) break;
     start = pos + 1;
   }
@@ -92,14 +100,16 @@ Result<Pkcs11Uri> ParsePkcs11Uri(std::string_view uri) {
     path = rest.substr(0, q);
     query = rest.substr(q + 1);
   }
-  if (const size_t f = rest.find('#'); f != std::string_view::npos) return Invalid("a key URI has no fragment ('#')");
+  if (const size_t f = rest.find('#'); f != std::string_view::npos)
+    return Invalid("a key URI has no fragment ('#')");
 
   if (!query.empty() || rest.find('?') != std::string_view::npos) {
     for (std::string_view attr : Split(query, '&')) {
       const std::string_view name = attr.substr(0, attr.find('='));
       if (name == "pin-value" || name == "pin-source") {
-        return Invalid("the URI carries '" + std::string(name) +
-                       "': a PIN never goes into a key URI; pass it with --pin-source env:VAR|file:PATH|fd:N");
+        return Invalid(
+            "the URI carries '" + std::string(name) +
+            "': a PIN never goes into a key URI; pass it with --pin-source env:VAR|file:PATH|fd:N");
       }
       if (name == "module-path" || name == "module-name") {
         return Invalid("the URI carries '" + std::string(name) +
@@ -118,10 +128,13 @@ Result<Pkcs11Uri> ParsePkcs11Uri(std::string_view uri) {
       return Invalid("path attribute '" + std::string(attr) + "' is not of the form name=value");
     }
     const std::string name(attr.substr(0, eq));
-    if (name == "pin-value" || name == "pin-source" || name == "module-path" || name == "module-name") {
-      return Invalid("the URI carries '" + name + "', which is refused (PIN: --pin-source; module: --module)");
+    if (name == "pin-value" || name == "pin-source" || name == "module-path" ||
+        name == "module-name") {
+      return Invalid("the URI carries '" + name +
+                     "', which is refused (PIN: --pin-source; module: --module)");
     }
-    CLAWGUARD_ASSIGN_OR_RETURN(std::string value, PercentDecode(name, attr.substr(eq + 1), /*query=*/false));
+    CLAWGUARD_ASSIGN_OR_RETURN(std::string value,
+                               PercentDecode(name, attr.substr(eq + 1), /*query=*/false));
     if (value.empty()) return Invalid("attribute '" + name + "' is empty");
     auto once = [&](bool seen) -> Status {
       return seen ? Invalid("attribute '" + name + "' appears twice") : Status::Ok();
@@ -140,14 +153,17 @@ Result<Pkcs11Uri> ParsePkcs11Uri(std::string_view uri) {
       CLAWGUARD_RETURN_IF_ERROR(once(has_type));
       has_type = true;
       if (value != "private") {
-        return Invalid("type=" + value + " does not name a signing key; use type=private or leave it out");
+        return Invalid("type=" + value +
+                       " does not name a signing key; use type=private or leave it out");
       }
     } else {
-      return Invalid("attribute '" + name + "' is not supported (supported: token, object, id, type)");
+      return Invalid("attribute '" + name +
+                     "' is not supported (supported: token, object, id, type)");
     }
   }
   if (!has_token) return Invalid("the URI has no token= attribute");
-  if (!out.object && !out.id) return Invalid("the URI names no key: give object= (the key label) or id=");
+  if (!out.object && !out.id)
+    return Invalid("the URI names no key: give object= (the key label) or id=");
   return out;
 }
 

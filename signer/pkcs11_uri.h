@@ -2,8 +2,9 @@
 //
 // Accepted: "pkcs11:" path attributes separated by ';' — token, object, id, type — each at most
 // once, values percent-decoded strictly (every '%' followed by two hex digits; characters outside
-// RFC 7512's pk11-pchar must be percent-encoded; %00 refused except in id). `token` and one of `object`/`id`
-// are required; `type`, when given, must be `private`. Deviations from RFC 7512, on purpose:
+// RFC 7512's pk11-pchar must be percent-encoded; %00 refused except in id). `token` and one of
+// `object`/`id` are required; `type`, when given, must be `private`. Deviations from RFC 7512, on
+// purpose:
 //   * pin-value and pin-source are refused: the PIN comes only from --pin-source (env:/file:/fd:),
 //     never from a URI that ends up in shell history, CI logs or process listings;
 //   * module-path and module-name are refused: the module is chosen by --module or
@@ -23,7 +24,7 @@
 namespace clawguard::signer {
 
 struct Pkcs11Uri {
-  std::string token;                 // CKA_LABEL of the token (CK_TOKEN_INFO.label)
+  std::string token;                  // CKA_LABEL of the token (CK_TOKEN_INFO.label)
   std::optional<std::string> object;  // CKA_LABEL of the key
   std::optional<std::string> id;      // CKA_ID of the key (raw bytes)
 };

@@ -24,12 +24,14 @@ Result<std::vector<ossl::UniquePtr<X509>>> ReadChain(const std::string& chain_pa
   CLAWGUARD_ASSIGN_OR_RETURN(std::string pem, ReadFileBounded(chain_path, limits::kMaxCertFile));
   auto chain = ParsePemCertificates(pem, Reason::kConfigInvalid);
   if (!chain.ok()) {
-    return chain.error().WithContext("--chain " + chain_path +
-                                     " must hold PEM certificates, the leaf first (ci/make-test-pki writes NAME-chain.pem)");
+    return chain.error().WithContext(
+        "--chain " + chain_path +
+        " must hold PEM certificates, the leaf first (ci/make-test-pki writes NAME-chain.pem)");
   }
   if (chain->size() > limits::kMaxChainLength) {
-    return Status(Reason::kConfigInvalid, "--chain " + chain_path + " holds " + std::to_string(chain->size()) +
-                                              " certificates; at most " + std::to_string(limits::kMaxChainLength));
+    return Status(Reason::kConfigInvalid,
+                  "--chain " + chain_path + " holds " + std::to_string(chain->size()) +
+                      " certificates; at most " + std::to_string(limits::kMaxChainLength));
   }
   return std::move(chain).value();
 }
@@ -45,9 +47,10 @@ Result<std::string> LeafOrganization(X509* leaf) {
   const int len = ASN1_STRING_to_UTF8(&raw, data);  // allocates |raw|; owned by |utf8|
   const ossl::UniqueBuffer utf8(raw);
   if (len < 0) {
-    return Status(Reason::kPublisherNotAllowed,
-                  "expected the leaf certificate's subject O to be text, but it cannot be read as UTF-8: " +
-                      ossl::GetSslErrors());
+    return Status(
+        Reason::kPublisherNotAllowed,
+        "expected the leaf certificate's subject O to be text, but it cannot be read as UTF-8: " +
+            ossl::GetSslErrors());
   }
   return std::string(reinterpret_cast<const char*>(utf8.get()), static_cast<size_t>(len));
 }
@@ -56,27 +59,35 @@ std::vector<std::string> LeafWarnings(const PreparedPayload& p) {
   std::vector<std::string> warnings;
   X509* leaf = p.chain.front().get();
   if (X509_cmp_current_time(X509_get0_notAfter(leaf)) <= 0) {
-    warnings.push_back("the leaf certificate has expired: verifiers will refuse this signature (cert_expired)");
+    warnings.push_back(
+        "the leaf certificate has expired: verifiers will refuse this signature (cert_expired)");
   } else if (X509_cmp_current_time(X509_get0_notBefore(leaf)) >= 0) {
-    warnings.push_back("the leaf certificate is not valid yet: verifiers will refuse it until its notBefore");
+    warnings.push_back(
+        "the leaf certificate is not valid yet: verifiers will refuse it until its notBefore");
   }
   const uint32_t flags = X509_get_extension_flags(leaf);
   if ((flags & EXFLAG_XKUSAGE) == 0 || (X509_get_extended_key_usage(leaf) & XKU_CODE_SIGN) == 0) {
-    warnings.push_back("the leaf certificate has no codeSigning extended key usage: verifiers refuse it (chain_untrusted)");
+    warnings.push_back(
+        "the leaf certificate has no codeSigning extended key usage: verifiers refuse it "
+        "(chain_untrusted)");
   }
   if ((flags & EXFLAG_KUSAGE) != 0 && (X509_get_key_usage(leaf) & KU_DIGITAL_SIGNATURE) == 0) {
-    warnings.push_back("the leaf certificate's keyUsage lacks digitalSignature: verifiers refuse it (chain_untrusted)");
+    warnings.push_back(
+        "the leaf certificate's keyUsage lacks digitalSignature: verifiers refuse it "
+        "(chain_untrusted)");
   }
   if ((flags & EXFLAG_CA) != 0 || X509_check_ca(leaf) != 0) {
-    warnings.push_back("the leaf certificate is a CA certificate: verifiers refuse it (chain_untrusted)");
+    warnings.push_back(
+        "the leaf certificate is a CA certificate: verifiers refuse it (chain_untrusted)");
   }
   if (p.is_package) {
     const auto org = LeafOrganization(leaf);
     if (!org.ok()) {
       warnings.push_back(org.error().message() + ": verifiers refuse it (publisher_not_allowed)");
     } else if (*org != p.publisher) {
-      warnings.push_back("the leaf certificate's subject O is '" + *org + "' but the manifest's publisher is '" +
-                         p.publisher + "': verifiers refuse it (publisher_not_allowed)");
+      warnings.push_back("the leaf certificate's subject O is '" + *org +
+                         "' but the manifest's publisher is '" + p.publisher +
+                         "': verifiers refuse it (publisher_not_allowed)");
     }
   }
   return warnings;
@@ -97,7 +108,7 @@ struct PackageBytes {
 // and a 64 MiB package costs one pass and 4 MiB of memory (as `openssl dgst` does).
 Result<PackageBytes> ReadAndHashPackage(const std::string& path, uint64_t max_size) {
   CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd fd, OpenRegularFile(path));
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
     return Status(Reason::kFileUnreadable, "cannot stat '" + path + "': " + std::strerror(errno));
   }
@@ -113,11 +124,13 @@ Result<PackageBytes> ReadAndHashPackage(const std::string& path, uint64_t max_si
   while (true) {
     const ssize_t n = ::read(fd.get(), buf.get(), kReadChunk);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status(Reason::kFileUnreadable, "cannot read '" + path + "': " + std::strerror(errno));
+    if (n < 0)
+      return Status(Reason::kFileUnreadable, "cannot read '" + path + "': " + std::strerror(errno));
     if (n == 0) break;
     total += static_cast<uint64_t>(n);
     if (total > max_size) {
-      return Status(Reason::kPackageTooLarge, "'" + path + "' grew beyond the limit of " + std::to_string(max_size));
+      return Status(Reason::kPackageTooLarge,
+                    "'" + path + "' grew beyond the limit of " + std::to_string(max_size));
     }
     const std::string_view chunk(buf.get(), static_cast<size_t>(n));
     hash.Update(chunk);
@@ -131,22 +144,25 @@ Result<PackageBytes> ReadAndHashPackage(const std::string& path, uint64_t max_si
 
 }  // namespace
 
-Result<PreparedPayload> PreparePackage(const std::string& package_path, const std::string& chain_path) {
+Result<PreparedPayload> PreparePackage(const std::string& package_path,
+                                       const std::string& chain_path) {
   PreparedPayload p;
   p.is_package = true;
   p.target_path = package_path;
   p.sig_path = package_path + ".sig";
   p.payload_type = std::string(kInTotoPayloadType);
-  CLAWGUARD_ASSIGN_OR_RETURN(PackageBytes bytes, ReadAndHashPackage(package_path, limits::kDefaultMaxPackage));
+  CLAWGUARD_ASSIGN_OR_RETURN(PackageBytes bytes,
+                             ReadAndHashPackage(package_path, limits::kDefaultMaxPackage));
   p.sha256 = bytes.sha256;  // the one hash of the bytes that are signed
   CLAWGUARD_ASSIGN_OR_RETURN(std::string manifest_text, ReadFirstEntryManifest(bytes.prefix));
   const std::string source = package_path + ":" + std::string(kManifestFileName);
   CLAWGUARD_ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(manifest_text, source));
   for (const auto& [path, digest] : manifest.files) {
     if (!digest) {
-      return Status(Reason::kManifestInvalid, source + ": file '" + path +
-                                                  "' has no sha256 digest; build packages with `clawguard pack`, "
-                                                  "which fills them in");
+      return Status(Reason::kManifestInvalid,
+                    source + ": file '" + path +
+                        "' has no sha256 digest; build packages with `clawguard pack`, "
+                        "which fills them in");
     }
   }
   Statement st;
@@ -166,7 +182,8 @@ Result<PreparedPayload> PreparePackage(const std::string& package_path, const st
   return p;
 }
 
-Result<PreparedPayload> PrepareAllowlist(const std::string& allowlist_path, const std::string& chain_path) {
+Result<PreparedPayload> PrepareAllowlist(const std::string& allowlist_path,
+                                         const std::string& chain_path) {
   PreparedPayload p;
   p.target_path = allowlist_path;
   p.sig_path = allowlist_path + ".sig";
@@ -177,7 +194,8 @@ Result<PreparedPayload> PrepareAllowlist(const std::string& allowlist_path, cons
   return p;
 }
 
-Result<SignOutcome> SignPrepared(const PreparedPayload& p, Signer& signer, Ledger* ledger, bool append) {
+Result<SignOutcome> SignPrepared(const PreparedPayload& p, Signer& signer, Ledger* ledger,
+                                 bool append) {
   SignOutcome out;
   out.sig_path = p.sig_path;
   // The keyid written is the canonical one (bundle.h CanonicalSpkiDer), whatever encoding the
@@ -189,13 +207,15 @@ Result<SignOutcome> SignPrepared(const PreparedPayload& p, Signer& signer, Ledge
   // form, so a certificate that writes the point compressed still names the token key).
   X509* leaf = p.chain.front().get();
   EVP_PKEY* leaf_key = X509_get0_pubkey(leaf);  // get0: owned by |leaf|
-  auto leaf_keyid = leaf_key ? KeyIdOf(leaf_key) : Result<std::string>(Status(Reason::kCertKeyMismatch, "unreadable"));
+  auto leaf_keyid = leaf_key ? KeyIdOf(leaf_key)
+                             : Result<std::string>(Status(Reason::kCertKeyMismatch, "unreadable"));
   if (!leaf_keyid.ok() || *leaf_keyid != out.keyid) {
-    return Status(Reason::kCertKeyMismatch,
-                  "the leaf certificate (first in --chain) holds key " +
-                      (leaf_keyid.ok() ? *leaf_keyid : "<unreadable: " + leaf_keyid.error().message() + ">") +
-                      ", the token key is " + out.keyid +
-                      "; issue a certificate for the token key (clawguard keys csr) or pick the right --key");
+    return Status(
+        Reason::kCertKeyMismatch,
+        "the leaf certificate (first in --chain) holds key " +
+            (leaf_keyid.ok() ? *leaf_keyid : "<unreadable: " + leaf_keyid.error().message() + ">") +
+            ", the token key is " + out.keyid +
+            "; issue a certificate for the token key (clawguard keys csr) or pick the right --key");
   }
   out.warnings = LeafWarnings(p);
 
@@ -203,13 +223,15 @@ Result<SignOutcome> SignPrepared(const PreparedPayload& p, Signer& signer, Ledge
   bundle.payload_type = p.payload_type;
   bundle.payload = p.payload;
   if (append) {
-    CLAWGUARD_ASSIGN_OR_RETURN(std::string existing_json, ReadFileBounded(p.sig_path, limits::kMaxBundle));
+    CLAWGUARD_ASSIGN_OR_RETURN(std::string existing_json,
+                               ReadFileBounded(p.sig_path, limits::kMaxBundle));
     auto existing = ParseBundle(existing_json);
     if (!existing.ok()) return existing.error().WithContext("--append: existing " + p.sig_path);
     if (existing->payload_type != p.payload_type || existing->payload != p.payload) {
       return Status(p.is_package ? Reason::kManifestInvalid : Reason::kBundleInvalid,
                     "--append: " + p.sig_path + " signs a different " +
-                        (p.is_package ? "statement (other package bytes, file name or manifest)" : "allowlist") +
+                        (p.is_package ? "statement (other package bytes, file name or manifest)"
+                                      : "allowlist") +
                         " than " + p.target_path + "; every signer must sign the same bytes");
     }
     bundle = std::move(existing).value();
@@ -217,7 +239,8 @@ Result<SignOutcome> SignPrepared(const PreparedPayload& p, Signer& signer, Ledge
       if (s.keyid == out.keyid) out.already_signed = true;
     }
     if (!out.already_signed && bundle.signatures.size() >= limits::kMaxSignatures) {
-      return Status(Reason::kBundleInvalid, p.sig_path + " already holds " + std::to_string(bundle.signatures.size()) +
+      return Status(Reason::kBundleInvalid, p.sig_path + " already holds " +
+                                                std::to_string(bundle.signatures.size()) +
                                                 " signatures, the most a bundle may carry");
     }
   }
@@ -231,7 +254,8 @@ Result<SignOutcome> SignPrepared(const PreparedPayload& p, Signer& signer, Ledge
     for (size_t i = 0; i < p.chain.size(); ++i) {
       auto der = CertificateDer(p.chain[i].get());
       if (!der.ok()) {
-        return der.error().WithContext("--chain certificate #" + std::to_string(i + 1) + " (the leaf is #1)");
+        return der.error().WithContext("--chain certificate #" + std::to_string(i + 1) +
+                                       " (the leaf is #1)");
       }
       certs.push_back(std::move(der).value());
     }
@@ -250,11 +274,14 @@ Result<SignOutcome> SignPrepared(const PreparedPayload& p, Signer& signer, Ledge
       if (it == reparsed->certificates.end() || it->second.empty()) {
         return Status(Reason::kBundleInvalid, "self-check: no certificate for keyid " + s.keyid);
       }
-      CLAWGUARD_ASSIGN_OR_RETURN(ossl::UniquePtr<X509> cert, ParseCertificateDer(it->second.front()));
+      CLAWGUARD_ASSIGN_OR_RETURN(ossl::UniquePtr<X509> cert,
+                                 ParseCertificateDer(it->second.front()));
       EVP_PKEY* cert_key = X509_get0_pubkey(cert.get());  // get0: owned by |cert|
-      auto cert_keyid = cert_key ? KeyIdOf(cert_key) : Result<std::string>(Status(Reason::kBundleInvalid, "no key"));
+      auto cert_keyid = cert_key ? KeyIdOf(cert_key)
+                                 : Result<std::string>(Status(Reason::kBundleInvalid, "no key"));
       if (!cert_keyid.ok() || *cert_keyid != s.keyid) {
-        return Status(Reason::kBundleInvalid, "self-check: keyid " + s.keyid + " is not the canonical keyid of its leaf");
+        return Status(Reason::kBundleInvalid,
+                      "self-check: keyid " + s.keyid + " is not the canonical keyid of its leaf");
       }
       Status verified = VerifySignature(cert_key, reparsed_pae, s.sig);
       if (!verified.ok()) return verified.WithContext("self-check of signature by " + s.keyid);

@@ -35,27 +35,31 @@ struct PreparedPayload {
   std::string target_path;  // the package or allowlist file
   std::string sig_path;     // target_path + ".sig"
   std::string payload_type;
-  std::string payload;      // statement JSON, or the allowlist's exact bytes
+  std::string payload;  // statement JSON, or the allowlist's exact bytes
   bool is_package = false;
-  std::string name, version, publisher, sha256;  // packages: from the manifest; sha256 of the package bytes
+  std::string name, version, publisher,
+      sha256;  // packages: from the manifest; sha256 of the package bytes
   std::vector<ossl::UniquePtr<X509>> chain;  // leaf first, then intermediates
 };
 
 // PreparePackage reads PKG (≤ limits::kDefaultMaxPackage: kPackageTooLarge; missing, or not a
-// regular file — a FIFO is refused without blocking: kFileUnreadable), its first entry manifest.yaml (kManifestInvalid if it is not first, does not
-// parse, or lacks a file digest: run `clawguard pack`), and the PEM chain (kFileUnreadable,
-// kConfigInvalid if it holds no certificate or more than limits::kMaxChainLength).
-Result<PreparedPayload> PreparePackage(const std::string& package_path, const std::string& chain_path);
+// regular file — a FIFO is refused without blocking: kFileUnreadable), its first entry
+// manifest.yaml (kManifestInvalid if it is not first, does not parse, or lacks a file digest: run
+// `clawguard pack`), and the PEM chain (kFileUnreadable, kConfigInvalid if it holds no certificate
+// or more than limits::kMaxChainLength).
+Result<PreparedPayload> PreparePackage(const std::string& package_path,
+                                       const std::string& chain_path);
 
 // PrepareAllowlist reads allowlist.yaml (≤ limits::kMaxPolicyFile) and the chain; the payload
 // is the file's exact bytes with payloadType kAllowlistPayloadType.
-Result<PreparedPayload> PrepareAllowlist(const std::string& allowlist_path, const std::string& chain_path);
+Result<PreparedPayload> PrepareAllowlist(const std::string& allowlist_path,
+                                         const std::string& chain_path);
 
 struct SignOutcome {
   std::string sig_path;
   std::string keyid;
-  size_t signatures = 0;         // in the written bundle
-  bool already_signed = false;   // --append and this key had signed: nothing written
+  size_t signatures = 0;               // in the written bundle
+  bool already_signed = false;         // --append and this key had signed: nothing written
   std::optional<LedgerAppend> ledger;  // set when a ledger was given (packages only)
   std::vector<std::string> warnings;   // e.g. the leaf's O is not the publisher
 };
@@ -64,7 +68,8 @@ struct SignOutcome {
 // Reasons: kCertKeyMismatch (leaf ≠ signer key), kFileUnreadable (--append without a bundle),
 // kBundleInvalid / kManifestInvalid (--append onto another payload), kVersionOverwritten and
 // kStoreUnavailable from the ledger (nothing written), kInternal (signing or writing failed).
-Result<SignOutcome> SignPrepared(const PreparedPayload& prepared, Signer& signer, Ledger* ledger, bool append);
+Result<SignOutcome> SignPrepared(const PreparedPayload& prepared, Signer& signer, Ledger* ledger,
+                                 bool append);
 
 }  // namespace clawguard::signer
 

@@ -25,8 +25,8 @@ static cg_bytes Text(const char *s) {
 static int IsIdChar(char c) {
   /* The characters a {name} segment matches on the host ([A-Za-z0-9_~-]); anything else would be
    * refused as CG_DENIED, so it is refused here first with a clear 422. */
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '~' ||
-         c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '~' || c == '-';
 }
 
 /* FindOrderId copies the value of the top-level-looking "order_id" member into |out|.
@@ -44,10 +44,14 @@ static size_t FindOrderId(cg_bytes body, char out[kMaxOrderId + 1]) {
   }
   if (i + key_len > body.len) return 0;
   i += key_len;
-  while (i < body.len && (body.data[i] == ' ' || body.data[i] == '\t' || body.data[i] == '\n' || body.data[i] == '\r')) ++i;
+  while (i < body.len && (body.data[i] == ' ' || body.data[i] == '\t' || body.data[i] == '\n' ||
+                          body.data[i] == '\r'))
+    ++i;
   if (i >= body.len || body.data[i] != ':') return 0;
   ++i;
-  while (i < body.len && (body.data[i] == ' ' || body.data[i] == '\t' || body.data[i] == '\n' || body.data[i] == '\r')) ++i;
+  while (i < body.len && (body.data[i] == ' ' || body.data[i] == '\t' || body.data[i] == '\n' ||
+                          body.data[i] == '\r'))
+    ++i;
   const int quoted = i < body.len && body.data[i] == '"';
   if (quoted) ++i;
   size_t n = 0;
@@ -71,10 +75,14 @@ static size_t Find(cg_bytes body, size_t from, size_t to, const char *token) {
 }
 
 static size_t SkipSpaceAndColon(cg_bytes body, size_t i, size_t to) {
-  while (i < to && (body.data[i] == ' ' || body.data[i] == '\t' || body.data[i] == '\n' || body.data[i] == '\r')) ++i;
+  while (i < to && (body.data[i] == ' ' || body.data[i] == '\t' || body.data[i] == '\n' ||
+                    body.data[i] == '\r'))
+    ++i;
   if (i >= to || body.data[i] != ':') return to;
   ++i;
-  while (i < to && (body.data[i] == ' ' || body.data[i] == '\t' || body.data[i] == '\n' || body.data[i] == '\r')) ++i;
+  while (i < to && (body.data[i] == ' ' || body.data[i] == '\t' || body.data[i] == '\n' ||
+                    body.data[i] == '\r'))
+    ++i;
   return i;
 }
 
@@ -153,7 +161,9 @@ static int Call(cg_call *call, const char *method, const char *path, cg_bytes bo
     return 1;
   }
   if (rc >= 200 && rc < 300) return 1;
-  g_host->log(call, kLogError, rc < 0 ? "erp_call did not complete; stopping this delivery" : "the ERP refused a call; stopping this delivery");
+  g_host->log(call, kLogError,
+              rc < 0 ? "erp_call did not complete; stopping this delivery"
+                     : "the ERP refused a call; stopping this delivery");
   return 0;
 }
 
@@ -215,8 +225,10 @@ static int HandleWebhook(cg_call *call, const char *route, const cg_request *req
     if (!Call(call, "POST", "/inventory/adjust", Text(adjust), &held)) return 1;
   }
   g_host->log(call, kLogInfo, held ? "order held for confirmation" : "order fulfilled");
-  if (held) Respond(call, 202, "{\"status\":\"held\"}");
-  else Respond(call, 200, "{\"status\":\"fulfilled\"}");
+  if (held)
+    Respond(call, 202, "{\"status\":\"held\"}");
+  else
+    Respond(call, 200, "{\"status\":\"fulfilled\"}");
   return 0;
 }
 

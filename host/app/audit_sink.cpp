@@ -14,7 +14,8 @@ Result<std::shared_ptr<HostApp::AuditSink>> HostApp::AuditSink::Create(const Hos
   JsonLogger::Options options;
   options.redact = c.log.redact;
   const auto known = [&options](const SecretBytes& s) {
-    // Whatever its length: host.yaml refuses short secrets, and a leak is worse than a scrubbed word.
+    // Whatever its length: host.yaml refuses short secrets, and a leak is worse than a scrubbed
+    // word.
     if (!s.empty()) options.known_secrets.push_back(s.Clone());
   };
   known(c.admin.token);
@@ -33,17 +34,21 @@ Result<std::shared_ptr<HostApp::AuditSink>> HostApp::AuditSink::Create(const Hos
   // it valid for as long as an abandoned plugin thread may hold the sink.
   CLAWGUARD_ASSIGN_OR_RETURN(
       std::unique_ptr<JsonLogger> redactor,
-      JsonLogger::Create(std::move(options), [](std::string_view) {}, SystemClock::Instance()));
+      JsonLogger::Create(
+          std::move(options), [](std::string_view) {}, SystemClock::Instance()));
   std::FILE* file = nullptr;
   if (!c.log.audit.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(c.log.audit).parent_path(), ec);
     // O_NONBLOCK and a regular file only: a FIFO at log.audit must not hang the start.
-    Result<UniqueFd> fd = OpenRegularFileNonBlocking(c.log.audit, O_WRONLY | O_APPEND | O_CREAT, "audit log");
-    if (!fd.ok()) return Status(Reason::kConfigInvalid, c.source + ": log.audit: " + fd.error().message());
+    Result<UniqueFd> fd =
+        OpenRegularFileNonBlocking(c.log.audit, O_WRONLY | O_APPEND | O_CREAT, "audit log");
+    if (!fd.ok())
+      return Status(Reason::kConfigInvalid, c.source + ": log.audit: " + fd.error().message());
     file = ::fdopen(fd->get(), "a");
     if (file == nullptr) {
-      return Status(Reason::kConfigInvalid, c.source + ": log.audit: cannot open " + c.log.audit + " for appending");
+      return Status(Reason::kConfigInvalid,
+                    c.source + ": log.audit: cannot open " + c.log.audit + " for appending");
     }
     (void)fd->Release();  // owned by |file| now
   }

@@ -33,7 +33,8 @@ class HostApp::AuditSink {
   void Write(const std::string& line);
 
  private:
-  AuditSink(std::unique_ptr<JsonLogger> redactor, std::FILE* file) : redactor_(std::move(redactor)), file_(file) {}
+  AuditSink(std::unique_ptr<JsonLogger> redactor, std::FILE* file)
+      : redactor_(std::move(redactor)), file_(file) {}
   const std::unique_ptr<const JsonLogger> redactor_;
   Mutex mu_;  // serializes writes to the file (lines never interleave)
   std::FILE* const file_;

@@ -40,7 +40,8 @@
 //   listen.plaintext_nonloopback (low)  the webhook listener likewise (bodies are signed, not
 //                                     encrypted)
 //   erp.plaintext_nonloopback (high)  erp.base_url is http:// to a host that is not loopback
-//                                     (only loads with erp.allow_plaintext: the credential in clear)
+//                                     (only loads with erp.allow_plaintext: the credential in
+//                                     clear)
 //   listen.fibers_thread_locals (medium)  execution: fibers — plugins' thread-locals are shared
 //                                     by the deliveries of a carrier
 // Thread-safe (no shared state); the Ledger is used for reads only.
@@ -65,7 +66,7 @@ enum class Severity { kHigh, kMedium, kLow, kInfo };
 // SeverityName is "high" / "medium" / "low" / "info".
 std::string_view SeverityName(Severity s);
 
-inline constexpr int64_t kLeafExpiryWarningSeconds = 30 * 86400;   // ARCHITECTURE.md "Verification"
+inline constexpr int64_t kLeafExpiryWarningSeconds = 30 * 86400;  // ARCHITECTURE.md "Verification"
 inline constexpr int64_t kSecretRotationMaxAgeSeconds = 90 * 86400;  // host.yaml current_since
 
 struct AuditFinding {
@@ -93,7 +94,8 @@ struct AuditReport {
 using LedgerSource = Result<Ledger*>;
 
 // RunDeploymentAudit computes every finding above for |config| at |clock|'s time.
-AuditReport RunDeploymentAudit(const HostConfig& config, const LedgerSource& ledger, const Clock& clock);
+AuditReport RunDeploymentAudit(const HostConfig& config, const LedgerSource& ledger,
+                               const Clock& clock);
 
 }  // namespace clawguard::host
 

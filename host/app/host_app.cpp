@@ -35,7 +35,7 @@ struct Abandoned {
   std::unique_ptr<Reconciler> reconciler;
   std::unique_ptr<WebhookPipeline> pipeline;  // destroyed first (it uses what follows)
   std::unique_ptr<fiber::Carriers> carriers;  // a hung plugin's fiber never returns to its carrier
-  HostStores stores;  // the DLQ among them
+  HostStores stores;                          // the DLQ among them
   std::unique_ptr<ErpSender> sender;
   std::unique_ptr<Loader> loader;
   std::vector<LoadedPlugin> plugins;
@@ -61,10 +61,12 @@ HostApp::~HostApp() {
   const bool plugin_threads = dispatcher_ != nullptr && dispatcher_->running_threads() > 0;
   if (plugin_threads || workers_abandoned_) {
     if (plugin_threads) {
-      Audit(DumpJson({{"event", "plugin_threads_abandoned"},
-                  {"threads", dispatcher_->running_threads()},
-                  {"detail", "plugin threads still run after shutdown: their plugins, stores, ERP sender, "
-                             "breakers, metrics and capability pauses are leaked on purpose"}}));
+      Audit(
+          DumpJson({{"event", "plugin_threads_abandoned"},
+                    {"threads", dispatcher_->running_threads()},
+                    {"detail",
+                     "plugin threads still run after shutdown: their plugins, stores, ERP sender, "
+                     "breakers, metrics and capability pauses are leaked on purpose"}}));
     }
     auto a = std::make_unique<Abandoned>();
     if (workers_abandoned_) {
@@ -108,7 +110,8 @@ Status HostApp::Start() {
   }
   CLAWGUARD_RETURN_IF_ERROR(main_->Start());
   CLAWGUARD_RETURN_IF_ERROR(admin_->Start());
-  // The workers that wait on peers (outbox, DLQ replays, reconciler) before the loop that posts them.
+  // The workers that wait on peers (outbox, DLQ replays, reconciler) before the loop that posts
+  // them.
   CLAWGUARD_RETURN_IF_ERROR(ops_loop_->StartWorkers());
   background_thread_ = std::thread([this] {
     NameThisThread("cg-background");
@@ -133,13 +136,16 @@ void HostApp::Stop() {
     // A worker's item ends by itself within erp.timeout (a send) or handler_timeout + erp.timeout
     // (a re-drive runs the plugin); one still running then is abandoned, its send's row still
     // owned by its claim (a later send carries the same Idempotency-Key).
-    const int abandoned = ops_loop_->StopWorkers(config_->plugins.handler_timeout + config_->erp.timeout);
+    const int abandoned =
+        ops_loop_->StopWorkers(config_->plugins.handler_timeout + config_->erp.timeout);
     if (abandoned > 0) {
       workers_abandoned_ = true;
-      Audit(DumpJson({{"event", "background_workers_abandoned"},
-                  {"workers", abandoned},
-                  {"detail", "background workers still in an ERP call or a plugin after shutdown: what they use is "
-                             "leaked on purpose; their outbox rows stay claimed until the claim ends"}}));
+      Audit(DumpJson(
+          {{"event", "background_workers_abandoned"},
+           {"workers", abandoned},
+           {"detail",
+            "background workers still in an ERP call or a plugin after shutdown: what they use is "
+            "leaked on purpose; their outbox rows stay claimed until the claim ends"}}));
     }
   }
   if (dispatcher_ != nullptr && config_ != nullptr) {
@@ -169,7 +175,10 @@ std::string HostApp::ReadyJson() const {
   nlohmann::json plugins = nlohmann::json::array();
   for (const LoadedPlugin& p : plugins_) {
     const Verdict& v = p.verdict();
-    plugins.push_back({{"name", v.name}, {"version", v.version}, {"sha256", v.sha256}, {"publisher", v.publisher}});
+    plugins.push_back({{"name", v.name},
+                       {"version", v.version},
+                       {"sha256", v.sha256},
+                       {"publisher", v.publisher}});
   }
   nlohmann::json refused = nlohmann::json::array();
   for (const RefusedPackage& r : refused_) {
@@ -177,20 +186,23 @@ std::string HostApp::ReadyJson() const {
   }
   const ConnectionStats conns = main_->connection_stats();
   return DumpJson({{"ready", ready_.load()},
-               {"mode", loader_->mode()},
-               {"plugins", plugins},
-               {"refused", refused},
-               {"ledger_anchor", LedgerAnchorStatusToJson(loader_->ledger_anchor())},
-               {"shedding", conns.shedding},
-               {"connections",
-                {{"open", conns.open},
-                 {"max", conns.max_connections},
-                 {"max_per_peer", conns.max_connections_per_peer},
-                 {"peers", conns.peers},
-                 {"shed_total", conns.shed_total},
-                 {"refused_total", conns.refused_total}}},
-               {"fd_limit", {{"soft", fd_limit_.soft}, {"hard", fd_limit_.hard}, {"soft_before", fd_limit_.soft_before}}},
-               {"background", ops_loop_->StatusJson()}});
+                   {"mode", loader_->mode()},
+                   {"plugins", plugins},
+                   {"refused", refused},
+                   {"ledger_anchor", LedgerAnchorStatusToJson(loader_->ledger_anchor())},
+                   {"shedding", conns.shedding},
+                   {"connections",
+                    {{"open", conns.open},
+                     {"max", conns.max_connections},
+                     {"max_per_peer", conns.max_connections_per_peer},
+                     {"peers", conns.peers},
+                     {"shed_total", conns.shed_total},
+                     {"refused_total", conns.refused_total}}},
+                   {"fd_limit",
+                    {{"soft", fd_limit_.soft},
+                     {"hard", fd_limit_.hard},
+                     {"soft_before", fd_limit_.soft_before}}},
+                   {"background", ops_loop_->StatusJson()}});
 }
 
 std::variant<HttpResponse, Deferred> HostApp::FrontMain(const HttpRequest& request) const {
@@ -200,18 +212,20 @@ std::variant<HttpResponse, Deferred> HostApp::FrontMain(const HttpRequest& reque
     if (path == "/readyz") {
       // Still ready while it sheds idle connections (signed webhooks get in), and says so.
       if (!ready_.load()) return JsonAnswer(503, R"({"ready":false})");
-      return main_->connection_stats().shedding ? JsonAnswer(200, R"({"ready":true,"shedding":true})")
-                                                : JsonAnswer(200, R"({"ready":true})");
+      return main_->connection_stats().shedding
+                 ? JsonAnswer(200, R"({"ready":true,"shedding":true})")
+                 : JsonAnswer(200, R"({"ready":true})");
     }
   }
   // Refusals and replays from memory are answered here, on the I/O thread; a claim goes to a
   // handler thread with what Front learnt (the request is authenticated once).
-  std::variant<WebhookPipeline::Handled, WebhookPipeline::Admitted> front = pipeline_->Front(request);
+  std::variant<WebhookPipeline::Handled, WebhookPipeline::Admitted> front =
+      pipeline_->Front(request);
   if (auto* h = std::get_if<WebhookPipeline::Handled>(&front)) return std::move(h->response);
   const WebhookPipeline* pipeline = pipeline_.get();
   Deferred later;
-  later.start = [pipeline, admitted = std::get<WebhookPipeline::Admitted>(std::move(front))](HttpRequest r,
-                                                                                           Responder respond) {
+  later.start = [pipeline, admitted = std::get<WebhookPipeline::Admitted>(std::move(front))](
+                    HttpRequest r, Responder respond) {
     pipeline->FinishAsync(std::move(r), admitted, std::move(respond));
   };
   return later;
@@ -220,7 +234,8 @@ std::variant<HttpResponse, Deferred> HostApp::FrontMain(const HttpRequest& reque
 HttpResponse HostApp::HandleAdmin(const HttpRequest& request) const {
   // Every path here is behind the bearer token (RequireBearerToken wraps this handler).
   const std::string path = PathOf(request.target);
-  if (request.method == "GET" && path == "/readyz") return JsonAnswer(ready_.load() ? 200 : 503, ReadyJson());
+  if (request.method == "GET" && path == "/readyz")
+    return JsonAnswer(ready_.load() ? 200 : 503, ReadyJson());
   if (path == "/metrics") return metrics_->ServeMetrics(request);
   if (path == "/ops") return ops_page_(request);
   return JsonAnswer(404, R"({"error":"not_found"})");

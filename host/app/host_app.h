@@ -101,7 +101,8 @@ class HostApp {
  public:
   // Create: see the file comment. |clock| must outlive the app. Reasons: kConfigInvalid,
   // kStoreUnavailable, kInternal (a listener cannot bind).
-  static Result<std::unique_ptr<HostApp>> Create(const std::shared_ptr<const HostConfig>& config, const Clock& clock,
+  static Result<std::unique_ptr<HostApp>> Create(const std::shared_ptr<const HostConfig>& config,
+                                                 const Clock& clock,
                                                  const StoreFactory& open_store);
   ~HostApp();
   HostApp(const HostApp&) = delete;
@@ -113,9 +114,10 @@ class HostApp {
   uint16_t main_port() const;
   uint16_t admin_port() const;
   // ReadyJson is the admin /readyz body: {ready, mode, plugins:[{name, version, sha256,
-  // publisher}], refused:[{package, reason, detail}], ledger_anchor, shedding, connections:{open, max,
-  // max_per_peer, peers, shed_total, refused_total}, fd_limit:{soft, hard, soft_before}, background}
-  // (background: HostOpsLoop::StatusJson — the loop's ticks, the pauses in force, the workers).
+  // publisher}], refused:[{package, reason, detail}], ledger_anchor, shedding, connections:{open,
+  // max, max_per_peer, peers, shed_total, refused_total}, fd_limit:{soft, hard, soft_before},
+  // background} (background: HostOpsLoop::StatusJson — the loop's ticks, the pauses in force, the
+  // workers).
   std::string ReadyJson() const;
   const std::vector<RefusedPackage>& refused() const { return refused_; }
   RetryWorker& retry_worker() { return *retry_; }
@@ -144,14 +146,16 @@ class HostApp {
   // CreateDispatch: the ERP environment, the retry worker and the plugin dispatcher.
   Status CreateDispatch(const HostConfig& config, const AuditFn& audit);
   // CreatePipeline: the carriers (listen.execution: fibers) and the webhook pipeline.
-  Status CreatePipeline(const HostConfig& config, std::vector<PipelineRoute> routes, const AuditFn& audit);
+  Status CreatePipeline(const HostConfig& config, std::vector<PipelineRoute> routes,
+                        const AuditFn& audit);
   // CreateOpsLoop: the reconciler, the background loop and the /ops page.
   Status CreateOpsLoop(const HostConfig& config, const AuditFn& audit);
   // CreateListeners: the main and admin HTTP servers (bound, not started).
   Status CreateListeners(const HostConfig& config);
   Status LoadPlugins(const HostConfig& config);
   // CreateGuards makes the metrics, breakers, limiter, pauses and advisor (after LoadPlugins).
-  Status CreateGuards(const HostConfig& config, const std::vector<std::pair<std::string, std::string>>& routes);
+  Status CreateGuards(const HostConfig& config,
+                      const std::vector<std::pair<std::string, std::string>>& routes);
   // CreateObserver makes the /ops and gauge source and records the start-up metrics.
   Status CreateObserver();
   // FrontMain is the main listener's FrontHandler: health, readiness, and the webhook pipeline's
@@ -189,8 +193,9 @@ class HostApp {
   std::unique_ptr<HostOpsLoop> ops_loop_;
   Handler ops_page_;
   std::unique_ptr<HttpServer> main_, admin_;
-  FdLimit fd_limit_;              // RLIMIT_NOFILE as raised at Create
-  uint64_t max_connections_ = 0;  // the main listener's bound (listen.max_connections within fd_limit_)
+  FdLimit fd_limit_;  // RLIMIT_NOFILE as raised at Create
+  uint64_t max_connections_ =
+      0;  // the main listener's bound (listen.max_connections within fd_limit_)
   std::atomic<bool> ready_{false};
   Mutex stop_mu_;
   std::condition_variable stop_cv_;

@@ -16,9 +16,11 @@
 
 namespace clawguard::host {
 
-Result<std::unique_ptr<HostApp>> HostApp::Create(const std::shared_ptr<const HostConfig>& config, const Clock& clock,
+Result<std::unique_ptr<HostApp>> HostApp::Create(const std::shared_ptr<const HostConfig>& config,
+                                                 const Clock& clock,
                                                  const StoreFactory& open_store) {
-  if (config == nullptr || !open_store) return Status(Reason::kInternal, "host: no configuration or store factory");
+  if (config == nullptr || !open_store)
+    return Status(Reason::kInternal, "host: no configuration or store factory");
   std::unique_ptr<HostApp> app(new HostApp());
   app->config_ = config;
   app->clock_ = &clock;
@@ -45,15 +47,16 @@ Status HostApp::OpenAudit(const HostConfig& c) {
   fd_limit_ = RaiseFdLimit();
   const uint64_t configured =
       c.listen.max_connections > 0 ? c.listen.max_connections : limits::kDefaultMaxConnections;
-  CLAWGUARD_ASSIGN_OR_RETURN(max_connections_,
-                             ListenerBudget(configured, fd_limit_.soft, static_cast<uint64_t>(c.listen.handlers)));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      max_connections_,
+      ListenerBudget(configured, fd_limit_.soft, static_cast<uint64_t>(c.listen.handlers)));
   Audit(DumpJson({{"event", "fd_limit"},
-                   {"soft_before", fd_limit_.soft_before},
-                   {"soft", fd_limit_.soft},
-                   {"hard", fd_limit_.hard},
-                   {"reserved", FdsReserved(static_cast<uint64_t>(c.listen.handlers))},
-                   {"max_connections", max_connections_},
-                   {"max_connections_configured", configured}}));
+                  {"soft_before", fd_limit_.soft_before},
+                  {"soft", fd_limit_.soft},
+                  {"hard", fd_limit_.hard},
+                  {"reserved", FdsReserved(static_cast<uint64_t>(c.listen.handlers))},
+                  {"max_connections", max_connections_},
+                  {"max_connections_configured", configured}}));
   return Status::Ok();
 }
 
@@ -61,7 +64,8 @@ Status HostApp::OpenStores(const HostConfig& c, const StoreFactory& open_store) 
   CLAWGUARD_ASSIGN_OR_RETURN(stores_, open_store(c.store, *clock_));
   if (!stores_.idempotency || !stores_.outbox || !stores_.ledger || !stores_.dlq) {
     return Status(Reason::kStoreUnavailable,
-                  "host: the store factory returned an incomplete store (idempotency, outbox, ledger and DLQ are "
+                  "host: the store factory returned an incomplete store (idempotency, outbox, "
+                  "ledger and DLQ are "
                   "all required)");
   }
   // Replays of completed records are answered from memory (dropped on every new operations
@@ -82,7 +86,8 @@ Status HostApp::CreateErpSender(const HostConfig& c) {
   erp_options.ca_file = c.erp.ca;
   erp_options.auth = c.erp.auth.Clone();
   erp_options.keep_alive = c.erp.keep_alive;
-  CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<ErpClient> client, ErpClient::Create(std::move(erp_options)));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<ErpClient> client,
+                             ErpClient::Create(std::move(erp_options)));
   sender_ = MakeErpSender(std::move(client));
   return Status::Ok();
 }
@@ -108,12 +113,17 @@ Result<HostApp::RouteTable> HostApp::BuildRoutes(const HostConfig& c) {
     for (const WebhookRouteSpec& w : m.webhooks) {
       const auto secrets = c.webhooks.routes.find(m.name + "/" + w.route);
       if (secrets == c.webhooks.routes.end()) {
-        Audit(DumpJson({{"event", "route_unconfigured"}, {"plugin", m.name}, {"route", w.route},
-                         {"detail", "no secret in host.yaml webhooks.routes: the route answers 404"}}));
+        Audit(DumpJson(
+            {{"event", "route_unconfigured"},
+             {"plugin", m.name},
+             {"route", w.route},
+             {"detail", "no secret in host.yaml webhooks.routes: the route answers 404"}}));
         continue;
       }
-      CLAWGUARD_ASSIGN_OR_RETURN(WebhookVerifier verifier, MakeVerifier(secrets->second, c.webhooks.tolerance, *clock_));
-      table.routes.push_back(PipelineRoute{m.name, w.route, w.level, w.business_key, std::move(verifier)});
+      CLAWGUARD_ASSIGN_OR_RETURN(WebhookVerifier verifier,
+                                 MakeVerifier(secrets->second, c.webhooks.tolerance, *clock_));
+      table.routes.push_back(
+          PipelineRoute{m.name, w.route, w.level, w.business_key, std::move(verifier)});
       table.names.emplace_back(m.name, w.route);
     }
   }
@@ -153,11 +163,13 @@ Status HostApp::CreateDispatch(const HostConfig& c, const AuditFn& audit) {
   dopts.handler_timeout = c.plugins.handler_timeout;
   dopts.lease = c.idempotency.lease;
   dopts.erp = env;
-  CLAWGUARD_ASSIGN_OR_RETURN(dispatcher_, PluginDispatcher::Create(std::move(dopts), std::move(targets)));
+  CLAWGUARD_ASSIGN_OR_RETURN(dispatcher_,
+                             PluginDispatcher::Create(std::move(dopts), std::move(targets)));
   return Status::Ok();
 }
 
-Status HostApp::CreatePipeline(const HostConfig& c, std::vector<PipelineRoute> routes, const AuditFn& audit) {
+Status HostApp::CreatePipeline(const HostConfig& c, std::vector<PipelineRoute> routes,
+                               const AuditFn& audit) {
   PipelineGuards guards;
   guards.limiter = limiter_.get();
   guards.key_breaker = key_breaker_.get();
@@ -170,17 +182,19 @@ Status HostApp::CreatePipeline(const HostConfig& c, std::vector<PipelineRoute> r
     try {
       carriers_ = std::make_unique<fiber::Carriers>(c.listen.carriers, "cg-carrier");
     } catch (const std::exception& e) {
-      return Status(Reason::kInternal, std::string("host: cannot start the carrier threads (listen.execution: fibers): ") +
-                                           e.what());
+      return Status(
+          Reason::kInternal,
+          std::string("host: cannot start the carrier threads (listen.execution: fibers): ") +
+              e.what());
     }
   }
   CLAWGUARD_ASSIGN_OR_RETURN(
       pipeline_,
-      WebhookPipeline::Create(PipelineOptions{c.listen.max_body, c.listen.max_headers, c.idempotency.lease,
-                                              c.listen.handlers, carriers_.get(),
-                                              c.plugins.handler_timeout + std::chrono::seconds(1)},
-                              std::move(routes), *stores_.idempotency, dispatcher_->AsDispatcher(),
-                              std::move(guards)));
+      WebhookPipeline::Create(
+          PipelineOptions{c.listen.max_body, c.listen.max_headers, c.idempotency.lease,
+                          c.listen.handlers, carriers_.get(),
+                          c.plugins.handler_timeout + std::chrono::seconds(1)},
+          std::move(routes), *stores_.idempotency, dispatcher_->AsDispatcher(), std::move(guards)));
   return Status::Ok();
 }
 
@@ -199,16 +213,20 @@ Status HostApp::CreateOpsLoop(const HostConfig& c, const AuditFn& audit) {
   deps.retention_ms = c.idempotency.retention.count();
   ReconcilerOptions ro;
   // Stuck = untouched for two leases (a live worker renews every lease/3).
-  ro.stuck_for = std::max<std::chrono::milliseconds>(2 * c.idempotency.lease, std::chrono::seconds(10));
+  ro.stuck_for =
+      std::max<std::chrono::milliseconds>(2 * c.idempotency.lease, std::chrono::seconds(10));
   ro.retention = c.idempotency.retention;
   ro.tombstone_ttl = c.idempotency.tombstones;
   const WebhookPipeline* pipeline = pipeline_.get();
   CLAWGUARD_ASSIGN_OR_RETURN(
       reconciler_,
-      Reconciler::Create(*stores_.idempotency, *stores_.dlq, *clock_, ro, [pipeline](const IdempotencyRecord& r) {
-        return pipeline->Redeliver(r.plugin, r.route, r.key, DlqRequest{r.webhook_id, r.request_content_type, r.request_body})
-            .done;
-      }));
+      Reconciler::Create(
+          *stores_.idempotency, *stores_.dlq, *clock_, ro, [pipeline](const IdempotencyRecord& r) {
+            return pipeline
+                ->Redeliver(r.plugin, r.route, r.key,
+                            DlqRequest{r.webhook_id, r.request_content_type, r.request_body})
+                .done;
+          }));
   deps.reconciler = reconciler_.get();
   deps.cache = cache_;
   deps.metrics = metrics_.get();
@@ -230,27 +248,32 @@ Status HostApp::CreateListeners(const HostConfig& c) {
   // server's handler pool serves nothing here (FrontMain answers or starts, never defers a run).
   main_options.handler_threads = 1;
   main_options.max_connections = max_connections_;
-  main_options.max_connections_per_peer = std::min<uint64_t>(
-      max_connections_,
-      c.listen.max_connections_per_peer > 0 ? c.listen.max_connections_per_peer : limits::kDefaultMaxConnectionsPerPeer);
+  main_options.max_connections_per_peer =
+      std::min<uint64_t>(max_connections_, c.listen.max_connections_per_peer > 0
+                                               ? c.listen.max_connections_per_peer
+                                               : limits::kDefaultMaxConnectionsPerPeer);
   if (c.listen.tls) main_options.tls = ServerTls{c.listen.tls->cert, c.listen.tls->key};
-  CLAWGUARD_ASSIGN_OR_RETURN(main_,
-                             HttpServer::CreateWithFront(std::move(main_options),
-                                                FrontHandler([raw](const HttpRequest& r) { return raw->FrontMain(r); })));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      main_, HttpServer::CreateWithFront(
+                 std::move(main_options),
+                 FrontHandler([raw](const HttpRequest& r) { return raw->FrontMain(r); })));
   CLAWGUARD_ASSIGN_OR_RETURN(Handler admin_handler,
-                             RequireBearerToken(c.admin.token.Clone(),
-                                                [raw](const HttpRequest& r) { return raw->HandleAdmin(r); }));
+                             RequireBearerToken(c.admin.token.Clone(), [raw](const HttpRequest& r) {
+                               return raw->HandleAdmin(r);
+                             }));
   ServerOptions admin_options;
   admin_options.address = c.admin.address;
   admin_options.workers = 1;
   admin_options.max_connections = limits::kAdminMaxConnections;
   admin_options.max_connections_per_peer = limits::kAdminMaxConnections;
   if (c.admin.tls) admin_options.tls = ServerTls{c.admin.tls->cert, c.admin.tls->key};
-  CLAWGUARD_ASSIGN_OR_RETURN(admin_, HttpServer::Create(std::move(admin_options), std::move(admin_handler)));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      admin_, HttpServer::Create(std::move(admin_options), std::move(admin_handler)));
   return Status::Ok();
 }
 
-Status HostApp::CreateGuards(const HostConfig& c, const std::vector<std::pair<std::string, std::string>>& routes) {
+Status HostApp::CreateGuards(const HostConfig& c,
+                             const std::vector<std::pair<std::string, std::string>>& routes) {
   CLAWGUARD_ASSIGN_OR_RETURN(metrics_, HostMetrics::Create(MetricsNamesFor(routes, plugins_)));
   CLAWGUARD_ASSIGN_OR_RETURN(key_breaker_, KeyBreaker::Create(c.breaker_key, *clock_));
   CLAWGUARD_ASSIGN_OR_RETURN(endpoint_breaker_, EndpointBreaker::Create(c.breaker_erp, *clock_));
@@ -269,30 +292,36 @@ Status HostApp::CreateObserver() {
   fixed.trust_mode = loader_->mode();
   for (const LoadedPlugin& p : plugins_) {
     const Verdict& v = p.verdict();
-    fixed.plugins.push_back(OpsPlugin{v.name, v.version, v.publisher, v.sha256, /*loaded=*/true, "", ""});
+    fixed.plugins.push_back(
+        OpsPlugin{v.name, v.version, v.publisher, v.sha256, /*loaded=*/true, "", ""});
   }
   for (const RefusedPackage& r : refused_) {
-    const std::string name = r.name.empty() ? std::filesystem::path(r.package).filename().string() : r.name;
-    fixed.plugins.push_back(OpsPlugin{name, r.version, r.publisher, r.sha256, /*loaded=*/false, r.reason, r.detail});
+    const std::string name =
+        r.name.empty() ? std::filesystem::path(r.package).filename().string() : r.name;
+    fixed.plugins.push_back(
+        OpsPlugin{name, r.version, r.publisher, r.sha256, /*loaded=*/false, r.reason, r.detail});
   }
   fixed.leaves = leaves_;
   fixed.endpoints = MetricsNamesFor({}, plugins_).endpoints;
-  HostObserver::Sources sources{metrics_.get(), endpoint_breaker_.get(), key_breaker_.get(), stores_.dlq.get(),
-                                clock_};
+  HostObserver::Sources sources{metrics_.get(), endpoint_breaker_.get(), key_breaker_.get(),
+                                stores_.dlq.get(), clock_};
   CLAWGUARD_ASSIGN_OR_RETURN(observer_, HostObserver::Create(sources, std::move(fixed)));
 
   // Start-up metrics: refusals by loader reason ("superseded" is not a refusal), leaf expiry (the
   // earliest of a plugin's signers), ledger rows, and the gauges' first values.
   for (const RefusedPackage& r : refused_) {
-    if (std::optional<Reason> reason = ReasonFromName(r.reason)) metrics_->RecordPluginLoadRefusal(*reason);
+    if (std::optional<Reason> reason = ReasonFromName(r.reason))
+      metrics_->RecordPluginLoadRefusal(*reason);
   }
   std::map<std::string, int64_t> earliest;
   for (const OpsLeaf& l : leaves_) {
     auto [it, inserted] = earliest.try_emplace(l.plugin, l.not_after);
     if (!inserted) it->second = std::min(it->second, l.not_after);
   }
-  for (const auto& [plugin, not_after] : earliest) metrics_->SetCertificateExpiry(plugin, not_after);
-  if (Result<LedgerCheckpoint> head = stores_.ledger->Head(); head.ok()) metrics_->SetLedgerRows(head->count);
+  for (const auto& [plugin, not_after] : earliest)
+    metrics_->SetCertificateExpiry(plugin, not_after);
+  if (Result<LedgerCheckpoint> head = stores_.ledger->Head(); head.ok())
+    metrics_->SetLedgerRows(head->count);
   if (Status s = observer_->PublishGauges(); !s.ok()) {
     Audit(DumpJson({{"event", "metrics_gauges_error"}, {"detail", s.message()}}));
   }

@@ -28,13 +28,19 @@ Status HostApp::LoadPlugins(const HostConfig& c) {
   std::vector<std::string> packages;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(c.plugins.dir, ec)) {
-    if (e.path().extension() == ".claw" && e.is_regular_file(ec)) packages.push_back(e.path().string());
+    if (e.path().extension() == ".claw" && e.is_regular_file(ec))
+      packages.push_back(e.path().string());
   }
-  if (ec) return Status(Reason::kConfigInvalid, c.source + ": plugins.dir: cannot read " + c.plugins.dir);
+  if (ec)
+    return Status(Reason::kConfigInvalid, c.source + ": plugins.dir: cannot read " + c.plugins.dir);
   std::sort(packages.begin(), packages.end());
 
-  const auto refuse = [this](std::string package, std::string reason, std::string detail, const Verdict* v) {
-    Audit(DumpJson({{"event", "plugin_refused"}, {"package", package}, {"reason", reason}, {"detail", detail}}));
+  const auto refuse = [this](std::string package, std::string reason, std::string detail,
+                             const Verdict* v) {
+    Audit(DumpJson({{"event", "plugin_refused"},
+                    {"package", package},
+                    {"reason", reason},
+                    {"detail", detail}}));
     RefusedPackage r{std::move(package), std::move(reason), std::move(detail), "", "", "", ""};
     if (v != nullptr) {
       r.name = v->name;
@@ -66,13 +72,15 @@ Status HostApp::LoadPlugins(const HostConfig& c) {
     const bool higher = CompareSemVer(cand.version, it->second.version) > 0;
     const Candidate& loser = higher ? it->second : cand;
     const std::string winner = higher ? cand.verdict.version : it->second.verdict.version;
-    refuse(loser.path, "superseded", "version " + winner + " of " + v->name + " is loaded instead", &loser.verdict);
+    refuse(loser.path, "superseded", "version " + winner + " of " + v->name + " is loaded instead",
+           &loser.verdict);
     if (higher) it->second = cand;
   }
   for (auto& [name, cand] : best) {
     Result<LoadedPlugin> loaded = loader_->Load(cand.path);
     if (!loaded.ok()) {
-      refuse(cand.path, std::string(ReasonName(loaded.error().reason())), loaded.error().message(), &cand.verdict);
+      refuse(cand.path, std::string(ReasonName(loaded.error().reason())), loaded.error().message(),
+             &cand.verdict);
       continue;
     }
     // The signing leaves, for the certificate-expiry metric and /ops (not a trust decision).
@@ -80,8 +88,9 @@ Status HostApp::LoadPlugins(const HostConfig& c) {
     if (leaves.ok()) {
       for (const SigningLeaf& l : *leaves) leaves_.push_back(OpsLeaf{name, l.subject, l.not_after});
     } else {
-      Audit(DumpJson({{"event", "signing_leaves_unreadable"}, {"package", cand.path},
-                  {"detail", leaves.error().message()}}));
+      Audit(DumpJson({{"event", "signing_leaves_unreadable"},
+                      {"package", cand.path},
+                      {"detail", leaves.error().message()}}));
     }
     plugins_.push_back(std::move(loaded).value());
   }

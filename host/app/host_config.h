@@ -58,7 +58,8 @@ struct ListenConfig {
   int carriers = 0;  // listen.carriers (fibers only); default: DefaultCarriers
   // listen.max_connections / listen.max_connections_per_peer (ARCHITECTURE.md "Host request
   // pipeline", connection limits): connections the webhook listener holds at once, in all and from
-  // one peer address. The host lowers the first to what RLIMIT_NOFILE leaves (host/http/fd_budget.h).
+  // one peer address. The host lowers the first to what RLIMIT_NOFILE leaves
+  // (host/http/fd_budget.h).
   uint64_t max_connections = 0;           // default limits::kDefaultMaxConnections
   uint64_t max_connections_per_peer = 0;  // default limits::kDefaultMaxConnectionsPerPeer
 };
@@ -100,7 +101,8 @@ struct ErpRetry {
 };
 
 struct ErpConfig {
-  std::string base_url;  // https://…, or http:// to a loopback host (else only with allow_plaintext)
+  std::string
+      base_url;  // https://…, or http:// to a loopback host (else only with allow_plaintext)
   Millis timeout{0};
   std::string ca;  // absolute path
   SecretBytes auth;
@@ -142,13 +144,13 @@ struct HostConfig {
   static Result<std::shared_ptr<const HostConfig>> Load(const std::string& path);
   // Parse reads |text| as if it were the file |path| (relative paths against its directory),
   // resolving env:VAR through |env|.
-  static Result<std::shared_ptr<const HostConfig>> Parse(std::string_view text, const std::string& path,
+  static Result<std::shared_ptr<const HostConfig>> Parse(std::string_view text,
+                                                         const std::string& path,
                                                          const EnvLookup& env);
 
   // RetrySpan is sum(webhooks.retry_schedule).
   Millis RetrySpan() const;
 };
-
 
 }  // namespace clawguard::host
 

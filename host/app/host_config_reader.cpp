@@ -34,14 +34,17 @@ bool IsValidPluginName(std::string_view s) {
 bool IsValidRouteName(std::string_view s) {
   if (s.empty() || s.size() > 128) return false;
   for (char c : s) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return false;
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'))
+      return false;
   }
   return true;
 }
 
 bool IsHostPort(std::string_view s) {
   const size_t colon = s.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == s.size() || colon + 6 < s.size()) return false;
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == s.size() ||
+      colon + 6 < s.size())
+    return false;
   unsigned port = 0;
   auto [p, ec] = std::from_chars(s.data() + colon + 1, s.data() + s.size(), port);
   return ec == std::errc() && p == s.data() + s.size() && port <= 65535;
@@ -88,7 +91,9 @@ size_t CredentialBytes(std::string_view authorization) {
   return credential.size();
 }
 
-Result<YamlMap> ConfigReader::Map(const YAML::Node& node, const std::string& path) { return YamlMap::Create(node, source_, path); }
+Result<YamlMap> ConfigReader::Map(const YAML::Node& node, const std::string& path) {
+  return YamlMap::Create(node, source_, path);
+}
 
 Result<YamlMap> ConfigReader::Sub(YamlMap& parent, const std::string& key) {
   CLAWGUARD_ASSIGN_OR_RETURN(YAML::Node n, parent.Node(key));
@@ -99,7 +104,8 @@ std::string ConfigReader::Resolve(const std::string& p) const {
   const std::filesystem::path path(p);
   if (path.is_absolute()) return path.lexically_normal().string();
   std::error_code ec;
-  std::filesystem::path base = std::filesystem::absolute(dir_.empty() ? std::filesystem::path(".") : dir_, ec);
+  std::filesystem::path base =
+      std::filesystem::absolute(dir_.empty() ? std::filesystem::path(".") : dir_, ec);
   if (ec) base = dir_;
   return (base / path).lexically_normal().string();
 }
@@ -114,11 +120,13 @@ Result<std::string> ConfigReader::EnvSecret(YamlMap& m, const std::string& key) 
   CLAWGUARD_ASSIGN_OR_RETURN(std::string ref, m.String(key));
   const YAML::Node n = m.node()[key];
   if (ref.rfind("env:", 0) != 0 || !IsEnvName(std::string_view(ref).substr(4))) {
-    return m.Error(n, key, "secrets are given as env:VAR (a literal secret in the file is refused)");
+    return m.Error(n, key,
+                   "secrets are given as env:VAR (a literal secret in the file is refused)");
   }
   const std::string var = ref.substr(4);
   std::optional<std::string> v = env_(var);
-  if (!v || v->empty()) return m.Error(n, key, "environment variable " + var + " is not set or empty");
+  if (!v || v->empty())
+    return m.Error(n, key, "environment variable " + var + " is not set or empty");
   return std::move(*v);
 }
 
@@ -127,12 +135,15 @@ Result<SecretBytes> ConfigReader::WebhookSecret(YamlMap& m, const std::string& k
   auto k = DecodeWebhookSecret(raw);
   std::fill(raw.begin(), raw.end(), '\0');
   const std::string var = m.node()[key].Scalar().substr(4);
-  if (!k.ok()) return m.Error(m.node()[key], key, "environment variable " + var + ": " + k.error().message());
+  if (!k.ok())
+    return m.Error(m.node()[key], key, "environment variable " + var + ": " + k.error().message());
   if (k->size() < limits::kMinSecretBytes) {
-    return m.Error(m.node()[key], key,
-                   "environment variable " + var + ": the webhook secret decodes to " + std::to_string(k->size()) +
-                       " bytes; at least " + std::to_string(limits::kMinSecretBytes) +
-                       " are required (the host refuses to start; Standard Webhooks issues 24 to 64)");
+    return m.Error(
+        m.node()[key], key,
+        "environment variable " + var + ": the webhook secret decodes to " +
+            std::to_string(k->size()) + " bytes; at least " +
+            std::to_string(limits::kMinSecretBytes) +
+            " are required (the host refuses to start; Standard Webhooks issues 24 to 64)");
   }
   return std::move(k).value();
 }
@@ -152,15 +163,18 @@ Result<std::optional<int64_t>> ConfigReader::Time(YamlMap& m, const std::string&
   CLAWGUARD_ASSIGN_OR_RETURN(std::optional<std::string> s, m.OptionalString(key));
   if (!s) return std::optional<int64_t>();
   auto t = ParseRfc3339Utc(*s);
-  if (!t) return m.Error(m.node()[key], key, "expected a UTC time such as 2026-12-09T00:00:00Z, found '" + *s + "'");
+  if (!t)
+    return m.Error(m.node()[key], key,
+                   "expected a UTC time such as 2026-12-09T00:00:00Z, found '" + *s + "'");
   return std::optional<int64_t>(*t);
 }
 
 Result<std::vector<Millis>> ConfigReader::Durations(YamlMap& m, const std::string& key) {
   CLAWGUARD_ASSIGN_OR_RETURN(YAML::Node n, m.Node(key));
   if (!n.IsSequence() || n.size() == 0 || n.size() > limits::kMaxRetrySchedule) {
-    return m.Error(n, key, "expected a list of 1 to " + std::to_string(limits::kMaxRetrySchedule) +
-                               " durations such as [1m, 2m, 4m]");
+    return m.Error(n, key,
+                   "expected a list of 1 to " + std::to_string(limits::kMaxRetrySchedule) +
+                       " durations such as [1m, 2m, 4m]");
   }
   std::vector<Millis> out;
   for (const YAML::Node& e : n) {

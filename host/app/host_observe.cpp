@@ -36,7 +36,8 @@ std::string SubjectOf(X509* cert) {
 
 }  // namespace
 
-Result<std::vector<SigningLeaf>> ReadSigningLeaves(const std::string& package_path, const Verdict& verdict) {
+Result<std::vector<SigningLeaf>> ReadSigningLeaves(const std::string& package_path,
+                                                   const Verdict& verdict) {
   const std::string sig_path = package_path + ".sig";
   CLAWGUARD_ASSIGN_OR_RETURN(std::string json, ReadFileBounded(sig_path, limits::kMaxBundle));
   CLAWGUARD_ASSIGN_OR_RETURN(Bundle bundle, ParseBundle(json));
@@ -49,10 +50,13 @@ Result<std::vector<SigningLeaf>> ReadSigningLeaves(const std::string& package_pa
     const std::string& der = chain->second.front();
     const auto* p = reinterpret_cast<const unsigned char*>(der.data());
     ossl::UniquePtr<X509> cert(d2i_X509(nullptr, &p, static_cast<long>(der.size())));
-    if (cert == nullptr) return Status(Reason::kBundleInvalid, sig_path + ": the leaf of " + keyid + " is not X.509");
+    if (cert == nullptr)
+      return Status(Reason::kBundleInvalid, sig_path + ": the leaf of " + keyid + " is not X.509");
     // get0: notAfter is owned by |cert|.
     const std::optional<int64_t> not_after = UnixOf(X509_get0_notAfter(cert.get()));
-    if (!not_after) return Status(Reason::kBundleInvalid, sig_path + ": the leaf of " + keyid + " has no notAfter");
+    if (!not_after)
+      return Status(Reason::kBundleInvalid,
+                    sig_path + ": the leaf of " + keyid + " has no notAfter");
     leaves.push_back(SigningLeaf{keyid, SubjectOf(cert.get()), *not_after});
   }
   std::sort(leaves.begin(), leaves.end(),
@@ -75,9 +79,10 @@ MetricsNames MetricsNamesFor(const std::vector<std::pair<std::string, std::strin
 }
 
 Result<std::unique_ptr<HostObserver>> HostObserver::Create(Sources sources, Fixed fixed) {
-  if (sources.metrics == nullptr || sources.endpoint_breaker == nullptr || sources.key_breaker == nullptr ||
-      sources.dlq == nullptr || sources.clock == nullptr) {
-    return Status(Reason::kInternal, "host observer: a source (metrics, breakers, DLQ or clock) is missing");
+  if (sources.metrics == nullptr || sources.endpoint_breaker == nullptr ||
+      sources.key_breaker == nullptr || sources.dlq == nullptr || sources.clock == nullptr) {
+    return Status(Reason::kInternal,
+                  "host observer: a source (metrics, breakers, DLQ or clock) is missing");
   }
   return std::unique_ptr<HostObserver>(new HostObserver(sources, std::move(fixed)));
 }
@@ -86,8 +91,9 @@ std::vector<OpsBreaker> HostObserver::Breakers() const {
   std::map<std::string, OpsBreaker> by_endpoint;
   for (const std::string& e : fixed_.endpoints) by_endpoint[e] = OpsBreaker{e, "closed", 0};
   for (const EndpointBreaker::Snapshot& s : sources_.endpoint_breaker->SnapshotAll()) {
-    by_endpoint[s.endpoint] = OpsBreaker{s.endpoint, std::string(EndpointBreaker::StateName(s.state)),
-                                         static_cast<int64_t>(s.recent_failures)};
+    by_endpoint[s.endpoint] =
+        OpsBreaker{s.endpoint, std::string(EndpointBreaker::StateName(s.state)),
+                   static_cast<int64_t>(s.recent_failures)};
   }
   std::vector<OpsBreaker> out;
   for (auto& [name, b] : by_endpoint) out.push_back(std::move(b));
@@ -122,7 +128,8 @@ OpsSnapshot HostObserver::Snapshot() const {
 }
 
 Status HostObserver::PublishGauges() const {
-  for (const OpsBreaker& b : Breakers()) sources_.metrics->SetErpBreakerOpen(b.endpoint, b.state != "closed");
+  for (const OpsBreaker& b : Breakers())
+    sources_.metrics->SetErpBreakerOpen(b.endpoint, b.state != "closed");
   sources_.metrics->SetOpenKeyBreakers(static_cast<int64_t>(sources_.key_breaker->OpenKeys()));
   CLAWGUARD_ASSIGN_OR_RETURN(std::vector<DlqCount> counts, sources_.dlq->CountUnresolved());
   for (DlqClass klass : kAllDlqClasses) {

@@ -36,7 +36,8 @@ struct SigningLeaf {
 // |verdict.signers| (the signatures that counted), sorted by not_after. It is for metrics and the
 // operator page only, never a trust decision (the loader already decided on the same bundle).
 // Reasons: kFileUnreadable (no bundle), kBundleInvalid (it does not parse, or a leaf does not).
-Result<std::vector<SigningLeaf>> ReadSigningLeaves(const std::string& package_path, const Verdict& verdict);
+Result<std::vector<SigningLeaf>> ReadSigningLeaves(const std::string& package_path,
+                                                   const Verdict& verdict);
 
 // MetricsNamesFor is the label vocabulary of a host: |routes| (the (plugin, route) pairs it
 // serves), the loaded plugins' names and every ERP capability string of their manifests (each

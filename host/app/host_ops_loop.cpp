@@ -2,8 +2,8 @@
 // passes of its workers (DLQ replays, outbox, reconciler); see host_ops_loop.h.
 #include "host/app/host_ops_loop.h"
 
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
@@ -24,7 +24,8 @@ nlohmann::json WorkerJson(const OpsWorker* w) {
 
 nlohmann::json PausesJson(const std::vector<std::pair<std::string, std::string>>& paused) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& [plugin, capability] : paused) out.push_back({{"plugin", plugin}, {"capability", capability}});
+  for (const auto& [plugin, capability] : paused)
+    out.push_back({{"plugin", plugin}, {"capability", capability}});
   return out;
 }
 
@@ -38,15 +39,17 @@ std::string ReplayOwner() {
 }
 
 Result<std::unique_ptr<HostOpsLoop>> HostOpsLoop::Create(OpsLoopDeps deps) {
-  if (deps.idempotency == nullptr || deps.dlq == nullptr || deps.retry == nullptr || deps.pipeline == nullptr ||
-      deps.pauses == nullptr || deps.advisor == nullptr || deps.observer == nullptr || deps.clock == nullptr ||
-      deps.owner.empty()) {
+  if (deps.idempotency == nullptr || deps.dlq == nullptr || deps.retry == nullptr ||
+      deps.pipeline == nullptr || deps.pauses == nullptr || deps.advisor == nullptr ||
+      deps.observer == nullptr || deps.clock == nullptr || deps.owner.empty()) {
     return Status(Reason::kInternal, "host background loop: a dependency is missing");
   }
   return std::unique_ptr<HostOpsLoop>(new HostOpsLoop(std::move(deps)));
 }
 
-HostOpsLoop::~HostOpsLoop() { (void)StopWorkers(std::chrono::milliseconds(kOpsWorkerDefaultStopMs)); }
+HostOpsLoop::~HostOpsLoop() {
+  (void)StopWorkers(std::chrono::milliseconds(kOpsWorkerDefaultStopMs));
+}
 
 void HostOpsLoop::Audit(const std::string& line) const {
   if (deps_.audit) deps_.audit(line);
@@ -54,17 +57,24 @@ void HostOpsLoop::Audit(const std::string& line) const {
 
 Status HostOpsLoop::StartWorkers() {
   MutexLock lock(workers_mu_);
-  if (outbox_worker_ != nullptr) return Status(Reason::kInternal, "host background loop: workers already started");
+  if (outbox_worker_ != nullptr)
+    return Status(Reason::kInternal, "host background loop: workers already started");
   // The outbox worker first: the replay worker posts it.
   CLAWGUARD_ASSIGN_OR_RETURN(
       outbox_worker_,
-      OpsWorker::Start("cg-outbox", [this](const std::atomic<bool>& stop) { DrainOutbox(&stop); }, *deps_.clock));
+      OpsWorker::Start(
+          "cg-outbox", [this](const std::atomic<bool>& stop) { DrainOutbox(&stop); },
+          *deps_.clock));
   CLAWGUARD_ASSIGN_OR_RETURN(
       replay_worker_,
-      OpsWorker::Start("cg-replays", [this](const std::atomic<bool>& stop) { (void)ReplayDue(&stop); }, *deps_.clock));
+      OpsWorker::Start(
+          "cg-replays", [this](const std::atomic<bool>& stop) { (void)ReplayDue(&stop); },
+          *deps_.clock));
   CLAWGUARD_ASSIGN_OR_RETURN(
       reconcile_worker_,
-      OpsWorker::Start("cg-reconcile", [this](const std::atomic<bool>& stop) { Reconcile(&stop); }, *deps_.clock));
+      OpsWorker::Start(
+          "cg-reconcile", [this](const std::atomic<bool>& stop) { Reconcile(&stop); },
+          *deps_.clock));
   return Status::Ok();
 }
 
@@ -82,7 +92,8 @@ int HostOpsLoop::StopWorkers(std::chrono::milliseconds bound) {
   const auto deadline = std::chrono::steady_clock::now() + bound;
   int abandoned = 0;
   for (OpsWorker* w : workers) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (!w->Stop(std::max(left, std::chrono::milliseconds(0)))) ++abandoned;
   }
   return abandoned;
@@ -91,7 +102,8 @@ int HostOpsLoop::StopWorkers(std::chrono::milliseconds bound) {
 void HostOpsLoop::Tick() {
   const int64_t now = deps_.clock->NowMillis();
   PollGeneration(now);
-  if (!last_pause_refresh_ms_ || now - *last_pause_refresh_ms_ >= kPauseRefreshMs) RefreshPauses(now, "period");
+  if (!last_pause_refresh_ms_ || now - *last_pause_refresh_ms_ >= kPauseRefreshMs)
+    RefreshPauses(now, "period");
   PostWork(now);
   PublishPeriodic(deps_.clock->NowMillis());
   last_tick_ms_.store(now);
@@ -134,7 +146,8 @@ void HostOpsLoop::PostWork(int64_t now_ms) {
   if (outbox_worker_ == nullptr) return;  // not started: the passes are called directly
   (void)replay_worker_->Post();
   (void)outbox_worker_->Post();
-  if (deps_.reconciler != nullptr && (!last_reconcile_ms_ || now_ms - *last_reconcile_ms_ >= kReconcilePeriodMs)) {
+  if (deps_.reconciler != nullptr &&
+      (!last_reconcile_ms_ || now_ms - *last_reconcile_ms_ >= kReconcilePeriodMs)) {
     last_reconcile_ms_ = now_ms;
     (void)reconcile_worker_->Post();
   }
@@ -142,7 +155,8 @@ void HostOpsLoop::PostWork(int64_t now_ms) {
 
 HostOpsLoop::ReplayStats HostOpsLoop::ReplayDue(const std::atomic<bool>* stop) {
   ReplayStats stats;
-  Result<std::vector<DlqEntry>> claimed = deps_.dlq->ClaimReplays(deps_.owner, kReplayBatch, kReplayLeaseMs);
+  Result<std::vector<DlqEntry>> claimed =
+      deps_.dlq->ClaimReplays(deps_.owner, kReplayBatch, kReplayLeaseMs);
   if (!claimed.ok()) {
     Audit(DumpJson({{"event", "dlq_replay_error"}, {"detail", claimed.error().message()}}));
     return stats;
@@ -152,7 +166,8 @@ HostOpsLoop::ReplayStats HostOpsLoop::ReplayDue(const std::atomic<bool>* stop) {
     if (stop != nullptr && stop->load()) {
       // Handed back due at once (for this host after a restart, or another host), not left
       // leased until kReplayLeaseMs.
-      (void)deps_.dlq->MarkReplayed(e.id, e.attempts, /*succeeded=*/false, "not replayed: the host stopped first",
+      (void)deps_.dlq->MarkReplayed(e.id, e.attempts, /*succeeded=*/false,
+                                    "not replayed: the host stopped first",
                                     deps_.clock->NowMillis());
       ++stats.not_done;
       continue;
@@ -163,7 +178,8 @@ HostOpsLoop::ReplayStats HostOpsLoop::ReplayDue(const std::atomic<bool>* stop) {
     const int64_t now = deps_.clock->NowMillis();
     // A replay that did not finish is tried again later, but not for ever: after kMaxAutoReplays
     // claims (or at once when retrying cannot help) it waits for an operator (next attempt 0).
-    const int64_t next = r.done || !r.retry || e.attempts >= kMaxAutoReplays ? 0 : now + kReplayRetryMs;
+    const int64_t next =
+        r.done || !r.retry || e.attempts >= kMaxAutoReplays ? 0 : now + kReplayRetryMs;
     Result<bool> marked = deps_.dlq->MarkReplayed(e.id, e.attempts, r.done, r.detail, next);
     nlohmann::json line = {{"event", "dlq_replay"},
                            {"id", e.id},
@@ -195,8 +211,9 @@ HostOpsLoop::ReplayOutcome HostOpsLoop::Replay(const DlqEntry& e) {
   ReplayOutcome out;
   if (e.call_index == kDlqEventLevel) {
     if (e.request_omitted || !e.request.has_value()) {
-      out.detail = "no stored request (the body was too large or never stored): the host cannot re-run this "
-                   "event; the platform's own retries still carry it";
+      out.detail =
+          "no stored request (the body was too large or never stored): the host cannot re-run this "
+          "event; the platform's own retries still carry it";
       return out;
     }
     RedeliverResult r = deps_.pipeline->Redeliver(e.plugin, e.route, e.event_key, *e.request);
@@ -217,12 +234,14 @@ HostOpsLoop::ReplayOutcome HostOpsLoop::Replay(const DlqEntry& e) {
       out.detail = call + " revived: the retry worker resends it with its Idempotency-Key";
       break;
     case CallReplay::kHeld:
-      out.detail = call + " is a held intent: confirm it (`clawguard idem confirm`), it is not replayed";
+      out.detail =
+          call + " is a held intent: confirm it (`clawguard idem confirm`), it is not replayed";
       break;
     case CallReplay::kRevoked:
       out.retry = false;  // only loading a version that declares the call again can help
-      out.detail = call + " not revived: the plugin version loaded now declares no capability for it "
-                          "(see the event's capability_revoked entry)";
+      out.detail = call +
+                   " not revived: the plugin version loaded now declares no capability for it "
+                   "(see the event's capability_revoked entry)";
       break;
   }
   return out;
@@ -230,7 +249,8 @@ HostOpsLoop::ReplayOutcome HostOpsLoop::Replay(const DlqEntry& e) {
 
 void HostOpsLoop::DrainOutbox(const std::atomic<bool>* stop) {
   auto drained = deps_.retry->DrainPending(deps_.clock->NowMillis(), kDrainBatch, stop);
-  if (!drained.ok()) Audit(DumpJson({{"event", "retry_worker_error"}, {"detail", drained.error().message()}}));
+  if (!drained.ok())
+    Audit(DumpJson({{"event", "retry_worker_error"}, {"detail", drained.error().message()}}));
 }
 
 void HostOpsLoop::Reconcile(const std::atomic<bool>* stop) {
@@ -242,11 +262,11 @@ void HostOpsLoop::Reconcile(const std::atomic<bool>* stop) {
   }
   if (r->purged == 0 && r->stuck == 0) return;
   Audit(DumpJson({{"event", "reconciler_run"},
-              {"purged", r->purged},
-              {"stuck", r->stuck},
-              {"redriven", r->redriven},
-              {"completed", r->completed},
-              {"dead_lettered", r->dead_lettered}}));
+                  {"purged", r->purged},
+                  {"stuck", r->stuck},
+                  {"redriven", r->redriven},
+                  {"completed", r->completed},
+                  {"dead_lettered", r->dead_lettered}}));
 }
 
 void HostOpsLoop::PublishPeriodic(int64_t now_ms) {
@@ -257,7 +277,8 @@ void HostOpsLoop::PublishPeriodic(int64_t now_ms) {
                                     static_cast<double>(deps_.cache->lookups()));
   }
   if (deps_.metrics != nullptr && deps_.pipeline != nullptr) {
-    deps_.metrics->SetDeliveries(deps_.pipeline->deliveries_in_flight(), deps_.pipeline->deliveries_queued(),
+    deps_.metrics->SetDeliveries(deps_.pipeline->deliveries_in_flight(),
+                                 deps_.pipeline->deliveries_queued(),
                                  deps_.plugin_threads ? deps_.plugin_threads() : 0);
   }
   if (Status s = deps_.observer->PublishGauges(); !s.ok()) {
@@ -267,13 +288,15 @@ void HostOpsLoop::PublishPeriodic(int64_t now_ms) {
   if (report.sufficient || !report.advised_ms) return;
   if (last_advice_ms_ && now_ms - *last_advice_ms_ < kAdviceIntervalMs) return;
   last_advice_ms_ = now_ms;
-  Audit(DumpJson({{"event", "retention_advice"},
-              {"samples", report.samples},
-              {"p99_ms", report.p99_ms.value_or(0)},
-              {"advised_ms", *report.advised_ms},
-              {"configured_ms", report.configured_ms},
-              {"detail", "idempotency.retention is shorter than p99 × 1.2 of the observed gaps between an "
-                         "event's first and later deliveries: late duplicates will hit tombstones"}}));
+  Audit(
+      DumpJson({{"event", "retention_advice"},
+                {"samples", report.samples},
+                {"p99_ms", report.p99_ms.value_or(0)},
+                {"advised_ms", *report.advised_ms},
+                {"configured_ms", report.configured_ms},
+                {"detail",
+                 "idempotency.retention is shorter than p99 × 1.2 of the observed gaps between an "
+                 "event's first and later deliveries: late duplicates will hit tombstones"}}));
 }
 
 nlohmann::json HostOpsLoop::StatusJson() const {
@@ -291,7 +314,9 @@ nlohmann::json HostOpsLoop::StatusJson() const {
           {"ticks", ticks_.load()},
           {"last_tick_ms", last_tick_ms_.load()},
           {"generation", generation >= 0 ? nlohmann::json(generation) : nlohmann::json(nullptr)},
-          {"pauses", {{"refreshed_ms", pauses_refreshed_ms_.load()}, {"paused", PausesJson(deps_.pauses->Snapshot())}}},
+          {"pauses",
+           {{"refreshed_ms", pauses_refreshed_ms_.load()},
+            {"paused", PausesJson(deps_.pauses->Snapshot())}}},
           {"workers", workers}};
 }
 

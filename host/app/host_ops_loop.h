@@ -69,16 +69,17 @@
 
 namespace clawguard::host {
 
-inline constexpr int64_t kOpsLoopPeriodMs = 200;       // the loop's period (HostApp)
-inline constexpr int64_t kPauseRefreshMs = 5'000;      // pauses re-read at least this often
-inline constexpr int64_t kDrainBatch = 100;            // outbox rows per outbox pass
-inline constexpr int64_t kReplayBatch = 100;           // DLQ entries claimed per replay pass
-inline constexpr int64_t kReplayLeaseMs = 30'000;      // a claim's lease
-inline constexpr int64_t kReplayRetryMs = 60'000;      // a replay that did not finish is due again
-inline constexpr int64_t kMaxAutoReplays = 10;         // claims after which a person must ask again
-inline constexpr int64_t kGaugePeriodMs = 5'000;       // DLQ and breaker gauges
-inline constexpr int64_t kReconcilePeriodMs = 5'000;   // reconciler runs
-inline constexpr int64_t kAdviceIntervalMs = 3'600'000;  // at most one retention_advice line an hour
+inline constexpr int64_t kOpsLoopPeriodMs = 200;      // the loop's period (HostApp)
+inline constexpr int64_t kPauseRefreshMs = 5'000;     // pauses re-read at least this often
+inline constexpr int64_t kDrainBatch = 100;           // outbox rows per outbox pass
+inline constexpr int64_t kReplayBatch = 100;          // DLQ entries claimed per replay pass
+inline constexpr int64_t kReplayLeaseMs = 30'000;     // a claim's lease
+inline constexpr int64_t kReplayRetryMs = 60'000;     // a replay that did not finish is due again
+inline constexpr int64_t kMaxAutoReplays = 10;        // claims after which a person must ask again
+inline constexpr int64_t kGaugePeriodMs = 5'000;      // DLQ and breaker gauges
+inline constexpr int64_t kReconcilePeriodMs = 5'000;  // reconciler runs
+inline constexpr int64_t kAdviceIntervalMs =
+    3'600'000;  // at most one retention_advice line an hour
 
 // ReplayOwner is "host:<hostname>:<pid>" (the DLQ's claimed_by of this process).
 std::string ReplayOwner();
@@ -92,13 +93,13 @@ struct OpsLoopDeps {
   RetentionAdvisor* advisor = nullptr;
   const HostObserver* observer = nullptr;
   const Clock* clock = nullptr;
-  AuditFn audit;                   // may be empty
-  std::string owner;               // ReplayOwner() in production
-  int64_t retention_ms = 0;        // idempotency.retention
-  Reconciler* reconciler = nullptr;                     // optional
-  const CachingIdempotencyStore* cache = nullptr;       // optional: its hit ratio is published
-  const HostMetrics* metrics = nullptr;                 // optional: cache ratio, delivery gauges
-  std::function<int64_t()> plugin_threads;              // optional: PluginDispatcher::running_threads
+  AuditFn audit;                                   // may be empty
+  std::string owner;                               // ReplayOwner() in production
+  int64_t retention_ms = 0;                        // idempotency.retention
+  Reconciler* reconciler = nullptr;                // optional
+  const CachingIdempotencyStore* cache = nullptr;  // optional: its hit ratio is published
+  const HostMetrics* metrics = nullptr;            // optional: cache ratio, delivery gauges
+  std::function<int64_t()> plugin_threads;         // optional: PluginDispatcher::running_threads
 };
 
 class HostOpsLoop {

@@ -40,7 +40,8 @@ Result<std::unique_ptr<OpsWorker>> OpsWorker::Start(std::string name, Job job, c
   try {
     worker->thread_ = std::thread([shared] { Run(shared); });
   } catch (const std::system_error& e) {
-    return Status(Reason::kInternal, "background worker " + shared->name + ": cannot start its thread: " + e.what());
+    return Status(Reason::kInternal,
+                  "background worker " + shared->name + ": cannot start its thread: " + e.what());
   }
   return worker;
 }

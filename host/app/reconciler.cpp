@@ -14,13 +14,16 @@ Status Invalid(const std::string& what) {
 
 }  // namespace
 
-Result<std::unique_ptr<Reconciler>> Reconciler::Create(IdempotencyStore& store, Dlq& dlq, const Clock& clock,
-                                                       ReconcilerOptions options, RedriveFn redrive) {
+Result<std::unique_ptr<Reconciler>> Reconciler::Create(IdempotencyStore& store, Dlq& dlq,
+                                                       const Clock& clock,
+                                                       ReconcilerOptions options,
+                                                       RedriveFn redrive) {
   if (options.stuck_for.count() <= 0) {
     return Invalid("stuck_for must be > 0 ms, got " + std::to_string(options.stuck_for.count()));
   }
   if (options.batch < 1 || options.batch > kMaxIdemBatch) {
-    return Invalid("batch must be 1.." + std::to_string(kMaxIdemBatch) + ", got " + std::to_string(options.batch));
+    return Invalid("batch must be 1.." + std::to_string(kMaxIdemBatch) + ", got " +
+                   std::to_string(options.batch));
   }
   if (options.max_attempts < 1) {
     return Invalid("max_attempts must be >= 1, got " + std::to_string(options.max_attempts));
@@ -29,10 +32,12 @@ Result<std::unique_ptr<Reconciler>> Reconciler::Create(IdempotencyStore& store, 
     return Invalid("retention must be > 0 ms, got " + std::to_string(options.retention.count()));
   }
   if (options.tombstone_ttl.count() < 0) {
-    return Invalid("tombstone_ttl must be >= 0 ms, got " + std::to_string(options.tombstone_ttl.count()));
+    return Invalid("tombstone_ttl must be >= 0 ms, got " +
+                   std::to_string(options.tombstone_ttl.count()));
   }
   if (!redrive) return Invalid("a re-drive function is required, got none");
-  return std::unique_ptr<Reconciler>(new Reconciler(store, dlq, clock, options, std::move(redrive)));
+  return std::unique_ptr<Reconciler>(
+      new Reconciler(store, dlq, clock, options, std::move(redrive)));
 }
 
 Status Reconciler::GiveUp(const IdempotencyRecord& record) {
@@ -56,8 +61,9 @@ Status Reconciler::GiveUp(const IdempotencyRecord& record) {
 Result<ReconcilerStats> Reconciler::RunOnce(const std::atomic<bool>* stop) {
   ReconcilerStats stats;
   const int64_t now = clock_.NowMillis();
-  CLAWGUARD_ASSIGN_OR_RETURN(stats.purged, store_.Purge(now - options_.retention.count(),
-                                                        now + options_.tombstone_ttl.count(), options_.batch));
+  CLAWGUARD_ASSIGN_OR_RETURN(stats.purged,
+                             store_.Purge(now - options_.retention.count(),
+                                          now + options_.tombstone_ttl.count(), options_.batch));
   CLAWGUARD_ASSIGN_OR_RETURN(std::vector<IdempotencyRecord> stuck,
                              store_.ListStuck(now, options_.stuck_for.count(), options_.batch));
   stats.stuck = static_cast<int64_t>(stuck.size());

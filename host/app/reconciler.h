@@ -21,8 +21,8 @@
 // own failures are its business (false = not completed). Several hosts may run reconcilers on
 // one store: an attempt may then be counted twice, and the pipeline's claim lets only one
 // re-drive run. A re-drive runs the plugin, which may wait on the ERP: the host runs RunOnce on a
-// worker of its own (host/app/host_ops_loop.h), never on its background loop. Thread-compatible: one
-// caller at a time.
+// worker of its own (host/app/host_ops_loop.h), never on its background loop. Thread-compatible:
+// one caller at a time.
 #ifndef CLAWGUARD_HOST_APP_RECONCILER_H_
 #define CLAWGUARD_HOST_APP_RECONCILER_H_
 
@@ -42,9 +42,10 @@ namespace clawguard::host {
 struct ReconcilerOptions {
   std::chrono::milliseconds stuck_for{std::chrono::minutes(1)};  // > 0
   int64_t batch = 100;                                           // 1..kMaxIdemBatch, per step
-  int64_t max_attempts = 3;                                      // ≥ 1 re-drives before manual review
-  std::chrono::milliseconds retention{std::chrono::hours(24 * 7)};       // > 0 (idempotency.retention)
-  std::chrono::milliseconds tombstone_ttl{std::chrono::hours(24 * 30)};  // ≥ 0 (idempotency.tombstones)
+  int64_t max_attempts = 3;  // ≥ 1 re-drives before manual review
+  std::chrono::milliseconds retention{std::chrono::hours(24 * 7)};  // > 0 (idempotency.retention)
+  std::chrono::milliseconds tombstone_ttl{
+      std::chrono::hours(24 * 30)};  // ≥ 0 (idempotency.tombstones)
 };
 
 struct ReconcilerStats {
@@ -63,8 +64,9 @@ class Reconciler {
  public:
   // Create checks |options| (kConfigInvalid, naming the field) and that |redrive| is set. |store|,
   // |dlq| and |clock| must outlive the reconciler.
-  static Result<std::unique_ptr<Reconciler>> Create(IdempotencyStore& store, Dlq& dlq, const Clock& clock,
-                                                    ReconcilerOptions options, RedriveFn redrive);
+  static Result<std::unique_ptr<Reconciler>> Create(IdempotencyStore& store, Dlq& dlq,
+                                                    const Clock& clock, ReconcilerOptions options,
+                                                    RedriveFn redrive);
 
   // RunOnce runs one sweep (see the file comment) and returns what it did. With a |stop| flag it
   // ends early once the flag is set (checked before each stuck record: one not reached is found
@@ -72,7 +74,8 @@ class Reconciler {
   Result<ReconcilerStats> RunOnce(const std::atomic<bool>* stop = nullptr);
 
  private:
-  Reconciler(IdempotencyStore& store, Dlq& dlq, const Clock& clock, ReconcilerOptions options, RedriveFn redrive)
+  Reconciler(IdempotencyStore& store, Dlq& dlq, const Clock& clock, ReconcilerOptions options,
+             RedriveFn redrive)
       : store_(store), dlq_(dlq), clock_(clock), options_(options), redrive_(std::move(redrive)) {}
   // GiveUp writes the record's manual_review entry.
   Status GiveUp(const IdempotencyRecord& record);

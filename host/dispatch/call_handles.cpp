@@ -6,7 +6,8 @@
 namespace clawguard::host {
 namespace {
 
-constexpr int kMaxDraws = 8;  // a collision among live handles is a 2^-50 event; 8 in a row: a broken RNG
+constexpr int kMaxDraws =
+    8;  // a collision among live handles is a 2^-50 event; 8 in a row: a broken RNG
 
 }  // namespace
 
@@ -24,7 +25,8 @@ cg_call* CallHandles::Add(const std::shared_ptr<cg_call>& call) {
     MutexLock lock(shard.mu);
     if (shard.live.emplace(value, call).second) {
       // The handle is an opaque tagged number the plugin hands back; it is never dereferenced.
-      return reinterpret_cast<cg_call*>(static_cast<uintptr_t>(value));  // NOLINT(performance-no-int-to-ptr)
+      // NOLINTNEXTLINE(performance-no-int-to-ptr): an opaque handle, never dereferenced
+      return reinterpret_cast<cg_call*>(static_cast<uintptr_t>(value));
     }
   }
   return nullptr;
@@ -42,7 +44,8 @@ std::shared_ptr<cg_call> CallHandles::Find(const cg_call* handle) {
 void CallHandles::Retire(const cg_call* handle) {
   const auto value = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
   if ((value & kTagMask) != kTag) return;
-  std::shared_ptr<cg_call> last;  // freed after the lock is released (declared first: destroyed last)
+  std::shared_ptr<cg_call>
+      last;  // freed after the lock is released (declared first: destroyed last)
   Shard& shard = shards_[value % kShards];
   MutexLock lock(shard.mu);
   if (const auto it = shard.live.find(value); it != shard.live.end()) {

@@ -30,7 +30,7 @@ struct PluginOutcome {
   int status = 0;
   std::string content_type;
   std::string body;
-  std::string detail;            // why it failed (audited; never a secret)
+  std::string detail;             // why it failed (audited; never a secret)
   std::string dead_letter_class;  // kDeadLettered: the DLQ class ("mismatch")
   // abandoned: the dispatcher gave up on the delivery while the plugin ran and handed this
   // outcome to DispatchContext::on_abandon, which answered it; the caller does nothing more.
@@ -42,7 +42,8 @@ struct PluginOutcome {
   int64_t erp_pending_in_ms = 0;
 
   static PluginOutcome Answered(int status, std::string content_type, std::string body) {
-    return PluginOutcome{Kind::kAnswered, status, std::move(content_type), std::move(body), {}, {}, false, 0};
+    return PluginOutcome{Kind::kAnswered, status, std::move(content_type), std::move(body), {}, {},
+                         false,           0};
   }
   static PluginOutcome Failed(std::string detail) {
     return PluginOutcome{Kind::kFailed, 0, {}, {}, std::move(detail), {}, false, 0};
@@ -51,7 +52,8 @@ struct PluginOutcome {
     return PluginOutcome{Kind::kTimedOut, 0, {}, {}, std::move(detail), {}, false, 0};
   }
   static PluginOutcome DeadLettered(std::string dlq_class, std::string detail) {
-    return PluginOutcome{Kind::kDeadLettered, 0, {}, {}, std::move(detail), std::move(dlq_class), false, 0};
+    return PluginOutcome{Kind::kDeadLettered,  0,     {}, {}, std::move(detail),
+                         std::move(dlq_class), false, 0};
   }
 };
 
@@ -59,9 +61,9 @@ struct PluginOutcome {
 struct DispatchContext {
   std::string_view plugin;
   std::string_view route;
-  int level = 2;                  // 3: ERP calls are held as intents
-  std::string_view event_key;     // 64 lowercase hex (cg_request.idempotency_key)
-  int64_t fencing_token = 0;      // carried by every outbox write of this delivery
+  int level = 2;               // 3: ERP calls are held as intents
+  std::string_view event_key;  // 64 lowercase hex (cg_request.idempotency_key)
+  int64_t fencing_token = 0;   // carried by every outbox write of this delivery
   std::string_view webhook_id;
   const HttpRequest* request = nullptr;
   // renew_lease extends the lease by the configured lease; false once fenced (stop at once).

@@ -19,11 +19,13 @@ namespace {
 // bytes: a longer one comes back |max| + 1 bytes long, which no capability matches.
 std::string PluginString(const char* s, size_t max) { return std::string(s, strnlen(s, max + 1)); }
 
-int ErpCallFn(cg_call* handle, const char* method, const char* path, cg_bytes body, cg_bytes* reply) {
+int ErpCallFn(cg_call* handle, const char* method, const char* path, cg_bytes body,
+              cg_bytes* reply) {
   if (reply != nullptr) *reply = cg_bytes{nullptr, 0};
   // The arguments are checked before the handle is looked up: a malformed call answers the same
   // for every handle, live or not.
-  if (method == nullptr || path == nullptr || (body.data == nullptr && body.len != 0)) return CG_DENIED;
+  if (method == nullptr || path == nullptr || (body.data == nullptr && body.len != 0))
+    return CG_DENIED;
   // A finished (or unknown) delivery: nothing of it is touched, nothing is written or sent.
   const std::shared_ptr<cg_call> call = CallHandles::Global().Find(handle);
   if (call == nullptr || call->abandoned.load() || call->closed.load()) return CG_FENCED;
@@ -35,7 +37,8 @@ int ErpCallFn(cg_call* handle, const char* method, const char* path, cg_bytes bo
   const std::string method_copy = PluginString(method, kMaxMethodLength);
   const std::string path_copy = PluginString(path, limits::kMaxErpPathLength);
   if (body.len > limits::kMaxErpRequestBody) {
-    return call->gateway->Call(method_copy, path_copy, std::string_view(body.data, body.len), reply);
+    return call->gateway->Call(method_copy, path_copy, std::string_view(body.data, body.len),
+                               reply);
   }
   const std::string body_copy = body.len == 0 ? std::string() : std::string(body.data, body.len);
   return call->gateway->Call(method_copy, path_copy, body_copy, reply);
@@ -47,10 +50,12 @@ void RespondFn(cg_call* handle, int status, const char* content_type, cg_bytes b
   MutexLock lock(call->mu);
   if (call->abandoned.load() || call->closed.load() || call->finished) return;  // ignored: too late
   if (++call->responds > 1) return;
-  const std::string_view ct = content_type == nullptr ? std::string_view() : std::string_view(content_type);
+  const std::string_view ct =
+      content_type == nullptr ? std::string_view() : std::string_view(content_type);
   // A header value with CR/LF would split the stored answer's headers.
   if (body.data == nullptr && body.len != 0) {
-    call->respond_problem = "respond() got a body of " + std::to_string(body.len) + " bytes at a null pointer";
+    call->respond_problem =
+        "respond() got a body of " + std::to_string(body.len) + " bytes at a null pointer";
     return;
   }
   if (ct.size() > kMaxContentType || ct.find_first_of("\r\n") != std::string_view::npos) {
@@ -58,7 +63,8 @@ void RespondFn(cg_call* handle, int status, const char* content_type, cg_bytes b
                             " bytes or with CR/LF";
     return;
   }
-  // The one answer rule (host/http/responder.h): what is stored must be what every replay can serve.
+  // The one answer rule (host/http/responder.h): what is stored must be what every replay can
+  // serve.
   if (std::optional<std::string> problem = AnswerProblem(status, body.len)) {
     call->respond_problem = "respond() refused: " + *problem;
     return;
@@ -100,9 +106,11 @@ bool AppendAsciiJson(std::string& out, std::string_view s) {
 
 void LogFn(cg_call* handle, int level, const char* message) {
   if (message == nullptr) return;
-  const std::shared_ptr<cg_call> call = CallHandles::Global().Find(handle);  // dropped once the plugin returned
+  const std::shared_ptr<cg_call> call =
+      CallHandles::Global().Find(handle);  // dropped once the plugin returned
   if (call == nullptr || !call->audit) return;
-  call->audit(PluginLogLine(call->plugin, level, std::string_view(message, strnlen(message, kMaxLogMessage))));
+  call->audit(PluginLogLine(call->plugin, level,
+                            std::string_view(message, strnlen(message, kMaxLogMessage))));
 }
 
 const cg_host_api kHostApi = {CLAWGUARD_PLUGIN_ABI, &ErpCallFn, &RespondFn, &LogFn};
@@ -110,7 +118,8 @@ const cg_host_api kHostApi = {CLAWGUARD_PLUGIN_ABI, &ErpCallFn, &RespondFn, &Log
 }  // namespace
 
 std::string PluginLogLine(std::string_view plugin, int level, std::string_view message) {
-  std::string line = "{\"event\":\"plugin_log\",\"level\":" + std::to_string(level) + ",\"message\":";
+  std::string line =
+      "{\"event\":\"plugin_log\",\"level\":" + std::to_string(level) + ",\"message\":";
   if (AppendAsciiJson(line, message)) {
     line += ",\"plugin\":";
     if (AppendAsciiJson(line, plugin)) {

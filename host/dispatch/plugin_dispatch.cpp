@@ -36,7 +36,8 @@ DispatchReport Audited(const AuditFn& audit, const DispatchContext& ctx, Dispatc
                         {"route", ctx.route},
                         {"event_key", ctx.event_key},
                         {"detail", report.outcome.detail}};
-    if (!report.outcome.dead_letter_class.empty()) j["dlq_class"] = report.outcome.dead_letter_class;
+    if (!report.outcome.dead_letter_class.empty())
+      j["dlq_class"] = report.outcome.dead_letter_class;
     audit(DumpJson(j));
   }
   return report;
@@ -59,7 +60,8 @@ std::shared_ptr<cg_call> MakeCall(const DispatchContext& ctx) {
     call->path = ctx.request->target;
     call->body = ctx.request->body;
     std::optional<std::string_view> ts = ctx.request->headers.Get("webhook-timestamp");
-    if (!ts) ts = ctx.request->headers.Get("svix-timestamp");  // byte-equal when both came (checked)
+    if (!ts)
+      ts = ctx.request->headers.Get("svix-timestamp");  // byte-equal when both came (checked)
     if (ts) {
       call->names.push_back("webhook-timestamp");
       call->values.push_back(std::string(*ts));
@@ -129,14 +131,15 @@ DispatchReport ReportOf(const cg_call& call) CLAWGUARD_REQUIRES(call.mu) {
   DispatchReport report;
   report.erp = call.erp;
   if (call.erp.dead_lettered) {
-    report.outcome = PluginOutcome::DeadLettered(call.erp.dead_letter_reason,
-                                                 "event dead-lettered: " + call.erp.dead_letter_reason);
+    report.outcome = PluginOutcome::DeadLettered(
+        call.erp.dead_letter_reason, "event dead-lettered: " + call.erp.dead_letter_reason);
   } else if (call.rc != 0) {
     report.outcome = PluginOutcome::Failed("handle_webhook returned " + std::to_string(call.rc));
     // Stopped on an ERP call the outbox still owns (plugin.h: return at once): not a failure of
     // the plugin; the host finishes the call and a later delivery is answered from its row.
     report.outcome.erp_pending_in_ms = call.erp.pending_in_ms;
-    if (call.erp.pending_in_ms != 0) report.outcome.detail += " after an ERP call the outbox still owns";
+    if (call.erp.pending_in_ms != 0)
+      report.outcome.detail += " after an ERP call the outbox still owns";
   } else if (call.responds != 1) {
     report.outcome = PluginOutcome::Failed("respond() was called " + std::to_string(call.responds) +
                                            " times; exactly once is required");
@@ -154,27 +157,32 @@ PluginDispatcher::~PluginDispatcher() {
   if (watchdog_ != nullptr) watchdog_->Stop();
 }
 
-Result<std::shared_ptr<PluginDispatcher>> PluginDispatcher::Create(DispatchOptions options,
-                                                                   std::vector<DispatchTarget> targets) {
+Result<std::shared_ptr<PluginDispatcher>> PluginDispatcher::Create(
+    DispatchOptions options, std::vector<DispatchTarget> targets) {
   if (options.handler_timeout.count() <= 0 || options.lease.count() <= 0) {
     return Status(Reason::kConfigInvalid, "plugin dispatch: handler_timeout and lease must be > 0");
   }
-  if (options.erp.outbox == nullptr || options.erp.sender == nullptr || options.erp.clock == nullptr) {
-    return Status(Reason::kConfigInvalid, "plugin dispatch: the ERP outbox, sender and clock are required");
+  if (options.erp.outbox == nullptr || options.erp.sender == nullptr ||
+      options.erp.clock == nullptr) {
+    return Status(Reason::kConfigInvalid,
+                  "plugin dispatch: the ERP outbox, sender and clock are required");
   }
   std::map<std::string, Entry> entries;
   for (DispatchTarget& t : targets) {
     if (t.plugin == nullptr || t.plugin->handle_webhook == nullptr || t.name.empty()) {
-      return Status(Reason::kConfigInvalid, "plugin dispatch: target '" + t.name + "' has no handle_webhook");
+      return Status(Reason::kConfigInvalid,
+                    "plugin dispatch: target '" + t.name + "' has no handle_webhook");
     }
     CLAWGUARD_ASSIGN_OR_RETURN(CapabilitySet caps, CapabilitySet::Create(t.erp_capabilities));
     std::shared_ptr<std::mutex> serial;
     if ((t.plugin->flags & CG_PLUGIN_SERIAL) != 0) serial = std::make_shared<std::mutex>();
     if (!entries.emplace(t.name, Entry{t.plugin, std::move(caps), std::move(serial)}).second) {
-      return Status(Reason::kConfigInvalid, "plugin dispatch: plugin '" + t.name + "' is listed twice");
+      return Status(Reason::kConfigInvalid,
+                    "plugin dispatch: plugin '" + t.name + "' is listed twice");
     }
   }
-  return std::shared_ptr<PluginDispatcher>(new PluginDispatcher(std::move(options), std::move(entries)));
+  return std::shared_ptr<PluginDispatcher>(
+      new PluginDispatcher(std::move(options), std::move(entries)));
 }
 
 Dispatcher PluginDispatcher::AsDispatcher() const {
@@ -214,7 +222,8 @@ DispatchReport PluginDispatcher::DispatchDetailed(const DispatchContext& ctx) co
 
 DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
   const auto it = entries_.find(std::string(ctx.plugin));
-  if (it == entries_.end()) return {PluginOutcome::Failed("no plugin is loaded under this name"), {}};
+  if (it == entries_.end())
+    return {PluginOutcome::Failed("no plugin is loaded under this name"), {}};
   const Entry& entry = it->second;
 
   std::shared_ptr<cg_call> call = MakeCall(ctx);
@@ -224,7 +233,8 @@ DispatchReport PluginDispatcher::Run(const DispatchContext& ctx) const {
   if (!gw.ok()) return {PluginOutcome::Failed(gw.error().message()), {}};
   call->gateway = std::move(gw).value();
   call->handle = CallHandles::Global().Add(call);  // retired by RunPlugin when the plugin returns
-  if (call->handle == nullptr) return {PluginOutcome::Failed("no call handle: the CSPRNG failed"), {}};
+  if (call->handle == nullptr)
+    return {PluginOutcome::Failed("no call handle: the CSPRNG failed"), {}};
 
   const cg_plugin* plugin = entry.plugin;
   std::mutex* serial = entry.serial.get();

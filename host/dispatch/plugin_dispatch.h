@@ -32,15 +32,15 @@
 //   - no return within handler_timeout → kTimedOut (503 plugin_timeout); inline, given to
 //     on_abandon at that moment (and a lost lease there as kFailed).
 // WARNING: a C function cannot be cancelled. A timed-out plugin's thread (inline: the caller's
-// thread) keeps running until it returns; its cg_call is marked abandoned, so its later erp_call gets CG_FENCED (nothing is
-// written or sent) and its respond() is ignored. Its lease is not renewed any more. The thread
-// keeps the dispatcher and its cg_call alive (shared ownership) and calls the ErpEnv's audit
-// function (make it own what it writes to), but it may still be inside an ERP call (outbox,
-// sender) and it runs the plugin's code: whoever owns those must not free them while
-// running_threads() > 0 — HostApp waits for WaitIdle up to a bound, then leaks them on purpose.
-// CG_PLUGIN_SERIAL → one mutex per plugin around handle_webhook (held by a hung plugin too).
-// erp_call is serialised per cg_call. The host API table (HostApi()) is static.
-// Immutable after Create; Dispatch is thread-safe.
+// thread) keeps running until it returns; its cg_call is marked abandoned, so its later erp_call
+// gets CG_FENCED (nothing is written or sent) and its respond() is ignored. Its lease is not
+// renewed any more. The thread keeps the dispatcher and its cg_call alive (shared ownership) and
+// calls the ErpEnv's audit function (make it own what it writes to), but it may still be inside an
+// ERP call (outbox, sender) and it runs the plugin's code: whoever owns those must not free them
+// while running_threads() > 0 — HostApp waits for WaitIdle up to a bound, then leaks them on
+// purpose. CG_PLUGIN_SERIAL → one mutex per plugin around handle_webhook (held by a hung plugin
+// too). erp_call is serialised per cg_call. The host API table (HostApi()) is static. Immutable
+// after Create; Dispatch is thread-safe.
 #ifndef CLAWGUARD_HOST_DISPATCH_PLUGIN_DISPATCH_H_
 #define CLAWGUARD_HOST_DISPATCH_PLUGIN_DISPATCH_H_
 

@@ -7,8 +7,8 @@ namespace clawguard::host {
 namespace {
 
 bool IsParamChar(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '~' ||
-         c == '-';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '~' || c == '-';
 }
 
 bool IsLiteralChar(char c) { return IsParamChar(c) || c == '.'; }
@@ -61,12 +61,14 @@ Result<CapabilitySet> CapabilitySet::Create(const std::vector<std::string>& capa
     const size_t sp = cap.find(' ');
     if (sp == std::string::npos) return bad("expected 'METHOD /path'");
     Template t{cap, cap.substr(0, sp), {}};
-    if (!IsAllowedMethod(t.method)) return bad("method must be one of GET, POST, PUT, PATCH, DELETE");
+    if (!IsAllowedMethod(t.method))
+      return bad("method must be one of GET, POST, PUT, PATCH, DELETE");
     const std::string_view path = std::string_view(cap).substr(sp + 1);
     if (path.empty() || path[0] != '/') return bad("path must start with '/'");
     for (std::string_view seg : Split(path)) {
       if (seg.size() >= 2 && seg.front() == '{' && seg.back() == '}') {
-        if (!IsParamName(seg.substr(1, seg.size() - 2))) return bad("parameter names are [a-z_][a-z0-9_]*");
+        if (!IsParamName(seg.substr(1, seg.size() - 2)))
+          return bad("parameter names are [a-z_][a-z0-9_]*");
         t.segments.push_back(Segment{true, {}});
         continue;
       }
@@ -81,7 +83,8 @@ Result<CapabilitySet> CapabilitySet::Create(const std::vector<std::string>& capa
   return CapabilitySet(std::move(out));
 }
 
-std::optional<std::string_view> CapabilitySet::Match(std::string_view method, std::string_view path) const {
+std::optional<std::string_view> CapabilitySet::Match(std::string_view method,
+                                                     std::string_view path) const {
   if (!IsSafeErpPath(path)) return std::nullopt;
   const std::vector<std::string_view> segs = Split(path);
   for (const Template& t : templates_) {

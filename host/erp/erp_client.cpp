@@ -100,15 +100,18 @@ Result<std::unique_ptr<ErpClient>> ErpClient::Create(ErpClientOptions options) {
       return Status(Reason::kConfigInvalid, "erp.timeout must be positive");
     }
     if (HasControlChar(InsecureSecretAccess::View(options.auth))) {
-      return Status(Reason::kConfigInvalid, "erp.auth holds a control character");  // value not echoed
+      return Status(Reason::kConfigInvalid,
+                    "erp.auth holds a control character");  // value not echoed
     }
     auto impl = std::make_unique<Impl>();
     if (target.tls) {
-      if (options.ca_file.empty()) return Status(Reason::kConfigInvalid, "erp.ca is required for https");
+      if (options.ca_file.empty())
+        return Status(Reason::kConfigInvalid, "erp.ca is required for https");
       ssl::context ctx(ssl::context::tls_client);
       beast::error_code ec;
-      ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
-                          ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::no_compression,
+      ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                          ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                          ssl::context::no_tlsv1_1 | ssl::context::no_compression,
                       ec);
       if (ec || SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION) != 1) {
         return Status(Reason::kInternal, "TLS client setup failed: " + ossl::GetSslErrors());
@@ -117,8 +120,8 @@ Result<std::unique_ptr<ErpClient>> ErpClient::Create(ErpClientOptions options) {
       ctx.load_verify_file(options.ca_file, ec);
       if (ec) {
         std::string why = ossl::GetSslErrors();
-        return Status(Reason::kConfigInvalid,
-                      "erp.ca " + options.ca_file + " unusable: " + (why.empty() ? ec.message() : why));
+        return Status(Reason::kConfigInvalid, "erp.ca " + options.ca_file + " unusable: " +
+                                                  (why.empty() ? ec.message() : why));
       }
       ctx.set_verify_mode(ssl::verify_peer);
       impl->tls.emplace(std::move(ctx));
@@ -133,14 +136,16 @@ Result<std::unique_ptr<ErpClient>> ErpClient::Create(ErpClientOptions options) {
   }
 }
 
-Result<ErpReply> ErpClient::Send(std::string_view method, std::string_view path, const HttpHeaders& headers,
-                                 std::string_view body) {
+Result<ErpReply> ErpClient::Send(std::string_view method, std::string_view path,
+                                 const HttpHeaders& headers, std::string_view body) {
   try {
     if (method.empty() || HasControlChar(method) || method.find(' ') != std::string_view::npos) {
       return ErpFailureStatus(ErpFailure::kProtocol, "?", path, "bad method");
     }
-    if (!path.starts_with("/") || HasControlChar(path) || path.find_first_of(" #") != std::string_view::npos) {
-      return ErpFailureStatus(ErpFailure::kProtocol, method, "?", "path must start with / and hold no space, # or control");
+    if (!path.starts_with("/") || HasControlChar(path) ||
+        path.find_first_of(" #") != std::string_view::npos) {
+      return ErpFailureStatus(ErpFailure::kProtocol, method, "?",
+                              "path must start with / and hold no space, # or control");
     }
     const auto deadline = std::chrono::steady_clock::now() + impl_->timeout;
     http::request<http::string_body> req;
@@ -154,8 +159,10 @@ Result<ErpReply> ErpClient::Send(std::string_view method, std::string_view path,
           AsciiCaseEqual(name, "authorization")) {
         continue;
       }
-      if (name.empty() || HasControlChar(name) || HasControlChar(value) || name.find_first_of(" :") != std::string::npos) {
-        return ErpFailureStatus(ErpFailure::kProtocol, method, path, "a header name or value is malformed");
+      if (name.empty() || HasControlChar(name) || HasControlChar(value) ||
+          name.find_first_of(" :") != std::string::npos) {
+        return ErpFailureStatus(ErpFailure::kProtocol, method, path,
+                                "a header name or value is malformed");
       }
       req.insert(name, value);
     }
@@ -193,11 +200,13 @@ Result<ErpReply> ErpClient::Send(std::string_view method, std::string_view path,
       }
       // A kept-alive connection the ERP had closed: send once more on a fresh connection, but
       // only a call that may be repeated (idempotent method or an Idempotency-Key).
-      const bool stale = reused && !got_some && ErpFailureOf(reply.error()) == ErpFailure::kProtocol;
+      const bool stale =
+          reused && !got_some && ErpFailureOf(reply.error()) == ErpFailure::kProtocol;
       if (!stale || !repeatable || attempt > 0) return reply;
     }
   } catch (const std::exception& e) {
-    return ErpFailureStatus(ErpFailure::kProtocol, method, path, std::string("unexpected failure: ") + e.what());
+    return ErpFailureStatus(ErpFailure::kProtocol, method, path,
+                            std::string("unexpected failure: ") + e.what());
   }
 }
 

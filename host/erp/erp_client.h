@@ -57,10 +57,10 @@ struct ErpReply {
 // ErpFailure says why a call got no answer. It travels in the Status of a failed Send as
 // Reason::kInternal with the message prefix "erp_<kind>: "; read it back with ErpFailureOf.
 enum class ErpFailure {
-  kTimeout,   // the deadline passed (the ERP may or may not have acted: retry with the same key)
-  kConnect,   // name resolution or TCP connect failed (nothing was sent); a resolution that does not
-              // finish before the deadline is kTimeout
-  kTls,       // TLS handshake failed: untrusted certificate, wrong hostname, protocol
+  kTimeout,  // the deadline passed (the ERP may or may not have acted: retry with the same key)
+  kConnect,  // name resolution or TCP connect failed (nothing was sent); a resolution that does not
+             // finish before the deadline is kTimeout
+  kTls,      // TLS handshake failed: untrusted certificate, wrong hostname, protocol
   kProtocol,  // the answer was malformed, too large or cut short, a 101 or too many 1xx, or the
               // call was malformed
 };

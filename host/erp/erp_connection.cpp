@@ -25,18 +25,21 @@ namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using SteadyTime = std::chrono::steady_clock::time_point;
 
-// ResolveEndpoints resolves the ERP's host before |deadline| (host/erp/erp_resolve.h): a lookup that
-// does not finish in time is kTimeout, one that finds nothing kConnect.
-Result<std::vector<tcp::endpoint>> ResolveEndpoints(const ErpTarget& target, SteadyTime deadline, std::string_view method,
-                                                   std::string_view path) {
+// ResolveEndpoints resolves the ERP's host before |deadline| (host/erp/erp_resolve.h): a lookup
+// that does not finish in time is kTimeout, one that finds nothing kConnect.
+Result<std::vector<tcp::endpoint>> ResolveEndpoints(const ErpTarget& target, SteadyTime deadline,
+                                                    std::string_view method,
+                                                    std::string_view path) {
   Resolution r = ResolveBefore(target.host, target.port, deadline);
   switch (r.outcome) {
     case Resolution::Outcome::kFound: break;
     case Resolution::Outcome::kTimedOut:
-      return ErpFailureStatus(ErpFailure::kTimeout, method, path, "name resolution of " + target.host + " timed out");
+      return ErpFailureStatus(ErpFailure::kTimeout, method, path,
+                              "name resolution of " + target.host + " timed out");
     case Resolution::Outcome::kFailed:
     case Resolution::Outcome::kBusy:
-      return ErpFailureStatus(ErpFailure::kConnect, method, path, "cannot resolve " + target.host + ": " + r.detail);
+      return ErpFailureStatus(ErpFailure::kConnect, method, path,
+                              "cannot resolve " + target.host + ": " + r.detail);
   }
   std::vector<tcp::endpoint> endpoints;
   for (const ResolvedAddress& a : r.addresses) {
@@ -47,7 +50,8 @@ Result<std::vector<tcp::endpoint>> ResolveEndpoints(const ErpTarget& target, Ste
     endpoints.push_back(e);
   }
   if (endpoints.empty()) {
-    return ErpFailureStatus(ErpFailure::kConnect, method, path, "cannot resolve " + target.host + ": no usable address");
+    return ErpFailureStatus(ErpFailure::kConnect, method, path,
+                            "cannot resolve " + target.host + ": no usable address");
   }
   return endpoints;
 }
@@ -84,11 +88,16 @@ void ErpConnection::ArmDeadline(SteadyTime deadline) {
 }
 
 template <class Write, class ReadHeader, class Read>
-Result<ErpReply> ErpConnection::ExchangeWith(http::request<http::string_body>& req, std::string_view method, std::string_view path,
-                              bool* got_some, Write write, ReadHeader read_header, Read read) {
+Result<ErpReply> ErpConnection::ExchangeWith(http::request<http::string_body>& req,
+                                             std::string_view method, std::string_view path,
+                                             bool* got_some, Write write, ReadHeader read_header,
+                                             Read read) {
   beast::error_code ec = write(req);
-  if (ec == beast::error::timeout) return ErpFailureStatus(ErpFailure::kTimeout, method, path, "sending timed out");
-  if (ec) return ErpFailureStatus(ErpFailure::kProtocol, method, path, "connection lost while sending: " + ec.message());
+  if (ec == beast::error::timeout)
+    return ErpFailureStatus(ErpFailure::kTimeout, method, path, "sending timed out");
+  if (ec)
+    return ErpFailureStatus(ErpFailure::kProtocol, method, path,
+                            "connection lost while sending: " + ec.message());
 
   // Interim answers (1xx) come before the final one and are read and skipped (RFC 9110
   // §15.2: a client parses any number of them, and ignores those it did not ask for). 101
@@ -110,31 +119,39 @@ Result<ErpReply> ErpConnection::ExchangeWith(http::request<http::string_body>& r
     if (status >= 200 && status <= 999) break;
     *got_some = true;
     if (status == 101) {
-      return ErpFailureStatus(ErpFailure::kProtocol, method, path, "the ERP answered 101 (switching protocols): refused");
+      return ErpFailureStatus(ErpFailure::kProtocol, method, path,
+                              "the ERP answered 101 (switching protocols): refused");
     }
     if (status < 100) {
-      return ErpFailureStatus(ErpFailure::kProtocol, method, path, "the ERP answered status " + std::to_string(status));
+      return ErpFailureStatus(ErpFailure::kProtocol, method, path,
+                              "the ERP answered status " + std::to_string(status));
     }
     if (interim + 1 > kMaxErpInterimAnswers) {
-      return ErpFailureStatus(ErpFailure::kProtocol, method, path,
-                     "more than " + std::to_string(kMaxErpInterimAnswers) + " interim (1xx) answers");
+      return ErpFailureStatus(
+          ErpFailure::kProtocol, method, path,
+          "more than " + std::to_string(kMaxErpInterimAnswers) + " interim (1xx) answers");
     }
   }
   const uint64_t limit = limits::kMaxErpResponseBody;
-  if (!ec && parser->content_length() && *parser->content_length() > limit) ec = http::error::body_limit;
+  if (!ec && parser->content_length() && *parser->content_length() > limit)
+    ec = http::error::body_limit;
   if (!ec && !parser->is_done()) ec = read(*parser);
   if (!ec && parser->get().body().size() > limit) ec = http::error::body_limit;
   got_any = got_any || parser->got_some();
   *got_some = *got_some || got_any;
-  if (ec == beast::error::timeout) return ErpFailureStatus(ErpFailure::kTimeout, method, path, "no answer before the deadline");
+  if (ec == beast::error::timeout)
+    return ErpFailureStatus(ErpFailure::kTimeout, method, path, "no answer before the deadline");
   if (ec == http::error::body_limit || ec == http::error::header_limit) {
     return ErpFailureStatus(ErpFailure::kProtocol, method, path, "answer over the size limit");
   }
-  if (ec) return ErpFailureStatus(ErpFailure::kProtocol, method, path, "no complete answer: " + ec.message());
+  if (ec)
+    return ErpFailureStatus(ErpFailure::kProtocol, method, path,
+                            "no complete answer: " + ec.message());
   auto& msg = parser->get();
   ErpReply reply;
   reply.status = static_cast<int>(msg.result_int());
-  for (const auto& field : msg) reply.headers.Add(std::string(field.name_string()), std::string(field.value()));
+  for (const auto& field : msg)
+    reply.headers.Add(std::string(field.name_string()), std::string(field.value()));
   reply.body = std::move(msg.body());
   // Pooled only after one complete, well-framed answer with nothing after it: bytes already
   // read past its end are no answer to any request of ours (a second answer, or garbage), and
@@ -180,11 +197,18 @@ ErpConnection::After ErpConnection::TlsAfterAnswer() {
 
 Status ErpConnection::Connect(SteadyTime deadline, std::string_view method, std::string_view path) {
   beast::error_code ec;
-  CLAWGUARD_ASSIGN_OR_RETURN(std::vector<tcp::endpoint> endpoints, ResolveEndpoints(target_, deadline, method, path));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::vector<tcp::endpoint> endpoints,
+                             ResolveEndpoints(target_, deadline, method, path));
   Lowest().expires_at(deadline);
-  ec = Run([&](auto done) { Lowest().async_connect(endpoints, [done](beast::error_code e, const tcp::endpoint&) { done(e); }); });
-  if (ec == beast::error::timeout) return ErpFailureStatus(ErpFailure::kTimeout, method, path, "connect timed out");
-  if (ec) return ErpFailureStatus(ErpFailure::kConnect, method, path, "cannot connect to " + target_.host_header + ": " + ec.message());
+  ec = Run([&](auto done) {
+    Lowest().async_connect(endpoints,
+                           [done](beast::error_code e, const tcp::endpoint&) { done(e); });
+  });
+  if (ec == beast::error::timeout)
+    return ErpFailureStatus(ErpFailure::kTimeout, method, path, "connect timed out");
+  if (ec)
+    return ErpFailureStatus(ErpFailure::kConnect, method, path,
+                            "cannot connect to " + target_.host_header + ": " + ec.message());
   beast::error_code opt_ec;
   Lowest().socket().set_option(tcp::no_delay(true), opt_ec);
   if (tls_) {
@@ -194,33 +218,42 @@ Status ErpConnection::Connect(SteadyTime deadline, std::string_view method, std:
     if (addr_ec) {
       // SNI only for names (RFC 6066 §3); SSL_set1_host copies the name (set1).
       // The subject CN is never used as a name (RFC 9525 §6.3), only subjectAltName.
-      SSL_set_hostflags(ssl_handle, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
+      SSL_set_hostflags(ssl_handle,
+                        X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
       if (SSL_set_tlsext_host_name(ssl_handle, target_.host.c_str()) != 1 ||
           SSL_set1_host(ssl_handle, target_.host.c_str()) != 1) {
-        return ErpFailureStatus(ErpFailure::kTls, method, path, "cannot set the TLS host name: " + ossl::GetSslErrors());
+        return ErpFailureStatus(ErpFailure::kTls, method, path,
+                                "cannot set the TLS host name: " + ossl::GetSslErrors());
       }
-    } else if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_handle), target_.host.c_str()) != 1) {
-      return ErpFailureStatus(ErpFailure::kTls, method, path, "cannot set the TLS peer address: " + ossl::GetSslErrors());
+    } else if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_handle), target_.host.c_str()) !=
+               1) {
+      return ErpFailureStatus(ErpFailure::kTls, method, path,
+                              "cannot set the TLS peer address: " + ossl::GetSslErrors());
     }
     tls_->set_verify_mode(ssl::verify_peer);
     Lowest().expires_at(deadline);
     ec = Run([&](auto done) { tls_->async_handshake(ssl::stream_base::client, done); });
-    if (ec == beast::error::timeout) return ErpFailureStatus(ErpFailure::kTimeout, method, path, "TLS handshake timed out");
+    if (ec == beast::error::timeout)
+      return ErpFailureStatus(ErpFailure::kTimeout, method, path, "TLS handshake timed out");
     if (ec) {
       std::string why = ec.message();
       const long verify = SSL_get_verify_result(ssl_handle);
-      if (verify != X509_V_OK) why += " (certificate: " + std::string(X509_verify_cert_error_string(verify)) + ")";
+      if (verify != X509_V_OK)
+        why += " (certificate: " + std::string(X509_verify_cert_error_string(verify)) + ")";
       ossl::GetSslErrors();  // drained; the reason is in |why|
-      return ErpFailureStatus(ErpFailure::kTls, method, path, "TLS handshake with " + target_.host_header + " failed: " + why);
+      return ErpFailureStatus(ErpFailure::kTls, method, path,
+                              "TLS handshake with " + target_.host_header + " failed: " + why);
     }
   }
-  Lowest().expires_never();  // exchanges are bounded by deadline_ (ArmDeadline), not the stream's timer
+  Lowest()
+      .expires_never();  // exchanges are bounded by deadline_ (ArmDeadline), not the stream's timer
   connected_ = true;
   return Status::Ok();
 }
 
-Result<ErpReply> ErpConnection::Exchange(http::request<http::string_body>& req, SteadyTime deadline, std::string_view method,
-                          std::string_view path, bool* got_some) {
+Result<ErpReply> ErpConnection::Exchange(http::request<http::string_body>& req, SteadyTime deadline,
+                                         std::string_view method, std::string_view path,
+                                         bool* got_some) {
   *got_some = false;
   if (!tls_) {
     ErpPollingStream stream(plain_->socket().native_handle(), watch_, deadline);
@@ -246,16 +279,20 @@ Result<ErpReply> ErpConnection::Exchange(http::request<http::string_body>& req, 
   Result<ErpReply> reply = ExchangeWith(
       req, method, path, got_some,
       [&](auto& r) {
-        return Run([&](auto done) { http::async_write(*tls_, r, [done](beast::error_code e, size_t) { done(e); }); });
-      },
-      [&](auto& parser) {
         return Run([&](auto done) {
-          http::async_read_header(*tls_, buffer_, parser, [done](beast::error_code e, size_t) { done(e); });
+          http::async_write(*tls_, r, [done](beast::error_code e, size_t) { done(e); });
         });
       },
       [&](auto& parser) {
         return Run([&](auto done) {
-          http::async_read(*tls_, buffer_, parser, [done](beast::error_code e, size_t) { done(e); });
+          http::async_read_header(*tls_, buffer_, parser,
+                                  [done](beast::error_code e, size_t) { done(e); });
+        });
+      },
+      [&](auto& parser) {
+        return Run([&](auto done) {
+          http::async_read(*tls_, buffer_, parser,
+                           [done](beast::error_code e, size_t) { done(e); });
         });
       });
   // Over TLS bytes after the answer can hide where buffer_ does not show them: decrypted inside

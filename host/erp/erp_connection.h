@@ -39,7 +39,8 @@ namespace clawguard::host {
 using ErpClientStream =
     boost::beast::basic_stream<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
 
-// ErpConnection is one TCP (or TLS) connection with its own io_context. Used by one thread at a time.
+// ErpConnection is one TCP (or TLS) connection with its own io_context. Used by one thread at a
+// time.
 class ErpConnection {
  public:
   using SteadyTime = std::chrono::steady_clock::time_point;
@@ -62,8 +63,9 @@ class ErpConnection {
 
   // Exchange writes |req| and reads the answer. |*got_some| tells whether any answer byte came.
   // Plain HTTP runs on ErpPollingStream; https on the io_context (OpenSSL's stream needs it).
-  Result<ErpReply> Exchange(boost::beast::http::request<boost::beast::http::string_body>& req, SteadyTime deadline, std::string_view method,
-                            std::string_view path, bool* got_some);
+  Result<ErpReply> Exchange(boost::beast::http::request<boost::beast::http::string_body>& req,
+                            SteadyTime deadline, std::string_view method, std::string_view path,
+                            bool* got_some);
 
   bool reusable() const { return reusable_; }
   // stray is true when bytes followed the last answer (the connection is not reused).
@@ -84,8 +86,9 @@ class ErpConnection {
   // ExchangeWith writes |req| and reads the answer with the three operations given (each returns
   // an error_code; beast::error::timeout once the deadline passed).
   template <class Write, class ReadHeader, class Read>
-  Result<ErpReply> ExchangeWith(boost::beast::http::request<boost::beast::http::string_body>& req, std::string_view method, std::string_view path,
-                                bool* got_some, Write write, ReadHeader read_header, Read read);
+  Result<ErpReply> ExchangeWith(boost::beast::http::request<boost::beast::http::string_body>& req,
+                                std::string_view method, std::string_view path, bool* got_some,
+                                Write write, ReadHeader read_header, Read read);
 
   // After tells what a TLS connection holds past the end of its last answer.
   enum class After {
@@ -116,8 +119,9 @@ class ErpConnection {
 
   const ErpTarget& target_;
   boost::asio::io_context ioc_{1};
-  boost::asio::basic_waitable_timer<std::chrono::steady_clock, boost::asio::wait_traits<std::chrono::steady_clock>,
-                             boost::asio::io_context::executor_type>
+  boost::asio::basic_waitable_timer<std::chrono::steady_clock,
+                                    boost::asio::wait_traits<std::chrono::steady_clock>,
+                                    boost::asio::io_context::executor_type>
       deadline_{ioc_.get_executor()};
   uint64_t armed_ = 0;      // the number of the latest ArmDeadline
   bool timed_out_ = false;  // the current exchange's deadline fired

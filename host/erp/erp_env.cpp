@@ -71,25 +71,29 @@ int64_t ErpRetryPolicy::CooldownMs(int64_t retry_after_ms, double u01) const {
 
 Status ErpRetryPolicy::Check() const {
   if (attempts < 1) {
-    return Status(Reason::kConfigInvalid, "erp.retry.attempts must be ≥ 1, found " + std::to_string(attempts));
+    return Status(Reason::kConfigInvalid,
+                  "erp.retry.attempts must be ≥ 1, found " + std::to_string(attempts));
   }
   if (jitter_percent < 0 || jitter_percent > 100) {
-    return Status(Reason::kConfigInvalid,
-                  "erp.retry.jitter must be 0..100%, found " + std::to_string(jitter_percent) + "%");
+    return Status(Reason::kConfigInvalid, "erp.retry.jitter must be 0..100%, found " +
+                                              std::to_string(jitter_percent) + "%");
   }
-  if (floor_429.count() < 0) return Status(Reason::kConfigInvalid, "erp.retry.floor_429 must be ≥ 0");
+  if (floor_429.count() < 0)
+    return Status(Reason::kConfigInvalid, "erp.retry.floor_429 must be ≥ 0");
   return Status::Ok();
 }
 
 std::string NewSendOwner() {
   static const std::string prefix = [] {
     std::array<char, 256> name{};
-    if (gethostname(name.data(), name.size() - 1) != 0 || name[0] == '\0') std::snprintf(name.data(), 8, "unknown");
+    if (gethostname(name.data(), name.size() - 1) != 0 || name[0] == '\0')
+      std::snprintf(name.data(), 8, "unknown");
     std::random_device rd;
     const uint64_t boot = (static_cast<uint64_t>(rd()) << 32) ^ rd();
     std::array<char, 17> hex{};
     std::snprintf(hex.data(), hex.size(), "%016llx", static_cast<unsigned long long>(boot));
-    return "send:" + std::string(name.data()) + ":" + std::to_string(getpid()) + ":" + hex.data() + ":";
+    return "send:" + std::string(name.data()) + ":" + std::to_string(getpid()) + ":" + hex.data() +
+           ":";
   }();
   static std::atomic<uint64_t> next{0};
   return prefix + std::to_string(++next);

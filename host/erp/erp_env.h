@@ -37,8 +37,8 @@ class HostMetrics;
 class ErpSender {
  public:
   virtual ~ErpSender() = default;
-  virtual Result<ErpReply> Send(std::string_view method, std::string_view path, const HttpHeaders& headers,
-                                std::string_view body) = 0;
+  virtual Result<ErpReply> Send(std::string_view method, std::string_view path,
+                                const HttpHeaders& headers, std::string_view body) = 0;
 };
 
 // MakeErpSender wraps the real ErpClient (which adds Authorization from erp.auth).
@@ -106,8 +106,8 @@ struct ErpEnv {
   // kSendClaimMarginMs after it started (SendClaimMs).
   std::chrono::milliseconds send_timeout{5'000};
   AuditFn audit;
-  // DLQ entries (cooldown, transient_exhausted, auth, not_found, conflict, capability_revoked), their
-  // resolution, and capability pauses on ERP 401/403.
+  // DLQ entries (cooldown, transient_exhausted, auth, not_found, conflict, capability_revoked),
+  // their resolution, and capability pauses on ERP 401/403.
   Dlq* dlq = nullptr;
   // Per-endpoint circuit breaker (host.yaml breaker.erp): open → the call is not sent.
   EndpointBreaker* endpoint_breaker = nullptr;

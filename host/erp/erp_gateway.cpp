@@ -35,18 +35,21 @@ Status CheckEnv(const ErpEnv& env, std::string_view who) {
 
 }  // namespace
 
-Result<std::unique_ptr<ErpGateway>> ErpGateway::Create(const ErpEnv& env, const CapabilitySet& capabilities,
+Result<std::unique_ptr<ErpGateway>> ErpGateway::Create(const ErpEnv& env,
+                                                       const CapabilitySet& capabilities,
                                                        ErpDelivery delivery) {
   const Status env_ok = CheckEnv(env, "erp gateway");
   if (!env_ok.ok()) return Status(Reason::kInternal, env_ok.message());
-  if (delivery.plugin.empty() || delivery.event_key.empty() || delivery.level < 1 || delivery.level > 3) {
-    return Status(Reason::kInternal, "erp gateway: delivery needs a plugin, an event key and a level 1..3");
+  if (delivery.plugin.empty() || delivery.event_key.empty() || delivery.level < 1 ||
+      delivery.level > 3) {
+    return Status(Reason::kInternal,
+                  "erp gateway: delivery needs a plugin, an event key and a level 1..3");
   }
   return std::unique_ptr<ErpGateway>(new ErpGateway(env, capabilities, std::move(delivery)));
 }
 
-void ErpGateway::Audit(std::string_view event, std::string_view method, std::string_view path, int64_t index,
-                       std::string_view detail) const {
+void ErpGateway::Audit(std::string_view event, std::string_view method, std::string_view path,
+                       int64_t index, std::string_view detail) const {
   nlohmann::json j = {{"event", event},
                       {"plugin", delivery_.plugin},
                       {"event_key", delivery_.event_key},
@@ -67,7 +70,8 @@ int ErpGateway::Reply(int status, std::string body, cg_bytes* reply) {
   return status;
 }
 
-int ErpGateway::Call(std::string_view method, std::string_view path, std::string_view body, cg_bytes* reply) {
+int ErpGateway::Call(std::string_view method, std::string_view path, std::string_view body,
+                     cg_bytes* reply) {
   if (reply != nullptr) *reply = cg_bytes{nullptr, 0};
   if (latched_ != 0) return latched_;
   outcome_.pending_in_ms = 0;  // describes the last call only
@@ -100,7 +104,8 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
   row.path = std::string(path);
   row.body = std::string(body);
   row.body_sha256 = Sha256Hex(body);
-  row.idempotency_key = ErpCallKey(delivery_.event_key, delivery_.plugin, static_cast<uint32_t>(index));
+  row.idempotency_key =
+      ErpCallKey(delivery_.event_key, delivery_.plugin, static_cast<uint32_t>(index));
   // A level-3 row is an intent, held until confirmed. Any other row first passes the send gate:
   // allowed → appended already sent and owned by this send (attempts 1: the append records this
   // send, no Claim), not due until the ERP timeout plus a margin, so no worker or other host sends
@@ -152,15 +157,11 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
         case OutboxState::kSent:
           outcome_.pending_in_ms = PendingIn(appended->row.next_attempt_ms);
           return CG_DEFERRED;
-        case OutboxState::kHeld:
-          ++outcome_.held;
-          return CG_HELD;
-        case OutboxState::kDead:
-          return CG_UNAVAILABLE;
+        case OutboxState::kHeld: ++outcome_.held; return CG_HELD;
+        case OutboxState::kDead: return CG_UNAVAILABLE;
       }
       return CG_UNAVAILABLE;
-    case OutboxAppend::Kind::kAppended:
-      break;
+    case OutboxAppend::Kind::kAppended: break;
   }
 
   // 4. Level 3: an intent, parked until confirmed.
@@ -179,17 +180,16 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
   }
   ErpReply answer;
   switch (SendMarkedRow(env_, appended->row, target, gate, &answer)) {
-    case SendResult::kAnswered:
-      return Reply(answer.status, std::move(answer.body), reply);
+    case SendResult::kAnswered: return Reply(answer.status, std::move(answer.body), reply);
     case SendResult::kRetryLater:
       // Released to the retry worker, due after the first backoff (erp_send.h).
-      outcome_.pending_in_ms = std::max<int64_t>({env_.retry.BackoffMs(1), env_.send_timeout.count(), 1});
+      outcome_.pending_in_ms =
+          std::max<int64_t>({env_.retry.BackoffMs(1), env_.send_timeout.count(), 1});
       return CG_UNAVAILABLE;
     case SendResult::kDead:
     case SendResult::kNotSent:
     case SendResult::kBusy:
-    case SendResult::kRevoked:
-      return CG_UNAVAILABLE;
+    case SendResult::kRevoked: return CG_UNAVAILABLE;
   }
   return CG_UNAVAILABLE;
 }
@@ -227,12 +227,15 @@ Result<int64_t> RetryWorker::Confirm(const std::string& event_key) {
 
 Result<CallReplay> RetryWorker::ReplayCall(const DlqEntry& e) {
   if (e.call_index < 0) {
-    return Status(Reason::kUsage, "dlq entry " + std::to_string(e.id) +
-                                      " is event-level (no call index): replay it as an event, not a call");
+    return Status(Reason::kUsage,
+                  "dlq entry " + std::to_string(e.id) +
+                      " is event-level (no call index): replay it as an event, not a call");
   }
-  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<OutboxRow> row, env_.outbox->Get(e.event_key, e.call_index));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::optional<OutboxRow> row,
+                             env_.outbox->Get(e.event_key, e.call_index));
   if (!row) {
-    return Status(Reason::kNotFound, "no outbox row " + e.event_key + "/" + std::to_string(e.call_index));
+    return Status(Reason::kNotFound,
+                  "no outbox row " + e.event_key + "/" + std::to_string(e.call_index));
   }
   // A replay is a resend: the call must still be allowed by the plugin version loaded now.
   const ErpCallTarget target = ResolveCallTarget(env_, *row);
@@ -240,7 +243,8 @@ Result<CallReplay> RetryWorker::ReplayCall(const DlqEntry& e) {
     RecordRevokedCall(env_, *row, target, "dlq_replay");
     return CallReplay::kRevoked;
   }
-  CLAWGUARD_ASSIGN_OR_RETURN(bool revived, env_.outbox->Revive(e.event_key, e.call_index, env_.clock->NowMillis()));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      bool revived, env_.outbox->Revive(e.event_key, e.call_index, env_.clock->NowMillis()));
   if (revived) {
     Emit(env_, {{"event", "erp_call_revived"},
                 {"dlq_id", e.id},
@@ -253,7 +257,8 @@ Result<CallReplay> RetryWorker::ReplayCall(const DlqEntry& e) {
   // and has been answered or dead-lettered since was the worker's to send: kQueued too).
   CLAWGUARD_ASSIGN_OR_RETURN(row, env_.outbox->Get(e.event_key, e.call_index));
   if (!row) {
-    return Status(Reason::kNotFound, "no outbox row " + e.event_key + "/" + std::to_string(e.call_index));
+    return Status(Reason::kNotFound,
+                  "no outbox row " + e.event_key + "/" + std::to_string(e.call_index));
   }
   return row->state == OutboxState::kHeld ? CallReplay::kHeld : CallReplay::kQueued;
 }

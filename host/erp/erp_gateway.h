@@ -8,7 +8,8 @@
 //   1. capability check on the EXACT method and path that would be sent (CapabilitySet::Match):
 //      undeclared → CG_DENIED, audited, counted (erp_calls_total{outcome="denied"}), nothing
 //      written, nothing sent, call index not advanced; the matching capability is the endpoint;
-//   2. call index i (from 0 within the delivery); Idempotency-Key = ErpCallKey(event key, plugin, i);
+//   2. call index i (from 0 within the delivery); Idempotency-Key = ErpCallKey(event key, plugin,
+//   i);
 //   3. levels 1–2: CheckSendGate — is the capability paused, does the endpoint's breaker refuse?
 //      Then the outbox row is appended BEFORE anything is sent (fenced by the claim's token):
 //      gate allowed → appended sent and owned by this send (attempts 1, claimed by a new owner
@@ -85,7 +86,8 @@ class ErpGateway {
  public:
   // Create checks that |env| is complete (outbox, sender, clock; a valid retry policy) and the
   // delivery well-formed (kInternal otherwise). |env| and |capabilities| must outlive the gateway.
-  static Result<std::unique_ptr<ErpGateway>> Create(const ErpEnv& env, const CapabilitySet& capabilities,
+  static Result<std::unique_ptr<ErpGateway>> Create(const ErpEnv& env,
+                                                    const CapabilitySet& capabilities,
                                                     ErpDelivery delivery);
 
   // Call implements cg_host_api.erp_call (see the file comment). |reply| may be null.
@@ -138,7 +140,8 @@ class RetryWorker {
   // flag it returns early once the flag is set (checked before each row: a row not reached stays
   // due, a send under way ends as sends do — its claim protects its row meanwhile).
   // kStoreUnavailable if the outbox fails.
-  Result<DrainStats> DrainPending(int64_t now_ms, int64_t limit = 100, const std::atomic<bool>* stop = nullptr);
+  Result<DrainStats> DrainPending(int64_t now_ms, int64_t limit = 100,
+                                  const std::atomic<bool>* stop = nullptr);
 
   // ReplayCall is an operator's `dlq replay` of a call-level entry (|e|.call_index ≥ 0). The
   // row's call is matched again against the plugins loaded now: revoked → RecordRevokedCall,

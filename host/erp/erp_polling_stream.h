@@ -33,7 +33,8 @@ namespace clawguard::host {
 // empty epoll_waits to reap the completions (decision 0018).
 class ErpPollingStream {
  public:
-  ErpPollingStream(int fd, fiber::FdWatch& watch, std::chrono::steady_clock::time_point deadline) : fd_(fd), watch_(watch), deadline_(deadline) {}
+  ErpPollingStream(int fd, fiber::FdWatch& watch, std::chrono::steady_clock::time_point deadline)
+      : fd_(fd), watch_(watch), deadline_(deadline) {}
 
   template <class Buffers>
   size_t read_some(const Buffers& buffers, boost::beast::error_code& ec) {
@@ -41,7 +42,8 @@ class ErpPollingStream {
   }
   template <class Buffers>
   size_t read_some(const Buffers& buffers) {
-    return OrThrow([&](boost::beast::error_code& ec) { return Transfer(buffers, /*send=*/false, ec); });
+    return OrThrow(
+        [&](boost::beast::error_code& ec) { return Transfer(buffers, /*send=*/false, ec); });
   }
   template <class Buffers>
   size_t write_some(const Buffers& buffers, boost::beast::error_code& ec) {
@@ -49,7 +51,8 @@ class ErpPollingStream {
   }
   template <class Buffers>
   size_t write_some(const Buffers& buffers) {
-    return OrThrow([&](boost::beast::error_code& ec) { return Transfer(buffers, /*send=*/true, ec); });
+    return OrThrow(
+        [&](boost::beast::error_code& ec) { return Transfer(buffers, /*send=*/true, ec); });
   }
 
  private:
@@ -61,8 +64,8 @@ class ErpPollingStream {
     size_t count = 0;
     template <class Buffers>
     explicit Iovecs(const Buffers& buffers) {
-      for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers) && count < kMax;
-           ++it) {
+      for (auto it = boost::asio::buffer_sequence_begin(buffers);
+           it != boost::asio::buffer_sequence_end(buffers) && count < kMax; ++it) {
         const auto b = *it;
         if (b.size() == 0) continue;
         v[count].iov_base = const_cast<void*>(static_cast<const void*>(b.data()));
@@ -86,7 +89,8 @@ class ErpPollingStream {
       msghdr msg{};
       msg.msg_iov = iov.v;
       msg.msg_iovlen = iov.count;
-      const ssize_t n = send ? ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) : ::recvmsg(fd_, &msg, MSG_DONTWAIT);
+      const ssize_t n = send ? ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL)
+                             : ::recvmsg(fd_, &msg, MSG_DONTWAIT);
       if (n > 0 || (n == 0 && send)) return static_cast<size_t>(n);
       if (n == 0) {
         ec = boost::asio::error::eof;
@@ -110,14 +114,16 @@ class ErpPollingStream {
   // Wait polls for |events| until the deadline: false with |ec| = timeout when it passed.
   bool Wait(short events, boost::beast::error_code& ec) {
     for (;;) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+          deadline_ - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
         ec = boost::beast::error::timeout;
         return false;
       }
       // poll() on a thread; through the carrier's epoll on a fiber (the carrier runs others
       // meanwhile), where the connection stays registered between waits (fiber::FdWatch).
-      const int n = watch_.Wait(fd_, events, static_cast<int>(std::min<int64_t>(left.count(), INT_MAX)));
+      const int n =
+          watch_.Wait(fd_, events, static_cast<int>(std::min<int64_t>(left.count(), INT_MAX)));
       if (n > 0) return true;  // ready, or an error/hang-up the next send or receive reports
       if (n < 0 && errno != EINTR) {
         ec = boost::beast::error_code(errno, boost::system::system_category());

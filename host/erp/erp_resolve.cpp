@@ -62,7 +62,9 @@ void RunLookup(const std::shared_ptr<Lookup>& lookup, const std::string& host, u
   const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
   std::vector<ResolvedAddress> addresses;
   for (const addrinfo* a = found; rc == 0 && a != nullptr; a = a->ai_next) {
-    if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || a->ai_addrlen > sizeof(sockaddr_storage)) continue;
+    if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) ||
+        a->ai_addrlen > sizeof(sockaddr_storage))
+      continue;
     ResolvedAddress r;
     std::memcpy(&r.storage, a->ai_addr, a->ai_addrlen);
     r.length = a->ai_addrlen;
@@ -81,7 +83,8 @@ void RunLookup(const std::shared_ptr<Lookup>& lookup, const std::string& host, u
 
 }  // namespace
 
-Resolution ResolveBefore(const std::string& host, uint16_t port, std::chrono::steady_clock::time_point deadline) {
+Resolution ResolveBefore(const std::string& host, uint16_t port,
+                         std::chrono::steady_clock::time_point deadline) {
   Resolution out;
   ResolvedAddress literal;
   if (Literal(host, port, &literal)) {
@@ -98,7 +101,8 @@ Resolution ResolveBefore(const std::string& host, uint16_t port, std::chrono::st
   if (g_lookups_in_flight.fetch_add(1) >= kMaxErpNameLookupsInFlight) {
     g_lookups_in_flight.fetch_sub(1);
     out.outcome = Resolution::Outcome::kBusy;
-    out.detail = std::to_string(kMaxErpNameLookupsInFlight) + " name lookups are still waiting for the resolver";
+    out.detail = std::to_string(kMaxErpNameLookupsInFlight) +
+                 " name lookups are still waiting for the resolver";
     return out;
   }
   auto lookup = std::make_shared<Lookup>();

@@ -40,7 +40,8 @@ struct Resolution {
 
 // ResolveBefore resolves |host| (a name, or an IPv4/IPv6 literal, which needs no lookup) and
 // |port| for TCP, waiting until |deadline| at most. Thread-safe; never throws.
-Resolution ResolveBefore(const std::string& host, uint16_t port, std::chrono::steady_clock::time_point deadline);
+Resolution ResolveBefore(const std::string& host, uint16_t port,
+                         std::chrono::steady_clock::time_point deadline);
 
 }  // namespace clawguard::host
 

@@ -62,7 +62,9 @@ struct SendContext {
     e.next_attempt_ms = 0;  // the outbox row is the queue; the entry is for people
     const Result<DlqAdded> added = env.dlq->Add(e);
     if (!added.ok()) {
-      Emit({{"event", "dlq_write_failed"}, {"dlq_class", DlqClassName(klass)}, {"detail", added.error().message()}});
+      Emit({{"event", "dlq_write_failed"},
+            {"dlq_class", DlqClassName(klass)},
+            {"detail", added.error().message()}});
     }
   }
 
@@ -73,16 +75,19 @@ struct SendContext {
   }
   // ReleaseAfterBackoff: due again after this attempt's jittered backoff, counted from now.
   void ReleaseAfterBackoff() const {
-    ReleaseTo(env.clock->NowMillis() + env.retry.JitteredMs(env.retry.BackoffMs(attempt), DrawUniform01(env)));
+    ReleaseTo(env.clock->NowMillis() +
+              env.retry.JitteredMs(env.retry.BackoffMs(attempt), DrawUniform01(env)));
   }
-  void MarkDead() const { (void)env.outbox->MarkDead(row.event_key, row.call_index, row.claimed_by); }
+  void MarkDead() const {
+    (void)env.outbox->MarkDead(row.event_key, row.call_index, row.claimed_by);
+  }
 };
 
 // ResolveAfterSuccess closes the event's entries that a successful retry makes moot.
 void ResolveAfterSuccess(const SendContext& c, int status) {
   if (c.env.dlq == nullptr || c.attempt <= 1) return;  // no earlier attempt failed
-  const std::string detail = "retry succeeded: " + c.Call() + " answered " + std::to_string(status) +
-                             " at attempt " + std::to_string(c.attempt);
+  const std::string detail = "retry succeeded: " + c.Call() + " answered " +
+                             std::to_string(status) + " at attempt " + std::to_string(c.attempt);
   for (DlqClass k : {DlqClass::kCooldown, DlqClass::kTransientExhausted, DlqClass::kAuth}) {
     (void)c.env.dlq->Resolve(c.row.event_key, k, detail);
   }
@@ -92,12 +97,14 @@ void ResolveAfterSuccess(const SendContext& c, int status) {
 // capability stops every call of it until an operator has fixed them and resumed it.
 SendResult OnAuthFailure(const SendContext& c, const ErpTriage& t) {
   const std::string why = "ERP answered " + std::to_string(t.status);
-  const bool can_pause = c.env.dlq != nullptr && !c.target.plugin.empty() && !c.target.endpoint.empty();
+  const bool can_pause =
+      c.env.dlq != nullptr && !c.target.plugin.empty() && !c.target.endpoint.empty();
   bool paused = false;
   if (can_pause) {
     const Result<bool> p = c.env.dlq->Pause(c.target.plugin, c.target.endpoint, why, "host");
     paused = p.ok();
-    if (paused && c.env.pauses != nullptr) c.env.pauses->MarkPaused(c.target.plugin, c.target.endpoint);
+    if (paused && c.env.pauses != nullptr)
+      c.env.pauses->MarkPaused(c.target.plugin, c.target.endpoint);
   }
   c.Emit({{"event", "erp_auth_failed"},
           {"alert", true},
@@ -106,15 +113,16 @@ SendResult OnAuthFailure(const SendContext& c, const ErpTriage& t) {
           {"attempt", c.attempt}});
   std::string detail = "capability paused: " + why + " to " + c.Call();
   if (paused) {
-    detail += "; fix the ERP credentials, then `clawguard capability resume " + c.target.plugin + " '" +
-              c.target.endpoint + "'`";
+    detail += "; fix the ERP credentials, then `clawguard capability resume " + c.target.plugin +
+              " '" + c.target.endpoint + "'`";
     c.DeadLetter(DlqClass::kAuth, t.status, detail);
     c.ReleaseTo(c.env.clock->NowMillis() + kPausedRecheckMs);
     return SendResult::kRetryLater;
   }
   // Nothing paused (no DLQ, the row's plugin or endpoint is unknown, or the store refused the
   // pause): retry on the backoff like a transient failure, dead when the attempts are spent.
-  detail = why + " to " + c.Call() + "; capability not paused (no DLQ, unknown plugin or endpoint, or store error)";
+  detail = why + " to " + c.Call() +
+           "; capability not paused (no DLQ, unknown plugin or endpoint, or store error)";
   c.DeadLetter(DlqClass::kAuth, t.status, detail);
   if (c.attempt >= c.env.retry.attempts) {
     c.MarkDead();
@@ -126,13 +134,16 @@ SendResult OnAuthFailure(const SendContext& c, const ErpTriage& t) {
 
 SendResult OnTransient(const SendContext& c, const ErpTriage& t) {
   const bool spent = c.attempt >= c.env.retry.attempts;
-  c.Emit({{"event", spent ? "erp_call_dead" : "erp_call_retry"}, {"attempt", c.attempt}, {"detail", t.detail}});
+  c.Emit({{"event", spent ? "erp_call_dead" : "erp_call_retry"},
+          {"attempt", c.attempt},
+          {"detail", t.detail}});
   if (!spent && t.outcome == ErpCallOutcome::kTimeout) {
     // The request may still be running at the ERP, and an ERP that deduplicates a key only once
     // its request finished would act on a resend too: wait at least erp.timeout more (the resend
     // starts ≥ 2 × erp.timeout after this send did). An ERP slower than that is not told apart
     // from a lost request — erp.timeout must exceed its worst processing time (ARCHITECTURE.md).
-    const int64_t backoff = c.env.retry.JitteredMs(c.env.retry.BackoffMs(c.attempt), DrawUniform01(c.env));
+    const int64_t backoff =
+        c.env.retry.JitteredMs(c.env.retry.BackoffMs(c.attempt), DrawUniform01(c.env));
     c.ReleaseTo(c.env.clock->NowMillis() + std::max<int64_t>(backoff, c.env.send_timeout.count()));
     return SendResult::kRetryLater;
   }
@@ -142,16 +153,17 @@ SendResult OnTransient(const SendContext& c, const ErpTriage& t) {
   }
   c.MarkDead();
   c.DeadLetter(DlqClass::kTransientExhausted, t.status,
-               "retries spent: " + c.Call() + " got no final answer in " + std::to_string(c.attempt) +
-                   " attempts; last: " + t.detail);
+               "retries spent: " + c.Call() + " got no final answer in " +
+                   std::to_string(c.attempt) + " attempts; last: " + t.detail);
   return SendResult::kDead;
 }
 
 SendResult OnRateLimited(const SendContext& c, const ErpTriage& t) {
   const int64_t wait = c.env.retry.CooldownMs(t.retry_after_ms, DrawUniform01(c.env));
   c.ReleaseTo(c.env.clock->NowMillis() + wait);
-  const std::string ra =
-      t.retry_after_ms >= 0 ? "Retry-After " + std::to_string(t.retry_after_ms / 1000) + " s" : "no usable Retry-After";
+  const std::string ra = t.retry_after_ms >= 0
+                             ? "Retry-After " + std::to_string(t.retry_after_ms / 1000) + " s"
+                             : "no usable Retry-After";
   c.Emit({{"event", "erp_call_cooldown"}, {"attempt", c.attempt}, {"wait_ms", wait}});
   c.DeadLetter(DlqClass::kCooldown, 429,
                "ERP answered 429 (" + ra + ") to " + c.Call() + "; next attempt in " +
@@ -159,19 +171,23 @@ SendResult OnRateLimited(const SendContext& c, const ErpTriage& t) {
   return SendResult::kRetryLater;
 }
 
-// DeadLetterConflict: the ERP's answer 409 is final (the plugin gets it); reconcile before any retry.
+// DeadLetterConflict: the ERP's answer 409 is final (the plugin gets it); reconcile before any
+// retry.
 void DeadLetterConflict(const SendContext& c) {
-  c.DeadLetter(DlqClass::kConflict, 409,
-               "reconcile before any retry: ERP answered 409 to " + c.Call() + "; the plugin got the 409");
+  c.DeadLetter(
+      DlqClass::kConflict, 409,
+      "reconcile before any retry: ERP answered 409 to " + c.Call() + "; the plugin got the 409");
 }
 
 // OnInProgress: a 409 that is about this row's own Idempotency-Key still being processed (or may
 // be: a resend). Asked again after max(Retry-After, the backoff); never stored as a conflict
 // while attempts are left. |r| is the answer (for the spent, unmarked case).
-SendResult OnInProgress(const SendContext& c, const ErpTriage& t, Result<ErpReply>& r, ErpReply* reply) {
+SendResult OnInProgress(const SendContext& c, const ErpTriage& t, Result<ErpReply>& r,
+                        ErpReply* reply) {
   const bool spent = c.attempt >= c.env.retry.attempts;
   if (!spent) {
-    const int64_t backoff = c.env.retry.JitteredMs(c.env.retry.BackoffMs(c.attempt), DrawUniform01(c.env));
+    const int64_t backoff =
+        c.env.retry.JitteredMs(c.env.retry.BackoffMs(c.attempt), DrawUniform01(c.env));
     const int64_t wait = std::max(backoff, t.retry_after_ms);
     c.ReleaseTo(c.env.clock->NowMillis() + wait);
     c.Emit({{"event", "erp_call_in_progress"},
@@ -182,11 +198,15 @@ SendResult OnInProgress(const SendContext& c, const ErpTriage& t, Result<ErpRepl
   }
   if (t.key_in_progress_said) {
     // The ERP said every time that this key is still running: nobody knows the outcome yet.
-    c.Emit({{"event", "erp_call_dead"}, {"attempt", c.attempt}, {"detail", "409: the key is still in progress"}});
+    c.Emit({{"event", "erp_call_dead"},
+            {"attempt", c.attempt},
+            {"detail", "409: the key is still in progress"}});
     c.MarkDead();
     c.DeadLetter(DlqClass::kTransientExhausted, 409,
-                 "retries spent: " + c.Call() + " was answered 409 (this Idempotency-Key still in progress) in " +
-                     std::to_string(c.attempt) + " attempts; replay it once the ERP has finished the call");
+                 "retries spent: " + c.Call() +
+                     " was answered 409 (this Idempotency-Key still in progress) in " +
+                     std::to_string(c.attempt) +
+                     " attempts; replay it once the ERP has finished the call");
     return SendResult::kDead;
   }
   // Every ask since the first send got an unmarked 409: a real conflict, stored as the answer.
@@ -197,7 +217,8 @@ SendResult OnInProgress(const SendContext& c, const ErpTriage& t, Result<ErpRepl
 }
 
 // RevokeRow ends a row whose call no loaded capability allows (SendOutboxRow).
-SendResult RevokeRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, int64_t now_ms) {
+SendResult RevokeRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target,
+                     int64_t now_ms) {
   // Claimed first, as for a send: a send another worker or host still has in flight keeps the
   // row (kBusy) until its claim ends, and of several revokers one writes. Dead by this claim, the
   // row is never due again.
@@ -208,7 +229,8 @@ SendResult RevokeRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarge
   if (!claimed.ok()) return SendResult::kRetryLater;  // store down: looked at again later
   if (!claimed->has_value()) return SendResult::kBusy;
   // A failed MarkDead leaves the row claimed until its claim ends; then it is revoked again.
-  if (!env.outbox->MarkDead(row.event_key, row.call_index, owner).ok()) return SendResult::kRetryLater;
+  if (!env.outbox->MarkDead(row.event_key, row.call_index, owner).ok())
+    return SendResult::kRetryLater;
   RecordRevokedCall(env, **claimed, target, "resend");
   return SendResult::kRevoked;
 }
@@ -216,11 +238,14 @@ SendResult RevokeRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarge
 }  // namespace
 
 ErpCallTarget ResolveCallTarget(const ErpEnv& env, const OutboxRow& row) {
-  if (env.plugins == nullptr || row.call_index < 0 || row.call_index > std::numeric_limits<uint32_t>::max()) {
+  if (env.plugins == nullptr || row.call_index < 0 ||
+      row.call_index > std::numeric_limits<uint32_t>::max()) {
     return {};
   }
   for (const ErpPluginCaps& p : *env.plugins) {
-    if (ErpCallKey(row.event_key, p.plugin, static_cast<uint32_t>(row.call_index)) != row.idempotency_key) continue;
+    if (ErpCallKey(row.event_key, p.plugin, static_cast<uint32_t>(row.call_index)) !=
+        row.idempotency_key)
+      continue;
     // The exact stored method and path, as the gateway matched them when the call was made.
     const std::optional<std::string_view> endpoint = p.capabilities.Match(row.method, row.path);
     return ErpCallTarget{p.plugin, endpoint ? std::string(*endpoint) : std::string(), p.version};
@@ -228,7 +253,8 @@ ErpCallTarget ResolveCallTarget(const ErpEnv& env, const OutboxRow& row) {
   return {};
 }
 
-void RecordRevokedCall(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, std::string_view via) {
+void RecordRevokedCall(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target,
+                       std::string_view via) {
   const SendContext c{env, row, target, row.attempts};
   std::string plugin = target.plugin;
   if (plugin.empty() && env.records != nullptr) {
@@ -242,7 +268,8 @@ void RecordRevokedCall(const ErpEnv& env, const OutboxRow& row, const ErpCallTar
     detail += "plugin " + target.plugin + (target.version.empty() ? "" : " " + target.version) +
               " (loaded now) declares no capability that allows " + c.Call();
   } else {
-    detail += "plugin " + plugin + " is not loaded (removed or renamed): no loaded plugin made " + c.Call();
+    detail += "plugin " + plugin + " is not loaded (removed or renamed): no loaded plugin made " +
+              c.Call();
   }
   detail += "; the call was never sent. Replay it only after loading a version that declares it.";
   c.Metric(ErpCallOutcome::kDenied);  // no endpoint any more: counted under _unknown
@@ -293,8 +320,8 @@ void CountNotSent(const ErpEnv& env, const ErpCallTarget& target, const SendGate
   if (env.metrics != nullptr) env.metrics->RecordErpCall(target.endpoint, gate.refusal);
 }
 
-SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, int64_t now_ms,
-                         ErpReply* reply) {
+SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target,
+                         int64_t now_ms, ErpReply* reply) {
   if (CallRevoked(target)) return RevokeRow(env, row, target, now_ms);
   const SendGate gate = CheckSendGate(env, target);
   // The worker listed the row as due at |now_ms|; the claim is checked against the later of that
@@ -318,8 +345,8 @@ SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, const ErpCallT
   return SendMarkedRow(env, **claimed, target, gate, reply);
 }
 
-SendResult SendMarkedRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, const SendGate& gate,
-                         ErpReply* reply) {
+SendResult SendMarkedRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target,
+                         const SendGate& gate, ErpReply* reply) {
   CLAWGUARD_CHECK(gate.allowed);
   CLAWGUARD_CHECK(row.state == OutboxState::kSent && !row.claimed_by.empty());
   const SendContext c{env, row, target, row.attempts};
@@ -344,8 +371,9 @@ SendResult SendMarkedRow(const ErpEnv& env, const OutboxRow& row, const ErpCallT
     switch (t.verdict) {
       case ErpVerdict::kSuccess: ResolveAfterSuccess(c, t.status); break;
       case ErpVerdict::kNotFound:
-        c.DeadLetter(DlqClass::kNotFound, 404, "repair ticket: ERP answered 404 to " + c.Call() +
-                                                   "; the plugin got the 404, nothing is retried");
+        c.DeadLetter(DlqClass::kNotFound, 404,
+                     "repair ticket: ERP answered 404 to " + c.Call() +
+                         "; the plugin got the 404, nothing is retried");
         break;
       case ErpVerdict::kConflict: DeadLetterConflict(c); break;
       case ErpVerdict::kInProgress:

@@ -81,14 +81,17 @@ struct ErpCallTarget {
 ErpCallTarget ResolveCallTarget(const ErpEnv& env, const OutboxRow& row);
 
 // CallRevoked: |target| names no loaded plugin or no capability of it (see ErpCallTarget).
-inline bool CallRevoked(const ErpCallTarget& target) { return target.plugin.empty() || target.endpoint.empty(); }
+inline bool CallRevoked(const ErpCallTarget& target) {
+  return target.plugin.empty() || target.endpoint.empty();
+}
 
 // RecordRevokedCall writes (or folds into) the event's call-level capability_revoked DLQ entry
 // for |row| (its plugin: |target|'s, else the event's idempotency record's through |env|.records,
 // else "(not loaded)"), audits erp_call_revoked with |via| ("resend", "dlq_replay") and counts
 // erp_calls_total{outcome="denied"}. It changes no outbox row. DLQ and audit failures are audited
 // or dropped, never returned (the DLQ is for people).
-void RecordRevokedCall(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, std::string_view via);
+void RecordRevokedCall(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target,
+                       std::string_view via);
 
 // SendResult is what one SendOutboxRow (or SendMarkedRow) led to.
 enum class SendResult {
@@ -97,7 +100,8 @@ enum class SendResult {
   kDead,        // retries spent: the row is dead and dead-lettered
   kNotSent,     // paused capability or open breaker: deferred, no attempt counted
   kBusy,        // not claimed: another send owns the row, or it is no longer due: nothing sent
-  kRevoked,     // no loaded capability allows the call: claimed, dead, DLQ capability_revoked; not sent
+  kRevoked,     // no loaded capability allows the call: claimed, dead, DLQ capability_revoked; not
+                // sent
 };
 
 // SendGate is what CheckSendGate decided about one send of a call.
@@ -132,8 +136,8 @@ void CountNotSent(const ErpEnv& env, const ErpCallTarget& target, const SendGate
 // claimed_by = this send's owner (CHECKed), by Claim or by an Append of a kSent row — and |gate|
 // is the allowed gate of this send (CHECKed). Never returns kNotSent, kBusy or kRevoked. |reply|
 // may be null.
-SendResult SendMarkedRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, const SendGate& gate,
-                         ErpReply* reply);
+SendResult SendMarkedRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target,
+                         const SendGate& gate, ErpReply* reply);
 
 // SendOutboxRow runs the whole send path above for |row| (pending or sent, as listed by
 // DuePending at |now_ms|): CallRevoked(|target|) → claimed, MarkDead by that claim and
@@ -143,8 +147,8 @@ SendResult SendMarkedRow(const ErpEnv& env, const OutboxRow& row, const ErpCallT
 // (attempts + 1; a store failure → kRetryLater, a row not claimed → kBusy, nothing sent either
 // way), then SendMarkedRow. |reply| may be null. Thread-safe as far as |env|'s parts are (they
 // all are).
-SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target, int64_t now_ms,
-                         ErpReply* reply);
+SendResult SendOutboxRow(const ErpEnv& env, const OutboxRow& row, const ErpCallTarget& target,
+                         int64_t now_ms, ErpReply* reply);
 
 }  // namespace clawguard::host
 

@@ -12,7 +12,8 @@ constexpr std::string_view kFailurePrefix = "erp_";
 
 Result<ErpTarget> ParseErpBaseUrl(std::string_view url) {
   const auto bad = [&](std::string_view why) {
-    return Status(Reason::kConfigInvalid, "erp.base_url \"" + std::string(url) + "\": " + std::string(why));
+    return Status(Reason::kConfigInvalid,
+                  "erp.base_url \"" + std::string(url) + "\": " + std::string(why));
   };
   ErpTarget t;
   std::string_view rest;
@@ -24,10 +25,12 @@ Result<ErpTarget> ParseErpBaseUrl(std::string_view url) {
   } else {
     return bad("must start with http:// or https://");
   }
-  if (rest.find_first_of("?#@ \r\n\t") != std::string_view::npos) return bad("no query, fragment or userinfo");
+  if (rest.find_first_of("?#@ \r\n\t") != std::string_view::npos)
+    return bad("no query, fragment or userinfo");
   const size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
-  std::string_view prefix = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+  std::string_view prefix =
+      slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
   while (!prefix.empty() && prefix.back() == '/') prefix.remove_suffix(1);
   std::string_view port;
   if (!authority.empty() && authority.front() == '[') {
@@ -46,7 +49,8 @@ Result<ErpTarget> ParseErpBaseUrl(std::string_view url) {
   unsigned value = t.tls ? 443 : 80;
   if (!port.empty()) {
     auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535) return bad("bad port");
+    if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535)
+      return bad("bad port");
   }
   t.port = static_cast<uint16_t>(value);
   t.prefix = std::string(prefix);
@@ -55,9 +59,11 @@ Result<ErpTarget> ParseErpBaseUrl(std::string_view url) {
   return t;
 }
 
-Status ErpFailureStatus(ErpFailure kind, std::string_view method, std::string_view path, std::string_view what) {
-  return Status(Reason::kInternal, std::string(kFailurePrefix) + std::string(ErpFailureName(kind)) + ": " +
-                                       std::string(method) + " " + std::string(path) + ": " + std::string(what));
+Status ErpFailureStatus(ErpFailure kind, std::string_view method, std::string_view path,
+                        std::string_view what) {
+  return Status(Reason::kInternal, std::string(kFailurePrefix) + std::string(ErpFailureName(kind)) +
+                                       ": " + std::string(method) + " " + std::string(path) + ": " +
+                                       std::string(what));
 }
 
 bool HasControlChar(std::string_view s) {
@@ -79,7 +85,8 @@ std::string_view ErpFailureName(ErpFailure failure) {
 
 std::optional<ErpFailure> ErpFailureOf(const Status& status) {
   if (status.ok() || status.reason() != Reason::kInternal) return std::nullopt;
-  for (ErpFailure f : {ErpFailure::kTimeout, ErpFailure::kConnect, ErpFailure::kTls, ErpFailure::kProtocol}) {
+  for (ErpFailure f :
+       {ErpFailure::kTimeout, ErpFailure::kConnect, ErpFailure::kTls, ErpFailure::kProtocol}) {
     const std::string prefix = std::string(kFailurePrefix) + std::string(ErpFailureName(f)) + ": ";
     if (status.message().starts_with(prefix)) return f;
   }

@@ -28,7 +28,8 @@ Result<ErpTarget> ParseErpBaseUrl(std::string_view url);
 
 // ErpFailureStatus is the Status of a call that got no answer: kInternal with the message
 // "erp_<kind>: <method> <path>: <what>", which ErpFailureOf reads back.
-Status ErpFailureStatus(ErpFailure kind, std::string_view method, std::string_view path, std::string_view what);
+Status ErpFailureStatus(ErpFailure kind, std::string_view method, std::string_view path,
+                        std::string_view what);
 
 // HasControlChar is true when |s| holds a byte below 0x20 or DEL.
 bool HasControlChar(std::string_view s);

@@ -42,8 +42,9 @@ namespace {
 bool NamesIdempotency(const nlohmann::json& v) {
   if (!v.is_string()) return false;
   std::string text = v.get<std::string>();
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c); });
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) {
+    return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  });
   return text.find("idempoten") != std::string::npos;
 }
 
@@ -57,7 +58,9 @@ bool SaysKeyInProgress(const ErpReply& reply) {
   const auto error = j.find("error");
   if (error != j.end() && error->is_object()) {
     const auto type = error->find("type");
-    if (type != error->end() && type->is_string() && type->get<std::string>() == "idempotency_error") return true;
+    if (type != error->end() && type->is_string() &&
+        type->get<std::string>() == "idempotency_error")
+      return true;
   }
   for (const char* member : {"type", "title"}) {
     const auto it = j.find(member);
@@ -73,7 +76,8 @@ ErpTriage TriageAnswer(const Result<ErpReply>& result, int64_t attempt) {
     const std::optional<ErpFailure> failure = ErpFailureOf(result.error());
     t.verdict = ErpVerdict::kTransient;
     t.breaker_failure = true;
-    t.outcome = failure == ErpFailure::kTimeout ? ErpCallOutcome::kTimeout : ErpCallOutcome::kTransportError;
+    t.outcome = failure == ErpFailure::kTimeout ? ErpCallOutcome::kTimeout
+                                                : ErpCallOutcome::kTransportError;
     t.detail = result.error().message();
     return t;
   }
@@ -86,7 +90,8 @@ ErpTriage TriageAnswer(const Result<ErpReply>& result, int64_t attempt) {
     t.final = true;
     return t;
   }
-  if (status == 408 || status == 425 || status < 200 || (status >= 300 && status <= 399) || status >= 500) {
+  if (status == 408 || status == 425 || status < 200 || (status >= 300 && status <= 399) ||
+      status >= 500) {
     t.verdict = ErpVerdict::kTransient;
     t.breaker_failure = true;
     return t;

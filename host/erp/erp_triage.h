@@ -1,15 +1,17 @@
-// erp_triage.h — what an ERP answer (or its absence) means for the call that got it: ARCHITECTURE.md
-// status table (ERP rows) and "Dead-letter triage". Pure functions; the actions taken on a verdict
-// live in host/erp/erp_send.cpp.
+// erp_triage.h — what an ERP answer (or its absence) means for the call that got it:
+// ARCHITECTURE.md status table (ERP rows) and "Dead-letter triage". Pure functions; the actions
+// taken on a verdict live in host/erp/erp_send.cpp.
 //
 //   answer                         verdict          final  breaker   DLQ class
-//   2xx                            kSuccess         yes    success   (resolves cooldown/transient/auth)
-//   429                            kRateLimited     no     success   cooldown (row waits Retry-After)
-//   401, 403                       kAuth            no     success   auth (capability paused)
-//   404                            kNotFound        yes    success   not_found (repair ticket)
-//   409 saying its key is in       kInProgress      no     success   transient_exhausted when spent
+//   2xx                            kSuccess         yes    success   (resolves
+//   cooldown/transient/auth) 429                            kRateLimited     no     success
+//   cooldown (row waits Retry-After) 401, 403                       kAuth            no     success
+//   auth (capability paused) 404                            kNotFound        yes    success
+//   not_found (repair ticket) 409 saying its key is in       kInProgress      no     success
+//   transient_exhausted when spent
 //     progress (SaysKeyInProgress)
-//   409 to a row sent before       kInProgress      no     success   conflict when spent (stored then)
+//   409 to a row sent before       kInProgress      no     success   conflict when spent (stored
+//   then)
 //     (attempt ≥ 2), no such sign
 //   409 to a row's first send,     kConflict        yes    success   conflict (reconcile)
 //     no such sign
@@ -43,7 +45,16 @@ namespace clawguard::host {
 // kMaxRetryAfterSeconds bounds an ERP's Retry-After (a day); a larger value is cut to it.
 inline constexpr int64_t kMaxRetryAfterSeconds = 86'400;
 
-enum class ErpVerdict { kSuccess, kRateLimited, kAuth, kNotFound, kConflict, kInProgress, kRejected, kTransient };
+enum class ErpVerdict {
+  kSuccess,
+  kRateLimited,
+  kAuth,
+  kNotFound,
+  kConflict,
+  kInProgress,
+  kRejected,
+  kTransient
+};
 
 // ErpVerdictName returns "success", "rate_limited", "auth", "not_found", "conflict",
 // "in_progress", "rejected" or "transient" (audit lines).
@@ -52,13 +63,13 @@ std::string_view ErpVerdictName(ErpVerdict v);
 // ErpTriage is the reading of one send's result.
 struct ErpTriage {
   ErpVerdict verdict = ErpVerdict::kTransient;
-  bool final = false;               // stored as the row's answer (MarkAnswered)
-  bool breaker_failure = false;     // counts against the endpoint's breaker
+  bool final = false;            // stored as the row's answer (MarkAnswered)
+  bool breaker_failure = false;  // counts against the endpoint's breaker
   ErpCallOutcome outcome = ErpCallOutcome::kServerError;  // erp_calls_total{outcome}
-  int status = 0;                   // the ERP's status, 0 when no answer came
-  int64_t retry_after_ms = -1;      // 429 or 409 with a delta-seconds Retry-After; else −1
+  int status = 0;                                         // the ERP's status, 0 when no answer came
+  int64_t retry_after_ms = -1;        // 429 or 409 with a delta-seconds Retry-After; else −1
   bool key_in_progress_said = false;  // kInProgress: the 409 itself said so (SaysKeyInProgress)
-  std::string detail;               // "status 503", "erp_timeout: …" (never a header value or body)
+  std::string detail;  // "status 503", "erp_timeout: …" (never a header value or body)
 };
 
 // TriageAnswer classifies the result of ErpSender::Send for the |attempt|-th send (1-based) of

@@ -1,5 +1,6 @@
 // idempotency_key.h — derivation of event keys, fingerprints and ERP call keys
-// (ARCHITECTURE.md "Host request pipeline" steps 3 and 5; vectors in tests/vectors/idempotency-keys.json).
+// (ARCHITECTURE.md "Host request pipeline" steps 3 and 5; vectors in
+// tests/vectors/idempotency-keys.json).
 //
 // Every key is the lowercase hex SHA-256 of EncodeFields(fields): each field a 4-byte big-endian
 // length then its bytes, the domain tag first as a field too. Pure functions; thread-safe.
@@ -24,7 +25,8 @@ struct EventKey {
 
 // Level1Key: fields "cg-idem-v1-l1", plugin, route, business value. Clones with new ids and
 // changed bodies are the same event.
-std::string Level1Key(std::string_view plugin, std::string_view route, std::string_view business_value);
+std::string Level1Key(std::string_view plugin, std::string_view route,
+                      std::string_view business_value);
 
 // Level2Key (also level 3): fields "cg-idem-v1-l2", plugin, route, the authenticated webhook-id,
 // business value ("" when the route has no business_key).
@@ -33,8 +35,9 @@ std::string Level2Key(std::string_view plugin, std::string_view route, std::stri
 
 // DeriveEventKey picks the level's key and fingerprint. |level| is 1, 2 or 3 (anything else
 // aborts: levels are validated when routes are configured).
-EventKey DeriveEventKey(int level, std::string_view plugin, std::string_view route, std::string_view webhook_id,
-                        std::string_view business_value, std::string_view raw_body);
+EventKey DeriveEventKey(int level, std::string_view plugin, std::string_view route,
+                        std::string_view webhook_id, std::string_view business_value,
+                        std::string_view raw_body);
 
 // ErpCallKey: fields "cg-erp-v1", the event key's 64 hex characters (as text), plugin, the call
 // index as 4 bytes big-endian. Sent as the ERP request's Idempotency-Key.

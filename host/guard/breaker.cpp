@@ -11,12 +11,13 @@ namespace {
 Status CheckSpec(const BreakerSpec& spec, std::string_view which, bool probes) {
   if (spec.failures < 1 || spec.window.count() <= 0 || spec.cooldown.count() <= 0 ||
       (probes && spec.half_open_probes < 1)) {
-    return Status(Reason::kConfigInvalid,
-                  "breaker." + std::string(which) + ": expected failures ≥ 1, window > 0, cooldown > 0" +
-                      (probes ? ", half_open_probes ≥ 1" : "") + "; found failures " +
-                      std::to_string(spec.failures) + ", window " + FormatDuration(spec.window) + ", cooldown " +
-                      FormatDuration(spec.cooldown) +
-                      (probes ? ", half_open_probes " + std::to_string(spec.half_open_probes) : ""));
+    return Status(
+        Reason::kConfigInvalid,
+        "breaker." + std::string(which) + ": expected failures ≥ 1, window > 0, cooldown > 0" +
+            (probes ? ", half_open_probes ≥ 1" : "") + "; found failures " +
+            std::to_string(spec.failures) + ", window " + FormatDuration(spec.window) +
+            ", cooldown " + FormatDuration(spec.cooldown) +
+            (probes ? ", half_open_probes " + std::to_string(spec.half_open_probes) : ""));
   }
   return Status::Ok();
 }
@@ -28,7 +29,9 @@ void DropOld(std::deque<int64_t>& failures, int64_t now, int64_t window) {
 
 }  // namespace
 
-int64_t RetryAfterSeconds(int64_t remaining_ms) { return std::max<int64_t>(1, (remaining_ms + 999) / 1000); }
+int64_t RetryAfterSeconds(int64_t remaining_ms) {
+  return std::max<int64_t>(1, (remaining_ms + 999) / 1000);
+}
 
 // ---- KeyBreaker ----
 
@@ -76,7 +79,8 @@ KeyBreaker::Failure KeyBreaker::RecordFailure(std::string_view key) {
   Sweep(now);
   auto it = keys_.find(key);
   if (it == keys_.end()) {
-    if (keys_.size() >= max_keys_) Erase(keys_.find(by_expiry_.begin()->second));  // closest to expiry
+    if (keys_.size() >= max_keys_)
+      Erase(keys_.find(by_expiry_.begin()->second));  // closest to expiry
     it = keys_.emplace(std::string(key), KeyState{}).first;
     it->second.expires_at = now;
     by_expiry_.emplace(now, it->first);
@@ -112,8 +116,8 @@ size_t KeyBreaker::OpenKeys() {
   MutexLock lock(mu_);
   const int64_t now = clock_.NowMillis();
   Sweep(now);
-  return static_cast<size_t>(
-      std::count_if(keys_.begin(), keys_.end(), [now](const auto& kv) { return kv.second.open_until > now; }));
+  return static_cast<size_t>(std::count_if(
+      keys_.begin(), keys_.end(), [now](const auto& kv) { return kv.second.open_until > now; }));
 }
 
 // ---- EndpointBreaker ----
@@ -122,10 +126,12 @@ std::string_view EndpointBreaker::StateName(State s) {
   return s == State::kClosed ? "closed" : s == State::kOpen ? "open" : "half_open";
 }
 
-Result<std::unique_ptr<EndpointBreaker>> EndpointBreaker::Create(const BreakerSpec& spec, const Clock& clock,
+Result<std::unique_ptr<EndpointBreaker>> EndpointBreaker::Create(const BreakerSpec& spec,
+                                                                 const Clock& clock,
                                                                  size_t max_endpoints) {
   CLAWGUARD_RETURN_IF_ERROR(CheckSpec(spec, "erp", /*probes=*/true));
-  if (max_endpoints < 1) return Status(Reason::kConfigInvalid, "endpoint breaker: expected max_endpoints ≥ 1");
+  if (max_endpoints < 1)
+    return Status(Reason::kConfigInvalid, "endpoint breaker: expected max_endpoints ≥ 1");
   return std::unique_ptr<EndpointBreaker>(new EndpointBreaker(spec, clock, max_endpoints));
 }
 
@@ -149,7 +155,8 @@ void EndpointBreaker::Advance(EndpointState& s, int64_t now) const {
   if (s.state == State::kClosed) DropOld(s.failures, now, window_ms_);
 }
 
-EndpointBreaker::EndpointState* EndpointBreaker::Find(std::string_view endpoint, bool create, int64_t now) {
+EndpointBreaker::EndpointState* EndpointBreaker::Find(std::string_view endpoint, bool create,
+                                                      int64_t now) {
   auto it = endpoints_.find(endpoint);
   if (it != endpoints_.end()) {
     Advance(it->second, now);
@@ -221,7 +228,8 @@ std::vector<EndpointBreaker::Snapshot> EndpointBreaker::SnapshotAll() {
   out.reserve(endpoints_.size());
   for (auto& [name, s] : endpoints_) {
     Advance(s, now);
-    out.push_back(Snapshot{name, s.state, s.state == State::kOpen ? s.open_until - now : 0, s.failures.size()});
+    out.push_back(Snapshot{name, s.state, s.state == State::kOpen ? s.open_until - now : 0,
+                           s.failures.size()});
   }
   return out;
 }

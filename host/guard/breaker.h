@@ -87,8 +87,11 @@ class KeyBreaker {
     int64_t expires_at = 0;        // when the state is worth nothing
   };
   KeyBreaker(const BreakerSpec& spec, const Clock& clock, size_t max_keys)
-      : failures_(spec.failures), window_ms_(spec.window.count()), cooldown_ms_(spec.cooldown.count()),
-        max_keys_(max_keys), clock_(clock) {}
+      : failures_(spec.failures),
+        window_ms_(spec.window.count()),
+        cooldown_ms_(spec.cooldown.count()),
+        max_keys_(max_keys),
+        clock_(clock) {}
   void Sweep(int64_t now) CLAWGUARD_REQUIRES(mu_);  // forget expired keys
   // Touch re-indexes |s| (the state of |key|) under its new expiry.
   void Touch(const std::string& key, KeyState& s, int64_t new_expiry) CLAWGUARD_REQUIRES(mu_);
@@ -111,8 +114,8 @@ class EndpointBreaker {
 
   // Create checks |spec| (failures ≥ 1, window and cooldown > 0, half_open_probes ≥ 1);
   // kConfigInvalid otherwise. |clock| must outlive the breaker.
-  static Result<std::unique_ptr<EndpointBreaker>> Create(const BreakerSpec& spec, const Clock& clock,
-                                                         size_t max_endpoints = kMaxBreakerEndpoints);
+  static Result<std::unique_ptr<EndpointBreaker>> Create(
+      const BreakerSpec& spec, const Clock& clock, size_t max_endpoints = kMaxBreakerEndpoints);
 
   struct Permit {
     bool allowed = true;
@@ -147,8 +150,12 @@ class EndpointBreaker {
     int64_t probe_deadline = 0;  // half-open: when unanswered probes are given up
   };
   EndpointBreaker(const BreakerSpec& spec, const Clock& clock, size_t max_endpoints)
-      : failures_(spec.failures), window_ms_(spec.window.count()), cooldown_ms_(spec.cooldown.count()),
-        probes_(spec.half_open_probes), max_endpoints_(max_endpoints), clock_(clock) {}
+      : failures_(spec.failures),
+        window_ms_(spec.window.count()),
+        cooldown_ms_(spec.cooldown.count()),
+        probes_(spec.half_open_probes),
+        max_endpoints_(max_endpoints),
+        clock_(clock) {}
   // Advance applies the passage of time to |s| (open → half-open, stale failures and probes).
   // |s| is an element of endpoints_.
   void Advance(EndpointState& s, int64_t now) const CLAWGUARD_REQUIRES(mu_);

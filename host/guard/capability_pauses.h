@@ -5,9 +5,10 @@
 // The store is the truth. The host calls Refresh at start, whenever the operations generation
 // changes (an operator paused or resumed a capability) and at least every kPauseRefreshMs (a pause
 // another host wrote on an ERP 401/403 bumps no generation) — from its background loop, which
-// never waits on the ERP (host/app/host_ops_loop.h) — and MarkPaused right after it paused one itself
-// (so its own next send is held back without waiting for a refresh). A paused call is not sent,
-// whichever path retries it: its outbox row is deferred and sent once after the pause is lifted.
+// never waits on the ERP (host/app/host_ops_loop.h) — and MarkPaused right after it paused one
+// itself (so its own next send is held back without waiting for a refresh). A paused call is not
+// sent, whichever path retries it: its outbox row is deferred and sent once after the pause is
+// lifted.
 //
 // Thread-safe (one mutex); IsPaused is a set lookup.
 #ifndef CLAWGUARD_HOST_GUARD_CAPABILITY_PAUSES_H_

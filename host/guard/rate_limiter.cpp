@@ -14,13 +14,13 @@ constexpr uint64_t kMaxCount = 1'000'000'000;
 Result<std::unique_ptr<RateLimiter>> RateLimiter::Create(const RateLimit& limit, const Clock& clock,
                                                          size_t max_plugins) {
   const int64_t period = limit.per.count();
-  if (limit.count < 1 || limit.count > kMaxCount || period < 1 || period > kMaxPeriodMs || limit.burst > kMaxCount ||
-      max_plugins < 1) {
+  if (limit.count < 1 || limit.count > kMaxCount || period < 1 || period > kMaxPeriodMs ||
+      limit.burst > kMaxCount || max_plugins < 1) {
     return Status(Reason::kConfigInvalid,
                   "webhooks.rate_limit: expected per_plugin 1.." + std::to_string(kMaxCount) +
                       " per 1 ms..1 d and burst 0.." + std::to_string(kMaxCount) + "; found " +
-                      std::to_string(limit.count) + " per " + std::to_string(period) + " ms, burst " +
-                      std::to_string(limit.burst));
+                      std::to_string(limit.count) + " per " + std::to_string(period) +
+                      " ms, burst " + std::to_string(limit.burst));
   }
   const auto count = static_cast<int64_t>(limit.count);
   const int64_t burst = limit.burst == 0 ? count : static_cast<int64_t>(limit.burst);
@@ -46,7 +46,8 @@ RateLimiter::Decision RateLimiter::Acquire(std::string_view plugin) {
         Refill(b->second, now);
         b = b->second.scaled == capacity_ ? buckets_.erase(b) : std::next(b);
       }
-      if (buckets_.size() >= max_plugins_) buckets_.erase(buckets_.begin());  // all busy: forget one
+      if (buckets_.size() >= max_plugins_)
+        buckets_.erase(buckets_.begin());  // all busy: forget one
     }
     it = buckets_.emplace(std::string(plugin), Bucket{capacity_, now}).first;
   }

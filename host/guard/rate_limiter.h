@@ -53,13 +53,18 @@ class RateLimiter {
     int64_t scaled = 0;   // tokens × period_ms
     int64_t last_ms = 0;  // time of the last refill
   };
-  RateLimiter(int64_t count, int64_t period_ms, int64_t burst, const Clock& clock, size_t max_plugins)
-      : count_(count), period_ms_(period_ms), capacity_(burst * period_ms), clock_(clock), max_plugins_(max_plugins) {}
+  RateLimiter(int64_t count, int64_t period_ms, int64_t burst, const Clock& clock,
+              size_t max_plugins)
+      : count_(count),
+        period_ms_(period_ms),
+        capacity_(burst * period_ms),
+        clock_(clock),
+        max_plugins_(max_plugins) {}
   void Refill(Bucket& b, int64_t now) const CLAWGUARD_REQUIRES(mu_);
 
-  const int64_t count_;      // tokens per period
+  const int64_t count_;  // tokens per period
   const int64_t period_ms_;
-  const int64_t capacity_;   // burst × period_ms
+  const int64_t capacity_;  // burst × period_ms
   const Clock& clock_;
   const size_t max_plugins_;
   Mutex mu_;

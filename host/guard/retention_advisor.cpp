@@ -9,14 +9,15 @@ namespace clawguard::host {
 namespace {
 
 constexpr int64_t kSubBuckets = int64_t{1} << RetentionAdvisor::kSubBucketBits;  // per power of two
-constexpr int kFirstExponent = RetentionAdvisor::kSubBucketBits + 1;             // 2^6 = kLinearLimit
+constexpr int kFirstExponent = RetentionAdvisor::kSubBucketBits + 1;  // 2^6 = kLinearLimit
 
 }  // namespace
 
 size_t RetentionAdvisor::BucketOf(int64_t gap_ms) {
   const int64_t v = std::clamp<int64_t>(gap_ms, 0, kMaxObservedGapMs);
   if (v < kLinearLimit) return static_cast<size_t>(v);
-  const int e = static_cast<int>(std::bit_width(static_cast<uint64_t>(v))) - 1;  // floor(log2 v), ≥ kFirstExponent
+  const int e = static_cast<int>(std::bit_width(static_cast<uint64_t>(v))) -
+                1;  // floor(log2 v), ≥ kFirstExponent
   const int64_t sub = (v >> (e - kSubBucketBits)) & (kSubBuckets - 1);
   return static_cast<size_t>(kLinearLimit + (e - kFirstExponent) * kSubBuckets + sub);
 }
@@ -48,7 +49,8 @@ std::optional<int64_t> RetentionAdvisor::PercentileLocked(double q) const {
   // Nearest rank: the smallest sample with at least ceil(q × n) samples at or below it. The small
   // epsilon keeps 0.99 × 100 (= 99.000…01 in binary) at rank 99.
   const double exact = std::min(q, 1.0) * static_cast<double>(samples_);
-  const auto rank = std::clamp<uint64_t>(static_cast<uint64_t>(std::ceil(exact - 1e-9)), 1, samples_);
+  const auto rank =
+      std::clamp<uint64_t>(static_cast<uint64_t>(std::ceil(exact - 1e-9)), 1, samples_);
   uint64_t seen = 0;
   for (size_t b = 0; b < kBuckets; ++b) {
     seen += counts_[b];
@@ -62,9 +64,7 @@ std::optional<int64_t> RetentionAdvisor::PercentileMs(double q) const {
   return PercentileLocked(q);
 }
 
-std::optional<int64_t> RetentionAdvisor::AdvisedRetentionMs() const {
-  return Report(0).advised_ms;
-}
+std::optional<int64_t> RetentionAdvisor::AdvisedRetentionMs() const { return Report(0).advised_ms; }
 
 RetentionReport RetentionAdvisor::Report(int64_t configured_retention_ms) const {
   RetentionReport r;

@@ -62,10 +62,12 @@ class RetentionAdvisor {
   static size_t BucketOf(int64_t gap_ms);
   static int64_t BucketUpperMs(size_t bucket);
 
-  static constexpr int kSubBucketBits = 5;                        // 32 buckets per power of two
-  static constexpr int64_t kLinearLimit = int64_t{2} << kSubBucketBits;  // 0..63 ms: one bucket each
+  static constexpr int kSubBucketBits = 5;  // 32 buckets per power of two
+  static constexpr int64_t kLinearLimit = int64_t{2}
+                                          << kSubBucketBits;  // 0..63 ms: one bucket each
   static constexpr size_t kBuckets =
-      static_cast<size_t>(kLinearLimit) + (42 - (kSubBucketBits + 1) + 1) * (size_t{1} << kSubBucketBits);
+      static_cast<size_t>(kLinearLimit) +
+      (42 - (kSubBucketBits + 1) + 1) * (size_t{1} << kSubBucketBits);
 
  private:
   std::optional<int64_t> PercentileLocked(double q) const CLAWGUARD_REQUIRES(mu_);

@@ -12,7 +12,8 @@ namespace clawguard::host {
 namespace {
 
 constexpr std::string_view kChallenge = "Bearer realm=\"clawguard-admin\"";
-constexpr std::string_view kInvalidTokenChallenge = "Bearer realm=\"clawguard-admin\", error=\"invalid_token\"";
+constexpr std::string_view kInvalidTokenChallenge =
+    "Bearer realm=\"clawguard-admin\", error=\"invalid_token\"";
 
 HttpResponse Unauthorized(std::string_view challenge, std::string_view detail) {
   HttpResponse r;
@@ -20,8 +21,8 @@ HttpResponse Unauthorized(std::string_view challenge, std::string_view detail) {
   r.headers.Set("WWW-Authenticate", std::string(challenge));
   r.headers.Set("Content-Type", "application/problem+json");
   r.headers.Set("Cache-Control", "no-store");
-  r.body = R"({"type":"about:blank","title":"Unauthorized","status":401,"detail":")" + std::string(detail) +
-           "\"}";
+  r.body = R"({"type":"about:blank","title":"Unauthorized","status":401,"detail":")" +
+           std::string(detail) + "\"}";
   return r;
 }
 
@@ -50,16 +51,18 @@ std::optional<std::string_view> PresentedToken(std::string_view value) {
 Result<Handler> RequireBearerToken(SecretBytes token, Handler inner) {
   if (token.size() < limits::kMinAdminTokenLength) {
     return Status(Reason::kConfigInvalid, "admin.token must be at least " +
-                                              std::to_string(limits::kMinAdminTokenLength) + " characters, got " +
-                                              std::to_string(token.size()));
+                                              std::to_string(limits::kMinAdminTokenLength) +
+                                              " characters, got " + std::to_string(token.size()));
   }
   if (!inner) return Status(Reason::kConfigInvalid, "no admin handler");
   auto secret = std::make_shared<const SecretBytes>(std::move(token));
   return Handler([secret, inner = std::move(inner)](const HttpRequest& request) -> HttpResponse {
     const size_t count = request.headers.Count("Authorization");
     if (count == 0) return Unauthorized(kChallenge, "a bearer token is required");
-    if (count > 1) return Unauthorized(kInvalidTokenChallenge, "more than one Authorization header");
-    const std::optional<std::string_view> presented = PresentedToken(*request.headers.Get("Authorization"));
+    if (count > 1)
+      return Unauthorized(kInvalidTokenChallenge, "more than one Authorization header");
+    const std::optional<std::string_view> presented =
+        PresentedToken(*request.headers.Get("Authorization"));
     if (!presented || !ConstantTimeEquals(*presented, InsecureSecretAccess::View(*secret))) {
       return Unauthorized(kInvalidTokenChallenge, "the bearer token is not valid");
     }

@@ -7,7 +7,8 @@
 
 namespace clawguard::host {
 
-AnswerDeadlines::AnswerDeadlines(OnExpiry on_expiry) : on_expiry_(std::move(on_expiry)), thread_([this] { Loop(); }) {}
+AnswerDeadlines::AnswerDeadlines(OnExpiry on_expiry)
+    : on_expiry_(std::move(on_expiry)), thread_([this] { Loop(); }) {}
 
 AnswerDeadlines::~AnswerDeadlines() {
   {
@@ -18,7 +19,8 @@ AnswerDeadlines::~AnswerDeadlines() {
   thread_.join();
 }
 
-AnswerDeadlines::Ticket AnswerDeadlines::Arm(std::chrono::steady_clock::time_point at, Responder respond) {
+AnswerDeadlines::Ticket AnswerDeadlines::Arm(std::chrono::steady_clock::time_point at,
+                                             Responder respond) {
   Ticket t;
   t.state = std::make_shared<std::atomic<int>>(kPending);
   bool earliest = false;

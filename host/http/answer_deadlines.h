@@ -45,14 +45,16 @@ class AnswerDeadlines {
   using OnExpiry = std::function<void(const Responder& respond, bool started)>;
 
   explicit AnswerDeadlines(OnExpiry on_expiry);
-  ~AnswerDeadlines();  // pending entries are dropped unanswered (their tasks still hold a Responder)
+  ~AnswerDeadlines();  // pending entries are dropped unanswered (their tasks still hold a
+                       // Responder)
   AnswerDeadlines(const AnswerDeadlines&) = delete;
   AnswerDeadlines& operator=(const AnswerDeadlines&) = delete;
 
   Ticket Arm(std::chrono::steady_clock::time_point at, Responder respond);
   void Disarm(const Ticket& ticket);
   int64_t armed() const;  // for tests
-  int64_t expired() const;  // entries whose deadline passed and were handled (answered or not needed)
+  int64_t expired()
+      const;  // entries whose deadline passed and were handled (answered or not needed)
 
  private:
   struct Entry {

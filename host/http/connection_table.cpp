@@ -19,7 +19,8 @@ void ConnectionTable::Unlist(Entry* e) {
   e->listed = false;
 }
 
-void ConnectionTable::Doom(Entry* v, const std::string& keep, std::vector<void*>* shed, SteadyTime now) {
+void ConnectionTable::Doom(Entry* v, const std::string& keep, std::vector<void*>* shed,
+                           SteadyTime now) {
   Unlist(v);
   v->counted = false;
   v->doomed = true;

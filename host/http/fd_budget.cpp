@@ -39,10 +39,14 @@ Result<uint64_t> ListenerBudget(uint64_t configured, uint64_t fd_soft, uint64_t 
   const uint64_t left = fd_soft > reserved ? fd_soft - reserved : 0;
   if (left < limits::kMinConnections) {
     return Status(Reason::kConfigInvalid,
-                  "RLIMIT_NOFILE is " + std::to_string(fd_soft) + " file descriptors (after raising the soft limit to "
-                  "the hard one): " + std::to_string(reserved) + " are kept for the store, logs, plugins, ERP "
-                  "connections and the admin listener, which leaves fewer than " +
-                      std::to_string(limits::kMinConnections) + " for listen.max_connections; raise the hard limit "
+                  "RLIMIT_NOFILE is " + std::to_string(fd_soft) +
+                      " file descriptors (after raising the soft limit to "
+                      "the hard one): " +
+                      std::to_string(reserved) +
+                      " are kept for the store, logs, plugins, ERP "
+                      "connections and the admin listener, which leaves fewer than " +
+                      std::to_string(limits::kMinConnections) +
+                      " for listen.max_connections; raise the hard limit "
                       "(e.g. LimitNOFILE= in the systemd unit) to at least " +
                       std::to_string(reserved + limits::kMinConnections));
   }

@@ -88,8 +88,8 @@ class SessionBase : public std::enable_shared_from_this<SessionBase> {
 // ServerState is what every session of one server shares. It outlives the io_context.
 struct ServerState {
   ServerOptions options;
-  Handler handler;      // set when there is no front
-  FrontHandler front;   // set when there is one
+  Handler handler;     // set when there is no front
+  FrontHandler front;  // set when there is one
   std::optional<ssl::context> tls;
   asio::thread_pool* handler_pool = nullptr;
   std::atomic<bool> stopping{false};
@@ -109,7 +109,8 @@ HttpResponse RunHandler(const Handler& handler, const HttpRequest& request) {
   }
 }
 
-std::variant<HttpResponse, Deferred> RunFront(const FrontHandler& front, const HttpRequest& request) {
+std::variant<HttpResponse, Deferred> RunFront(const FrontHandler& front,
+                                              const HttpRequest& request) {
   try {
     return front(request);
   } catch (...) {
@@ -122,11 +123,9 @@ class Session final : public SessionBase {
   static constexpr bool kTls = !std::is_same_v<Stream, TcpStream>;
 
  public:
-  Session(ServerState& state, Socket&& socket)
-    requires(!kTls)
+  Session(ServerState& state, Socket&& socket) requires(!kTls)
       : state_(state), stream_(std::move(socket)) {}
-  Session(ServerState& state, Socket&& socket)
-    requires(kTls)
+  Session(ServerState& state, Socket&& socket) requires(kTls)
       : state_(state), stream_(std::move(socket), *state.tls) {}
 
   ~Session() override {
@@ -147,10 +146,12 @@ class Session final : public SessionBase {
       entry_.owner = static_cast<SessionBase*>(this);
       entry_.peer = std::move(peer);
       std::vector<void*> shed;
-      admitted = !state_.stopping && state_.table->Admit(&entry_, &shed, std::chrono::steady_clock::now());
+      admitted =
+          !state_.stopping && state_.table->Admit(&entry_, &shed, std::chrono::steady_clock::now());
       for (void* owner : shed) {
         // A session whose destructor waits for this lock is gone already (lock() is empty).
-        if (auto victim = static_cast<SessionBase*>(owner)->weak_from_this().lock()) victims.push_back(std::move(victim));
+        if (auto victim = static_cast<SessionBase*>(owner)->weak_from_this().lock())
+          victims.push_back(std::move(victim));
       }
       if (admitted) {
         id_ = state_.next_id++;
@@ -246,9 +247,11 @@ class Session final : public SessionBase {
       if (!Claim()) return Abort();
       force_close_ = true;
       busy_ = true;
-      return Write(ProblemResponse(Reason::kRequestTooLarge, "request headers or body over the limit"));
+      return Write(
+          ProblemResponse(Reason::kRequestTooLarge, "request headers or body over the limit"));
     }
-    if (ec && ec.category() == beast::http::make_error_code(http::error::end_of_stream).category()) {
+    if (ec &&
+        ec.category() == beast::http::make_error_code(http::error::end_of_stream).category()) {
       if (!Claim()) return Abort();
       force_close_ = true;
       busy_ = true;
@@ -261,7 +264,8 @@ class Session final : public SessionBase {
       if (!Claim()) return Abort();
       force_close_ = true;
       busy_ = true;
-      return Write(ProblemResponse(Reason::kRequestTooLarge, "request headers or body over the limit"));
+      return Write(
+          ProblemResponse(Reason::kRequestTooLarge, "request headers or body over the limit"));
     }
 
     if (!Claim()) return Abort();
@@ -280,19 +284,24 @@ class Session final : public SessionBase {
     if (state_.front) {
       // Inline on this connection's I/O thread: an answer needs no thread hop.
       std::variant<HttpResponse, Deferred> front = RunFront(state_.front, request);
-      if (HttpResponse* answer = std::get_if<HttpResponse>(&front)) return Write(std::move(*answer));
+      if (HttpResponse* answer = std::get_if<HttpResponse>(&front))
+        return Write(std::move(*answer));
       Deferred& later = std::get<Deferred>(front);
-      if (!later.start && !later.run) return Write(ProblemResponse(Reason::kInternal, "the request handler failed"));
+      if (!later.start && !later.run)
+        return Write(ProblemResponse(Reason::kInternal, "the request handler failed"));
       proven_ = true;  // handed on: for webhooks, authenticated and admitted
       if (later.start) return Start(later.start, std::move(request));
       run = std::move(later.run);
     }
-    asio::post(*state_.handler_pool, [self = Self(), request = std::move(request), run = std::move(run)] {
+    asio::post(*state_.handler_pool, [self = Self(), request = std::move(request),
+                                      run = std::move(run)] {
       thread_local const bool named = (NameThisThread("cg-http-handler"), true);
       (void)named;
-      HttpResponse response = run ? RunHandler(run, request) : RunHandler(self->state_.handler, request);
-      asio::post(self->stream_.get_executor(),
-                 [self, response = std::move(response)]() mutable { self->Write(std::move(response)); });
+      HttpResponse response =
+          run ? RunHandler(run, request) : RunHandler(self->state_.handler, request);
+      asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+        self->Write(std::move(response));
+      });
     });
   }
 
@@ -300,8 +309,9 @@ class Session final : public SessionBase {
   // connection's I/O thread. The Responder holds the session until it is answered.
   void Start(const std::function<void(HttpRequest, Responder)>& start, HttpRequest request) {
     Responder respond([self = Self()](HttpResponse response) {
-      asio::post(self->stream_.get_executor(),
-                 [self, response = std::move(response)]() mutable { self->Write(std::move(response)); });
+      asio::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+        self->Write(std::move(response));
+      });
     });
     try {
       start(std::move(request), respond);
@@ -320,13 +330,15 @@ class Session final : public SessionBase {
     // connection, not one per pipelined request (nginx likewise closes after a 400 or 413).
     if (!proven_ && response.status >= 400) close = true;
     if (!ValidResponse(response)) {
-      response = ProblemResponse(Reason::kInternal, "the request handler produced an invalid answer");
+      response =
+          ProblemResponse(Reason::kInternal, "the request handler produced an invalid answer");
     }
     try {
       Render(std::move(response), &close);
     } catch (const std::exception&) {  // e.g. a header field over Beast's size limit
       close = true;
-      Render(ProblemResponse(Reason::kInternal, "the request handler produced an invalid answer"), &close);
+      Render(ProblemResponse(Reason::kInternal, "the request handler produced an invalid answer"),
+             &close);
     }
     close_after_write_ = close;
     // An unproven connection stays sheddable while its answer is written: nothing of its request
@@ -355,7 +367,8 @@ class Session final : public SessionBase {
         continue;
       }
       // Framing is the server's: it sets Content-Length itself.
-      if (AsciiCaseEqual(name, "content-length") || AsciiCaseEqual(name, "transfer-encoding")) continue;
+      if (AsciiCaseEqual(name, "content-length") || AsciiCaseEqual(name, "transfer-encoding"))
+        continue;
       res_.insert(name, value);
     }
     res_.body() = std::move(response.body);
@@ -402,7 +415,7 @@ class Session final : public SessionBase {
   uint64_t id_ CLAWGUARD_GUARDED_BY(state_.mu) = 0;
   bool registered_ CLAWGUARD_GUARDED_BY(state_.mu) = false;  // in state_.sessions
   ConnectionTable::Entry entry_ CLAWGUARD_GUARDED_BY(state_.mu);
-  bool proven_ = false;           // a request was handed on (or, plain Handler, answered < 400)
+  bool proven_ = false;  // a request was handed on (or, plain Handler, answered < 400)
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
@@ -412,16 +425,16 @@ class Session final : public SessionBase {
   bool keep_alive_ = false;
   bool force_close_ = false;
   bool close_after_write_ = false;
-  bool busy_ = false;  // a request was read and its answer is not yet written
+  bool busy_ = false;     // a request was read and its answer is not yet written
   bool writing_ = false;  // an answer's write is in progress
 };
 
 Result<ssl::context> MakeServerTls(const ServerTls& files) {
   ssl::context ctx(ssl::context::tls_server);
   beast::error_code ec;
-  ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
-                      ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::no_compression |
-                      ssl::context::single_dh_use,
+  ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                      ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                      ssl::context::no_compression | ssl::context::single_dh_use,
                   ec);
   if (ec) return Status(Reason::kInternal, "TLS options: " + ec.message());
   SSL_CTX* raw = ctx.native_handle();
@@ -431,17 +444,18 @@ Result<ssl::context> MakeServerTls(const ServerTls& files) {
   SSL_CTX_set_options(raw, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
   ctx.use_certificate_chain_file(files.cert_pem_path, ec);
   if (ec) {
-    return Status(Reason::kConfigInvalid,
-                  "TLS certificate chain " + files.cert_pem_path + " unusable: " + SslErrorsOr(ec.message()));
+    return Status(Reason::kConfigInvalid, "TLS certificate chain " + files.cert_pem_path +
+                                              " unusable: " + SslErrorsOr(ec.message()));
   }
   ctx.use_private_key_file(files.key_pem_path, ssl::context::pem, ec);
   if (ec) {
-    return Status(Reason::kConfigInvalid,
-                  "TLS private key " + files.key_pem_path + " unusable: " + SslErrorsOr(ec.message()));
+    return Status(Reason::kConfigInvalid, "TLS private key " + files.key_pem_path +
+                                              " unusable: " + SslErrorsOr(ec.message()));
   }
   if (SSL_CTX_check_private_key(raw) != 1) {
     return Status(Reason::kConfigInvalid, "TLS private key " + files.key_pem_path +
-                                              " does not match the certificate " + files.cert_pem_path);
+                                              " does not match the certificate " +
+                                              files.cert_pem_path);
   }
   return ctx;
 }
@@ -486,7 +500,8 @@ struct HttpServer::Impl {
       }
       std::string peer = remote.address().to_string();
       if (state.tls) {
-        std::make_shared<Session<beast::ssl_stream<TcpStream>>>(state, std::move(*socket))->Run(std::move(peer));
+        std::make_shared<Session<beast::ssl_stream<TcpStream>>>(state, std::move(*socket))
+            ->Run(std::move(peer));
       } else {
         std::make_shared<Session<TcpStream>>(state, std::move(*socket))->Run(std::move(peer));
       }
@@ -521,7 +536,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(ServerOptions options, Ha
   return CreateServer(std::move(options), std::move(handler), nullptr);
 }
 
-Result<std::unique_ptr<HttpServer>> HttpServer::CreateWithFront(ServerOptions options, FrontHandler front) {
+Result<std::unique_ptr<HttpServer>> HttpServer::CreateWithFront(ServerOptions options,
+                                                                FrontHandler front) {
   if (!front) return Status(Reason::kConfigInvalid, "no request handler");
   return CreateServer(std::move(options), nullptr, std::move(front));
 }
@@ -529,13 +545,15 @@ Result<std::unique_ptr<HttpServer>> HttpServer::CreateWithFront(ServerOptions op
 Result<std::unique_ptr<HttpServer>> HttpServer::CreateServer(ServerOptions options, Handler handler,
                                                              FrontHandler front) {
   try {
-    if (options.handler_threads == 0) options.handler_threads = static_cast<int>(limits::kDefaultHandlerThreads);
+    if (options.handler_threads == 0)
+      options.handler_threads = static_cast<int>(limits::kDefaultHandlerThreads);
     CLAWGUARD_RETURN_IF_ERROR(http_internal::ValidateServerOptions(options));
     CLAWGUARD_ASSIGN_OR_RETURN(Endpoint where, ParseHostPort(options.address));
     beast::error_code ec;
     auto address = asio::ip::make_address(where.host, ec);
     if (ec) {
-      return Status(Reason::kConfigInvalid, "listen address " + options.address + ": host must be an IP address");
+      return Status(Reason::kConfigInvalid,
+                    "listen address " + options.address + ": host must be an IP address");
     }
     auto impl = std::make_unique<Impl>(options.workers, options.handler_threads);
     if (options.tls) {
@@ -554,7 +572,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::CreateServer(ServerOptions optio
     tcp::endpoint endpoint(address, where.port);
     auto& acceptor = impl->acceptor.emplace(*impl->iocs.front());
     const std::string what = "listen " + impl->state.options.address + ": ";
-    if (acceptor.open(endpoint.protocol(), ec); ec) return Status(Reason::kInternal, what + ec.message());
+    if (acceptor.open(endpoint.protocol(), ec); ec)
+      return Status(Reason::kInternal, what + ec.message());
     if (acceptor.set_option(asio::socket_base::reuse_address(true), ec); ec) {
       return Status(Reason::kInternal, what + ec.message());
     }
@@ -571,7 +590,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::CreateServer(ServerOptions optio
 }
 
 Status HttpServer::Start() {
-  if (impl_->started || impl_->stopped) return Status(Reason::kInternal, "HTTP server already started or stopped");
+  if (impl_->started || impl_->stopped)
+    return Status(Reason::kInternal, "HTTP server already started or stopped");
   impl_->started = true;
   try {
     for (auto& ioc : impl_->iocs) impl_->work.push_back(asio::make_work_guard(*ioc));

@@ -6,10 +6,10 @@
 // accepted connection is given to the next context, round robin, and lives on that one thread:
 // TLS, read, write), and a separate pool of `handler_threads` threads runs the Handler, so a
 // Handler may block (store round trips, plugin dispatch) without stalling other connections' I/O.
-// The response is written back on the connection's I/O thread. Each blocked Handler holds one handler
-// thread, so handler_threads bounds the requests in flight (and what a group commit can merge).
-// An optional FrontHandler runs first, inline on the I/O thread that read the request: what it
-// can answer without blocking (refusals, replays from memory) never crosses threads, which is
+// The response is written back on the connection's I/O thread. Each blocked Handler holds one
+// handler thread, so handler_threads bounds the requests in flight (and what a group commit can
+// merge). An optional FrontHandler runs first, inline on the I/O thread that read the request: what
+// it can answer without blocking (refusals, replays from memory) never crosses threads, which is
 // most of the cost of a small answer; the rest it defers to the handler pool, or starts on
 // threads of its own and answers later through a Responder (Deferred::start: the host's webhook
 // deliveries, so the thread that runs a delivery's plugin is the one that answers it).
@@ -91,8 +91,8 @@ struct ServerOptions {
   std::string address = "127.0.0.1:0";  // host:port or [v6]:port; port 0 picks a free port
   uint64_t max_body = limits::kDefaultMaxRequestBody;
   uint64_t max_headers = limits::kDefaultMaxRequestHeaders;
-  int workers = 4;           // I/O threads
-  int handler_threads = 0;   // threads that run the Handler; 0: kDefaultHandlerThreads
+  int workers = 4;          // I/O threads
+  int handler_threads = 0;  // threads that run the Handler; 0: kDefaultHandlerThreads
   std::chrono::milliseconds read_timeout{10'000};
   std::chrono::milliseconds write_timeout{10'000};
   std::chrono::milliseconds idle_timeout{60'000};
@@ -103,12 +103,12 @@ struct ServerOptions {
 
 // ConnectionStats is a listener's connection bookkeeping now.
 struct ConnectionStats {
-  uint64_t open = 0;            // connections held (not counting those being shed)
+  uint64_t open = 0;  // connections held (not counting those being shed)
   uint64_t max_connections = 0;
   uint64_t max_connections_per_peer = 0;
-  uint64_t peers = 0;           // distinct peer addresses among the open connections
-  uint64_t shed_total = 0;      // idle connections closed to make room
-  uint64_t refused_total = 0;   // new connections closed at once (nothing idle to shed)
+  uint64_t peers = 0;          // distinct peer addresses among the open connections
+  uint64_t shed_total = 0;     // idle connections closed to make room
+  uint64_t refused_total = 0;  // new connections closed at once (nothing idle to shed)
   // shedding: a connection was shed or refused within the last kSheddingWindow.
   bool shedding = false;
 };
@@ -124,7 +124,8 @@ class HttpServer {
   // kInternal (the address cannot be bound).
   static Result<std::unique_ptr<HttpServer>> Create(ServerOptions options, Handler handler);
   // Create with a FrontHandler: every request goes to |front| first (see FrontHandler).
-  static Result<std::unique_ptr<HttpServer>> CreateWithFront(ServerOptions options, FrontHandler front);
+  static Result<std::unique_ptr<HttpServer>> CreateWithFront(ServerOptions options,
+                                                             FrontHandler front);
 
   ~HttpServer();  // Stop()
   HttpServer(const HttpServer&) = delete;
@@ -149,7 +150,8 @@ class HttpServer {
  private:
   struct Impl;
   explicit HttpServer(std::unique_ptr<Impl> impl);
-  static Result<std::unique_ptr<HttpServer>> CreateServer(ServerOptions options, Handler handler, FrontHandler front);
+  static Result<std::unique_ptr<HttpServer>> CreateServer(ServerOptions options, Handler handler,
+                                                          FrontHandler front);
   std::unique_ptr<Impl> impl_;
 };
 

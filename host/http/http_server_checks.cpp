@@ -25,7 +25,8 @@ Result<Endpoint> ParseHostPort(std::string_view text) {
   std::string_view port;
   if (!text.empty() && text.front() == '[') {
     size_t close = text.find(']');
-    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') return bad();
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
+      return bad();
     host = text.substr(1, close - 1);
     port = text.substr(close + 2);
   } else {
@@ -37,7 +38,8 @@ Result<Endpoint> ParseHostPort(std::string_view text) {
   }
   unsigned value = 0;
   auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (host.empty() || port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535) {
+  if (host.empty() || port.empty() || ec != std::errc() || end != port.data() + port.size() ||
+      value > 65535) {
     return bad();
   }
   return Endpoint{std::string(host), static_cast<uint16_t>(value)};
@@ -57,24 +59,31 @@ bool ValidResponse(const HttpResponse& r) {
 
 Status ValidateServerOptions(const ServerOptions& o) {
   if (o.workers < 1 || static_cast<uint64_t>(o.workers) > limits::kMaxServerWorkers) {
-    return Status(Reason::kConfigInvalid, "workers must be 1.." + std::to_string(limits::kMaxServerWorkers) +
-                                              ", got " + std::to_string(o.workers));
+    return Status(Reason::kConfigInvalid, "workers must be 1.." +
+                                              std::to_string(limits::kMaxServerWorkers) + ", got " +
+                                              std::to_string(o.workers));
   }
-  if (o.handler_threads < 1 || static_cast<uint64_t>(o.handler_threads) > limits::kMaxHandlerThreads) {
-    return Status(Reason::kConfigInvalid, "handler threads must be 1.." + std::to_string(limits::kMaxHandlerThreads) +
+  if (o.handler_threads < 1 ||
+      static_cast<uint64_t>(o.handler_threads) > limits::kMaxHandlerThreads) {
+    return Status(Reason::kConfigInvalid, "handler threads must be 1.." +
+                                              std::to_string(limits::kMaxHandlerThreads) +
                                               ", got " + std::to_string(o.handler_threads));
   }
-  if (o.max_connections < 1 || o.max_connections_per_peer < 1 || o.max_connections_per_peer > o.max_connections) {
-    return Status(Reason::kConfigInvalid, "max_connections must be ≥ 1 and max_connections_per_peer 1.." +
-                                              std::to_string(o.max_connections) + ", got " +
-                                              std::to_string(o.max_connections) + " and " +
-                                              std::to_string(o.max_connections_per_peer));
+  if (o.max_connections < 1 || o.max_connections_per_peer < 1 ||
+      o.max_connections_per_peer > o.max_connections) {
+    return Status(Reason::kConfigInvalid,
+                  "max_connections must be ≥ 1 and max_connections_per_peer 1.." +
+                      std::to_string(o.max_connections) + ", got " +
+                      std::to_string(o.max_connections) + " and " +
+                      std::to_string(o.max_connections_per_peer));
   }
   if (o.max_headers < 64 || o.max_headers > UINT32_MAX) {
-    return Status(Reason::kConfigInvalid, "max_headers must be 64..4GiB, got " + std::to_string(o.max_headers));
+    return Status(Reason::kConfigInvalid,
+                  "max_headers must be 64..4GiB, got " + std::to_string(o.max_headers));
   }
   using std::chrono::milliseconds;
-  for (auto [name, value] : {std::pair{"read_timeout", o.read_timeout}, {"write_timeout", o.write_timeout},
+  for (auto [name, value] : {std::pair{"read_timeout", o.read_timeout},
+                             {"write_timeout", o.write_timeout},
                              {"idle_timeout", o.idle_timeout}}) {
     if (value <= milliseconds::zero()) {
       return Status(Reason::kConfigInvalid, std::string(name) + " must be positive");

@@ -26,7 +26,8 @@ Result<Endpoint> ParseHostPort(std::string_view text);
 // that is not an RFC 9110 token, a value with CR, LF or NUL (response splitting).
 bool ValidResponse(const HttpResponse& r);
 
-// ValidateServerOptions checks workers, max_headers, the connection bounds and the timeouts (kConfigInvalid).
+// ValidateServerOptions checks workers, max_headers, the connection bounds and the timeouts
+// (kConfigInvalid).
 Status ValidateServerOptions(const ServerOptions& o);
 
 }  // namespace clawguard::host::http_internal

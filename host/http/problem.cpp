@@ -53,7 +53,8 @@ std::string_view ProblemTitle(Reason reason) {
 
 std::string ProblemJson(Reason reason, int status, std::string_view detail) {
   // Unknown or non-host reasons are reported as "internal" so no other code leaks out.
-  const Reason shown = ProblemStatus(reason) == 500 && reason != Reason::kPluginFailed ? Reason::kInternal : reason;
+  const Reason shown =
+      ProblemStatus(reason) == 500 && reason != Reason::kPluginFailed ? Reason::kInternal : reason;
   nlohmann::ordered_json j;
   j["type"] = std::string(kProblemTypeBase) + std::string(ReasonName(shown));
   j["title"] = std::string(ProblemTitle(shown));
@@ -63,12 +64,14 @@ std::string ProblemJson(Reason reason, int status, std::string_view detail) {
   return DumpJson(j);
 }
 
-HttpResponse ProblemResponse(Reason reason, std::string_view detail, std::optional<int64_t> retry_after_s,
+HttpResponse ProblemResponse(Reason reason, std::string_view detail,
+                             std::optional<int64_t> retry_after_s,
                              std::optional<int> status_override) {
   HttpResponse r;
   r.status = status_override.value_or(ProblemStatus(reason));
   r.headers.Set("Content-Type", std::string(kProblemContentType));
-  if (retry_after_s) r.headers.Set("Retry-After", std::to_string(std::max<int64_t>(1, *retry_after_s)));
+  if (retry_after_s)
+    r.headers.Set("Retry-After", std::to_string(std::max<int64_t>(1, *retry_after_s)));
   r.body = ProblemJson(reason, r.status, detail);
   return r;
 }

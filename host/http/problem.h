@@ -36,7 +36,8 @@ HttpResponse ProblemResponse(Reason reason, std::string_view detail,
                              std::optional<int> status_override = std::nullopt);
 
 // ProblemFromStatus is ProblemResponse(status.reason(), status.message()).
-HttpResponse ProblemFromStatus(const Status& status, std::optional<int64_t> retry_after_s = std::nullopt);
+HttpResponse ProblemFromStatus(const Status& status,
+                               std::optional<int64_t> retry_after_s = std::nullopt);
 
 // BlankProblemResponse is a problem with no reason code of ours (RFC 9457 §4.2.1): type
 // "about:blank" and the status phrase as title (e.g. 400 for a request HTTP cannot parse).

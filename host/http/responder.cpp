@@ -7,7 +7,9 @@
 
 namespace clawguard::host {
 
-Responder::Responder(Deliver deliver) : state_(std::make_shared<State>()) { state_->deliver = std::move(deliver); }
+Responder::Responder(Deliver deliver) : state_(std::make_shared<State>()) {
+  state_->deliver = std::move(deliver);
+}
 
 bool Responder::Answer(HttpResponse response) const {
   if (state_ == nullptr) return false;
@@ -40,11 +42,12 @@ Responder::State::~State() {
 
 std::optional<std::string> AnswerProblem(int status, size_t body_size) {
   if (status < 200 || status > 599) {
-    return "status " + std::to_string(status) + " is not a final HTTP status (200..599 are accepted)";
+    return "status " + std::to_string(status) +
+           " is not a final HTTP status (200..599 are accepted)";
   }
   if ((status == 204 || status == 205 || status == 304) && body_size != 0) {
-    return "status " + std::to_string(status) + " carries no content, but the answer has " + std::to_string(body_size) +
-           " body bytes";
+    return "status " + std::to_string(status) + " carries no content, but the answer has " +
+           std::to_string(body_size) + " body bytes";
   }
   return std::nullopt;
 }

@@ -71,10 +71,18 @@ class Extractor {
 
   bool null() { return Scalar(false, NoValue); }
   bool boolean(bool /*v*/) { return Scalar(false, NoValue); }
-  bool number_integer(json::number_integer_t v) { return Scalar(true, [v] { return std::to_string(v); }); }
-  bool number_unsigned(json::number_unsigned_t v) { return Scalar(true, [v] { return std::to_string(v); }); }
-  bool number_float(json::number_float_t /*v*/, const json::string_t& /*s*/) { return Scalar(false, NoValue); }
-  bool string(json::string_t& v) { return Scalar(true, [&v] { return v; }); }
+  bool number_integer(json::number_integer_t v) {
+    return Scalar(true, [v] { return std::to_string(v); });
+  }
+  bool number_unsigned(json::number_unsigned_t v) {
+    return Scalar(true, [v] { return std::to_string(v); });
+  }
+  bool number_float(json::number_float_t /*v*/, const json::string_t& /*s*/) {
+    return Scalar(false, NoValue);
+  }
+  bool string(json::string_t& v) {
+    return Scalar(true, [&v] { return v; });
+  }
   bool binary(json::binary_t& /*v*/) { return false; }
   bool start_object(size_t /*n*/) { return Open(/*object=*/true); }
   bool start_array(size_t /*n*/) { return Open(/*object=*/false); }
@@ -90,7 +98,8 @@ class Extractor {
     f.keys.push_back(k);
     return true;
   }
-  bool parse_error(size_t /*pos*/, const std::string& /*token*/, const nlohmann::detail::exception& /*e*/) {
+  bool parse_error(size_t /*pos*/, const std::string& /*token*/,
+                   const nlohmann::detail::exception& /*e*/) {
     return false;
   }
 
@@ -110,7 +119,9 @@ class Extractor {
   // The reference parser's callback is told the depth of every event; a depth over the limit is
   // refused. Its depths: a container's start at the number of containers already open, a key or
   // a scalar inside n open containers at n, a container's end at n - 1.
-  static bool DepthExceeded(size_t depth) { return depth > static_cast<size_t>(limits::kMaxJsonDepth); }
+  static bool DepthExceeded(size_t depth) {
+    return depth > static_cast<size_t>(limits::kMaxJsonDepth);
+  }
 
   // Position reports whether the value about to start is on the pointer's path, and whether it
   // is the target; it advances the enclosing array's index.
@@ -120,7 +131,8 @@ class Extractor {
     if (n > 0) {
       Frame& parent = stack_.back();
       if (parent.object) {
-        matched = parent.on_path && !parent.keys.empty() && parent.keys.back() == tokens_[n - 1].name;
+        matched =
+            parent.on_path && !parent.keys.empty() && parent.keys.back() == tokens_[n - 1].name;
       } else {
         const size_t i = parent.next_index++;
         matched = parent.on_path && tokens_[n - 1].index == i;
@@ -172,24 +184,29 @@ Result<std::string> ExtractBusinessKey(std::string_view raw_body, std::string_vi
   // decided and worded by the reference path (the differential fuzz target holds them equal).
   if (std::optional<std::vector<PointerToken>> tokens = SplitPointer(pointer)) {
     Extractor sax(*tokens);
-    const bool clean = nlohmann::json::sax_parse(raw_body.begin(), raw_body.end(), &sax,
-                                                 nlohmann::json::input_format_t::json, /*strict=*/true,
-                                                 /*ignore_comments=*/false);
-    if (clean && sax.found() && !sax.found()->empty() && sax.found()->size() <= limits::kMaxBusinessKeyBytes) {
+    const bool clean =
+        nlohmann::json::sax_parse(raw_body.begin(), raw_body.end(), &sax,
+                                  nlohmann::json::input_format_t::json, /*strict=*/true,
+                                  /*ignore_comments=*/false);
+    if (clean && sax.found() && !sax.found()->empty() &&
+        sax.found()->size() <= limits::kMaxBusinessKeyBytes) {
       return *sax.found();
     }
   }
   return ExtractBusinessKeyReference(raw_body, pointer);
 }
 
-Result<std::string> ExtractBusinessKeyReference(std::string_view raw_body, std::string_view pointer) {
+Result<std::string> ExtractBusinessKeyReference(std::string_view raw_body,
+                                                std::string_view pointer) {
   const std::string where = "business key '" + std::string(pointer) + "'";
   auto doc = ParseJsonStrict(raw_body, Reason::kIdempotencyKeyMissing, "webhook body");
-  if (!doc.ok()) return Status(Reason::kIdempotencyKeyMissing, where + ": " + doc.error().message());
+  if (!doc.ok())
+    return Status(Reason::kIdempotencyKeyMissing, where + ": " + doc.error().message());
   std::string value;
   try {
     const nlohmann::json::json_pointer ptr{std::string(pointer)};
-    if (!doc->contains(ptr)) return Status(Reason::kIdempotencyKeyMissing, where + " is absent from the body");
+    if (!doc->contains(ptr))
+      return Status(Reason::kIdempotencyKeyMissing, where + " is absent from the body");
     const nlohmann::json& v = doc->at(ptr);
     if (v.is_string()) {
       value = v.get<std::string>();
@@ -207,8 +224,9 @@ Result<std::string> ExtractBusinessKeyReference(std::string_view raw_body, std::
     return Status(Reason::kIdempotencyKeyMissing, where + " is an empty string");
   }
   if (value.size() > limits::kMaxBusinessKeyBytes) {
-    return Status(Reason::kIdempotencyKeyMissing,
-                  where + " is longer than " + std::to_string(limits::kMaxBusinessKeyBytes) + " bytes");
+    return Status(
+        Reason::kIdempotencyKeyMissing,
+        where + " is longer than " + std::to_string(limits::kMaxBusinessKeyBytes) + " bytes");
   }
   return value;
 }

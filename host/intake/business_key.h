@@ -25,7 +25,8 @@ Result<std::string> ExtractBusinessKey(std::string_view raw_body, std::string_vi
 
 // ExtractBusinessKeyReference is the document-based definition: ParseJsonStrict, then
 // nlohmann::json_pointer's contains/at.
-Result<std::string> ExtractBusinessKeyReference(std::string_view raw_body, std::string_view pointer);
+Result<std::string> ExtractBusinessKeyReference(std::string_view raw_body,
+                                                std::string_view pointer);
 
 }  // namespace clawguard::host
 

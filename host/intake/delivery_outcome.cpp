@@ -10,7 +10,8 @@
 namespace clawguard::host {
 namespace {
 
-constexpr std::string_view kHeldBody = R"({"status":"held","detail":"ERP calls are held until an operator confirms them"})";
+constexpr std::string_view kHeldBody =
+    R"({"status":"held","detail":"ERP calls are held until an operator confirms them"})";
 constexpr size_t kMaxRecordedXIdempotencyKey = 256;
 
 // kMaxErpPendingRetryAfterS caps erp_pending's Retry-After (a paused capability is due only
@@ -39,7 +40,8 @@ WebhookPipeline::Handled WebhookPipeline::ClaimAndDispatch(Delivery d) const {
   meta.level = route.level;
   meta.webhook_id = d.webhook_id;
   if (auto x = request.headers.Get(kXIdempotencyKeyHeader)) {
-    meta.x_idempotency_key = std::string(x->substr(0, kMaxRecordedXIdempotencyKey));  // recorded, never keyed on
+    meta.x_idempotency_key =
+        std::string(x->substr(0, kMaxRecordedXIdempotencyKey));  // recorded, never keyed on
   }
   // The authenticated request, kept by the store until Complete so a reconciler can re-run a
   // stuck event (the store keeps it only within the DLQ's bounds).
@@ -47,18 +49,19 @@ WebhookPipeline::Handled WebhookPipeline::ClaimAndDispatch(Delivery d) const {
   meta.request_body = request.body;
   auto claim = store_.Claim(d.key, d.fingerprint, meta, options_.lease.count());
   if (!claim.ok()) {
-    return Refuse(WebhookOutcome::kStoreUnavailable, Reason::kStoreUnavailable, "the idempotency store is unavailable",
+    return Refuse(WebhookOutcome::kStoreUnavailable, Reason::kStoreUnavailable,
+                  "the idempotency store is unavailable",
                   /*retry_after_s=*/1);
   }
   const GuardEvent ev{route.plugin, route.route, d.key};
   if (std::optional<Handled> h = Answered(*claim)) return *std::move(h);
   switch (claim->kind) {
     case ClaimOutcome::Kind::kFingerprintMismatch:
-    case ClaimOutcome::Kind::kCompleted:
-      break;  // answered above
+    case ClaimOutcome::Kind::kCompleted: break;  // answered above
     case ClaimOutcome::Kind::kInProgress:
       ObserveRedelivery(guards_, claim->record.created_ms);
-      return Refuse(WebhookOutcome::kInProgress, Reason::kInProgress, "this event is being processed; retry later",
+      return Refuse(WebhookOutcome::kInProgress, Reason::kInProgress,
+                    "this event is being processed; retry later",
                     InProgressRetryAfterSeconds(claim->retry_after_ms));
     case ClaimOutcome::Kind::kTombstone:
       // The record's time, when the engine keeps it with the tombstone, is the gap that beat the
@@ -66,22 +69,24 @@ WebhookPipeline::Handled WebhookPipeline::ClaimAndDispatch(Delivery d) const {
       ObserveRedelivery(guards_, claim->record.created_ms);
       if (d.from_platform) {  // a redelivery comes from the DLQ already
         AddDeadLetter(guards_, DlqClass::kManualReview, ev,
-                      "a delivery arrived after this event's idempotency record expired (only its tombstone is "
-                      "left); it was not run. Check whether the event was applied, then drop the entry, or run "
+                      "a delivery arrived after this event's idempotency record expired (only its "
+                      "tombstone is "
+                      "left); it was not run. Check whether the event was applied, then drop the "
+                      "entry, or run "
                       "`clawguard idem reset` and replay it",
                       StoredRequest(d.webhook_id, request));
       }
       return Refuse(WebhookOutcome::kExpiredKeySeen, Reason::kExpiredKeySeen,
                     "this event was completed and its record expired; it goes to manual review");
-    case ClaimOutcome::Kind::kClaimed:
-      break;
+    case ClaimOutcome::Kind::kClaimed: break;
   }
   if (claim->taken_over && guards_.metrics != nullptr) guards_.metrics->RecordLeaseTakeover();
   d.token = claim->fencing_token;
   return Dispatch(d);
 }
 
-WebhookPipeline::Handled WebhookPipeline::GaveUp(const Delivery& d, const PluginOutcome& out) const {
+WebhookPipeline::Handled WebhookPipeline::GaveUp(const Delivery& d,
+                                                 const PluginOutcome& out) const {
   const GuardEvent ev{d.route.plugin, d.route.route, d.key};
   const auto failure = [&](std::string_view why) {
     if (d.from_platform) RecordKeyFailure(guards_, ev, d.request, d.webhook_id, why);
@@ -89,20 +94,22 @@ WebhookPipeline::Handled WebhookPipeline::GaveUp(const Delivery& d, const Plugin
   if (out.kind == PluginOutcome::Kind::kTimedOut) {
     // Not released: the hung plugin may still run; its lease expires and is never renewed.
     failure("plugin timed out: " + out.detail);
-    return Refuse(WebhookOutcome::kPluginTimeout, Reason::kPluginTimeout, "the plugin timed out; retry later",
-                  CeilSeconds(options_.lease.count()));
+    return Refuse(WebhookOutcome::kPluginTimeout, Reason::kPluginTimeout,
+                  "the plugin timed out; retry later", CeilSeconds(options_.lease.count()));
   }
   (void)store_.Release(d.key, d.token);  // best effort: the lease expires anyway
   if (out.erp_pending_in_ms > 0) {
     // The plugin stopped, as plugin.h asks, on an ERP call the outbox owns: the event is not
     // poison (the per-key breaker does not count it) and is answered from the row once the host
     // has finished the call. Until then a retry meets the same row.
-    return Refuse(WebhookOutcome::kErpPending, Reason::kErpPending,
-                  "an ERP call of this event is in flight or queued; the host finishes it; retry later",
-                  std::min<int64_t>(CeilSeconds(out.erp_pending_in_ms), kMaxErpPendingRetryAfterS));
+    return Refuse(
+        WebhookOutcome::kErpPending, Reason::kErpPending,
+        "an ERP call of this event is in flight or queued; the host finishes it; retry later",
+        std::min<int64_t>(CeilSeconds(out.erp_pending_in_ms), kMaxErpPendingRetryAfterS));
   }
   failure("plugin failed: " + out.detail);
-  return Refuse(WebhookOutcome::kPluginFailed, Reason::kPluginFailed, "the plugin failed; the event may be retried");
+  return Refuse(WebhookOutcome::kPluginFailed, Reason::kPluginFailed,
+                "the plugin failed; the event may be retried");
 }
 
 WebhookPipeline::Handled WebhookPipeline::Dispatch(const Delivery& d) const {
@@ -139,20 +146,22 @@ WebhookPipeline::Handled WebhookPipeline::Dispatch(const Delivery& d) const {
   const auto failure = [&](std::string_view why) {
     if (d.from_platform) RecordKeyFailure(guards_, ev, d.request, d.webhook_id, why);
   };
-  const auto release = [&]() { (void)store_.Release(key, token); };  // best effort: the lease expires anyway
+  const auto release = [&]() {
+    (void)store_.Release(key, token);
+  };  // best effort: the lease expires anyway
   switch (out.kind) {
     case PluginOutcome::Kind::kFailed:
-    case PluginOutcome::Kind::kTimedOut:
-      return GaveUp(d, out);
+    case PluginOutcome::Kind::kTimedOut: return GaveUp(d, out);
     case PluginOutcome::Kind::kDeadLettered:
       // Written whether or not the 202 below can be stored: the outbox row is dead already.
-      AddDeadLetter(guards_, DlqClassFromName(out.dead_letter_class).value_or(DlqClass::kMismatch), ev,
-                    out.detail + "; the host cannot replay this event: repair the plugin, then `clawguard idem "
-                                 "reset` the key so the next delivery runs it again",
-                    /*request=*/std::nullopt);
+      AddDeadLetter(
+          guards_, DlqClassFromName(out.dead_letter_class).value_or(DlqClass::kMismatch), ev,
+          out.detail +
+              "; the host cannot replay this event: repair the plugin, then `clawguard idem "
+              "reset` the key so the next delivery runs it again",
+          /*request=*/std::nullopt);
       break;
-    case PluginOutcome::Kind::kAnswered:
-      break;
+    case PluginOutcome::Kind::kAnswered: break;
   }
 
   const bool dead = out.kind == PluginOutcome::Kind::kDeadLettered;
@@ -183,10 +192,12 @@ WebhookPipeline::Handled WebhookPipeline::Dispatch(const Delivery& d) const {
   }
   if (*done == FencedWrite::kFenced) {
     return Refuse(WebhookOutcome::kFenced, Reason::kInProgress,
-                  "another worker took this event over; retry to get its answer", /*retry_after_s=*/1);
+                  "another worker took this event over; retry to get its answer",
+                  /*retry_after_s=*/1);
   }
   if (d.from_platform) RecordKeySuccess(guards_, key);
-  return Handled{Answer(status, content_type, body), dead ? WebhookOutcome::kDeadLettered : WebhookOutcome::kProcessed};
+  return Handled{Answer(status, content_type, body),
+                 dead ? WebhookOutcome::kDeadLettered : WebhookOutcome::kProcessed};
 }
 
 }  // namespace clawguard::host

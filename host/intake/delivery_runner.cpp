@@ -80,8 +80,10 @@ bool DeliveryRunner::Slot::TakeNext(Task* next) {
   return true;
 }
 
-DeliveryRunner::DeliveryRunner(int64_t max_active, std::string thread_name, fiber::Carriers* carriers)
-    : shared_(std::make_shared<Shared>(max_active < 1 ? 1 : max_active, std::move(thread_name), carriers)) {}
+DeliveryRunner::DeliveryRunner(int64_t max_active, std::string thread_name,
+                               fiber::Carriers* carriers)
+    : shared_(std::make_shared<Shared>(max_active < 1 ? 1 : max_active, std::move(thread_name),
+                                       carriers)) {}
 
 DeliveryRunner::~DeliveryRunner() = default;
 

@@ -53,8 +53,8 @@ class DeliveryRunner {
   DeliveryRunner& operator=(const DeliveryRunner&) = delete;
 
   // Run starts |task| now if fewer than max_active run, else queues it. Throws what std::thread
-  // throws if a thread (or a carrier) cannot be started (the task is then dropped, unrun, and its captures
-  // destroyed). A task must not throw (what escapes is swallowed).
+  // throws if a thread (or a carrier) cannot be started (the task is then dropped, unrun, and its
+  // captures destroyed). A task must not throw (what escapes is swallowed).
   void Run(Task task);
 
   // active: slots held now; queued: tasks waiting (for tests and gauges).

@@ -17,7 +17,8 @@ int64_t InProgressRetryAfterSeconds(int64_t lease_left_ms) {
 DlqRequest StoredRequest(std::string_view webhook_id, const HttpRequest& request) {
   DlqRequest r;
   r.webhook_id = std::string(webhook_id);
-  if (auto ct = request.headers.Get("Content-Type")) r.content_type = std::string(ct->substr(0, kMaxDlqContentType));
+  if (auto ct = request.headers.Get("Content-Type"))
+    r.content_type = std::string(ct->substr(0, kMaxDlqContentType));
   r.body = request.body;
   return r;
 }
@@ -32,8 +33,8 @@ void AuditEvent(const PipelineGuards& g, std::string_view event,
   g.audit(DumpJson(j));
 }
 
-void AddDeadLetter(const PipelineGuards& g, DlqClass klass, const GuardEvent& ev, std::string detail,
-                   std::optional<DlqRequest> request) {
+void AddDeadLetter(const PipelineGuards& g, DlqClass klass, const GuardEvent& ev,
+                   std::string detail, std::optional<DlqRequest> request) {
   if (g.dlq == nullptr) return;
   DlqNewEntry e;
   e.klass = klass;
@@ -46,8 +47,11 @@ void AddDeadLetter(const PipelineGuards& g, DlqClass klass, const GuardEvent& ev
   auto added = g.dlq->Add(e);
   if (!added.ok()) {
     AuditEvent(g, "dlq_write_failed",
-               {{"plugin", ev.plugin}, {"route", ev.route}, {"event_key", ev.event_key},
-                {"class", DlqClassName(klass)}, {"detail", added.error().message()}});
+               {{"plugin", ev.plugin},
+                {"route", ev.route},
+                {"event_key", ev.event_key},
+                {"class", DlqClassName(klass)},
+                {"detail", added.error().message()}});
   }
 }
 
@@ -61,7 +65,10 @@ void RecordKeyFailure(const PipelineGuards& g, const GuardEvent& ev, const HttpR
                              std::to_string(RetryAfterSeconds(f.retry_after_ms)) +
                              " s; replay the stored request once the plugin is repaired";
   AuditEvent(g, "breaker_opened",
-             {{"plugin", ev.plugin}, {"route", ev.route}, {"event_key", ev.event_key}, {"detail", detail}});
+             {{"plugin", ev.plugin},
+              {"route", ev.route},
+              {"event_key", ev.event_key},
+              {"detail", detail}});
   AddDeadLetter(g, DlqClass::kBreaker, ev, detail, StoredRequest(webhook_id, request));
 }
 

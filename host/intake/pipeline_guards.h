@@ -67,8 +67,8 @@ void AuditEvent(const PipelineGuards& g, std::string_view event,
 // AddDeadLetter writes one event-level DLQ entry of |klass| (folded by the store into an
 // unresolved one of the same key and class). Without a DLQ it does nothing; a failed write is
 // audited as dlq_write_failed and otherwise ignored (it never changes the HTTP answer).
-void AddDeadLetter(const PipelineGuards& g, DlqClass klass, const GuardEvent& ev, std::string detail,
-                   std::optional<DlqRequest> request);
+void AddDeadLetter(const PipelineGuards& g, DlqClass klass, const GuardEvent& ev,
+                   std::string detail, std::optional<DlqRequest> request);
 
 // RecordKeyFailure counts a failure of |ev|'s key in the key breaker. When that opens the breaker
 // it writes ONE DLQ entry of class breaker with |request| stored and audits breaker_opened, both

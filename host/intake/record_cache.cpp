@@ -7,27 +7,30 @@ Result<std::unique_ptr<CachingIdempotencyStore>> CachingIdempotencyStore::Create
     std::unique_ptr<IdempotencyStore> inner, RecordCacheOptions options) {
   if (inner == nullptr) return Status(Reason::kInternal, "record cache: no store to wrap");
   if (options.max_entries == 0 || options.max_bytes == 0 || options.ttl.count() <= 0) {
-    return Status(Reason::kConfigInvalid, "record cache: max_entries, max_bytes and ttl must be > 0");
+    return Status(Reason::kConfigInvalid,
+                  "record cache: max_entries, max_bytes and ttl must be > 0");
   }
-  return std::unique_ptr<CachingIdempotencyStore>(new CachingIdempotencyStore(std::move(inner), std::move(options)));
+  return std::unique_ptr<CachingIdempotencyStore>(
+      new CachingIdempotencyStore(std::move(inner), std::move(options)));
 }
 
 std::optional<ClaimOutcome> CachingIdempotencyStore::Lookup(const std::string& key,
-                                                           const std::string& fingerprint) const {
+                                                            const std::string& fingerprint) const {
   ReaderMutexLock lock(mu_);
   const auto it = entries_.find(key);
   if (it == entries_.end() || it->second.expires <= Now()) return std::nullopt;
   ClaimOutcome out;
   // The engine's order: another fingerprint first (record untouched), then the stored answer.
-  out.kind = it->second.record.fingerprint == fingerprint ? ClaimOutcome::Kind::kCompleted
-                                                          : ClaimOutcome::Kind::kFingerprintMismatch;
+  out.kind = it->second.record.fingerprint == fingerprint
+                 ? ClaimOutcome::Kind::kCompleted
+                 : ClaimOutcome::Kind::kFingerprintMismatch;
   out.fencing_token = it->second.record.fencing_token;
   out.record = it->second.record;
   return out;
 }
 
-std::optional<ClaimOutcome> CachingIdempotencyStore::ClaimFromMemory(const std::string& key,
-                                                                    const std::string& fingerprint) {
+std::optional<ClaimOutcome> CachingIdempotencyStore::ClaimFromMemory(
+    const std::string& key, const std::string& fingerprint) {
   std::optional<ClaimOutcome> out = Lookup(key, fingerprint);
   // A miss is not counted here: the caller goes on to Claim, which counts the lookup once.
   if (out) {
@@ -37,7 +40,8 @@ std::optional<ClaimOutcome> CachingIdempotencyStore::ClaimFromMemory(const std::
   return out;
 }
 
-Result<ClaimOutcome> CachingIdempotencyStore::Claim(const std::string& key, const std::string& fingerprint,
+Result<ClaimOutcome> CachingIdempotencyStore::Claim(const std::string& key,
+                                                    const std::string& fingerprint,
                                                     const ClaimMeta& meta, int64_t lease_ms) {
   lookups_.fetch_add(1, std::memory_order_relaxed);
   if (std::optional<ClaimOutcome> cached = Lookup(key, fingerprint)) {
@@ -45,7 +49,8 @@ Result<ClaimOutcome> CachingIdempotencyStore::Claim(const std::string& key, cons
     return *std::move(cached);
   }
   CLAWGUARD_ASSIGN_OR_RETURN(ClaimOutcome out, inner_->Claim(key, fingerprint, meta, lease_ms));
-  if (out.kind == ClaimOutcome::Kind::kCompleted && !out.record.fingerprint.empty()) Insert(out.record);
+  if (out.kind == ClaimOutcome::Kind::kCompleted && !out.record.fingerprint.empty())
+    Insert(out.record);
   return out;
 }
 
@@ -63,8 +68,8 @@ void CachingIdempotencyStore::Insert(const IdempotencyRecord& record) {
   kept.body = record.body;
   kept.created_ms = record.created_ms;
   kept.updated_ms = record.updated_ms;
-  const uint64_t bytes = kept.key.size() + kept.fingerprint.size() + kept.content_type.size() + kept.body.size() +
-                         kept.plugin.size() + kept.route.size() + 128;
+  const uint64_t bytes = kept.key.size() + kept.fingerprint.size() + kept.content_type.size() +
+                         kept.body.size() + kept.plugin.size() + kept.route.size() + 128;
   if (bytes > options_.max_bytes) return;
   WriterMutexLock lock(mu_);
   const auto now = Now();
@@ -73,7 +78,8 @@ void CachingIdempotencyStore::Insert(const IdempotencyRecord& record) {
     bytes_ -= it->second.bytes;            // expired: replaced by what the engine just answered
     entries_.erase(it);
   }
-  while (!order_.empty() && (entries_.size() >= options_.max_entries || bytes_ + bytes > options_.max_bytes)) {
+  while (!order_.empty() &&
+         (entries_.size() >= options_.max_entries || bytes_ + bytes > options_.max_bytes)) {
     EvictFrontLocked();
   }
   const uint64_t serial = ++next_serial_;
@@ -151,9 +157,10 @@ Result<int64_t> CachingIdempotencyStore::BumpGeneration() {
   return g;
 }
 
-Result<int64_t> CachingIdempotencyStore::Purge(int64_t completed_before_ms, int64_t tombstone_until_ms,
-                                               int64_t limit) {
-  CLAWGUARD_ASSIGN_OR_RETURN(int64_t purged, inner_->Purge(completed_before_ms, tombstone_until_ms, limit));
+Result<int64_t> CachingIdempotencyStore::Purge(int64_t completed_before_ms,
+                                               int64_t tombstone_until_ms, int64_t limit) {
+  CLAWGUARD_ASSIGN_OR_RETURN(int64_t purged,
+                             inner_->Purge(completed_before_ms, tombstone_until_ms, limit));
   if (purged > 0) Clear();  // purged records are tombstones now: never answer them from memory
   return purged;
 }
@@ -166,7 +173,9 @@ Result<bool> CachingIdempotencyStore::ClearTombstone(const std::string& key) {
 }
 
 uint64_t CachingIdempotencyStore::hits() const { return hits_.load(std::memory_order_relaxed); }
-uint64_t CachingIdempotencyStore::lookups() const { return lookups_.load(std::memory_order_relaxed); }
+uint64_t CachingIdempotencyStore::lookups() const {
+  return lookups_.load(std::memory_order_relaxed);
+}
 size_t CachingIdempotencyStore::size() const {
   ReaderMutexLock lock(mu_);
   return entries_.size();

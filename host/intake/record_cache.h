@@ -48,32 +48,42 @@ struct RecordCacheOptions {
 class CachingIdempotencyStore final : public IdempotencyStore {
  public:
   // Create wraps |inner|; kConfigInvalid for a zero bound or TTL.
-  static Result<std::unique_ptr<CachingIdempotencyStore>> Create(std::unique_ptr<IdempotencyStore> inner,
-                                                                 RecordCacheOptions options = {});
+  static Result<std::unique_ptr<CachingIdempotencyStore>> Create(
+      std::unique_ptr<IdempotencyStore> inner, RecordCacheOptions options = {});
 
-  Result<ClaimOutcome> Claim(const std::string& key, const std::string& fingerprint, const ClaimMeta& meta,
-                             int64_t lease_ms) override;
-  std::optional<ClaimOutcome> ClaimFromMemory(const std::string& key, const std::string& fingerprint) override;
+  Result<ClaimOutcome> Claim(const std::string& key, const std::string& fingerprint,
+                             const ClaimMeta& meta, int64_t lease_ms) override;
+  std::optional<ClaimOutcome> ClaimFromMemory(const std::string& key,
+                                              const std::string& fingerprint) override;
   Result<FencedWrite> Renew(const std::string& key, int64_t token, int64_t lease_ms) override {
     return inner_->Renew(key, token, lease_ms);
   }
-  Result<FencedWrite> Complete(const std::string& key, int64_t token, int status, const std::string& content_type,
-                               const std::string& body) override {
+  Result<FencedWrite> Complete(const std::string& key, int64_t token, int status,
+                               const std::string& content_type, const std::string& body) override {
     return inner_->Complete(key, token, status, content_type, body);
   }
-  Result<FencedWrite> Release(const std::string& key, int64_t token) override { return inner_->Release(key, token); }
-  Result<std::optional<IdempotencyRecord>> Get(const std::string& key) override { return inner_->Get(key); }
+  Result<FencedWrite> Release(const std::string& key, int64_t token) override {
+    return inner_->Release(key, token);
+  }
+  Result<std::optional<IdempotencyRecord>> Get(const std::string& key) override {
+    return inner_->Get(key);
+  }
   Result<bool> Reset(const std::string& key) override;
   Result<int64_t> Generation() override;
   Result<int64_t> BumpGeneration() override;
-  Result<int64_t> Purge(int64_t completed_before_ms, int64_t tombstone_until_ms, int64_t limit) override;
+  Result<int64_t> Purge(int64_t completed_before_ms, int64_t tombstone_until_ms,
+                        int64_t limit) override;
   Result<bool> ClearTombstone(const std::string& key) override;
-  Result<std::vector<IdempotencyRecord>> ListStuck(int64_t now_ms, int64_t stuck_for_ms, int64_t limit) override {
+  Result<std::vector<IdempotencyRecord>> ListStuck(int64_t now_ms, int64_t stuck_for_ms,
+                                                   int64_t limit) override {
     return inner_->ListStuck(now_ms, stuck_for_ms, limit);
   }
-  Result<int64_t> NoteReconcileAttempt(const std::string& key) override { return inner_->NoteReconcileAttempt(key); }
+  Result<int64_t> NoteReconcileAttempt(const std::string& key) override {
+    return inner_->NoteReconcileAttempt(key);
+  }
 
-  // Statistics for the idempotency_cache_hit_ratio metric: claims answered from memory / all claims.
+  // Statistics for the idempotency_cache_hit_ratio metric: claims answered from memory / all
+  // claims.
   uint64_t hits() const;
   uint64_t lookups() const;
   size_t size() const;

@@ -43,7 +43,8 @@ Result<SecretBytes> DecodeWebhookSecret(std::string_view secret);
 
 // WebhookSignature computes "v1,<base64 HMAC-SHA256(key, id.timestamp.body)>" (for tests and
 // test clients; the verifier does not compare strings).
-std::string WebhookSignature(const SecretBytes& key, std::string_view id, int64_t timestamp, std::string_view body);
+std::string WebhookSignature(const SecretBytes& key, std::string_view id, int64_t timestamp,
+                             std::string_view body);
 
 // WebhookHeaders are the three authentication headers after the webhook-*/svix-* merge.
 struct WebhookHeaders {
@@ -59,8 +60,8 @@ Result<WebhookHeaders> ExtractWebhookHeaders(const HttpHeaders& headers);
 
 // VerifiedWebhook is what authentication established.
 struct VerifiedWebhook {
-  std::string id;             // the authenticated webhook-id
-  int64_t timestamp = 0;      // Unix seconds
+  std::string id;              // the authenticated webhook-id
+  int64_t timestamp = 0;       // Unix seconds
   bool used_previous = false;  // the route's previous secret matched (rotation in progress)
 };
 
@@ -72,8 +73,8 @@ class WebhookVerifier {
   // until which it is accepted (both or neither), and the ±tolerance. kConfigInvalid when a key
   // is empty, previous comes without previous_until (or the reverse), or tolerance is negative.
   static Result<WebhookVerifier> Create(SecretBytes current, std::optional<SecretBytes> previous,
-                                        std::optional<int64_t> previous_until_s, std::chrono::milliseconds tolerance,
-                                        const Clock& clock);
+                                        std::optional<int64_t> previous_until_s,
+                                        std::chrono::milliseconds tolerance, const Clock& clock);
 
   WebhookVerifier(WebhookVerifier&&) noexcept = default;
   WebhookVerifier& operator=(WebhookVerifier&&) = delete;
@@ -86,8 +87,8 @@ class WebhookVerifier {
   Result<VerifiedWebhook> Verify(const HttpHeaders& headers, std::string_view body) const;
 
  private:
-  WebhookVerifier(SecretBytes current, std::optional<SecretBytes> previous, int64_t previous_until_s,
-                  std::chrono::milliseconds tolerance, const Clock& clock)
+  WebhookVerifier(SecretBytes current, std::optional<SecretBytes> previous,
+                  int64_t previous_until_s, std::chrono::milliseconds tolerance, const Clock& clock)
       : current_(std::move(current)),
         previous_(std::move(previous)),
         previous_until_s_(previous_until_s),

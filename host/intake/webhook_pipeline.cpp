@@ -18,12 +18,14 @@ namespace clawguard::host {
 namespace {
 
 bool IsSignatureFailure(Reason r) {
-  return r == Reason::kSignatureInvalid || r == Reason::kTimestampOutOfTolerance || r == Reason::kHeaderConflict;
+  return r == Reason::kSignatureInvalid || r == Reason::kTimestampOutOfTolerance ||
+         r == Reason::kHeaderConflict;
 }
 
 }  // namespace
 
-WebhookPipeline::Handled WebhookPipeline::Refuse(WebhookOutcome outcome, Reason reason, std::string_view detail,
+WebhookPipeline::Handled WebhookPipeline::Refuse(WebhookOutcome outcome, Reason reason,
+                                                 std::string_view detail,
                                                  std::optional<int64_t> retry_after_s) {
   return Handled{ProblemResponse(reason, detail, retry_after_s), outcome};
 }
@@ -34,26 +36,29 @@ std::string DeadLetteredBody(std::string_view dlq_class) {
          R"(","detail":"the event was dead-lettered for operator review; it will not be processed again"})";
 }
 
-Result<WebhookVerifier> MakeVerifier(const RouteSecrets& secrets, std::chrono::milliseconds tolerance,
-                                     const Clock& clock) {
+Result<WebhookVerifier> MakeVerifier(const RouteSecrets& secrets,
+                                     std::chrono::milliseconds tolerance, const Clock& clock) {
   std::optional<SecretBytes> previous;
   if (secrets.previous) previous = secrets.previous->Clone();
-  return WebhookVerifier::Create(secrets.current.Clone(), std::move(previous), secrets.previous_until, tolerance,
-                                 clock);
+  return WebhookVerifier::Create(secrets.current.Clone(), std::move(previous),
+                                 secrets.previous_until, tolerance, clock);
 }
 
 bool WebhookPipeline::IsStorableStatus(int status) {
   if (status >= 200 && status <= 299) return true;
-  if (status >= 400 && status <= 499) return status != 408 && status != 409 && status != 425 && status != 429;
+  if (status >= 400 && status <= 499)
+    return status != 408 && status != 409 && status != 425 && status != 429;
   return false;
 }
 
 Result<std::unique_ptr<WebhookPipeline>> WebhookPipeline::Create(PipelineOptions options,
                                                                  std::vector<PipelineRoute> routes,
-                                                                 IdempotencyStore& store, Dispatcher dispatcher,
+                                                                 IdempotencyStore& store,
+                                                                 Dispatcher dispatcher,
                                                                  PipelineGuards guards) {
   if (options.max_body == 0 || options.max_headers == 0 || options.lease.count() <= 0) {
-    return Status(Reason::kConfigInvalid, "webhook pipeline: max_body, max_headers and lease must be > 0");
+    return Status(Reason::kConfigInvalid,
+                  "webhook pipeline: max_body, max_headers and lease must be > 0");
   }
   if (!dispatcher) return Status(Reason::kConfigInvalid, "webhook pipeline: no dispatcher");
   std::map<std::string, PipelineRoute, std::less<>> table;
@@ -61,20 +66,23 @@ Result<std::unique_ptr<WebhookPipeline>> WebhookPipeline::Create(PipelineOptions
     const std::string name = r.plugin + "/" + r.route;
     if (r.plugin.empty() || r.route.empty() || r.plugin.find('/') != std::string::npos ||
         r.route.find('/') != std::string::npos) {
-      return Status(Reason::kConfigInvalid, "webhook route '" + name + "': plugin and route must be non-empty, no '/'");
+      return Status(Reason::kConfigInvalid,
+                    "webhook route '" + name + "': plugin and route must be non-empty, no '/'");
     }
     if (r.level < 1 || r.level > 3) {
-      return Status(Reason::kConfigInvalid, "webhook route '" + name + "': level must be 1, 2 or 3");
+      return Status(Reason::kConfigInvalid,
+                    "webhook route '" + name + "': level must be 1, 2 or 3");
     }
     if (r.level == 1 && !r.business_key) {
-      return Status(Reason::kConfigInvalid, "webhook route '" + name + "': level 1 needs a business_key");
+      return Status(Reason::kConfigInvalid,
+                    "webhook route '" + name + "': level 1 needs a business_key");
     }
     if (!table.emplace(name, std::move(r)).second) {
       return Status(Reason::kConfigInvalid, "webhook route '" + name + "' is listed twice");
     }
   }
-  return std::unique_ptr<WebhookPipeline>(
-      new WebhookPipeline(options, std::move(table), store, std::move(dispatcher), std::move(guards)));
+  return std::unique_ptr<WebhookPipeline>(new WebhookPipeline(
+      options, std::move(table), store, std::move(dispatcher), std::move(guards)));
 }
 
 WebhookPipeline::Handled WebhookPipeline::HandleDetailed(const HttpRequest& request) const {
@@ -96,29 +104,34 @@ std::variant<WebhookPipeline::Handled, WebhookPipeline::Admitted> WebhookPipelin
   return gated;
 }
 
-WebhookPipeline::Handled WebhookPipeline::Finish(const HttpRequest& request, const Admitted& admitted) const {
+WebhookPipeline::Handled WebhookPipeline::Finish(const HttpRequest& request,
+                                                 const Admitted& admitted) const {
   const PipelineRoute& route = *admitted.route;
-  Handled h = ClaimAndDispatch(Delivery{route, request, admitted.webhook_id, admitted.key, admitted.fingerprint});
+  Handled h = ClaimAndDispatch(
+      Delivery{route, request, admitted.webhook_id, admitted.key, admitted.fingerprint});
   Count(&route, h, admitted.start);
   return h;
 }
 
 void WebhookPipeline::AnswerLate(const Responder& respond, bool started) const {
   if (guards_.audit) {
-    guards_.audit(nlohmann::json{{"event", "delivery_answer_deadline"}, {"started", started}}.dump());
+    guards_.audit(
+        nlohmann::json{{"event", "delivery_answer_deadline"}, {"started", started}}.dump());
   }
-  respond.Answer(ProblemResponse(
-      Reason::kPluginTimeout,
-      started ? "this delivery is still running after handler_timeout (its carrier thread is held by a plugin that "
-                "does not return); retry later"
-              : "this delivery could not start within handler_timeout (its carrier thread is held by a plugin that "
-                "does not return); nothing was stored; retry later",
-      /*retry_after_s=*/1));
+  respond.Answer(ProblemResponse(Reason::kPluginTimeout,
+                                 started ? "this delivery is still running after handler_timeout "
+                                           "(its carrier thread is held by a plugin that "
+                                           "does not return); retry later"
+                                         : "this delivery could not start within handler_timeout "
+                                           "(its carrier thread is held by a plugin that "
+                                           "does not return); nothing was stored; retry later",
+                                 /*retry_after_s=*/1));
 }
 
 void WebhookPipeline::FinishAsync(HttpRequest request, Admitted admitted, Responder respond) const {
   std::optional<AnswerDeadlines::Ticket> ticket;
-  if (deadlines_ != nullptr) ticket = deadlines_->Arm(admitted.start + options_.answer_deadline, respond);
+  if (deadlines_ != nullptr)
+    ticket = deadlines_->Arm(admitted.start + options_.answer_deadline, respond);
   auto task = [this, request = std::move(request), admitted = std::move(admitted), respond,
                ticket](const std::shared_ptr<DeliveryRunner::Slot>& slot) {
     // Cancelled by the safety net before it started: answered already, nothing claimed.
@@ -138,7 +151,8 @@ void WebhookPipeline::FinishAsync(HttpRequest request, Admitted admitted, Respon
       disarm();
       respond.Answer(std::move(h.response));
     };
-    Handled h = ClaimAndDispatch(Delivery{route, request, admitted.webhook_id, admitted.key, admitted.fingerprint,
+    Handled h = ClaimAndDispatch(Delivery{route, request, admitted.webhook_id, admitted.key,
+                                          admitted.fingerprint,
                                           /*from_platform=*/true, &answer_now});
     if (answered) return;
     Count(&route, h, admitted.start);
@@ -151,7 +165,8 @@ void WebhookPipeline::FinishAsync(HttpRequest request, Admitted admitted, Respon
     // No thread could be started (as before, when the plugin's thread could not be): nothing was
     // claimed; a 5xx with Retry-After, so the sender retries. Not the store's fault.
     if (ticket) deadlines_->Disarm(*ticket);
-    respond.Answer(ProblemResponse(Reason::kInternal, "the host cannot take this delivery now; retry later",
+    respond.Answer(ProblemResponse(Reason::kInternal,
+                                   "the host cannot take this delivery now; retry later",
                                    /*retry_after_s=*/1));
   }
 }
@@ -161,33 +176,35 @@ std::optional<WebhookPipeline::Handled> WebhookPipeline::Answered(ClaimOutcome& 
     case ClaimOutcome::Kind::kFingerprintMismatch:
       ObserveRedelivery(guards_, claim.record.created_ms);
       return Refuse(WebhookOutcome::kFingerprintMismatch, Reason::kFingerprintMismatch,
-                    "this idempotency key was first used with another request; the stored record is unchanged");
+                    "this idempotency key was first used with another request; the stored record "
+                    "is unchanged");
     case ClaimOutcome::Kind::kCompleted: {
       ObserveRedelivery(guards_, claim.record.created_ms);
       HttpResponse r;
       r.status = claim.record.status;
-      if (!claim.record.content_type.empty()) r.headers.Add("Content-Type", std::move(claim.record.content_type));
+      if (!claim.record.content_type.empty())
+        r.headers.Add("Content-Type", std::move(claim.record.content_type));
       r.headers.Add(std::string(kReplayedHeader), "true");
       r.body = std::move(claim.record.body);
       return Handled{std::move(r), WebhookOutcome::kReplayed};
     }
     case ClaimOutcome::Kind::kInProgress:
     case ClaimOutcome::Kind::kTombstone:
-    case ClaimOutcome::Kind::kClaimed:
-      break;
+    case ClaimOutcome::Kind::kClaimed: break;
   }
   return std::nullopt;
 }
 
-std::unordered_map<const PipelineRoute*, WebhookPipeline::RouteSeries> WebhookPipeline::ResolveSeries(
-    const std::map<std::string, PipelineRoute, std::less<>>& routes, const PipelineGuards& guards) {
+std::unordered_map<const PipelineRoute*, WebhookPipeline::RouteSeries>
+WebhookPipeline::ResolveSeries(const std::map<std::string, PipelineRoute, std::less<>>& routes,
+                               const PipelineGuards& guards) {
   std::unordered_map<const PipelineRoute*, RouteSeries> out;
   if (guards.metrics == nullptr) return out;
   for (const auto& [name, route] : routes) {
     RouteSeries& s = out[&route];
     for (size_t i = 0; i < s.requests.size(); ++i) {
-      s.requests[i] =
-          guards.metrics->WebhookCounter(route.plugin, route.route, WebhookOutcomeName(static_cast<WebhookOutcome>(i)));
+      s.requests[i] = guards.metrics->WebhookCounter(
+          route.plugin, route.route, WebhookOutcomeName(static_cast<WebhookOutcome>(i)));
     }
     s.duplicates = guards.metrics->DuplicateCounter(route.plugin, route.route);
     s.duration = guards.metrics->ProcessingHistogram(route.plugin, route.route);
@@ -198,7 +215,8 @@ std::unordered_map<const PipelineRoute*, WebhookPipeline::RouteSeries> WebhookPi
 void WebhookPipeline::Count(const PipelineRoute* route, const Handled& h,
                             std::chrono::steady_clock::time_point start) const {
   if (guards_.metrics == nullptr) return;
-  const bool duplicate = h.outcome == WebhookOutcome::kReplayed || h.outcome == WebhookOutcome::kInProgress;
+  const bool duplicate =
+      h.outcome == WebhookOutcome::kReplayed || h.outcome == WebhookOutcome::kInProgress;
   if (route == nullptr) {
     guards_.metrics->RecordWebhook(kUnknownLabel, kUnknownLabel, WebhookOutcomeName(h.outcome));
     if (duplicate) guards_.metrics->RecordDuplicate(kUnknownLabel, kUnknownLabel);
@@ -231,10 +249,12 @@ std::variant<WebhookPipeline::Handled, WebhookPipeline::Admitted> WebhookPipelin
                   "body exceeds " + std::to_string(options_.max_body) + " bytes");
   }
   if (!webhook_path) {
-    return Refuse(WebhookOutcome::kNotFound, Reason::kNotFound, "webhooks are POST /webhooks/{plugin}/{route}");
+    return Refuse(WebhookOutcome::kNotFound, Reason::kNotFound,
+                  "webhooks are POST /webhooks/{plugin}/{route}");
   }
   if (it == routes_.end()) {
-    return Refuse(WebhookOutcome::kNotFound, Reason::kNotFound, "no webhook route is configured for this path");
+    return Refuse(WebhookOutcome::kNotFound, Reason::kNotFound,
+                  "no webhook route is configured for this path");
   }
   const PipelineRoute& route = it->second;
 
@@ -242,7 +262,8 @@ std::variant<WebhookPipeline::Handled, WebhookPipeline::Admitted> WebhookPipelin
   auto verified = route.verifier.Verify(request.headers, request.body);
   if (!verified.ok()) {
     const Status& s = verified.error();
-    if (guards_.metrics != nullptr && IsSignatureFailure(s.reason())) guards_.metrics->RecordSignatureFailure(s.reason());
+    if (guards_.metrics != nullptr && IsSignatureFailure(s.reason()))
+      guards_.metrics->RecordSignatureFailure(s.reason());
     return Refuse(WebhookOutcome::kAuthFailed, s.reason(), s.message());
   }
 
@@ -259,17 +280,20 @@ std::variant<WebhookPipeline::Handled, WebhookPipeline::Admitted> WebhookPipelin
   std::string business;
   if (route.business_key) {
     auto bv = ExtractBusinessKey(request.body, *route.business_key);
-    if (!bv.ok()) return Refuse(WebhookOutcome::kKeyMissing, bv.error().reason(), bv.error().message());
+    if (!bv.ok())
+      return Refuse(WebhookOutcome::kKeyMissing, bv.error().reason(), bv.error().message());
     business = std::move(bv).value();
   }
-  const EventKey ek = DeriveEventKey(route.level, route.plugin, route.route, verified->id, business, request.body);
+  const EventKey ek =
+      DeriveEventKey(route.level, route.plugin, route.route, verified->id, business, request.body);
 
   // 5. Per-key breaker: an event that keeps failing is not run again until its cool-down ends.
   if (guards_.key_breaker != nullptr) {
     const KeyBreaker::Admission a = guards_.key_breaker->Check(ek.key);
     if (!a.allowed) {
       return Refuse(WebhookOutcome::kBreakerOpen, Reason::kBreakerOpen,
-                    "this event failed repeatedly and is paused; it was dead-lettered for operators, retry later",
+                    "this event failed repeatedly and is paused; it was dead-lettered for "
+                    "operators, retry later",
                     RetryAfterSeconds(a.retry_after_ms));
     }
   }

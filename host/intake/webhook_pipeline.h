@@ -2,7 +2,8 @@
 // plugin dispatch (ARCHITECTURE.md "Host request pipeline" steps 1–4, 6 and the status table).
 //
 // Stages, in order, each a refusal with its problem type:
-//   1. header and body size limits → 413; not POST /webhooks/{plugin}/{route} of a known route → 404;
+//   1. header and body size limits → 413; not POST /webhooks/{plugin}/{route} of a known route →
+//   404;
 //   2. Standard Webhooks authentication (WebhookVerifier) → 400 header_conflict / 401 (counted in
 //      webhook_signature_failures_total); nothing is stored for a request that fails here;
 //   3. the per-plugin rate limit (guards.limiter) → 429 rate_limited + Retry-After, nothing stored;
@@ -10,12 +11,13 @@
 //   5. the per-key breaker (guards.key_breaker) → 503 breaker_open + Retry-After = the cool-down
 //      left; nothing stored, the plugin does not run;
 //   6. one atomic claim (IdempotencyStore::Claim): 422 / replay of the stored answer with
-//      `Idempotent-Replayed: true` / 409 in_progress + Retry-After (the lease left, capped at 2 s) /
-//      409 expired_key_seen on a tombstone (one DLQ entry manual_review with the request) /
+//      `Idempotent-Replayed: true` / 409 in_progress + Retry-After (the lease left, capped at 2 s)
+//      / 409 expired_key_seen on a tombstone (one DLQ entry manual_review with the request) /
 //      claimed → the injected Dispatcher runs;
-//   7. an answer that breaks the answer rule (AnswerProblem, host/http/responder.h) is a plugin failure,
-//      never stored; the outcome is stored per the table: 2xx and 4xx except 408, 409, 425, 429 are stored;
-//      level 3 answers 202 and stores it; other answers and plugin failures release the key
+//   7. an answer that breaks the answer rule (AnswerProblem, host/http/responder.h) is a plugin
+//   failure,
+//      never stored; the outcome is stored per the table: 2xx and 4xx except 408, 409, 425, 429 are
+//      stored; level 3 answers 202 and stores it; other answers and plugin failures release the key
 //      (retryable); a timed-out plugin's lease is left to expire (not renewed, not released);
 //      a dead-lettered event (outbox mismatch) stores and answers 202 with kDeadLetteredBody —
 //      never the plugin's own answer — so the platform stops retrying and operators take over
@@ -71,8 +73,8 @@ std::string DeadLetteredBody(std::string_view dlq_class);
 struct PipelineRoute {
   std::string plugin;
   std::string route;
-  int level = 2;                              // 1, 2 or 3
-  std::optional<std::string> business_key;    // RFC 6901 pointer; required for level 1
+  int level = 2;                            // 1, 2 or 3
+  std::optional<std::string> business_key;  // RFC 6901 pointer; required for level 1
   WebhookVerifier verifier;
 };
 
@@ -91,8 +93,8 @@ struct PipelineOptions {
 };
 
 // MakeVerifier builds a route's verifier from host.yaml secrets (keys are cloned).
-Result<WebhookVerifier> MakeVerifier(const RouteSecrets& secrets, std::chrono::milliseconds tolerance,
-                                     const Clock& clock);
+Result<WebhookVerifier> MakeVerifier(const RouteSecrets& secrets,
+                                     std::chrono::milliseconds tolerance, const Clock& clock);
 
 // RedeliverResult is what WebhookPipeline::Redeliver did.
 struct RedeliverResult {
@@ -105,8 +107,10 @@ class WebhookPipeline {
   // Create validates the routes (level 1..3, level 1 needs a business_key, no duplicates) and
   // options (limits and lease > 0). kConfigInvalid otherwise. |store| and every non-null member
   // of |guards| must outlive the pipeline.
-  static Result<std::unique_ptr<WebhookPipeline>> Create(PipelineOptions options, std::vector<PipelineRoute> routes,
-                                                         IdempotencyStore& store, Dispatcher dispatcher,
+  static Result<std::unique_ptr<WebhookPipeline>> Create(PipelineOptions options,
+                                                         std::vector<PipelineRoute> routes,
+                                                         IdempotencyStore& store,
+                                                         Dispatcher dispatcher,
                                                          PipelineGuards guards = {});
 
   struct Handled {
@@ -161,8 +165,8 @@ class WebhookPipeline {
   // done ("already completed", nothing runs); in progress, another fingerprint or a tombstone →
   // not done; claimed → the plugin runs and its outcome is stored as for a delivery (done when
   // stored). No rate limit and no key breaker (an operator asked for it); metrics count it.
-  RedeliverResult Redeliver(const std::string& plugin, const std::string& route, const std::string& event_key,
-                            const DlqRequest& request) const;
+  RedeliverResult Redeliver(const std::string& plugin, const std::string& route,
+                            const std::string& event_key, const DlqRequest& request) const;
 
   // IsStorableStatus: 2xx, or 4xx except 408, 409, 425 and 429.
   static bool IsStorableStatus(int status);
@@ -172,12 +176,16 @@ class WebhookPipeline {
   WebhookPipeline& operator=(const WebhookPipeline&) = delete;
 
  private:
-  WebhookPipeline(PipelineOptions options, std::map<std::string, PipelineRoute, std::less<>> routes, IdempotencyStore& store,
-                  Dispatcher dispatcher, PipelineGuards guards)
-      : options_(options), routes_(std::move(routes)), store_(store), dispatcher_(std::move(dispatcher)),
-        guards_(std::move(guards)), series_(ResolveSeries(routes_, guards_)),
+  WebhookPipeline(PipelineOptions options, std::map<std::string, PipelineRoute, std::less<>> routes,
+                  IdempotencyStore& store, Dispatcher dispatcher, PipelineGuards guards)
+      : options_(options),
+        routes_(std::move(routes)),
+        store_(store),
+        dispatcher_(std::move(dispatcher)),
+        guards_(std::move(guards)),
+        series_(ResolveSeries(routes_, guards_)),
         runner_(options.max_in_flight > 0 ? options.max_in_flight
-                                           : static_cast<int64_t>(limits::kDefaultHandlerThreads),
+                                          : static_cast<int64_t>(limits::kDefaultHandlerThreads),
                 "cg-delivery", options.carriers) {
     if (options.carriers != nullptr && options.answer_deadline.count() > 0) {
       deadlines_ = std::make_unique<AnswerDeadlines>(
@@ -190,7 +198,8 @@ class WebhookPipeline {
   // AnswerLate is the safety net's answer (see PipelineOptions::answer_deadline).
   void AnswerLate(const Responder& respond, bool started) const;
   // Gate runs stages 1–5 and the in-memory claim; |route| is set once the path names a known route.
-  std::variant<Handled, Admitted> Gate(const HttpRequest& request, const PipelineRoute*& route) const;
+  std::variant<Handled, Admitted> Gate(const HttpRequest& request,
+                                       const PipelineRoute*& route) const;
   // Answered turns a completed (or mismatching) claim into its answer: the stored answer with
   // Idempotent-Replayed (moved out of |claim|), or 422. nullopt for any other claim outcome.
   std::optional<Handled> Answered(ClaimOutcome& claim) const;
@@ -207,7 +216,8 @@ class WebhookPipeline {
     // is dead-lettered; false for Redeliver (the event comes from the DLQ, an operator asked).
     bool from_platform = true;
     // answer_now, when set, runs the plugin inline and receives the answer of a delivery the
-    // dispatcher gave up on (DispatchContext::on_abandon); the Handled returned then is not an answer.
+    // dispatcher gave up on (DispatchContext::on_abandon); the Handled returned then is not an
+    // answer.
     const AnswerNow* answer_now = nullptr;
     int64_t token = 0;  // the fencing token of the claim (set once claimed)
   };
@@ -218,7 +228,8 @@ class WebhookPipeline {
   // counts the key's failure).
   Handled GaveUp(const Delivery& d, const PluginOutcome& out) const;
   // Count records |h| in the metrics (labels "_unknown" when |route| is null).
-  void Count(const PipelineRoute* route, const Handled& h, std::chrono::steady_clock::time_point start) const;
+  void Count(const PipelineRoute* route, const Handled& h,
+             std::chrono::steady_clock::time_point start) const;
 
   const PipelineOptions options_;
   const std::map<std::string, PipelineRoute, std::less<>> routes_;  // "plugin/route"
@@ -232,9 +243,10 @@ class WebhookPipeline {
     Histogram duration;
   };
   static std::unordered_map<const PipelineRoute*, RouteSeries> ResolveSeries(
-      const std::map<std::string, PipelineRoute, std::less<>>& routes, const PipelineGuards& guards);
+      const std::map<std::string, PipelineRoute, std::less<>>& routes,
+      const PipelineGuards& guards);
   const std::unordered_map<const PipelineRoute*, RouteSeries> series_;  // empty without metrics
-  mutable DeliveryRunner runner_;  // FinishAsync's threads
+  mutable DeliveryRunner runner_;                                       // FinishAsync's threads
   std::unique_ptr<AnswerDeadlines> deadlines_;  // with carriers only; destroyed first
 };
 

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <set>
 
-
 namespace clawguard::host {
 namespace {
 
@@ -27,9 +26,10 @@ constexpr std::string_view kPluginThreads = "clawguard_plugin_threads";
 constexpr std::string_view kKeyBreakers = "_keys";  // endpoint label of the per-key breaker count
 
 constexpr ErpCallOutcome kErpOutcomes[] = {
-    ErpCallOutcome::kSuccess, ErpCallOutcome::kClientError, ErpCallOutcome::kRateLimited,
-    ErpCallOutcome::kServerError, ErpCallOutcome::kTimeout, ErpCallOutcome::kTransportError,
-    ErpCallOutcome::kDenied, ErpCallOutcome::kHeld, ErpCallOutcome::kBreakerOpen, ErpCallOutcome::kPaused};
+    ErpCallOutcome::kSuccess,     ErpCallOutcome::kClientError, ErpCallOutcome::kRateLimited,
+    ErpCallOutcome::kServerError, ErpCallOutcome::kTimeout,     ErpCallOutcome::kTransportError,
+    ErpCallOutcome::kDenied,      ErpCallOutcome::kHeld,        ErpCallOutcome::kBreakerOpen,
+    ErpCallOutcome::kPaused};
 constexpr Reason kSignatureReasons[] = {Reason::kSignatureInvalid, Reason::kTimestampOutOfTolerance,
                                         Reason::kHeaderConflict};
 
@@ -48,7 +48,8 @@ std::vector<std::string> WebhookOutcomeNames() {
 // LoaderReasons are the loader's reason codes (Reason::kUnsigned … Reason::kLoadFailed).
 std::vector<std::string> LoaderReasons() {
   std::vector<std::string> names;
-  for (int i = static_cast<int>(Reason::kUnsigned); i <= static_cast<int>(Reason::kLoadFailed); ++i) {
+  for (int i = static_cast<int>(Reason::kUnsigned); i <= static_cast<int>(Reason::kLoadFailed);
+       ++i) {
     names.emplace_back(ReasonName(static_cast<Reason>(i)));
   }
   return names;
@@ -78,7 +79,8 @@ Status CheckUnique(std::string_view what, const std::vector<std::string>& values
   for (const auto& v : values) {
     CLAWGUARD_RETURN_IF_ERROR(CheckMetricLabelValue(what, v));
     if (v == kUnknownLabel || v == kKeyBreakers) {
-      return Status(Reason::kConfigInvalid, std::string(what) + ": '" + v + "' is a reserved label value");
+      return Status(Reason::kConfigInvalid,
+                    std::string(what) + ": '" + v + "' is a reserved label value");
     }
     if (!seen.insert(v).second) {
       return Status(Reason::kConfigInvalid, std::string(what) + ": '" + v + "' is listed twice");
@@ -169,48 +171,114 @@ Result<std::unique_ptr<HostMetrics>> HostMetrics::Create(const MetricsNames& nam
 
   const auto n = [](std::string_view s) { return std::string(s); };
   std::vector<MetricFamilySpec> specs;
-  specs.push_back({n(kRequests), "Webhook deliveries by plugin, route and outcome.", MetricType::kCounter,
-                   {"plugin", "route", "outcome"}, Product(routes, outcomes), {}});
-  specs.push_back({n(kDuplicates), "Deliveries of an event already seen (replayed or lease held).",
-                   MetricType::kCounter, {"plugin", "route"}, routes, {}});
-  specs.push_back({n(kDuration), "Time from a webhook's arrival to its answer.", MetricType::kHistogram,
-                   {"plugin", "route"}, routes, {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}});
-  specs.push_back({n(kCacheHitRatio), "Share of idempotency lookups answered by the in-process cache.",
-                   MetricType::kGauge, {}, {}, {}});
-  specs.push_back({n(kDlqSize), "Dead-letter queue entries by class.", MetricType::kGauge, {"class"},
-                   Singles(dlq), {}});
-  specs.push_back({n(kLoadRefusals), "Plugin packages the loader refused, by reason code.", MetricType::kCounter,
-                   {"reason"}, Singles(load_reasons), {}});
-  specs.push_back({n(kErpCalls), "ERP calls by endpoint (capability) and outcome.", MetricType::kCounter,
-                   {"endpoint", "outcome"}, Product(Singles(endpoints), erp_outcomes), {}});
-  specs.push_back({n(kBreakerOpen),
-                   "1 while an ERP endpoint's breaker is open or half-open; for kind=key the number of open "
-                   "per-key breakers.",
-                   MetricType::kGauge, {"kind", "endpoint"}, breakers, {}});
-  specs.push_back({n(kLeaseTakeovers), "Claims that took over an expired lease.", MetricType::kCounter, {}, {}, {}});
-  specs.push_back({n(kSignatureFailures), "Webhooks refused by authentication, by reason code.",
-                   MetricType::kCounter, {"reason"}, Singles(sig_reasons), {}});
+  specs.push_back({n(kRequests),
+                   "Webhook deliveries by plugin, route and outcome.",
+                   MetricType::kCounter,
+                   {"plugin", "route", "outcome"},
+                   Product(routes, outcomes),
+                   {}});
+  specs.push_back({n(kDuplicates),
+                   "Deliveries of an event already seen (replayed or lease held).",
+                   MetricType::kCounter,
+                   {"plugin", "route"},
+                   routes,
+                   {}});
+  specs.push_back({n(kDuration),
+                   "Time from a webhook's arrival to its answer.",
+                   MetricType::kHistogram,
+                   {"plugin", "route"},
+                   routes,
+                   {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}});
+  specs.push_back({n(kCacheHitRatio),
+                   "Share of idempotency lookups answered by the in-process cache.",
+                   MetricType::kGauge,
+                   {},
+                   {},
+                   {}});
+  specs.push_back({n(kDlqSize),
+                   "Dead-letter queue entries by class.",
+                   MetricType::kGauge,
+                   {"class"},
+                   Singles(dlq),
+                   {}});
+  specs.push_back({n(kLoadRefusals),
+                   "Plugin packages the loader refused, by reason code.",
+                   MetricType::kCounter,
+                   {"reason"},
+                   Singles(load_reasons),
+                   {}});
+  specs.push_back({n(kErpCalls),
+                   "ERP calls by endpoint (capability) and outcome.",
+                   MetricType::kCounter,
+                   {"endpoint", "outcome"},
+                   Product(Singles(endpoints), erp_outcomes),
+                   {}});
+  specs.push_back(
+      {n(kBreakerOpen),
+       "1 while an ERP endpoint's breaker is open or half-open; for kind=key the number of open "
+       "per-key breakers.",
+       MetricType::kGauge,
+       {"kind", "endpoint"},
+       breakers,
+       {}});
+  specs.push_back({n(kLeaseTakeovers),
+                   "Claims that took over an expired lease.",
+                   MetricType::kCounter,
+                   {},
+                   {},
+                   {}});
+  specs.push_back({n(kSignatureFailures),
+                   "Webhooks refused by authentication, by reason code.",
+                   MetricType::kCounter,
+                   {"reason"},
+                   Singles(sig_reasons),
+                   {}});
   if (!names.plugins.empty()) {
-    specs.push_back({n(kCertExpiry), "Unix time at which the plugin's signing certificate expires.",
-                     MetricType::kGauge, {"plugin"}, Singles(names.plugins), {}});
+    specs.push_back({n(kCertExpiry),
+                     "Unix time at which the plugin's signing certificate expires.",
+                     MetricType::kGauge,
+                     {"plugin"},
+                     Singles(names.plugins),
+                     {}});
   } else {
-    specs.push_back({n(kCertExpiry), "Unix time at which the plugin's signing certificate expires.",
-                     MetricType::kGauge, {"plugin"}, {{n(kUnknownLabel)}}, {}});
+    specs.push_back({n(kCertExpiry),
+                     "Unix time at which the plugin's signing certificate expires.",
+                     MetricType::kGauge,
+                     {"plugin"},
+                     {{n(kUnknownLabel)}},
+                     {}});
   }
-  specs.push_back({n(kLedgerRows), "Rows in the release/deploy ledger.", MetricType::kGauge, {}, {}, {}});
-  specs.push_back({n(kInFlight), "Webhook deliveries running now (claim, plugin, outcome; at most listen.handlers).",
-                   MetricType::kGauge, {}, {}, {}});
-  specs.push_back({n(kQueued), "Webhook deliveries waiting for a free delivery slot.", MetricType::kGauge, {}, {}, {}});
-  specs.push_back({n(kPluginThreads),
-                   "Threads inside a plugin, including those a timed-out plugin still keeps (hung plugins).",
-                   MetricType::kGauge, {}, {}, {}});
+  specs.push_back(
+      {n(kLedgerRows), "Rows in the release/deploy ledger.", MetricType::kGauge, {}, {}, {}});
+  specs.push_back(
+      {n(kInFlight),
+       "Webhook deliveries running now (claim, plugin, outcome; at most listen.handlers).",
+       MetricType::kGauge,
+       {},
+       {},
+       {}});
+  specs.push_back({n(kQueued),
+                   "Webhook deliveries waiting for a free delivery slot.",
+                   MetricType::kGauge,
+                   {},
+                   {},
+                   {}});
+  specs.push_back(
+      {n(kPluginThreads),
+       "Threads inside a plugin, including those a timed-out plugin still keeps (hung plugins).",
+       MetricType::kGauge,
+       {},
+       {},
+       {}});
   CLAWGUARD_ASSIGN_OR_RETURN(auto registry, MetricsRegistry::Create(std::move(specs)));
   return std::unique_ptr<HostMetrics>(new HostMetrics(std::move(registry)));
 }
 
-Counter HostMetrics::WebhookCounter(std::string_view plugin, std::string_view route, std::string_view outcome) const {
+Counter HostMetrics::WebhookCounter(std::string_view plugin, std::string_view route,
+                                    std::string_view outcome) const {
   if (auto c = registry_->FindCounter(kRequests, {plugin, route, outcome})) return *c;
-  if (auto c = registry_->FindCounter(kRequests, {kUnknownLabel, kUnknownLabel, outcome})) return *c;
+  if (auto c = registry_->FindCounter(kRequests, {kUnknownLabel, kUnknownLabel, outcome}))
+    return *c;
   if (auto c = registry_->FindCounter(kRequests, {plugin, route, kUnknownLabel})) return *c;
   return *registry_->FindCounter(kRequests, {kUnknownLabel, kUnknownLabel, kUnknownLabel});
 }
@@ -225,7 +293,8 @@ Histogram HostMetrics::ProcessingHistogram(std::string_view plugin, std::string_
   return h ? *h : *registry_->FindHistogram(kDuration, {kUnknownLabel, kUnknownLabel});
 }
 
-void HostMetrics::RecordWebhook(std::string_view plugin, std::string_view route, std::string_view outcome) const {
+void HostMetrics::RecordWebhook(std::string_view plugin, std::string_view route,
+                                std::string_view outcome) const {
   WebhookCounter(plugin, route, outcome).Inc();
 }
 
@@ -233,7 +302,8 @@ void HostMetrics::RecordDuplicate(std::string_view plugin, std::string_view rout
   DuplicateCounter(plugin, route).Inc();
 }
 
-void HostMetrics::ObserveProcessingSeconds(std::string_view plugin, std::string_view route, double seconds) const {
+void HostMetrics::ObserveProcessingSeconds(std::string_view plugin, std::string_view route,
+                                           double seconds) const {
   ProcessingHistogram(plugin, route).Observe(seconds);
 }
 
@@ -266,7 +336,9 @@ void HostMetrics::SetOpenKeyBreakers(int64_t open) const {
   registry_->FindGauge(kBreakerOpen, {"key", kKeyBreakers})->Set(static_cast<double>(open));
 }
 
-void HostMetrics::RecordLeaseTakeover() const { registry_->FindCounter(kLeaseTakeovers, {})->Inc(); }
+void HostMetrics::RecordLeaseTakeover() const {
+  registry_->FindCounter(kLeaseTakeovers, {})->Inc();
+}
 
 void HostMetrics::RecordSignatureFailure(Reason reason) const {
   auto c = registry_->FindCounter(kSignatureFailures, {ReasonName(reason)});
@@ -275,7 +347,8 @@ void HostMetrics::RecordSignatureFailure(Reason reason) const {
 
 void HostMetrics::SetCertificateExpiry(std::string_view plugin, int64_t unix_seconds) const {
   if (plugin == kUnknownLabel) return;
-  if (auto g = registry_->FindGauge(kCertExpiry, {plugin})) g->Set(static_cast<double>(unix_seconds));
+  if (auto g = registry_->FindGauge(kCertExpiry, {plugin}))
+    g->Set(static_cast<double>(unix_seconds));
 }
 
 void HostMetrics::SetLedgerRows(int64_t rows) const {

@@ -1,5 +1,5 @@
-// host_metrics.h — HostMetrics: the typed facade over a MetricsRegistry (host/observe/metrics.h) that
-// declares every metric of ARCHITECTURE.md "Host request pipeline" and updates them by name.
+// host_metrics.h — HostMetrics: the typed facade over a MetricsRegistry (host/observe/metrics.h)
+// that declares every metric of ARCHITECTURE.md "Host request pipeline" and updates them by name.
 //
 // Cardinality: label values come only from the names the host knows (configured plugin/route
 // pairs, plugins, ERP capability strings — MetricsNames) and from fixed enums; a value a request
@@ -31,14 +31,28 @@ namespace clawguard::host {
 struct MetricsNames {
   std::vector<std::pair<std::string, std::string>> routes;  // (plugin, route) of webhooks.routes
   std::vector<std::string> plugins;                         // plugin names (certificate expiry)
-  std::vector<std::string> endpoints;  // ERP endpoints: capability strings, "POST /orders/{id}/fulfil"
+  std::vector<std::string>
+      endpoints;  // ERP endpoints: capability strings, "POST /orders/{id}/fulfil"
 };
 
 // WebhookOutcome labels what the webhook pipeline did with a request
 // (webhook_requests_total{outcome}).
 enum class WebhookOutcome {
-  kTooLarge, kNotFound, kAuthFailed, kKeyMissing, kFingerprintMismatch, kReplayed, kInProgress,
-  kStoreUnavailable, kProcessed, kNotStored, kPluginFailed, kPluginTimeout, kErpPending, kFenced, kDeadLettered,
+  kTooLarge,
+  kNotFound,
+  kAuthFailed,
+  kKeyMissing,
+  kFingerprintMismatch,
+  kReplayed,
+  kInProgress,
+  kStoreUnavailable,
+  kProcessed,
+  kNotStored,
+  kPluginFailed,
+  kPluginTimeout,
+  kErpPending,
+  kFenced,
+  kDeadLettered,
   kRateLimited,     // 429 rate_limited
   kBreakerOpen,     // 503 breaker_open
   kExpiredKeySeen,  // 409 expired_key_seen (tombstone hit; manual review)
@@ -64,9 +78,9 @@ std::string_view ErpCallOutcomeName(ErpCallOutcome o);
 ErpCallOutcome ErpCallOutcomeForStatus(int status);
 
 // kDlqClasses are the DLQ classes of ARCHITECTURE.md's status table.
-inline constexpr std::string_view kDlqClasses[] = {"breaker",  "unconfirmed", "cooldown", "transient_exhausted",
-                                                   "auth",     "not_found",   "conflict", "mismatch",
-                                                   "manual_review", "capability_revoked"};
+inline constexpr std::string_view kDlqClasses[] = {
+    "breaker",   "unconfirmed", "cooldown", "transient_exhausted", "auth",
+    "not_found", "conflict",    "mismatch", "manual_review",       "capability_revoked"};
 
 // HostMetrics declares the host's metrics over |names| and updates them by name. Updates with an
 // unknown plugin, route or endpoint go to the series whose name labels are kUnknownLabel.
@@ -78,18 +92,21 @@ class HostMetrics {
   static Result<std::unique_ptr<HostMetrics>> Create(const MetricsNames& names);
 
   // webhook_requests_total{plugin,route,outcome}; |outcome| is a WebhookOutcomeName value.
-  void RecordWebhook(std::string_view plugin, std::string_view route, std::string_view outcome) const;
+  void RecordWebhook(std::string_view plugin, std::string_view route,
+                     std::string_view outcome) const;
   // The series RecordWebhook, RecordDuplicate and ObserveProcessingSeconds update for these
   // labels (with the same fallbacks), for callers that resolve them once and then update only
   // the atomics.
-  Counter WebhookCounter(std::string_view plugin, std::string_view route, std::string_view outcome) const;
+  Counter WebhookCounter(std::string_view plugin, std::string_view route,
+                         std::string_view outcome) const;
   Counter DuplicateCounter(std::string_view plugin, std::string_view route) const;
   Histogram ProcessingHistogram(std::string_view plugin, std::string_view route) const;
   // webhook_duplicate_requests_total{plugin,route}: a delivery answered from its stored record
   // or refused because another delivery of the same key holds the lease.
   void RecordDuplicate(std::string_view plugin, std::string_view route) const;
   // webhook_processing_duration_seconds{plugin,route}.
-  void ObserveProcessingSeconds(std::string_view plugin, std::string_view route, double seconds) const;
+  void ObserveProcessingSeconds(std::string_view plugin, std::string_view route,
+                                double seconds) const;
   // idempotency_cache_hit_ratio (0..1; values outside are clamped).
   void SetCacheHitRatio(double ratio) const;
   // dead_letter_queue_size{class}; |dlq_class| one of kDlqClasses.
@@ -131,7 +148,8 @@ class HostMetrics {
   const MetricsRegistry& registry() const { return *registry_; }
 
  private:
-  explicit HostMetrics(std::unique_ptr<MetricsRegistry> registry) : registry_(std::move(registry)) {}
+  explicit HostMetrics(std::unique_ptr<MetricsRegistry> registry)
+      : registry_(std::move(registry)) {}
   const std::unique_ptr<MetricsRegistry> registry_;
 };
 

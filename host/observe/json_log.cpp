@@ -56,35 +56,45 @@ JsonLogger::JsonLogger(Options options, LogSink sink, const Clock& clock)
     secrets_.push_back(std::move(s));
   }
   // Longest first, so a secret that contains another is scrubbed whole.
-  std::sort(secrets_.begin(), secrets_.end(), [](const SecretBytes& a, const SecretBytes& b) { return a.size() > b.size(); });
+  std::sort(secrets_.begin(), secrets_.end(),
+            [](const SecretBytes& a, const SecretBytes& b) { return a.size() > b.size(); });
 }
 
-Result<std::unique_ptr<JsonLogger>> JsonLogger::Create(Options options, LogSink sink, const Clock& clock) {
+Result<std::unique_ptr<JsonLogger>> JsonLogger::Create(Options options, LogSink sink,
+                                                       const Clock& clock) {
   if (!sink) return Status(Reason::kConfigInvalid, "log: a sink is required");
   if (options.redact.size() > kMaxRedactEntries) {
     return Status(Reason::kConfigInvalid, "log.redact: " + std::to_string(options.redact.size()) +
-                                              " entries, at most " + std::to_string(kMaxRedactEntries));
+                                              " entries, at most " +
+                                              std::to_string(kMaxRedactEntries));
   }
   for (const auto& r : options.redact) {
-    if (r.empty()) return Status(Reason::kConfigInvalid, "log.redact: an entry is empty (it would match every field)");
+    if (r.empty())
+      return Status(Reason::kConfigInvalid,
+                    "log.redact: an entry is empty (it would match every field)");
   }
   return std::unique_ptr<JsonLogger>(new JsonLogger(std::move(options), std::move(sink), clock));
 }
 
-bool JsonLogger::IsSecretName(std::string_view name) const { return IsSecretFieldName(name, redact_); }
+bool JsonLogger::IsSecretName(std::string_view name) const {
+  return IsSecretFieldName(name, redact_);
+}
 
 std::string JsonLogger::RedactText(std::string_view text) const {
   std::string s(text);
   for (const auto& secret : secrets_) {
     const std::string_view raw = InsecureSecretAccess::View(secret);
-    for (std::size_t at = s.find(raw); at != std::string::npos; at = s.find(raw, at + kRedacted.size())) {
+    for (std::size_t at = s.find(raw); at != std::string::npos;
+         at = s.find(raw, at + kRedacted.size())) {
       s.replace(at, raw.size(), kRedacted);
     }
   }
   return RedactCredentialShapes(s);
 }
 
-void JsonLogger::AppendText(std::string& out, std::string_view text) const { AppendClipped(out, RedactText(text)); }
+void JsonLogger::AppendText(std::string& out, std::string_view text) const {
+  AppendClipped(out, RedactText(text));
+}
 
 std::string JsonLogger::RedactJsonLine(std::string_view line) const {
   if (std::optional<std::string> flat = RedactFlatLine(*this, line)) return *std::move(flat);
@@ -94,7 +104,8 @@ std::string JsonLogger::RedactJsonLine(std::string_view line) const {
 std::string JsonLogger::RedactJsonLineByDom(std::string_view line) const {
   std::string out;
   try {
-    const auto parsed = nlohmann::ordered_json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+    const auto parsed = nlohmann::ordered_json::parse(line.begin(), line.end(), nullptr,
+                                                      /*allow_exceptions=*/false);
     if (parsed.is_object()) {
       AppendRedactedJson(*this, out, "", parsed, 0);
       return out;
@@ -108,7 +119,8 @@ std::string JsonLogger::RedactJsonLineByDom(std::string_view line) const {
 }
 
 void JsonLogger::AppendValue(std::string& out, std::string_view name, const LogValue& v) const {
-  if (v.kind_ == LogValue::Kind::kSecret || (IsSecretName(name) && v.kind_ != LogValue::Kind::kNull)) {
+  if (v.kind_ == LogValue::Kind::kSecret ||
+      (IsSecretName(name) && v.kind_ != LogValue::Kind::kNull)) {
     AppendJsonString(out, kRedacted);
     return;
   }
@@ -174,7 +186,8 @@ std::string JsonLogger::RenderFields(LogLevel level, std::string_view event, con
   return out;
 }
 
-std::string JsonLogger::Render(LogLevel level, std::string_view event, std::initializer_list<LogField> fields) const {
+std::string JsonLogger::Render(LogLevel level, std::string_view event,
+                               std::initializer_list<LogField> fields) const {
   return RenderFields(level, event, fields.begin(), fields.end());
 }
 
@@ -183,7 +196,8 @@ void JsonLogger::Write(const std::string& line) const {
   sink_(line);
 }
 
-void JsonLogger::Log(LogLevel level, std::string_view event, std::initializer_list<LogField> fields) const {
+void JsonLogger::Log(LogLevel level, std::string_view event,
+                     std::initializer_list<LogField> fields) const {
   if (level < min_level_) return;
   Write(Render(level, event, fields));
 }

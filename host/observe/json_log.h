@@ -42,10 +42,10 @@
 namespace clawguard::host {
 
 inline constexpr std::string_view kRedacted = "[REDACTED]";
-inline constexpr uint64_t kMaxLogValueBytes = 8 * 1024;    // one string value, after redaction
-inline constexpr uint64_t kMaxLogFields = 64;              // fields (or headers) in one object
-inline constexpr uint64_t kMaxRedactEntries = 256;         // host.yaml log.redact entries
-inline constexpr int kMaxLogLineDepth = 32;                // nesting kept by RedactJsonLine
+inline constexpr uint64_t kMaxLogValueBytes = 8 * 1024;  // one string value, after redaction
+inline constexpr uint64_t kMaxLogFields = 64;            // fields (or headers) in one object
+inline constexpr uint64_t kMaxRedactEntries = 256;       // host.yaml log.redact entries
+inline constexpr int kMaxLogLineDepth = 32;              // nesting kept by RedactJsonLine
 
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
 std::string_view LogLevelName(LogLevel level);  // "debug", "info", "warn", "error"
@@ -98,18 +98,21 @@ LogSink StderrLogSink();
 class JsonLogger {
  public:
   struct Options {
-    std::vector<std::string> redact;          // host.yaml log.redact (substrings of field names)
-    std::vector<SecretBytes> known_secrets;   // scrubbed wherever they appear (empty ones are skipped)
+    std::vector<std::string> redact;  // host.yaml log.redact (substrings of field names)
+    std::vector<SecretBytes>
+        known_secrets;  // scrubbed wherever they appear (empty ones are skipped)
     LogLevel min_level = LogLevel::kInfo;
   };
 
   // Create: kConfigInvalid when a redact entry is empty or there are more than
   // kMaxRedactEntries, or |sink| is empty. Every non-empty known secret is scrubbed.
   // |clock| must outlive the logger.
-  static Result<std::unique_ptr<JsonLogger>> Create(Options options, LogSink sink, const Clock& clock);
+  static Result<std::unique_ptr<JsonLogger>> Create(Options options, LogSink sink,
+                                                    const Clock& clock);
 
   // Log writes one line if |level| ≥ min_level. Never throws.
-  void Log(LogLevel level, std::string_view event, std::initializer_list<LogField> fields = {}) const;
+  void Log(LogLevel level, std::string_view event,
+           std::initializer_list<LogField> fields = {}) const;
   void Info(std::string_view event, std::initializer_list<LogField> fields = {}) const {
     Log(LogLevel::kInfo, event, fields);
   }
@@ -124,7 +127,8 @@ class JsonLogger {
                  std::initializer_list<LogField> fields = {}) const;
 
   // Render returns the line Log would write (for tests and for callers with their own sink).
-  std::string Render(LogLevel level, std::string_view event, std::initializer_list<LogField> fields) const;
+  std::string Render(LogLevel level, std::string_view event,
+                     std::initializer_list<LogField> fields) const;
 
   // RedactText applies the value-shape and known-secret rules to free text.
   std::string RedactText(std::string_view text) const;
@@ -151,11 +155,12 @@ class JsonLogger {
   JsonLogger(Options options, LogSink sink, const Clock& clock);
   void AppendValue(std::string& out, std::string_view name, const LogValue& value) const;
   void AppendText(std::string& out, std::string_view text) const;
-  std::string RenderFields(LogLevel level, std::string_view event, const LogField* begin, const LogField* end) const;
+  std::string RenderFields(LogLevel level, std::string_view event, const LogField* begin,
+                           const LogField* end) const;
   void Write(const std::string& line) const;
 
-  std::vector<std::string> redact_;        // lowercased
-  std::vector<SecretBytes> secrets_;       // raw and base64 forms
+  std::vector<std::string> redact_;   // lowercased
+  std::vector<SecretBytes> secrets_;  // raw and base64 forms
   const LogLevel min_level_;
   const LogSink sink_;
   const Clock& clock_;

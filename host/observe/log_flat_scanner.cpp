@@ -60,7 +60,8 @@ class FlatScanner {
   }
   bool Word(std::string_view w) {
     const std::size_t end = i_ + w.size();
-    if (s_.compare(i_, w.size(), w) != 0 || end >= s_.size() || (s_[end] != ',' && s_[end] != '}')) return false;
+    if (s_.compare(i_, w.size(), w) != 0 || end >= s_.size() || (s_[end] != ',' && s_[end] != '}'))
+      return false;
     i_ = end;
     return true;
   }
@@ -107,8 +108,10 @@ class FlatScanner {
           unsigned v = 0;
           for (int k = 0; k < 4; ++k) {
             const char h = s_[i_++];
-            const int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                          : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+            const int d = (h >= '0' && h <= '9')   ? h - '0'
+                          : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                          : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                                   : -1;
             if (d < 0) return false;
             v = v * 16 + static_cast<unsigned>(d);
           }

@@ -12,20 +12,27 @@ namespace clawguard::host {
 namespace {
 
 char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-bool IsAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
-bool IsB64(char c) { return IsAlnum(c) || c == '+' || c == '/' || c == '=' || c == '-' || c == '_'; }
+bool IsAlnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+bool IsB64(char c) {
+  return IsAlnum(c) || c == '+' || c == '/' || c == '=' || c == '-' || c == '_';
+}
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 // IsValueEnd ends a credential-looking token: whitespace, quotes, separators of lists and queries.
-bool IsValueEnd(char c) { return IsSpace(c) || c == '"' || c == '\'' || c == ',' || c == ';' || c == '&' || c == '>'; }
+bool IsValueEnd(char c) {
+  return IsSpace(c) || c == '"' || c == '\'' || c == ',' || c == ';' || c == '&' || c == '>';
+}
 
 // Words of a field name that mark it secret, and substrings that do wherever they appear.
-constexpr std::string_view kSecretWords[] = {"pin", "auth", "pwd", "pass", "secret", "secrets", "password",
-                                             "passwd", "token", "authorization", "cookie", "credential",
-                                             "credentials", "signature", "apikey"};
-constexpr std::string_view kSecretSubstrings[] = {"secret", "password", "passwd", "token", "credential",
-                                                  "authoriz", "apikey", "api_key", "api-key", "private_key",
-                                                  "privatekey", "cookie", "signature", "hmac_key", "signing_key",
-                                                  "key_material", "pin-value", "pin_value"};
+constexpr std::string_view kSecretWords[] = {
+    "pin",     "auth",       "pwd",         "pass",      "secret",
+    "secrets", "password",   "passwd",      "token",     "authorization",
+    "cookie",  "credential", "credentials", "signature", "apikey"};
+constexpr std::string_view kSecretSubstrings[] = {
+    "secret",    "password", "passwd",      "token",        "credential", "authoriz",
+    "apikey",    "api_key",  "api-key",     "private_key",  "privatekey", "cookie",
+    "signature", "hmac_key", "signing_key", "key_material", "pin-value",  "pin_value"};
 // Names that contain a secret word but name public values.
 constexpr std::string_view kPublicNames[] = {"fencing_token"};
 
@@ -36,17 +43,19 @@ struct ShapeRule {
   bool base64_only;     // the token is base64 characters (else: up to IsValueEnd)
 };
 constexpr ShapeRule kShapeRules[] = {
-    {"whsec_", false, true},     {"bearer ", true, false},   {"basic ", true, false},
-    {"v1,", true, true},         {"v1a,", true, true},       {"password=", false, false},
-    {"passwd=", false, false},   {"pwd=", true, false},      {"pin-value=", false, false},
-    {"secret=", false, false},   {"token=", false, false},   {"sslpassword=", false, false},
+    {"whsec_", false, true},   {"bearer ", true, false}, {"basic ", true, false},
+    {"v1,", true, true},       {"v1a,", true, true},     {"password=", false, false},
+    {"passwd=", false, false}, {"pwd=", true, false},    {"pin-value=", false, false},
+    {"secret=", false, false}, {"token=", false, false}, {"sslpassword=", false, false},
 };
 
 // UrlPasswordAt: for "scheme://user:pw@host…" starting at |i| (just after "://"), the index of
 // the '@' that ends a user info holding a password, or npos.
 std::size_t UrlPasswordAt(std::string_view s, std::size_t i, std::size_t* colon) {
   std::size_t end = i;
-  while (end < s.size() && !IsSpace(s[end]) && s[end] != '/' && s[end] != '?' && s[end] != '#' && s[end] != '"') ++end;
+  while (end < s.size() && !IsSpace(s[end]) && s[end] != '/' && s[end] != '?' && s[end] != '#' &&
+         s[end] != '"')
+    ++end;
   const std::size_t at = s.substr(i, end - i).rfind('@');
   if (at == std::string_view::npos) return std::string_view::npos;
   const std::size_t c = s.substr(i, at).find(':');
@@ -89,7 +98,8 @@ bool IsSecretFieldName(std::string_view name, const std::vector<std::string>& re
   }
   std::size_t start = 0;
   for (std::size_t i = 0; i <= lower.size(); ++i) {
-    if (i == lower.size() || lower[i] == '-' || lower[i] == '_' || lower[i] == '.' || lower[i] == ' ') {
+    if (i == lower.size() || lower[i] == '-' || lower[i] == '_' || lower[i] == '.' ||
+        lower[i] == ' ') {
       const std::string_view word = std::string_view(lower).substr(start, i - start);
       for (std::string_view w : kSecretWords) {
         if (word == w) return true;
@@ -172,7 +182,8 @@ void AppendRedactedJson(const JsonLogger& log, std::string& out, std::string_vie
       for (const auto& element : v) {
         if (!first) out.push_back(',');
         first = false;
-        AppendRedactedJson(log, out, name, element, depth + 1);  // elements inherit the member's name
+        AppendRedactedJson(log, out, name, element,
+                           depth + 1);  // elements inherit the member's name
       }
       out.push_back(']');
       return;
@@ -183,13 +194,10 @@ void AppendRedactedJson(const JsonLogger& log, std::string& out, std::string_vie
     case nlohmann::ordered_json::value_t::boolean:
     case nlohmann::ordered_json::value_t::number_integer:
     case nlohmann::ordered_json::value_t::number_unsigned:
-    case nlohmann::ordered_json::value_t::number_float:
-      out += v.dump();
-      return;
+    case nlohmann::ordered_json::value_t::number_float: out += v.dump(); return;
     case nlohmann::ordered_json::value_t::null:  // handled above
     case nlohmann::ordered_json::value_t::binary:
-    case nlohmann::ordered_json::value_t::discarded:
-      break;
+    case nlohmann::ordered_json::value_t::discarded: break;
   }
   AppendJsonString(out, kRedacted);
 }

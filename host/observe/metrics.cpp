@@ -6,7 +6,6 @@
 #include <cmath>
 #include <set>
 
-
 namespace clawguard::host {
 namespace {
 
@@ -33,7 +32,8 @@ bool ValidName(std::string_view n, bool allow_colon) {
   if (n.empty()) return false;
   for (std::size_t i = 0; i < n.size(); ++i) {
     const char c = n[i];
-    const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (allow_colon && c == ':');
+    const bool alpha =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (allow_colon && c == ':');
     if (!alpha && !(i > 0 && c >= '0' && c <= '9')) return false;
   }
   return true;
@@ -41,13 +41,14 @@ bool ValidName(std::string_view n, bool allow_colon) {
 
 Status ValidLabelValue(std::string_view family, std::string_view v) {
   if (v.empty() || v.size() > kMaxMetricLabelValueBytes) {
-    return Status(Reason::kConfigInvalid, "metric " + std::string(family) + ": a label value must be 1.." +
+    return Status(Reason::kConfigInvalid, "metric " + std::string(family) +
+                                              ": a label value must be 1.." +
                                               std::to_string(kMaxMetricLabelValueBytes) + " bytes");
   }
   for (unsigned char c : v) {
     if (c < 0x20 || c == 0x7f) {
-      return Status(Reason::kConfigInvalid,
-                    "metric " + std::string(family) + ": a label value contains a control character");
+      return Status(Reason::kConfigInvalid, "metric " + std::string(family) +
+                                                ": a label value contains a control character");
     }
   }
   return Status::Ok();
@@ -68,9 +69,12 @@ std::string FormatNumber(double v) {
 std::string EscapeHelp(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out.push_back(c);
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out.push_back(c);
   }
   return out;
 }
@@ -79,16 +83,20 @@ std::string EscapeHelp(std::string_view s) {
 std::string EscapeLabel(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out.push_back(c);
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out.push_back(c);
   }
   return out;
 }
 
-void AppendLabels(std::string& out, const std::vector<std::string>& names, const std::vector<std::string>& values,
-                  std::string_view le = {}) {
+void AppendLabels(std::string& out, const std::vector<std::string>& names,
+                  const std::vector<std::string>& values, std::string_view le = {}) {
   if (names.empty() && le.empty()) return;
   out.push_back('{');
   bool first = true;
@@ -117,17 +125,23 @@ Status CheckSpec(const MetricFamilySpec& s) {
   const auto bad = [&](const std::string& what) {
     return Status(Reason::kConfigInvalid, "metric " + s.name + ": " + what);
   };
-  if (!ValidName(s.name, /*allow_colon=*/true)) return bad("the name is not a Prometheus metric name");
+  if (!ValidName(s.name, /*allow_colon=*/true))
+    return bad("the name is not a Prometheus metric name");
   std::set<std::string> seen;
   for (const auto& l : s.label_names) {
-    if (!ValidName(l, /*allow_colon=*/false) || l.starts_with("__")) return bad("bad label name '" + l + "'");
-    if (s.type == MetricType::kHistogram && l == "le") return bad("a histogram may not have a label 'le'");
+    if (!ValidName(l, /*allow_colon=*/false) || l.starts_with("__"))
+      return bad("bad label name '" + l + "'");
+    if (s.type == MetricType::kHistogram && l == "le")
+      return bad("a histogram may not have a label 'le'");
     if (!seen.insert(l).second) return bad("label '" + l + "' declared twice");
   }
-  if (s.label_names.empty() && !s.series.empty()) return bad("an unlabelled family declares no series");
-  if (!s.label_names.empty() && s.series.empty()) return bad("a labelled family needs at least one series");
+  if (s.label_names.empty() && !s.series.empty())
+    return bad("an unlabelled family declares no series");
+  if (!s.label_names.empty() && s.series.empty())
+    return bad("a labelled family needs at least one series");
   if (s.series.size() > kMaxMetricSeriesPerFamily) {
-    return bad(std::to_string(s.series.size()) + " series, at most " + std::to_string(kMaxMetricSeriesPerFamily));
+    return bad(std::to_string(s.series.size()) + " series, at most " +
+               std::to_string(kMaxMetricSeriesPerFamily));
   }
   if (s.type == MetricType::kHistogram) {
     if (s.buckets.empty() || s.buckets.size() > kMaxHistogramBuckets) {
@@ -153,18 +167,21 @@ Status CheckMetricLabelValue(std::string_view family, std::string_view value) {
 void Histogram::Observe(double v) const {
   if (s_ == nullptr || std::isnan(v)) return;
   const auto it = std::lower_bound(bounds_->begin(), bounds_->end(), v);  // first bound ≥ v (le)
-  s_->buckets[static_cast<std::size_t>(it - bounds_->begin())].fetch_add(1, std::memory_order_relaxed);
+  s_->buckets[static_cast<std::size_t>(it - bounds_->begin())].fetch_add(1,
+                                                                         std::memory_order_relaxed);
   s_->value.fetch_add(v, std::memory_order_relaxed);
 }
 
 uint64_t Histogram::Count() const {
   if (s_ == nullptr) return 0;
   uint64_t n = 0;
-  for (std::size_t i = 0; i <= bounds_->size(); ++i) n += s_->buckets[i].load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i <= bounds_->size(); ++i)
+    n += s_->buckets[i].load(std::memory_order_relaxed);
   return n;
 }
 
-Result<std::unique_ptr<MetricsRegistry>> MetricsRegistry::Create(std::vector<MetricFamilySpec> specs) {
+Result<std::unique_ptr<MetricsRegistry>> MetricsRegistry::Create(
+    std::vector<MetricFamilySpec> specs) {
   std::unique_ptr<MetricsRegistry> reg(new MetricsRegistry());
   for (auto& spec : specs) {
     CLAWGUARD_RETURN_IF_ERROR(CheckSpec(spec));
@@ -178,8 +195,9 @@ Result<std::unique_ptr<MetricsRegistry>> MetricsRegistry::Create(std::vector<Met
     if (s.label_names.empty()) tuples.emplace_back();
     for (auto& tuple : tuples) {
       if (tuple.size() != s.label_names.size()) {
-        return Status(Reason::kConfigInvalid, "metric " + s.name + ": a series has " + std::to_string(tuple.size()) +
-                                                  " label values, expected " + std::to_string(s.label_names.size()));
+        return Status(Reason::kConfigInvalid,
+                      "metric " + s.name + ": a series has " + std::to_string(tuple.size()) +
+                          " label values, expected " + std::to_string(s.label_names.size()));
       }
       for (const auto& v : tuple) CLAWGUARD_RETURN_IF_ERROR(ValidLabelValue(s.name, v));
       auto series = std::make_unique<MetricSeries>();
@@ -188,7 +206,8 @@ Result<std::unique_ptr<MetricsRegistry>> MetricsRegistry::Create(std::vector<Met
       }
       series->labels = std::move(tuple);
       if (!family->index.emplace(JoinKey(series->labels), series.get()).second) {
-        return Status(Reason::kConfigInvalid, "metric " + s.name + ": a label tuple is declared twice");
+        return Status(Reason::kConfigInvalid,
+                      "metric " + s.name + ": a label tuple is declared twice");
       }
       family->series.push_back(std::move(series));
     }
@@ -199,7 +218,8 @@ Result<std::unique_ptr<MetricsRegistry>> MetricsRegistry::Create(std::vector<Met
 }
 
 MetricSeries* MetricsRegistry::Find(std::string_view name, MetricType type,
-                                    std::initializer_list<std::string_view> labels, const Family** family) const {
+                                    std::initializer_list<std::string_view> labels,
+                                    const Family** family) const {
   const auto f = by_name_.find(std::string(name));
   if (f == by_name_.end() || f->second->spec.type != type) return nullptr;
   if (labels.size() != f->second->spec.label_names.size()) return nullptr;
@@ -209,24 +229,24 @@ MetricSeries* MetricsRegistry::Find(std::string_view name, MetricType type,
   return s->second;
 }
 
-std::optional<Counter> MetricsRegistry::FindCounter(std::string_view name,
-                                                    std::initializer_list<std::string_view> labels) const {
+std::optional<Counter> MetricsRegistry::FindCounter(
+    std::string_view name, std::initializer_list<std::string_view> labels) const {
   const Family* f = nullptr;
   MetricSeries* s = Find(name, MetricType::kCounter, labels, &f);
   if (s == nullptr) return std::nullopt;
   return Counter(s);
 }
 
-std::optional<Gauge> MetricsRegistry::FindGauge(std::string_view name,
-                                                std::initializer_list<std::string_view> labels) const {
+std::optional<Gauge> MetricsRegistry::FindGauge(
+    std::string_view name, std::initializer_list<std::string_view> labels) const {
   const Family* f = nullptr;
   MetricSeries* s = Find(name, MetricType::kGauge, labels, &f);
   if (s == nullptr) return std::nullopt;
   return Gauge(s);
 }
 
-std::optional<Histogram> MetricsRegistry::FindHistogram(std::string_view name,
-                                                        std::initializer_list<std::string_view> labels) const {
+std::optional<Histogram> MetricsRegistry::FindHistogram(
+    std::string_view name, std::initializer_list<std::string_view> labels) const {
   const Family* f = nullptr;
   MetricSeries* s = Find(name, MetricType::kHistogram, labels, &f);
   if (s == nullptr) return std::nullopt;
@@ -253,7 +273,8 @@ std::string MetricsRegistry::RenderPrometheus() const {
         for (std::size_t i = 0; i <= s.buckets.size(); ++i) {
           cumulative += series->buckets[i].load(std::memory_order_relaxed);
           out += s.name + "_bucket";
-          AppendLabels(out, s.label_names, series->labels, i < s.buckets.size() ? FormatNumber(s.buckets[i]) : "+Inf");
+          AppendLabels(out, s.label_names, series->labels,
+                       i < s.buckets.size() ? FormatNumber(s.buckets[i]) : "+Inf");
           out += " " + std::to_string(cumulative) + "\n";
         }
         out += s.name + "_sum";

@@ -1,6 +1,7 @@
 // metrics.h — a small metrics registry of counters, gauges and histograms whose label sets are
 // declared up front, rendered in the Prometheus text exposition format (version 0.0.4). The host's
-// own metrics (HostMetrics, every metric of ARCHITECTURE.md) are declared in host/observe/host_metrics.h.
+// own metrics (HostMetrics, every metric of ARCHITECTURE.md) are declared in
+// host/observe/host_metrics.h.
 //
 // Cardinality: every series exists from Create on; looking up an undeclared label tuple finds
 // nothing, so a value a request makes up can never become a new series.
@@ -36,7 +37,8 @@ inline constexpr uint64_t kMaxHistogramBuckets = 64;
 // kUnknownLabel is the label value that stands for any value the host does not know.
 inline constexpr std::string_view kUnknownLabel = "_unknown";
 // kPrometheusContentType is the Content-Type of RenderPrometheus output.
-inline constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr std::string_view kPrometheusContentType =
+    "text/plain; version=0.0.4; charset=utf-8";
 
 enum class MetricType { kCounter, kGauge, kHistogram };
 
@@ -57,8 +59,8 @@ struct MetricFamilySpec {
 // MetricSeries is one series' storage (the registry owns it; addresses are stable).
 struct MetricSeries {
   std::vector<std::string> labels;
-  std::atomic<uint64_t> count{0};    // counter value; histogram: unused (derived from buckets)
-  std::atomic<double> value{0.0};    // gauge value; histogram: sum of observations
+  std::atomic<uint64_t> count{0};  // counter value; histogram: unused (derived from buckets)
+  std::atomic<double> value{0.0};  // gauge value; histogram: sum of observations
   std::unique_ptr<std::atomic<uint64_t>[]> buckets;  // histogram: non-cumulative, +Inf last
 };
 
@@ -125,8 +127,10 @@ class MetricsRegistry {
 
   // FindCounter/FindGauge/FindHistogram return the series of family |name| with exactly |labels|,
   // or nullopt when the family does not exist, has another type, or the tuple was not declared.
-  std::optional<Counter> FindCounter(std::string_view name, std::initializer_list<std::string_view> labels) const;
-  std::optional<Gauge> FindGauge(std::string_view name, std::initializer_list<std::string_view> labels) const;
+  std::optional<Counter> FindCounter(std::string_view name,
+                                     std::initializer_list<std::string_view> labels) const;
+  std::optional<Gauge> FindGauge(std::string_view name,
+                                 std::initializer_list<std::string_view> labels) const;
   std::optional<Histogram> FindHistogram(std::string_view name,
                                          std::initializer_list<std::string_view> labels) const;
 
@@ -147,8 +151,8 @@ class MetricsRegistry {
     std::unordered_map<std::string, MetricSeries*> index;  // joined label values → series
   };
   MetricsRegistry() = default;
-  MetricSeries* Find(std::string_view name, MetricType type, std::initializer_list<std::string_view> labels,
-                     const Family** family) const;
+  MetricSeries* Find(std::string_view name, MetricType type,
+                     std::initializer_list<std::string_view> labels, const Family** family) const;
 
   std::vector<std::unique_ptr<Family>> families_;
   std::unordered_map<std::string, const Family*> by_name_;

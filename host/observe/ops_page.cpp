@@ -34,13 +34,15 @@ std::string Num(int64_t v) { return std::to_string(v); }
 std::string Percent(uint64_t part, uint64_t whole) {
   if (whole == 0) return "n/a (no deliveries yet)";
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f %%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  std::snprintf(buf, sizeof(buf), "%.1f %%",
+                100.0 * static_cast<double>(part) / static_cast<double>(whole));
   return buf;
 }
 
 std::string Days(int64_t seconds) {
   if (seconds < 0) return "expired " + std::to_string((-seconds) / 86400) + " d ago";
-  return "in " + std::to_string(seconds / 86400) + " d " + std::to_string((seconds % 86400) / 3600) + " h";
+  return "in " + std::to_string(seconds / 86400) + " d " +
+         std::to_string((seconds % 86400) / 3600) + " h";
 }
 
 std::string More(std::size_t total) {
@@ -51,21 +53,24 @@ std::string More(std::size_t total) {
 std::string PluginTables(const OpsSnapshot& s) {
   std::vector<const OpsPlugin*> loaded, refused;
   for (const auto& p : s.plugins) (p.loaded ? loaded : refused).push_back(&p);
-  std::string out = "<h2 id=\"loaded\">Loaded plugins (" + Num(static_cast<int64_t>(loaded.size())) + ")</h2>";
+  std::string out =
+      "<h2 id=\"loaded\">Loaded plugins (" + Num(static_cast<int64_t>(loaded.size())) + ")</h2>";
   out += "<table><tr><th>plugin</th><th>version</th><th>publisher</th><th>sha256</th></tr>";
   for (std::size_t i = 0; i < loaded.size() && i < kMaxOpsRows; ++i) {
     const OpsPlugin& p = *loaded[i];
-    out += "<tr>" + Td(p.name) + Td(p.version) + Td(p.publisher) + "<td><code>" + HtmlEscape(p.digest) +
-           "</code></td></tr>";
+    out += "<tr>" + Td(p.name) + Td(p.version) + Td(p.publisher) + "<td><code>" +
+           HtmlEscape(p.digest) + "</code></td></tr>";
   }
   out += "</table>" + More(loaded.size());
-  out += "<h2 id=\"refused\">Refused plugins (" + Num(static_cast<int64_t>(refused.size())) + ")</h2>";
-  out += "<table><tr><th>plugin</th><th>version</th><th>publisher</th><th>sha256</th><th>reason</th>"
-         "<th>detail</th></tr>";
+  out +=
+      "<h2 id=\"refused\">Refused plugins (" + Num(static_cast<int64_t>(refused.size())) + ")</h2>";
+  out +=
+      "<table><tr><th>plugin</th><th>version</th><th>publisher</th><th>sha256</th><th>reason</th>"
+      "<th>detail</th></tr>";
   for (std::size_t i = 0; i < refused.size() && i < kMaxOpsRows; ++i) {
     const OpsPlugin& p = *refused[i];
-    out += "<tr>" + Td(p.name) + Td(p.version) + Td(p.publisher) + "<td><code>" + HtmlEscape(p.digest) +
-           "</code></td>" + Td(p.reason, "bad") + Td(p.detail) + "</tr>";
+    out += "<tr>" + Td(p.name) + Td(p.version) + Td(p.publisher) + "<td><code>" +
+           HtmlEscape(p.digest) + "</code></td>" + Td(p.reason, "bad") + Td(p.detail) + "</tr>";
   }
   return out + "</table>" + More(refused.size());
 }
@@ -76,22 +81,25 @@ std::string BreakerTable(const OpsSnapshot& s) {
   out += "<table><tr><th>ERP endpoint</th><th>state</th><th>failures in window</th></tr>";
   for (std::size_t i = 0; i < s.breakers.size() && i < kMaxOpsRows; ++i) {
     const OpsBreaker& b = s.breakers[i];
-    out += "<tr>" + Td(b.endpoint) + Td(b.state, b.state == "closed" ? "ok" : "bad") + Td(Num(b.failures)) + "</tr>";
+    out += "<tr>" + Td(b.endpoint) + Td(b.state, b.state == "closed" ? "ok" : "bad") +
+           Td(Num(b.failures)) + "</tr>";
   }
   return out + "</table>" + More(s.breakers.size());
 }
 
 std::string DlqTable(const OpsSnapshot& s) {
   std::string out = "<h2 id=\"dlq\">Dead-letter queue</h2>";
-  out += "<table><tr><th>class</th><th>&lt; 1 h</th><th>&lt; 24 h</th><th>older</th><th>total</th></tr>";
+  out +=
+      "<table><tr><th>class</th><th>&lt; 1 h</th><th>&lt; 24 "
+      "h</th><th>older</th><th>total</th></tr>";
   int64_t a = 0, b = 0, c = 0;
   for (std::size_t i = 0; i < s.dlq.size() && i < kMaxOpsRows; ++i) {
     const OpsDlqClass& d = s.dlq[i];
     a += d.under_1h;
     b += d.under_24h;
     c += d.older;
-    out += "<tr>" + Td(d.dlq_class) + Td(Num(d.under_1h)) + Td(Num(d.under_24h)) + Td(Num(d.older)) +
-           Td(Num(d.under_1h + d.under_24h + d.older)) + "</tr>";
+    out += "<tr>" + Td(d.dlq_class) + Td(Num(d.under_1h)) + Td(Num(d.under_24h)) +
+           Td(Num(d.older)) + Td(Num(d.under_1h + d.under_24h + d.older)) + "</tr>";
   }
   out += "<tr><th>all</th>" + Td(Num(a)) + Td(Num(b)) + Td(Num(c)) + Td(Num(a + b + c)) + "</tr>";
   return out + "</table>" + More(s.dlq.size());
@@ -103,7 +111,8 @@ std::string LeafTable(const OpsSnapshot& s) {
   for (const auto& l : s.leaves) {
     if (l.not_after - now_s < s.expiry_window_s) near.push_back(&l);
   }
-  std::sort(near.begin(), near.end(), [](const OpsLeaf* x, const OpsLeaf* y) { return x->not_after < y->not_after; });
+  std::sort(near.begin(), near.end(),
+            [](const OpsLeaf* x, const OpsLeaf* y) { return x->not_after < y->not_after; });
   std::string out = "<h2 id=\"leaves\">Signing certificates near expiry (within " +
                     Num(s.expiry_window_s / 86400) + " d)</h2>";
   if (near.empty()) return out + "<p class=\"ok\">None.</p>";
@@ -126,9 +135,12 @@ std::vector<OpsDlqClass> GroupDlqByAge(const std::vector<DlqEntryAge>& entries, 
     if (inserted) out.push_back(OpsDlqClass{e.dlq_class, 0, 0, 0});
     OpsDlqClass& row = out[it->second];
     const int64_t age = now_ms - e.created_ms;
-    if (age < kHourMs) ++row.under_1h;
-    else if (age < 24 * kHourMs) ++row.under_24h;
-    else ++row.older;
+    if (age < kHourMs)
+      ++row.under_1h;
+    else if (age < 24 * kHourMs)
+      ++row.under_24h;
+    else
+      ++row.older;
   }
   return out;
 }
@@ -154,14 +166,17 @@ std::string RenderOpsPage(const OpsSnapshot& s) {
   const std::string mode = s.trust_mode.empty() ? "unknown" : s.trust_mode;
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-      "<meta name=\"viewport\" content=\"width=device-width\"><meta name=\"referrer\" content=\"no-referrer\">"
+      "<meta name=\"viewport\" content=\"width=device-width\"><meta name=\"referrer\" "
+      "content=\"no-referrer\">"
       "<title>ClawGuard operator page</title><style>";
   out += kStyle;
   out += "</style></head><body><h1>ClawGuard operator page</h1>";
-  out += "<p>Generated " + HtmlEscape(FormatRfc3339Utc(s.now_ms / 1000)) + " (read-only). Trust mode: <b class=\"" +
-         std::string(mode == "enforce" ? "ok" : "warn") + "\" id=\"mode\">" + HtmlEscape(mode) + "</b></p>";
-  out += "<p id=\"duplicates\">Deliveries: " + std::to_string(s.deliveries) + ", duplicates: " +
-         std::to_string(s.duplicates) + ", duplicate rate: <b>" + Percent(s.duplicates, s.deliveries) + "</b></p>";
+  out += "<p>Generated " + HtmlEscape(FormatRfc3339Utc(s.now_ms / 1000)) +
+         " (read-only). Trust mode: <b class=\"" + std::string(mode == "enforce" ? "ok" : "warn") +
+         "\" id=\"mode\">" + HtmlEscape(mode) + "</b></p>";
+  out += "<p id=\"duplicates\">Deliveries: " + std::to_string(s.deliveries) +
+         ", duplicates: " + std::to_string(s.duplicates) + ", duplicate rate: <b>" +
+         Percent(s.duplicates, s.deliveries) + "</b></p>";
   out += PluginTables(s);
   out += BreakerTable(s);
   out += DlqTable(s);
@@ -171,9 +186,9 @@ std::string RenderOpsPage(const OpsSnapshot& s) {
 }
 
 const std::string& OpsPageCsp() {
-  static const std::string csp = "default-src 'none'; style-src 'sha256-" +
-                                 Base64Encode(DigestView(Sha256Of(kStyle))) +
-                                 "'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+  static const std::string csp =
+      "default-src 'none'; style-src 'sha256-" + Base64Encode(DigestView(Sha256Of(kStyle))) +
+      "'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
   return csp;
 }
 

@@ -58,14 +58,14 @@ struct OpsLeaf {
 };
 
 struct OpsSnapshot {
-  int64_t now_ms = 0;          // the host clock when taken
-  std::string trust_mode;      // "enforce" or "audit"
+  int64_t now_ms = 0;      // the host clock when taken
+  std::string trust_mode;  // "enforce" or "audit"
   std::vector<OpsPlugin> plugins;
   std::vector<OpsBreaker> breakers;
   int64_t open_key_breakers = 0;
   std::vector<OpsDlqClass> dlq;
-  uint64_t deliveries = 0;     // webhook deliveries seen since start
-  uint64_t duplicates = 0;     // of which duplicates (replayed or lease held)
+  uint64_t deliveries = 0;  // webhook deliveries seen since start
+  uint64_t duplicates = 0;  // of which duplicates (replayed or lease held)
   std::vector<OpsLeaf> leaves;
   int64_t expiry_window_s = limits::kLeafExpiryWarningSeconds;  // "near expiry"
 };

@@ -8,8 +8,8 @@
 #ifndef CLAWGUARD_BUNDLE_H_
 #define CLAWGUARD_BUNDLE_H_
 
-#include <nlohmann/json.hpp>
 #include <openssl/evp.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <map>
@@ -24,7 +24,8 @@ namespace clawguard {
 
 inline constexpr std::string_view kBundleMediaType = "application/vnd.clawguard.bundle.v1+json";
 inline constexpr std::string_view kInTotoPayloadType = "application/vnd.in-toto+json";
-inline constexpr std::string_view kAllowlistPayloadType = "application/vnd.clawguard.allowlist+yaml";
+inline constexpr std::string_view kAllowlistPayloadType =
+    "application/vnd.clawguard.allowlist+yaml";
 inline constexpr std::string_view kStatementType = "https://in-toto.io/Statement/v1";
 inline constexpr std::string_view kPluginPredicateType = "https://clawguard.dev/plugin/v1";
 
@@ -83,7 +84,8 @@ Status VerifySignature(EVP_PKEY* key, std::string_view message, std::string_view
 //   ECDSA P-256: SEQUENCE { SEQUENCE { id-ecPublicKey, namedCurve prime256v1 },
 //                BIT STRING { 04 || X || Y } } — RFC 5480 §2 with the uncompressed point of
 //                SEC 1 §2.3.3; 91 bytes. The point is decoded on the P-256 group (so it is on the
-//                curve) and re-encoded; compressed, hybrid and explicit-parameter forms all map here.
+//                curve) and re-encoded; compressed, hybrid and explicit-parameter forms all map
+//                here.
 //   Ed25519:     SEQUENCE { SEQUENCE { id-Ed25519 }, BIT STRING { 32-byte key } } — RFC 8410 §4;
 //                44 bytes.
 //   any other key: i2d_PUBKEY as OpenSSL encodes it. Such keys never count (AlgorithmOfKey
@@ -108,9 +110,11 @@ Result<std::vector<std::string>> KeyIdAliasesOf(EVP_PKEY* key);
 Result<std::string> EcdsaRawToDer(std::string_view raw);
 
 // ParseCertificateDer parses one DER certificate (whole input, no trailing bytes).
-Result<ossl::UniquePtr<X509>> ParseCertificateDer(std::string_view der, Reason reason = Reason::kBundleInvalid);
+Result<ossl::UniquePtr<X509>> ParseCertificateDer(std::string_view der,
+                                                  Reason reason = Reason::kBundleInvalid);
 // ParsePemCertificates parses every certificate in a PEM text, in order (at least one).
-Result<std::vector<ossl::UniquePtr<X509>>> ParsePemCertificates(std::string_view pem, Reason reason);
+Result<std::vector<ossl::UniquePtr<X509>>> ParsePemCertificates(std::string_view pem,
+                                                                Reason reason);
 // CertificateDer re-encodes |cert| as DER. kInternal when there is no certificate or OpenSSL
 // cannot encode it (out of memory, or a certificate built in memory without a required field);
 // never an empty string. Thread-safe.

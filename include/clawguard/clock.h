@@ -23,7 +23,8 @@ class Clock {
 class SystemClock final : public Clock {
  public:
   int64_t NowMillis() const override {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
         .count();
   }
   // Instance is a process-wide SystemClock.

@@ -34,26 +34,26 @@ enum class Reason {
   kAllowlistInvalid,     // allowlist unreadable, badly signed, or version lower than seen
   kAllowlistExpired,     // allowlist `expires` is in the past
   kNotAllowlisted,       // name/version/sha256 not in the allowlist
-  kVersionOverwritten,   // another digest was recorded for this name+version
-  kVersionRollback,      // version lower than the highest deployed
-  kLedgerTampered,       // the ledger chain is broken or does not hold the last checkpoint
-  kArchiveUnsafe,        // hostile archive: paths, links, devices, duplicates, limits, ratio
-  kManifestInvalid,      // manifest malformed, not first, ≠ predicate, +build version, bad digest
-  kFileDigestMismatch,   // a packaged file's sha256 differs from the manifest
-  kElfUnsafe,            // ELF fails a check (machine, RPATH, TEXTREL, stack, NEEDED, entry symbol)
-  kAbiMismatch,          // plugin ABI unsupported or ≠ the manifest's
-  kLoadFailed,           // dlopen or init failed, or the handle was already held
+  kVersionOverwritten,  // another digest was recorded for this name+version
+  kVersionRollback,     // version lower than the highest deployed
+  kLedgerTampered,      // the ledger chain is broken or does not hold the last checkpoint
+  kArchiveUnsafe,       // hostile archive: paths, links, devices, duplicates, limits, ratio
+  kManifestInvalid,     // manifest malformed, not first, ≠ predicate, +build version, bad digest
+  kFileDigestMismatch,  // a packaged file's sha256 differs from the manifest
+  kElfUnsafe,           // ELF fails a check (machine, RPATH, TEXTREL, stack, NEEDED, entry symbol)
+  kAbiMismatch,         // plugin ABI unsupported or ≠ the manifest's
+  kLoadFailed,          // dlopen or init failed, or the handle was already held
 
   // ---- Signer (exit 1 for refusals, 2 for operational errors; see ExitCodeFor) ----
-  kHsmUnavailable,     // PKCS#11 module cannot be loaded or initialised, or the token is absent
-  kHsmLoginFailed,     // C_Login refused the PIN (or the PIN source is unusable)
-  kKeyNotFound,        // no key matches the URI
-  kKeyAmbiguous,       // more than one key matches the URI
-  kKeyUriInvalid,      // the PKCS#11 URI is malformed or carries pin-value/module-path
-  kKeyExtractable,     // the key is extractable or not always sensitive
-  kKeyImported,        // the key was imported (CKA_LOCAL false) without --allow-imported-key
-  kCertKeyMismatch,    // the leaf certificate's public key is not the token key
-  kFileUnreadable,     // an input file is missing, unreadable or too large
+  kHsmUnavailable,   // PKCS#11 module cannot be loaded or initialised, or the token is absent
+  kHsmLoginFailed,   // C_Login refused the PIN (or the PIN source is unusable)
+  kKeyNotFound,      // no key matches the URI
+  kKeyAmbiguous,     // more than one key matches the URI
+  kKeyUriInvalid,    // the PKCS#11 URI is malformed or carries pin-value/module-path
+  kKeyExtractable,   // the key is extractable or not always sensitive
+  kKeyImported,      // the key was imported (CKA_LOCAL false) without --allow-imported-key
+  kCertKeyMismatch,  // the leaf certificate's public key is not the token key
+  kFileUnreadable,   // an input file is missing, unreadable or too large
 
   // ---- Host (problem+json types) ----
   kRequestTooLarge,          // 413: headers or body over the limits
@@ -127,9 +127,18 @@ class [[nodiscard]] Result {
   bool ok() const { return has_value(); }
   explicit operator bool() const { return has_value(); }
 
-  T& value() & { Check(); return std::get<T>(v_); }
-  const T& value() const& { Check(); return std::get<T>(v_); }
-  T&& value() && { Check(); return std::get<T>(std::move(v_)); }
+  T& value() & {
+    Check();
+    return std::get<T>(v_);
+  }
+  const T& value() const& {
+    Check();
+    return std::get<T>(v_);
+  }
+  T&& value() && {
+    Check();
+    return std::get<T>(std::move(v_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
@@ -149,26 +158,29 @@ class [[nodiscard]] Result {
 }  // namespace clawguard
 
 // CLAWGUARD_CHECK aborts on a broken invariant (never a Status).
-#define CLAWGUARD_CHECK(cond)                                                        \
-  do {                                                                               \
-    if (!(cond)) ::clawguard::internal::CheckFailed(#cond, __FILE__, __LINE__);      \
+#define CLAWGUARD_CHECK(cond)                                                   \
+  do {                                                                          \
+    if (!(cond)) ::clawguard::internal::CheckFailed(#cond, __FILE__, __LINE__); \
   } while (0)
 
 // CLAWGUARD_RETURN_IF_ERROR returns the Status of |expr| if it is an error.
-#define CLAWGUARD_RETURN_IF_ERROR(expr)            \
-  do {                                             \
-    ::clawguard::Status cg_status_ = (expr);       \
-    if (!cg_status_.ok()) return cg_status_;       \
+#define CLAWGUARD_RETURN_IF_ERROR(expr)      \
+  do {                                       \
+    ::clawguard::Status cg_status_ = (expr); \
+    if (!cg_status_.ok()) return cg_status_; \
   } while (0)
 
 #define CLAWGUARD_CONCAT_INNER_(a, b) a##b
 #define CLAWGUARD_CONCAT_(a, b) CLAWGUARD_CONCAT_INNER_(a, b)
 // CLAWGUARD_ASSIGN_OR_RETURN(lhs, expr) assigns the value of a Result or returns its Status.
-#define CLAWGUARD_ASSIGN_OR_RETURN(lhs, expr)                                      \
-  auto CLAWGUARD_CONCAT_(cg_result_, __LINE__) = (expr);                           \
-  if (!CLAWGUARD_CONCAT_(cg_result_, __LINE__).ok())                               \
-    return CLAWGUARD_CONCAT_(cg_result_, __LINE__).error();                        \
-  lhs = std::move(CLAWGUARD_CONCAT_(cg_result_, __LINE__)).value()  // NOLINT(bugprone-macro-parentheses): lhs may be a declaration
+// |lhs| is not parenthesized: it may be a declaration.
+// NOLINTBEGIN(bugprone-macro-parentheses)
+#define CLAWGUARD_ASSIGN_OR_RETURN(lhs, expr)               \
+  auto CLAWGUARD_CONCAT_(cg_result_, __LINE__) = (expr);    \
+  if (!CLAWGUARD_CONCAT_(cg_result_, __LINE__).ok())        \
+    return CLAWGUARD_CONCAT_(cg_result_, __LINE__).error(); \
+  lhs = std::move(CLAWGUARD_CONCAT_(cg_result_, __LINE__)).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 namespace clawguard::internal {
 [[noreturn]] void CheckFailed(const char* cond, const char* file, int line);

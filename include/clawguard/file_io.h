@@ -31,7 +31,8 @@ Result<std::string> ReadFileBounded(const std::string& path, uint64_t max_size,
 
 // ReadOpenedFileBounded is ReadFileBounded on |fd|, already opened by OpenRegularFile (|path|
 // names it in messages), read from its current offset. Never throws.
-Result<std::string> ReadOpenedFileBounded(const UniqueFd& fd, const std::string& path, uint64_t max_size,
+Result<std::string> ReadOpenedFileBounded(const UniqueFd& fd, const std::string& path,
+                                          uint64_t max_size,
                                           Reason too_large = Reason::kFileUnreadable);
 
 // HashedFile is a file's bytes and their SHA-256.
@@ -42,7 +43,8 @@ struct HashedFile {
 
 // ReadOpenedFileHashed is ReadOpenedFileBounded that also returns the SHA-256 of exactly the
 // bytes returned, hashed on a second thread while the file is read (Sha256Behind). Never throws.
-Result<HashedFile> ReadOpenedFileHashed(const UniqueFd& fd, const std::string& path, uint64_t max_size,
+Result<HashedFile> ReadOpenedFileHashed(const UniqueFd& fd, const std::string& path,
+                                        uint64_t max_size,
                                         Reason too_large = Reason::kFileUnreadable);
 
 // AdviseHugePages asks the kernel to back the 2 MiB-aligned interior of [data, data + size) with

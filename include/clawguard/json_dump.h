@@ -28,8 +28,8 @@ std::string DumpJson(const nlohmann::json& j, int indent = -1);
 // DumpJson for ordered_json (keys in insertion order), the same way. A template only so that a
 // braced list, DumpJson({{"key", value}}), still means nlohmann::json.
 template <typename Json>
-  requires std::same_as<Json, nlohmann::ordered_json>
-std::string DumpJson(const Json& j, int indent = -1) {
+requires std::same_as<Json, nlohmann::ordered_json> std::string DumpJson(const Json& j,
+                                                                         int indent = -1) {
   return internal::DumpReplacingInvalidUtf8(j, indent);
 }
 

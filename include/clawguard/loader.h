@@ -59,13 +59,13 @@ namespace clawguard {
 struct LoaderOptions {
   std::string trust_policy_path;
   std::string allowlist_path;
-  Ledger* ledger = nullptr;                    // borrowed; nullable (ledger "skipped")
-  const Clock* clock = nullptr;                // borrowed; null = SystemClock::Instance()
-  std::optional<std::string> audit_log_path;   // JSON lines; also a source of the last checkpoint
+  Ledger* ledger = nullptr;                   // borrowed; nullable (ledger "skipped")
+  const Clock* clock = nullptr;               // borrowed; null = SystemClock::Instance()
+  std::optional<std::string> audit_log_path;  // JSON lines; also a source of the last checkpoint
   // The ledger anchor file (ledger_anchor.h); unset or empty: ledger-anchor.json beside the audit
   // log, none without an audit log.
   std::optional<std::string> anchor_path;
-  const cg_host_api* host_api = nullptr;       // passed to each plugin's init
+  const cg_host_api* host_api = nullptr;  // passed to each plugin's init
 };
 
 struct VerifyOptions {
@@ -74,8 +74,8 @@ struct VerifyOptions {
 
 // LedgerAnchorStatus is how a Loader anchors the ledger chain (for /readyz).
 struct LedgerAnchorStatus {
-  std::string path;                                    // the anchor file; "" when none is configured
-  std::optional<LedgerCheckpoint> checkpoint;          // the latest checkpoint the chain must hold
+  std::string path;                            // the anchor file; "" when none is configured
+  std::optional<LedgerCheckpoint> checkpoint;  // the latest checkpoint the chain must hold
   std::optional<LedgerCheckpoint> trust_on_first_use;  // adopted without proof, not yet confirmed
 };
 // LedgerAnchorStatusToJson: {"state": "anchored" | "trust_on_first_use" | "unanchored", "path",
@@ -93,9 +93,9 @@ struct Verdict {
   std::string package, sha256, name, version, publisher;
   std::vector<std::string> signers;
   std::string mode = "enforce";
-  std::string ledger = "skipped";      // "checked" | "recorded" | "skipped"
-  std::vector<std::string> warnings;   // e.g. leaves expiring within 30 days
-  std::vector<std::string> relaxed;    // reason codes relaxed by audit mode
+  std::string ledger = "skipped";     // "checked" | "recorded" | "skipped"
+  std::vector<std::string> warnings;  // e.g. leaves expiring within 30 days
+  std::vector<std::string> relaxed;   // reason codes relaxed by audit mode
 };
 
 // VerdictToJson renders the exact `verify --json` object.

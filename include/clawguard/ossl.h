@@ -21,11 +21,14 @@ namespace clawguard::ossl {
 template <typename T>
 struct Deleter;
 
-#define CLAWGUARD_OSSL_DELETER(type, fn) \
-  template <>                            \
-  struct Deleter<type> {                 \
-    void operator()(type* p) const { fn(p); } /* NOLINT(bugprone-macro-parentheses): type is a type name */ \
+// |type| is a type name, which cannot be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
+#define CLAWGUARD_OSSL_DELETER(type, fn)      \
+  template <>                                 \
+  struct Deleter<type> {                      \
+    void operator()(type* p) const { fn(p); } \
   }
+// NOLINTEND(bugprone-macro-parentheses)
 
 CLAWGUARD_OSSL_DELETER(BIO, BIO_free_all);
 CLAWGUARD_OSSL_DELETER(EVP_PKEY, EVP_PKEY_free);

@@ -64,7 +64,7 @@ class Sha256Behind {
   struct Shared;
   void Loop();
   Sha256 hash_;
-  size_t hashed_ = 0;  // inline mode: bytes hashed so far
+  size_t hashed_ = 0;               // inline mode: bytes hashed so far
   std::unique_ptr<Shared> shared_;  // null: inline mode
 };
 

@@ -30,7 +30,8 @@ struct YamlDoc {
 };
 
 // ParseYamlStrict parses |text| (one document). |reason| is the Reason of every refusal.
-Result<YamlDoc> ParseYamlStrict(std::string_view text, std::string source, Reason reason = Reason::kConfigInvalid);
+Result<YamlDoc> ParseYamlStrict(std::string_view text, std::string source,
+                                Reason reason = Reason::kConfigInvalid);
 
 // YamlWhere renders "source:line:col" for |node| (1-based).
 std::string YamlWhere(const std::string& source, const YAML::Node& node);

@@ -17,7 +17,8 @@ namespace {
 // client_min_messages=warning: the NOTICEs of idempotent DDL ("relation … already exists,
 // skipping") would otherwise go to stderr of every CLI command and mix with its --json output.
 constexpr char kSessionOptions[] =
-    "-c synchronous_commit=on -c bytea_output=hex -c statement_timeout=60000 -c client_min_messages=warning";
+    "-c synchronous_commit=on -c bytea_output=hex -c statement_timeout=60000 -c "
+    "client_min_messages=warning";
 
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -44,7 +45,8 @@ int64_t PgResult::Int(int row, int col) const {
 
 std::string PgResult::Bytes(int row, int col) const {
   size_t len = 0;
-  unsigned char* raw = PQunescapeBytea(reinterpret_cast<const unsigned char*>(PQgetvalue(r_, row, col)), &len);
+  unsigned char* raw =
+      PQunescapeBytea(reinterpret_cast<const unsigned char*>(PQgetvalue(r_, row, col)), &len);
   CLAWGUARD_CHECK(raw != nullptr);  // only fails on out-of-memory
   std::string out(reinterpret_cast<const char*>(raw), len);
   PQfreemem(raw);
@@ -87,26 +89,30 @@ PgParams& PgParams::Null() {
 }
 
 Result<std::shared_ptr<PgPool>> PgPool::Create(const std::string& url, const PgOptions& options) {
-  if (options.max_connections < 1 || options.max_connections > 64 || options.connect_timeout_s < 1 ||
-      options.acquire_timeout_ms < 1) {
-    return Status(Reason::kInternal, "PostgreSQL pool options out of range: expected 1..64 connections and "
-                                     "positive timeouts");
+  if (options.max_connections < 1 || options.max_connections > 64 ||
+      options.connect_timeout_s < 1 || options.acquire_timeout_ms < 1) {
+    return Status(Reason::kInternal,
+                  "PostgreSQL pool options out of range: expected 1..64 connections and "
+                  "positive timeouts");
   }
   char* err = nullptr;
   PQconninfoOption* parsed = PQconninfoParse(url.c_str(), &err);
   if (parsed == nullptr) {
     if (err != nullptr) PQfreemem(err);  // not echoed: a malformed URL may still hold a password
-    return Status(Reason::kUsage, "expected a PostgreSQL URL postgresql://user@host:port/db; the one given "
-                                  "does not parse");
+    return Status(Reason::kUsage,
+                  "expected a PostgreSQL URL postgresql://user@host:port/db; the one given "
+                  "does not parse");
   }
   bool has_password = false;
   for (PQconninfoOption* o = parsed; o->keyword != nullptr; ++o) {
-    if (std::string_view(o->keyword) == "password" && o->val != nullptr && o->val[0] != '\0') has_password = true;
+    if (std::string_view(o->keyword) == "password" && o->val != nullptr && o->val[0] != '\0')
+      has_password = true;
   }
   PQconninfoFree(parsed);
   if (has_password) {
-    return Status(Reason::kUsage, "the PostgreSQL URL carries a password: give it through PGPASSWORD or "
-                                  "~/.pgpass, never in the URL");
+    return Status(Reason::kUsage,
+                  "the PostgreSQL URL carries a password: give it through PGPASSWORD or "
+                  "~/.pgpass, never in the URL");
   }
   return std::shared_ptr<PgPool>(new PgPool(url, options));
 }
@@ -130,8 +136,8 @@ PgPool::~PgPool() {
 }
 
 Status PgPool::Unavailable(std::string_view what, std::string_view detail) const {
-  return Status(Reason::kStoreUnavailable,
-                "PostgreSQL store " + url_ + ": " + std::string(what) + " failed: " + std::string(detail));
+  return Status(Reason::kStoreUnavailable, "PostgreSQL store " + url_ + ": " + std::string(what) +
+                                               " failed: " + std::string(detail));
 }
 
 std::optional<int64_t> PgPool::NowParam() const {
@@ -157,7 +163,8 @@ Result<PGconn*> PgPool::Connect() {
 Result<PgPool::Lease> PgPool::Acquire() {
   State& s = *state_;
   MutexLock lock(s.mu);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.acquire_timeout_ms);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.acquire_timeout_ms);
   while (true) {
     if (!s.idle.empty()) {
       PGconn* c = s.idle.back();
@@ -178,7 +185,8 @@ Result<PgPool::Lease> PgPool::Acquire() {
     }
     if (s.mu.WaitUntil(s.cv, deadline) == std::cv_status::timeout && s.idle.empty() &&
         s.open >= options_.max_connections) {
-      return Unavailable("acquire", "all " + std::to_string(options_.max_connections) + " connections stayed busy for " +
+      return Unavailable("acquire", "all " + std::to_string(options_.max_connections) +
+                                        " connections stayed busy for " +
                                         std::to_string(options_.acquire_timeout_ms) + " ms");
     }
   }
@@ -211,11 +219,13 @@ Status PgPool::EnsureMigrated() {
 
 PgPool::Lease::~Lease() {
   if (conn_ == nullptr) return;
-  const bool broken = PQstatus(conn_) != CONNECTION_OK || PQtransactionStatus(conn_) != PQTRANS_IDLE;
+  const bool broken =
+      PQstatus(conn_) != CONNECTION_OK || PQtransactionStatus(conn_) != PQTRANS_IDLE;
   pool_->Return(conn_, broken);
 }
 
-Result<PgResult> PgPool::Lease::Exec(std::string_view what, const std::string& sql, const PgParams& params) {
+Result<PgResult> PgPool::Lease::Exec(std::string_view what, const std::string& sql,
+                                     const PgParams& params) {
   const size_t n = params.values_.size();
   std::vector<const char*> values(n);
   std::vector<int> lengths(n);
@@ -223,8 +233,9 @@ Result<PgResult> PgPool::Lease::Exec(std::string_view what, const std::string& s
     values[i] = params.null_[i] ? nullptr : params.values_[i].data();
     lengths[i] = static_cast<int>(params.values_[i].size());
   }
-  PgResult r(PQexecParams(conn_, sql.c_str(), static_cast<int>(n), /*paramTypes=*/nullptr, values.data(),
-                          lengths.data(), params.formats_.data(), /*resultFormat=*/0));
+  PgResult r(PQexecParams(conn_, sql.c_str(), static_cast<int>(n), /*paramTypes=*/nullptr,
+                          values.data(), lengths.data(), params.formats_.data(),
+                          /*resultFormat=*/0));
   CLAWGUARD_RETURN_IF_ERROR(Check(what, r));
   return r;
 }
@@ -257,7 +268,8 @@ Result<PgTx> PgTx::Begin(PgPool::Lease& lease) {
 }
 
 PgTx::~PgTx() {
-  if (open_) (void)lease_->Exec("ROLLBACK", "ROLLBACK");  // a failure leaves the lease broken: closed
+  if (open_)
+    (void)lease_->Exec("ROLLBACK", "ROLLBACK");  // a failure leaves the lease broken: closed
 }
 
 Status PgTx::Commit() {

@@ -31,8 +31,8 @@ namespace clawguard::pg {
 // tests inject a FixedClock. A non-null clock must outlive the pool.
 struct PgOptions {
   const Clock* clock = nullptr;
-  int max_connections = 8;         // 1..64
-  int connect_timeout_s = 5;       // libpq connect_timeout
+  int max_connections = 8;              // 1..64
+  int connect_timeout_s = 5;            // libpq connect_timeout
   int64_t acquire_timeout_ms = 10'000;  // waiting for a free connection when all are busy
 };
 
@@ -94,7 +94,8 @@ class PgPool : public std::enable_shared_from_this<PgPool> {
     Lease(const Lease&) = delete;
     ~Lease();
     // Exec runs one parameterised statement; |what| names it in errors.
-    Result<PgResult> Exec(std::string_view what, const std::string& sql, const PgParams& params = PgParams());
+    Result<PgResult> Exec(std::string_view what, const std::string& sql,
+                          const PgParams& params = PgParams());
     // ExecScript runs constant SQL text that may hold several statements and no values.
     Status ExecScript(std::string_view what, const std::string& sql);
 

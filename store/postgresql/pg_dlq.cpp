@@ -11,13 +11,16 @@ namespace clawguard::pg {
 namespace {
 
 constexpr char kColumns[] =
-    "id, class, event_key, plugin, route, call_index, endpoint, erp_status, detail, has_request, request_omitted, "
-    "state, occurrences, attempts, next_attempt_ms, lease_until_ms, claimed_by, resolution, created_ms, updated_ms, "
+    "id, class, event_key, plugin, route, call_index, endpoint, erp_status, detail, has_request, "
+    "request_omitted, "
+    "state, occurrences, attempts, next_attempt_ms, lease_until_ms, claimed_by, resolution, "
+    "created_ms, updated_ms, "
     "webhook_id, content_type";
 constexpr char kUnresolved[] = "('open', 'replay_requested', 'replaying')";
 
 std::string NowCte(int param) {
-  return "WITH now AS (SELECT COALESCE($" + std::to_string(param) + "::bigint, cg_now_ms()) AS ms) ";
+  return "WITH now AS (SELECT COALESCE($" + std::to_string(param) +
+         "::bigint, cg_now_ms()) AS ms) ";
 }
 
 // ReadEntry reads kColumns of row |i|; with |body_col| ≥ 0 (the body's column) also the request.
@@ -43,7 +46,8 @@ DlqEntry ReadEntry(const PgResult& r, int i, int body_col) {
   e.resolution = r.Bytes(i, 17);
   e.created_ms = r.Int(i, 18);
   e.updated_ms = r.Int(i, 19);
-  if (body_col >= 0 && e.has_request) e.request = DlqRequest{r.Bytes(i, 20), r.Bytes(i, 21), r.Bytes(i, body_col)};
+  if (body_col >= 0 && e.has_request)
+    e.request = DlqRequest{r.Bytes(i, 20), r.Bytes(i, 21), r.Bytes(i, body_col)};
   return e;
 }
 
@@ -51,12 +55,14 @@ DlqEntry ReadEntry(const PgResult& r, int i, int body_col) {
 // checks as the SQLite engine.
 Status Validate(const DlqNewEntry& e) {
   if (!IsLowerHex(e.event_key, 64)) {
-    return Status(Reason::kInternal, "DLQ entry: expected an event key of 64 lowercase hex characters");
+    return Status(Reason::kInternal,
+                  "DLQ entry: expected an event key of 64 lowercase hex characters");
   }
   if (e.plugin.empty() || e.plugin.size() > kMaxDlqDetail || e.route.size() > kMaxDlqDetail ||
       e.endpoint.size() > kMaxDlqDetail) {
-    return Status(Reason::kInternal, "DLQ entry: expected a plugin name and plugin, route and endpoint of at most " +
-                                         std::to_string(kMaxDlqDetail) + " bytes");
+    return Status(Reason::kInternal,
+                  "DLQ entry: expected a plugin name and plugin, route and endpoint of at most " +
+                      std::to_string(kMaxDlqDetail) + " bytes");
   }
   if (e.call_index < kDlqEventLevel) {
     return Status(Reason::kInternal, "DLQ entry: call index must be ≥ 0, or kDlqEventLevel");
@@ -86,30 +92,39 @@ Result<DlqAdded> PgDlq::Add(const DlqNewEntry& e) {
   CLAWGUARD_RETURN_IF_ERROR(Validate(e));
   const bool omitted = e.request && e.request->body.size() > kMaxDlqRequestBody;
   const bool has_request = e.request && !omitted;
-  const std::string detail =
-      TruncateDlqText(omitted ? e.detail + " (request body over " + std::to_string(kMaxDlqRequestBody) +
-                                    " bytes: not stored, not replayable by the host)"
-                              : e.detail);
+  const std::string detail = TruncateDlqText(
+      omitted ? e.detail + " (request body over " + std::to_string(kMaxDlqRequestBody) +
+                    " bytes: not stored, not replayable by the host)"
+              : e.detail);
   // Fold (one unresolved entry per key and class): occurrences + 1, detail and status refreshed,
   // a request filled in only if the entry has none. `xmax = 0` is true for a freshly inserted row.
   static const std::string kSql =
       NowCte(15) +
-      "INSERT INTO dlq_entries AS d (class, event_key, plugin, route, call_index, endpoint, erp_status, detail, "
-      "has_request, request_omitted, webhook_id, content_type, body, state, next_attempt_ms, created_ms, updated_ms) "
-      "SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::integer, $8::bytea, $9::boolean, "
-      "$10::boolean, $11::bytea, $12::bytea, $13::bytea, 'open', $14::bigint, now.ms, now.ms FROM now "
-      "ON CONFLICT (event_key, class) WHERE state IN " + std::string(kUnresolved) +
-      " DO UPDATE SET occurrences = d.occurrences + 1, detail = EXCLUDED.detail, erp_status = EXCLUDED.erp_status, "
+      "INSERT INTO dlq_entries AS d (class, event_key, plugin, route, call_index, endpoint, "
+      "erp_status, detail, "
+      "has_request, request_omitted, webhook_id, content_type, body, state, next_attempt_ms, "
+      "created_ms, updated_ms) "
+      "SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::integer, "
+      "$8::bytea, $9::boolean, "
+      "$10::boolean, $11::bytea, $12::bytea, $13::bytea, 'open', $14::bigint, now.ms, now.ms FROM "
+      "now "
+      "ON CONFLICT (event_key, class) WHERE state IN " +
+      std::string(kUnresolved) +
+      " DO UPDATE SET occurrences = d.occurrences + 1, detail = EXCLUDED.detail, erp_status = "
+      "EXCLUDED.erp_status, "
       "endpoint = CASE WHEN EXCLUDED.endpoint = '' THEN d.endpoint ELSE EXCLUDED.endpoint END, "
       "updated_ms = EXCLUDED.updated_ms, "
       "next_attempt_ms = CASE WHEN EXCLUDED.next_attempt_ms > 0 THEN EXCLUDED.next_attempt_ms "
       "ELSE d.next_attempt_ms END, "
-      "request_omitted = CASE WHEN d.has_request THEN d.request_omitted ELSE EXCLUDED.request_omitted END, "
+      "request_omitted = CASE WHEN d.has_request THEN d.request_omitted ELSE "
+      "EXCLUDED.request_omitted END, "
       "webhook_id = CASE WHEN NOT d.has_request AND EXCLUDED.has_request THEN EXCLUDED.webhook_id "
       "ELSE d.webhook_id END, "
-      "content_type = CASE WHEN NOT d.has_request AND EXCLUDED.has_request THEN EXCLUDED.content_type "
+      "content_type = CASE WHEN NOT d.has_request AND EXCLUDED.has_request THEN "
+      "EXCLUDED.content_type "
       "ELSE d.content_type END, "
-      "body = CASE WHEN NOT d.has_request AND EXCLUDED.has_request THEN EXCLUDED.body ELSE d.body END, "
+      "body = CASE WHEN NOT d.has_request AND EXCLUDED.has_request THEN EXCLUDED.body ELSE d.body "
+      "END, "
       "has_request = d.has_request OR EXCLUDED.has_request "
       "RETURNING d.id, (d.xmax = 0)";
   const DlqRequest none;
@@ -137,7 +152,8 @@ Result<DlqAdded> PgDlq::Add(const DlqNewEntry& e) {
 }
 
 Result<std::optional<DlqEntry>> PgDlq::Get(int64_t id) {
-  static const std::string kSql = std::string("SELECT ") + kColumns + ", body FROM dlq_entries WHERE id = $1::bigint";
+  static const std::string kSql =
+      std::string("SELECT ") + kColumns + ", body FROM dlq_entries WHERE id = $1::bigint";
   CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease db, pool_->Acquire());
   CLAWGUARD_ASSIGN_OR_RETURN(PgResult r, db.Exec("DLQ get", kSql, PgParams().Int(id)));
   if (r.rows() != 1) return std::optional<DlqEntry>();
@@ -146,14 +162,16 @@ Result<std::optional<DlqEntry>> PgDlq::Get(int64_t id) {
 
 Result<std::vector<DlqEntry>> PgDlq::List(const DlqFilter& f) {
   if (f.limit < 1 || f.limit > kMaxDlqList) {
-    return Status(Reason::kUsage, "DLQ list: expected a limit of 1.." + std::to_string(kMaxDlqList) + ", found " +
+    return Status(Reason::kUsage, "DLQ list: expected a limit of 1.." +
+                                      std::to_string(kMaxDlqList) + ", found " +
                                       std::to_string(f.limit));
   }
   // NULL filters match everything; PQexecParams plans with the values, so the index still serves.
   const std::string sql = std::string("SELECT ") + kColumns +
                           " FROM dlq_entries WHERE ($1::text IS NULL OR class = $1::text) "
                           "AND ($2::text IS NULL OR state = $2::text) ORDER BY " +
-                          (f.newest_first ? "created_ms DESC, id DESC" : "created_ms, id") + " LIMIT $3::bigint";
+                          (f.newest_first ? "created_ms DESC, id DESC" : "created_ms, id") +
+                          " LIMIT $3::bigint";
   PgParams params;
   if (f.klass) {
     params.Text(DlqClassName(*f.klass));
@@ -178,12 +196,15 @@ Result<std::vector<DlqCount>> PgDlq::CountUnresolved() {
   // Bucketed in SQL: one pass however many entries there are.
   static const std::string kSql =
       NowCte(1) +
-      "SELECT class, CASE WHEN now.ms - created_ms < $2::bigint THEN 0 WHEN now.ms - created_ms < $3::bigint "
-      "THEN 1 ELSE 2 END AS age, count(*) FROM dlq_entries, now WHERE state IN " + std::string(kUnresolved) +
-      " GROUP BY class, age ORDER BY class, age";
+      "SELECT class, CASE WHEN now.ms - created_ms < $2::bigint THEN 0 WHEN now.ms - created_ms < "
+      "$3::bigint "
+      "THEN 1 ELSE 2 END AS age, count(*) FROM dlq_entries, now WHERE state IN " +
+      std::string(kUnresolved) + " GROUP BY class, age ORDER BY class, age";
   CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease db, pool_->Acquire());
   CLAWGUARD_ASSIGN_OR_RETURN(
-      PgResult r, db.Exec("DLQ count", kSql, PgParams().OptionalInt(pool_->NowParam()).Int(kDlqHourMs).Int(24 * kDlqHourMs)));
+      PgResult r,
+      db.Exec("DLQ count", kSql,
+              PgParams().OptionalInt(pool_->NowParam()).Int(kDlqHourMs).Int(24 * kDlqHourMs)));
   std::vector<DlqCount> out;
   for (int i = 0; i < r.rows(); ++i) {
     auto klass = DlqClassFromName(r.Text(i, 0));
@@ -194,11 +215,13 @@ Result<std::vector<DlqCount>> PgDlq::CountUnresolved() {
 }
 
 Result<std::optional<DlqEntry>> PgDlq::LockedEntry(PgPool::Lease& db, int64_t id, int64_t& now_ms) {
-  static const std::string kSql = std::string("SELECT ") + kColumns +
-                                  ", COALESCE($2::bigint, cg_now_ms()) FROM dlq_entries WHERE id = $1::bigint "
-                                  "FOR UPDATE";
-  CLAWGUARD_ASSIGN_OR_RETURN(PgResult r, db.Exec("DLQ entry (lock)", kSql,
-                                                 PgParams().Int(id).OptionalInt(pool_->NowParam())));
+  static const std::string kSql =
+      std::string("SELECT ") + kColumns +
+      ", COALESCE($2::bigint, cg_now_ms()) FROM dlq_entries WHERE id = $1::bigint "
+      "FOR UPDATE";
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      PgResult r,
+      db.Exec("DLQ entry (lock)", kSql, PgParams().Int(id).OptionalInt(pool_->NowParam())));
   if (r.rows() != 1) return std::optional<DlqEntry>();
   now_ms = r.Int(0, 22);
   return std::optional<DlqEntry>(ReadEntry(r, 0, /*body_col=*/-1));
@@ -216,14 +239,16 @@ Status PgDlq::RequestReplay(int64_t id, const std::string& actor) {
                                          ": only an open entry can be replayed");
   }
   if (e->call_index == kDlqEventLevel && !e->has_request) {
-    return Status(Reason::kNotFound, name + " holds no stored request to re-run" +
-                                         (e->request_omitted ? " (its body was over the size cap)" : std::string()) +
-                                         ": the platform's own retry must redeliver it; drop it instead");
+    return Status(Reason::kNotFound,
+                  name + " holds no stored request to re-run" +
+                      (e->request_omitted ? " (its body was over the size cap)" : std::string()) +
+                      ": the platform's own retry must redeliver it; drop it instead");
   }
-  CLAWGUARD_ASSIGN_OR_RETURN(PgResult u, db.Exec("DLQ replay request",
-                                                 "UPDATE dlq_entries SET state = 'replay_requested', "
-                                                 "updated_ms = $2::bigint WHERE id = $1::bigint",
-                                                 PgParams().Int(id).Int(now)));
+  CLAWGUARD_ASSIGN_OR_RETURN(PgResult u,
+                             db.Exec("DLQ replay request",
+                                     "UPDATE dlq_entries SET state = 'replay_requested', "
+                                     "updated_ms = $2::bigint WHERE id = $1::bigint",
+                                     PgParams().Int(id).Int(now)));
   (void)u;
   CLAWGUARD_RETURN_IF_ERROR(InsertAction(db, now, actor, "dlq.replay", std::to_string(id),
                                          std::string(DlqClassName(e->klass)) + " " + e->event_key));
@@ -241,24 +266,27 @@ Status PgDlq::Drop(int64_t id, const std::string& reason, const std::string& act
     return Status(Reason::kNotFound, name + " is already " + std::string(DlqStateName(e->state)));
   }
   if (e->state == DlqState::kReplaying && e->lease_until_ms > now) {
-    return Status(Reason::kNotFound, name + " is being replayed by " + e->claimed_by + " for another " +
+    return Status(Reason::kNotFound, name + " is being replayed by " + e->claimed_by +
+                                         " for another " +
                                          std::to_string((e->lease_until_ms - now + 999) / 1000) +
                                          " s: try again when the replay ends");
   }
   const std::string why = TruncateDlqText(reason.empty() ? "dropped by an operator" : reason);
-  CLAWGUARD_ASSIGN_OR_RETURN(PgResult u, db.Exec("DLQ drop",
-                                                 "UPDATE dlq_entries SET state = 'dropped', resolution = $2::bytea, "
-                                                 "lease_until_ms = 0, updated_ms = $3::bigint WHERE id = $1::bigint",
-                                                 PgParams().Int(id).Bytes(why).Int(now)));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      PgResult u, db.Exec("DLQ drop",
+                          "UPDATE dlq_entries SET state = 'dropped', resolution = $2::bytea, "
+                          "lease_until_ms = 0, updated_ms = $3::bigint WHERE id = $1::bigint",
+                          PgParams().Int(id).Bytes(why).Int(now)));
   (void)u;
   CLAWGUARD_RETURN_IF_ERROR(InsertAction(db, now, actor, "dlq.drop", std::to_string(id), why));
   return tx.Commit();
 }
 
-Result<std::vector<DlqEntry>> PgDlq::ClaimReplays(const std::string& owner, int64_t limit, int64_t lease_ms) {
+Result<std::vector<DlqEntry>> PgDlq::ClaimReplays(const std::string& owner, int64_t limit,
+                                                  int64_t lease_ms) {
   if (limit < 1 || limit > kMaxDlqList || lease_ms <= 0 || owner.empty()) {
-    return Status(Reason::kInternal, "DLQ claim: expected an owner, a limit of 1.." + std::to_string(kMaxDlqList) +
-                                         " and a lease > 0");
+    return Status(Reason::kInternal, "DLQ claim: expected an owner, a limit of 1.." +
+                                         std::to_string(kMaxDlqList) + " and a lease > 0");
   }
   // SKIP LOCKED: rows another host is claiming right now are left to it; under READ COMMITTED
   // a locked row's WHERE is re-checked on its newest version, so a row claimed and committed in
@@ -269,7 +297,8 @@ Result<std::vector<DlqEntry>> PgDlq::ClaimReplays(const std::string& owner, int6
       "OR (state = 'open' AND next_attempt_ms > 0 AND next_attempt_ms <= (SELECT ms FROM now)) "
       "OR (state = 'replaying' AND lease_until_ms <= (SELECT ms FROM now)) "
       "ORDER BY created_ms, id LIMIT $2::bigint FOR UPDATE SKIP LOCKED) "
-      "UPDATE dlq_entries d SET state = 'replaying', attempts = d.attempts + 1, lease_until_ms = now.ms + $3::bigint, "
+      "UPDATE dlq_entries d SET state = 'replaying', attempts = d.attempts + 1, lease_until_ms = "
+      "now.ms + $3::bigint, "
       "claimed_by = $4::text, updated_ms = now.ms FROM due, now WHERE d.id = due.id RETURNING d." +
       std::string(kColumns) + ", body";  // only id is ambiguous (due.id)
   CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease db, pool_->Acquire());
@@ -289,30 +318,35 @@ Result<std::vector<DlqEntry>> PgDlq::ClaimReplays(const std::string& owner, int6
   return out;
 }
 
-Result<bool> PgDlq::MarkReplayed(int64_t id, int64_t attempt, bool succeeded, const std::string& detail,
-                                 int64_t next_attempt_ms) {
-  static const std::string kSucceeded =
-      NowCte(4) +
-      "UPDATE dlq_entries d SET state = 'replayed', resolution = $3::bytea, lease_until_ms = 0, next_attempt_ms = 0, "
-      "updated_ms = now.ms FROM now WHERE d.id = $1::bigint AND d.attempts = $2::bigint AND d.state = 'replaying'";
-  static const std::string kFailed =
-      NowCte(4) +
-      "UPDATE dlq_entries d SET state = 'open', detail = $3::bytea, lease_until_ms = 0, next_attempt_ms = $5::bigint, "
-      "updated_ms = now.ms FROM now WHERE d.id = $1::bigint AND d.attempts = $2::bigint AND d.state = 'replaying'";
+Result<bool> PgDlq::MarkReplayed(int64_t id, int64_t attempt, bool succeeded,
+                                 const std::string& detail, int64_t next_attempt_ms) {
+  static const std::string kSucceeded = NowCte(4) +
+                                        "UPDATE dlq_entries d SET state = 'replayed', resolution = "
+                                        "$3::bytea, lease_until_ms = 0, next_attempt_ms = 0, "
+                                        "updated_ms = now.ms FROM now WHERE d.id = $1::bigint AND "
+                                        "d.attempts = $2::bigint AND d.state = 'replaying'";
+  static const std::string kFailed = NowCte(4) +
+                                     "UPDATE dlq_entries d SET state = 'open', detail = $3::bytea, "
+                                     "lease_until_ms = 0, next_attempt_ms = $5::bigint, "
+                                     "updated_ms = now.ms FROM now WHERE d.id = $1::bigint AND "
+                                     "d.attempts = $2::bigint AND d.state = 'replaying'";
   PgParams params;
   params.Int(id).Int(attempt).Bytes(TruncateDlqText(detail)).OptionalInt(pool_->NowParam());
   if (!succeeded) params.Int(next_attempt_ms);
   CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease db, pool_->Acquire());
-  CLAWGUARD_ASSIGN_OR_RETURN(PgResult r, db.Exec("DLQ mark replayed", succeeded ? kSucceeded : kFailed, params));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      PgResult r, db.Exec("DLQ mark replayed", succeeded ? kSucceeded : kFailed, params));
   return r.Affected() == 1;  // 0: the claim moved on, nothing written
 }
 
-Result<bool> PgDlq::Resolve(const std::string& event_key, DlqClass klass, const std::string& detail) {
-  static const std::string kSql =
-      NowCte(4) +
-      "UPDATE dlq_entries d SET state = 'replayed', resolution = $3::bytea, lease_until_ms = 0, next_attempt_ms = 0, "
-      "updated_ms = now.ms FROM now WHERE d.event_key = $1::text AND d.class = $2::text AND d.state IN " +
-      std::string(kUnresolved);
+Result<bool> PgDlq::Resolve(const std::string& event_key, DlqClass klass,
+                            const std::string& detail) {
+  static const std::string kSql = NowCte(4) +
+                                  "UPDATE dlq_entries d SET state = 'replayed', resolution = "
+                                  "$3::bytea, lease_until_ms = 0, next_attempt_ms = 0, "
+                                  "updated_ms = now.ms FROM now WHERE d.event_key = $1::text AND "
+                                  "d.class = $2::text AND d.state IN " +
+                                  std::string(kUnresolved);
   CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease db, pool_->Acquire());
   CLAWGUARD_ASSIGN_OR_RETURN(PgResult r, db.Exec("DLQ resolve", kSql,
                                                  PgParams()

@@ -34,18 +34,21 @@ class PgDlq final : public Dlq {
   Result<std::vector<DlqCount>> CountUnresolved() override;
   Status RequestReplay(int64_t id, const std::string& actor) override;
   Status Drop(int64_t id, const std::string& reason, const std::string& actor) override;
-  Result<std::vector<DlqEntry>> ClaimReplays(const std::string& owner, int64_t limit, int64_t lease_ms) override;
+  Result<std::vector<DlqEntry>> ClaimReplays(const std::string& owner, int64_t limit,
+                                             int64_t lease_ms) override;
   Result<bool> MarkReplayed(int64_t id, int64_t attempt, bool succeeded, const std::string& detail,
                             int64_t next_attempt_ms) override;
-  Result<bool> Resolve(const std::string& event_key, DlqClass klass, const std::string& detail) override;
+  Result<bool> Resolve(const std::string& event_key, DlqClass klass,
+                       const std::string& detail) override;
 
-  Result<bool> Pause(const std::string& plugin, const std::string& capability, const std::string& reason,
-                     const std::string& actor) override;
-  Result<bool> Resume(const std::string& plugin, const std::string& capability, const std::string& actor) override;
+  Result<bool> Pause(const std::string& plugin, const std::string& capability,
+                     const std::string& reason, const std::string& actor) override;
+  Result<bool> Resume(const std::string& plugin, const std::string& capability,
+                      const std::string& actor) override;
   Result<bool> IsPaused(const std::string& plugin, const std::string& capability) override;
   Result<std::vector<CapabilityPause>> ListPauses() override;
-  Status RecordOperatorAction(const std::string& actor, const std::string& action, const std::string& target,
-                              const std::string& detail) override;
+  Status RecordOperatorAction(const std::string& actor, const std::string& action,
+                              const std::string& target, const std::string& detail) override;
   Result<std::vector<OperatorAction>> ListOperatorActions(int64_t limit) override;
 
  private:
@@ -54,8 +57,9 @@ class PgDlq final : public Dlq {
   // statement's time in |now_ms|; nullopt if there is none.
   Result<std::optional<DlqEntry>> LockedEntry(PgPool::Lease& db, int64_t id, int64_t& now_ms);
   // InsertAction writes an operator_actions row inside the caller's transaction on |db|.
-  static Status InsertAction(PgPool::Lease& db, int64_t now_ms, const std::string& actor, const std::string& action,
-                             const std::string& target, const std::string& detail);
+  static Status InsertAction(PgPool::Lease& db, int64_t now_ms, const std::string& actor,
+                             const std::string& action, const std::string& target,
+                             const std::string& detail);
   // Now reads the statement time (the injected clock or the database's) on |db|.
   Result<int64_t> Now(PgPool::Lease& db) const;
 

@@ -31,19 +31,21 @@ class PgIdempotencyStore final : public IdempotencyStore {
   // the server cannot be reached or its schema is newer than this build.
   static Result<std::unique_ptr<PgIdempotencyStore>> Open(std::shared_ptr<PgPool> pool);
 
-  Result<ClaimOutcome> Claim(const std::string& key, const std::string& fingerprint, const ClaimMeta& meta,
-                             int64_t lease_ms) override;
+  Result<ClaimOutcome> Claim(const std::string& key, const std::string& fingerprint,
+                             const ClaimMeta& meta, int64_t lease_ms) override;
   Result<FencedWrite> Renew(const std::string& key, int64_t token, int64_t lease_ms) override;
-  Result<FencedWrite> Complete(const std::string& key, int64_t token, int status, const std::string& content_type,
-                               const std::string& body) override;
+  Result<FencedWrite> Complete(const std::string& key, int64_t token, int status,
+                               const std::string& content_type, const std::string& body) override;
   Result<FencedWrite> Release(const std::string& key, int64_t token) override;
   Result<std::optional<IdempotencyRecord>> Get(const std::string& key) override;
   Result<bool> Reset(const std::string& key) override;
   Result<int64_t> Generation() override;
   Result<int64_t> BumpGeneration() override;
-  Result<int64_t> Purge(int64_t completed_before_ms, int64_t tombstone_until_ms, int64_t limit) override;
+  Result<int64_t> Purge(int64_t completed_before_ms, int64_t tombstone_until_ms,
+                        int64_t limit) override;
   Result<bool> ClearTombstone(const std::string& key) override;
-  Result<std::vector<IdempotencyRecord>> ListStuck(int64_t now_ms, int64_t stuck_for_ms, int64_t limit) override;
+  Result<std::vector<IdempotencyRecord>> ListStuck(int64_t now_ms, int64_t stuck_for_ms,
+                                                   int64_t limit) override;
   Result<int64_t> NoteReconcileAttempt(const std::string& key) override;
 
  private:
@@ -51,7 +53,8 @@ class PgIdempotencyStore final : public IdempotencyStore {
   // Fenced runs one conditional UPDATE: kApplied when it changed the row.
   Result<FencedWrite> Fenced(std::string_view what, const std::string& sql, const PgParams& params);
   // ResetWhere runs Reset's update (and generation bump) if the row also meets |condition|.
-  Result<bool> ResetWhere(std::string_view what, const std::string& key, std::string_view condition);
+  Result<bool> ResetWhere(std::string_view what, const std::string& key,
+                          std::string_view condition);
 
   const std::shared_ptr<PgPool> pool_;
 };

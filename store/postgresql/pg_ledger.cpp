@@ -8,7 +8,8 @@ namespace clawguard::pg {
 namespace {
 
 Result<LedgerCheckpoint> HeadOn(PgPool::Lease& db) {
-  CLAWGUARD_ASSIGN_OR_RETURN(PgResult r, db.Exec("ledger head", "SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1"));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      PgResult r, db.Exec("ledger head", "SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1"));
   if (r.rows() == 0) return LedgerCheckpoint{0, std::string(64, '0')};
   return LedgerCheckpoint{r.Int(0, 0), r.Text(0, 1)};
 }
@@ -18,15 +19,18 @@ Result<LedgerCheckpoint> HeadOn(PgPool::Lease& db) {
 // database cannot answer Record's reads with one chain and keep another.
 Status PlainSchema(PgPool::Lease& db) {
   CLAWGUARD_ASSIGN_OR_RETURN(
-      PgResult r, db.Exec("ledger schema",
-                          "SELECT c.relkind::text, c.relrowsecurity::int, "
-                          "(SELECT count(*) FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal), "
-                          "(SELECT count(*) FROM pg_rewrite w WHERE w.ev_class = c.oid) "
-                          "FROM pg_class c WHERE c.oid = to_regclass('ledger')"));
-  if (r.rows() != 1 || r.Text(0, 0) != "r" || r.Int(0, 1) != 0 || r.Int(0, 2) != 0 || r.Int(0, 3) != 0) {
-    return Status(Reason::kLedgerTampered,
-                  "the ledger is not a plain table (a view, trigger, rule or row-level security answers its "
-                  "reads); nothing written");
+      PgResult r,
+      db.Exec("ledger schema",
+              "SELECT c.relkind::text, c.relrowsecurity::int, "
+              "(SELECT count(*) FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal), "
+              "(SELECT count(*) FROM pg_rewrite w WHERE w.ev_class = c.oid) "
+              "FROM pg_class c WHERE c.oid = to_regclass('ledger')"));
+  if (r.rows() != 1 || r.Text(0, 0) != "r" || r.Int(0, 1) != 0 || r.Int(0, 2) != 0 ||
+      r.Int(0, 3) != 0) {
+    return Status(
+        Reason::kLedgerTampered,
+        "the ledger is not a plain table (a view, trigger, rule or row-level security answers its "
+        "reads); nothing written");
   }
   return Status::Ok();
 }
@@ -40,8 +44,9 @@ Result<std::unique_ptr<PgLedger>> PgLedger::Open(std::shared_ptr<PgPool> pool) {
 }
 
 Result<std::vector<LedgerRow>> PgLedger::SelectRows(PgPool::Lease& db, const std::string* name) {
-  const std::string sql = std::string("SELECT seq, kind, name, version, sha256, time, prev_hash, hash FROM ledger") +
-                          (name != nullptr ? " WHERE name = $1::text" : "") + " ORDER BY seq";
+  const std::string sql =
+      std::string("SELECT seq, kind, name, version, sha256, time, prev_hash, hash FROM ledger") +
+      (name != nullptr ? " WHERE name = $1::text" : "") + " ORDER BY seq";
   PgParams params;
   if (name != nullptr) params.Text(*name);
   CLAWGUARD_ASSIGN_OR_RETURN(PgResult r, db.Exec("ledger read", sql, params));
@@ -77,17 +82,20 @@ Result<LedgerCheckpoint> PgLedger::Head() {
   return HeadOn(db);
 }
 
-Result<LedgerAppend> PgLedger::Record(LedgerKind kind, const std::string& name, const std::string& version,
-                                      const std::string& sha256, const LedgerRecordRules& rules) {
+Result<LedgerAppend> PgLedger::Record(LedgerKind kind, const std::string& name,
+                                      const std::string& version, const std::string& sha256,
+                                      const LedgerRecordRules& rules) {
   CLAWGUARD_RETURN_IF_ERROR(CheckLedgerRowInput(kind, name, version, sha256));
   CLAWGUARD_ASSIGN_OR_RETURN(PgPool::Lease db, pool_->Acquire());
   CLAWGUARD_ASSIGN_OR_RETURN(PgTx tx, PgTx::Begin(db));
   CLAWGUARD_ASSIGN_OR_RETURN(
-      PgResult lock, db.Exec("ledger lock",
-                             "SELECT COALESCE($1::bigint, cg_now_ms()) FROM ledger_meta WHERE key = 'chain_lock' "
-                             "FOR UPDATE",
-                             PgParams().OptionalInt(pool_->NowParam())));
-  if (lock.rows() != 1) return pool_->Unavailable("ledger lock", "ledger_meta has no chain_lock row");
+      PgResult lock,
+      db.Exec("ledger lock",
+              "SELECT COALESCE($1::bigint, cg_now_ms()) FROM ledger_meta WHERE key = 'chain_lock' "
+              "FOR UPDATE",
+              PgParams().OptionalInt(pool_->NowParam())));
+  if (lock.rows() != 1)
+    return pool_->Unavailable("ledger lock", "ledger_meta has no chain_lock row");
   const int64_t now_ms = lock.Int(0, 0);
   // Read after the lock: every append of every process is serialised behind it, so the rules
   // below see the rows as they are when this one is written (READ COMMITTED takes a new snapshot
@@ -95,7 +103,8 @@ Result<LedgerAppend> PgLedger::Record(LedgerKind kind, const std::string& name, 
   CLAWGUARD_RETURN_IF_ERROR(PlainSchema(db));
   CLAWGUARD_ASSIGN_OR_RETURN(std::vector<LedgerRow> all, SelectRows(db, nullptr));
   CLAWGUARD_ASSIGN_OR_RETURN(LedgerRecordView view, PrepareLedgerRecord(all, name, rules));
-  CLAWGUARD_ASSIGN_OR_RETURN(bool append, CheckLedgerRecord(view.same_name, kind, name, version, sha256, rules));
+  CLAWGUARD_ASSIGN_OR_RETURN(bool append,
+                             CheckLedgerRecord(view.same_name, kind, name, version, sha256, rules));
   if (!append) return LedgerAppend{false, std::move(view.head)};
   const LedgerCheckpoint& last = view.head;
   LedgerRow row;
@@ -108,18 +117,20 @@ Result<LedgerAppend> PgLedger::Record(LedgerKind kind, const std::string& name, 
   row.prev_hash = last.head;
   row.hash = LedgerRowHash(row);
   CLAWGUARD_ASSIGN_OR_RETURN(
-      PgResult ins, db.Exec("ledger append",
-                            "INSERT INTO ledger (seq, kind, name, version, sha256, time, prev_hash, hash) VALUES "
-                            "($1::bigint, $2::text, $3::text, $4::text, $5::text, $6::bigint, $7::text, $8::text)",
-                            PgParams()
-                                .Int(row.seq)
-                                .Text(LedgerKindName(kind))
-                                .Text(name)
-                                .Text(version)
-                                .Text(sha256)
-                                .Int(row.time)
-                                .Text(row.prev_hash)
-                                .Text(row.hash)));
+      PgResult ins,
+      db.Exec(
+          "ledger append",
+          "INSERT INTO ledger (seq, kind, name, version, sha256, time, prev_hash, hash) VALUES "
+          "($1::bigint, $2::text, $3::text, $4::text, $5::text, $6::bigint, $7::text, $8::text)",
+          PgParams()
+              .Int(row.seq)
+              .Text(LedgerKindName(kind))
+              .Text(name)
+              .Text(version)
+              .Text(sha256)
+              .Int(row.time)
+              .Text(row.prev_hash)
+              .Text(row.hash)));
   (void)ins;
   CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
   return LedgerAppend{true, LedgerCheckpoint{row.seq, row.hash}};

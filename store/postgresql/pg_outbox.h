@@ -26,14 +26,17 @@ class PgOutbox final : public Outbox {
   Result<OutboxAppend> Append(const OutboxRow& row) override;
   Result<std::optional<OutboxRow>> Get(const std::string& event_key, int64_t call_index) override;
   // Claim is one conditional `UPDATE … RETURNING` (see pg_outbox.cpp): across hosts, one wins.
-  Result<std::optional<OutboxRow>> Claim(const std::string& event_key, int64_t call_index, int64_t now_ms,
-                                         const std::string& owner, int64_t until_ms) override;
-  Status MarkAnswered(const std::string& event_key, int64_t call_index, const std::string& owner, int reply_status,
-                      const std::string& reply_body) override;
+  Result<std::optional<OutboxRow>> Claim(const std::string& event_key, int64_t call_index,
+                                         int64_t now_ms, const std::string& owner,
+                                         int64_t until_ms) override;
+  Status MarkAnswered(const std::string& event_key, int64_t call_index, const std::string& owner,
+                      int reply_status, const std::string& reply_body) override;
   Status Release(const std::string& event_key, int64_t call_index, const std::string& owner,
                  int64_t next_attempt_ms) override;
-  Status MarkDead(const std::string& event_key, int64_t call_index, const std::string& owner) override;
-  Status Defer(const std::string& event_key, int64_t call_index, int64_t now_ms, int64_t next_attempt_ms) override;
+  Status MarkDead(const std::string& event_key, int64_t call_index,
+                  const std::string& owner) override;
+  Status Defer(const std::string& event_key, int64_t call_index, int64_t now_ms,
+               int64_t next_attempt_ms) override;
   Result<bool> Revive(const std::string& event_key, int64_t call_index, int64_t now_ms) override;
   Result<int64_t> ConfirmHeld(const std::string& event_key, int64_t now_ms) override;
   Result<std::vector<OutboxRow>> ListEvent(const std::string& event_key) override;
@@ -42,9 +45,10 @@ class PgOutbox final : public Outbox {
  private:
   explicit PgOutbox(std::shared_ptr<PgPool> pool) : pool_(std::move(pool)) {}
   // Update runs one UPDATE whose $1/$2 are event_key/call_index; kNotFound if no row changed.
-  Status Update(std::string_view what, const std::string& event_key, int64_t call_index, const std::string& sql,
-                PgParams params);
-  Result<std::vector<OutboxRow>> Select(std::string_view what, const std::string& sql, const PgParams& params);
+  Status Update(std::string_view what, const std::string& event_key, int64_t call_index,
+                const std::string& sql, PgParams params);
+  Result<std::vector<OutboxRow>> Select(std::string_view what, const std::string& sql,
+                                        const PgParams& params);
 
   const std::shared_ptr<PgPool> pool_;
 };

@@ -197,25 +197,30 @@ Result<MigrationReport> MigrateSchema(PgPool& pool) {
   CLAWGUARD_ASSIGN_OR_RETURN(PgResult locked, lease.Exec("schema lock", kLockSql));
   (void)locked;
   CLAWGUARD_RETURN_IF_ERROR(lease.ExecScript(
-      "schema version table", "CREATE TABLE IF NOT EXISTS clawguard_schema_version (version bigint PRIMARY KEY, "
-                              "applied_ms bigint NOT NULL)"));
-  CLAWGUARD_ASSIGN_OR_RETURN(PgResult cur,
-                             lease.Exec("schema version", "SELECT COALESCE(MAX(version), 0) FROM clawguard_schema_version"));
+      "schema version table",
+      "CREATE TABLE IF NOT EXISTS clawguard_schema_version (version bigint PRIMARY KEY, "
+      "applied_ms bigint NOT NULL)"));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      PgResult cur, lease.Exec("schema version",
+                               "SELECT COALESCE(MAX(version), 0) FROM clawguard_schema_version"));
   MigrationReport report;
   report.from = cur.Int(0, 0);
   if (report.from > kPgSchemaVersion) {
-    return pool.Unavailable("schema check", "the database holds schema version " + std::to_string(report.from) +
-                                                ", newer than this build's " + std::to_string(kPgSchemaVersion) +
-                                                ": upgrade clawguard");
+    return pool.Unavailable("schema check",
+                            "the database holds schema version " + std::to_string(report.from) +
+                                ", newer than this build's " + std::to_string(kPgSchemaVersion) +
+                                ": upgrade clawguard");
   }
   for (int64_t v = report.from; v < kPgSchemaVersion; ++v) {
-    CLAWGUARD_RETURN_IF_ERROR(lease.ExecScript("migration to schema version " + std::to_string(v + 1),
-                                               kMigrations[v]));
+    CLAWGUARD_RETURN_IF_ERROR(
+        lease.ExecScript("migration to schema version " + std::to_string(v + 1), kMigrations[v]));
     CLAWGUARD_ASSIGN_OR_RETURN(
-        PgResult ins, lease.Exec("schema version row",
-                                 "INSERT INTO clawguard_schema_version (version, applied_ms) "
-                                 "VALUES ($1::bigint, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
-                                 PgParams().Int(v + 1)));
+        PgResult ins,
+        lease.Exec(
+            "schema version row",
+            "INSERT INTO clawguard_schema_version (version, applied_ms) "
+            "VALUES ($1::bigint, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
+            PgParams().Int(v + 1)));
     (void)ins;
     report.applied.push_back(v + 1);
   }

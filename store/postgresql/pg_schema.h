@@ -19,9 +19,9 @@ class PgPool;
 inline constexpr int64_t kPgSchemaVersion = 5;
 
 struct MigrationReport {
-  int64_t from = 0;               // the version found
-  int64_t to = 0;                 // the version after the call
-  std::vector<int64_t> applied;   // versions applied by this call (empty: already current)
+  int64_t from = 0;              // the version found
+  int64_t to = 0;                // the version after the call
+  std::vector<int64_t> applied;  // versions applied by this call (empty: already current)
 };
 
 // MigrateSchema brings the database to kPgSchemaVersion. kStoreUnavailable when the server

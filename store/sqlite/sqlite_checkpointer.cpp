@@ -28,14 +28,17 @@ void SqliteWriter::BoundWal() {
   // return SQLITE_BUSY at once: it is tried again after the next batch.
   int wal_pages = 0;
   int copied = 0;
-  if (sqlite3_wal_checkpoint_v2(db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_pages, &copied) == SQLITE_OK &&
+  if (sqlite3_wal_checkpoint_v2(db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_pages,
+                                &copied) == SQLITE_OK &&
       copied == wal_pages) {
     wal_frames_ = 0;
     ++wal_restarts_;
   }
 }
 
-int64_t SqliteWriter::checkpoints() const { return checkpointer_ != nullptr ? checkpointer_->runs() : 0; }
+int64_t SqliteWriter::checkpoints() const {
+  return checkpointer_ != nullptr ? checkpointer_->runs() : 0;
+}
 
 int64_t SqliteWriter::wal_restarts() const {
   MutexLock lock(mu_);  // the leader updates it before it takes mu_ back

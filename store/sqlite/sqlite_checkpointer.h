@@ -19,7 +19,8 @@ namespace clawguard::sqlite {
 // Checkpointer runs PASSIVE checkpoints on its own connection when the writer's WAL hook asks.
 class SqliteWriter::Checkpointer {
  public:
-  explicit Checkpointer(std::unique_ptr<SqliteDb> db) : db_(std::move(db)), thread_([this] { Loop(); }) {}
+  explicit Checkpointer(std::unique_ptr<SqliteDb> db)
+      : db_(std::move(db)), thread_([this] { Loop(); }) {}
   ~Checkpointer() {
     {
       MutexLock lock(mu_);
@@ -53,7 +54,8 @@ class SqliteWriter::Checkpointer {
       // checkpoint is simply tried again at the next request (the WAL only grows meanwhile).
       int wal_pages = 0;
       int copied = 0;
-      (void)sqlite3_wal_checkpoint_v2(db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_pages, &copied);
+      (void)sqlite3_wal_checkpoint_v2(db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_pages,
+                                      &copied);
       lock.Lock();
       ++runs_;
     }
@@ -65,7 +67,7 @@ class SqliteWriter::Checkpointer {
   bool requested_ CLAWGUARD_GUARDED_BY(mu_) = false;
   bool stop_ CLAWGUARD_GUARDED_BY(mu_) = false;
   int64_t runs_ CLAWGUARD_GUARDED_BY(mu_) = 0;
-  std::thread thread_;      // last: starts after the members above exist
+  std::thread thread_;  // last: starts after the members above exist
 };
 
 }  // namespace clawguard::sqlite

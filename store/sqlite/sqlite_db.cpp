@@ -44,7 +44,8 @@ bool IsPragma(std::string_view sql) {
 
 // OnlySeparators says whether the text after the first statement holds no further statement.
 bool OnlySeparators(std::string_view tail) {
-  for (tail = SkipBlanks(tail); !tail.empty() && tail.front() == ';'; tail = SkipBlanks(tail.substr(1))) {
+  for (tail = SkipBlanks(tail); !tail.empty() && tail.front() == ';';
+       tail = SkipBlanks(tail.substr(1))) {
   }
   return tail.empty();
 }
@@ -63,8 +64,8 @@ constexpr int kBusyTimeoutMs = 10'000;
 Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, const char* vfs) {
   ConfigureSqlite();
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);
+  const int rc = sqlite3_open_v2(
+      path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);
   if (rc != SQLITE_OK) {
     std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
     if (raw) sqlite3_close(raw);
@@ -116,13 +117,15 @@ std::optional<Status> SqliteDb::ExecCached(std::string_view sql) {
   sqlite3_stmt* s = nullptr;
   const char* tail = nullptr;
   // A compile error is left to sqlite3_exec, which reports it in the usual words.
-  if (sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &s, &tail) !=
-      SQLITE_OK) {
+  if (sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
+                         &s, &tail) != SQLITE_OK) {
     return std::nullopt;
   }
   // More than one statement (never run half of a script), or parameters sqlite3_exec would
   // bind as NULL: not ours to cache.
-  if (s == nullptr || !OnlySeparators(std::string_view(tail, static_cast<size_t>(sql.data() + sql.size() - tail))) ||
+  if (s == nullptr ||
+      !OnlySeparators(
+          std::string_view(tail, static_cast<size_t>(sql.data() + sql.size() - tail))) ||
       sqlite3_bind_parameter_count(s) != 0) {
     sqlite3_finalize(s);
     return std::nullopt;
@@ -147,7 +150,8 @@ Status SqliteDb::RunToEnd(sqlite3_stmt* s) {
   while (rc == SQLITE_ROW) rc = sqlite3_step(s);
   // The same words as ExecScript; read the message before reset.
   Status out = rc == SQLITE_DONE ? Status::Ok()
-                                 : Status(Reason::kStoreUnavailable, "SQLite store '" + path_ + "': " + sqlite3_errmsg(db_));
+                                 : Status(Reason::kStoreUnavailable,
+                                          "SQLite store '" + path_ + "': " + sqlite3_errmsg(db_));
   sqlite3_reset(s);
   return out;
 }
@@ -167,8 +171,8 @@ Result<Stmt> SqliteDb::Prepare(std::string_view sql) {
   if (Cached* c = Checkout(sql)) return Stmt(this, c->stmt, &c->checked_out);
   const bool cache = Cacheable(sql);
   sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), cache ? SQLITE_PREPARE_PERSISTENT : 0, &s,
-                         nullptr) != SQLITE_OK) {
+  if (sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                         cache ? SQLITE_PREPARE_PERSISTENT : 0, &s, nullptr) != SQLITE_OK) {
     return Error("cannot prepare statement");
   }
   if (!cache || s == nullptr) return Stmt(this, s);

@@ -2,9 +2,9 @@
 //
 // SqliteDb::Open opens (creating) a database in WAL mode with synchronous=FULL (durable: fsync'd
 // before a commit returns — the SqliteWriter commits with NORMAL and flushes the WAL itself; see
-// sqlite_writer.h "Durability"), foreign keys on and a busy timeout; errors are kStoreUnavailable with
-// the path. A SqliteDb is one connection: use it from one thread at a time (engines hold a mutex
-// or one connection per thread).
+// sqlite_writer.h "Durability"), foreign keys on and a busy timeout; errors are kStoreUnavailable
+// with the path. A SqliteDb is one connection: use it from one thread at a time (engines hold a
+// mutex or one connection per thread).
 //
 // Statement cache: parsing SQL costs more than running most of the stores' statements, so a
 // SqliteDb keeps up to kMaxCachedStatements compiled statements keyed by their exact SQL text.

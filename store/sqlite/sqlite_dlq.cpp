@@ -59,8 +59,10 @@ CREATE TABLE IF NOT EXISTS operator_actions (
 )sql";
 
 constexpr std::string_view kColumns =
-    "id, class, event_key, plugin, route, call_index, endpoint, erp_status, detail, has_request, request_omitted, "
-    "state, occurrences, attempts, next_attempt_ms, lease_until_ms, claimed_by, resolution, created_ms, updated_ms, "
+    "id, class, event_key, plugin, route, call_index, endpoint, erp_status, detail, has_request, "
+    "request_omitted, "
+    "state, occurrences, attempts, next_attempt_ms, lease_until_ms, claimed_by, resolution, "
+    "created_ms, updated_ms, "
     "webhook_id, content_type";
 constexpr std::string_view kUnresolved = "('open', 'replay_requested', 'replaying')";
 
@@ -92,12 +94,14 @@ DlqEntry ReadEntry(const Stmt& s) {
 // Validate refuses an entry the host should never produce (a caller bug, kInternal).
 Status Validate(const DlqNewEntry& e) {
   if (!IsLowerHex(e.event_key, 64)) {
-    return Status(Reason::kInternal, "DLQ entry: expected an event key of 64 lowercase hex characters");
+    return Status(Reason::kInternal,
+                  "DLQ entry: expected an event key of 64 lowercase hex characters");
   }
   if (e.plugin.empty() || e.plugin.size() > kMaxDlqDetail || e.route.size() > kMaxDlqDetail ||
       e.endpoint.size() > kMaxDlqDetail) {
-    return Status(Reason::kInternal, "DLQ entry: expected a plugin name and plugin, route and endpoint of at most " +
-                                         std::to_string(kMaxDlqDetail) + " bytes");
+    return Status(Reason::kInternal,
+                  "DLQ entry: expected a plugin name and plugin, route and endpoint of at most " +
+                      std::to_string(kMaxDlqDetail) + " bytes");
   }
   if (e.call_index < kDlqEventLevel) {
     return Status(Reason::kInternal, "DLQ entry: call index must be ≥ 0, or kDlqEventLevel");
@@ -112,18 +116,21 @@ Status Validate(const DlqNewEntry& e) {
 }  // namespace
 
 Status MigrateDlqSchema(SqliteDb& db) {
-  CLAWGUARD_RETURN_IF_ERROR(db.Exec("CREATE TABLE IF NOT EXISTS dlq_schema_version (version INTEGER NOT NULL)"));
+  CLAWGUARD_RETURN_IF_ERROR(
+      db.Exec("CREATE TABLE IF NOT EXISTS dlq_schema_version (version INTEGER NOT NULL)"));
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db));
   int64_t version = 0;
   {
-    CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT COALESCE(MAX(version), 0) FROM dlq_schema_version"));
+    CLAWGUARD_ASSIGN_OR_RETURN(
+        Stmt s, db.Prepare("SELECT COALESCE(MAX(version), 0) FROM dlq_schema_version"));
     CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
     if (row) version = s.Int(0);
   }
   if (version > kSchemaVersion) {
-    return Status(Reason::kStoreUnavailable, "SQLite store '" + db.path() + "' has DLQ schema version " +
-                                                 std::to_string(version) + ", newer than this build (" +
-                                                 std::to_string(kSchemaVersion) + "): upgrade clawguard");
+    return Status(Reason::kStoreUnavailable,
+                  "SQLite store '" + db.path() + "' has DLQ schema version " +
+                      std::to_string(version) + ", newer than this build (" +
+                      std::to_string(kSchemaVersion) + "): upgrade clawguard");
   }
   if (version < 1) {
     CLAWGUARD_RETURN_IF_ERROR(db.Exec(kSchemaV1));
@@ -154,17 +161,19 @@ Result<DlqAdded> SqliteDlq::Add(const DlqNewEntry& e) {
   CLAWGUARD_RETURN_IF_ERROR(Validate(e));
   const bool omitted = e.request && e.request->body.size() > kMaxDlqRequestBody;
   const bool has_request = e.request && !omitted;
-  const std::string detail =
-      TruncateDlqText(omitted ? e.detail + " (request body over " + std::to_string(kMaxDlqRequestBody) +
-                                    " bytes: not stored, not replayable by the host)"
-                              : e.detail);
+  const std::string detail = TruncateDlqText(
+      omitted ? e.detail + " (request body over " + std::to_string(kMaxDlqRequestBody) +
+                    " bytes: not stored, not replayable by the host)"
+              : e.detail);
   MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   const int64_t now = clock_.NowMillis();
   DlqAdded out;
   {
-    CLAWGUARD_ASSIGN_OR_RETURN(Stmt f, db_->Prepare("SELECT id FROM dlq_entries WHERE event_key = ?1 AND class = ?2 "
-                                                    "AND state IN " + std::string(kUnresolved)));
+    CLAWGUARD_ASSIGN_OR_RETURN(
+        Stmt f, db_->Prepare("SELECT id FROM dlq_entries WHERE event_key = ?1 AND class = ?2 "
+                             "AND state IN " +
+                             std::string(kUnresolved)));
     f.Bind(1, e.event_key).Bind(2, DlqClassName(e.klass));
     CLAWGUARD_ASSIGN_OR_RETURN(bool found, f.Step());
     if (found) out.id = f.Int(0);
@@ -172,27 +181,47 @@ Result<DlqAdded> SqliteDlq::Add(const DlqNewEntry& e) {
   if (out.id != 0) {
     // Fold: one unresolved entry per key and class. A request is filled in only if missing.
     CLAWGUARD_ASSIGN_OR_RETURN(
-        Stmt u, db_->Prepare("UPDATE dlq_entries SET occurrences = occurrences + 1, detail = ?2, erp_status = ?3, "
-                             "endpoint = CASE WHEN ?4 = '' THEN endpoint ELSE ?4 END, updated_ms = ?5, "
-                             "next_attempt_ms = CASE WHEN ?6 > 0 THEN ?6 ELSE next_attempt_ms END, "
-                             "request_omitted = CASE WHEN has_request = 0 THEN ?10 ELSE request_omitted END, "
-                             "webhook_id = CASE WHEN has_request = 0 AND ?7 THEN ?8 ELSE webhook_id END, "
-                             "content_type = CASE WHEN has_request = 0 AND ?7 THEN ?9 ELSE content_type END, "
-                             "body = CASE WHEN has_request = 0 AND ?7 THEN COALESCE(?11, x'') ELSE body END, "
-                             "has_request = MAX(has_request, ?7) WHERE id = ?1"));
-    u.Bind(1, out.id).Bind(2, detail).Bind(3, int64_t{e.erp_status}).Bind(4, e.endpoint).Bind(5, now);
-    u.Bind(6, e.next_attempt_ms).Bind(7, int64_t{has_request ? 1 : 0}).Bind(10, int64_t{omitted ? 1 : 0});
-    u.Bind(8, has_request ? e.request->webhook_id : "").Bind(9, has_request ? e.request->content_type : "");
+        Stmt u,
+        db_->Prepare(
+            "UPDATE dlq_entries SET occurrences = occurrences + 1, detail = ?2, erp_status = ?3, "
+            "endpoint = CASE WHEN ?4 = '' THEN endpoint ELSE ?4 END, updated_ms = ?5, "
+            "next_attempt_ms = CASE WHEN ?6 > 0 THEN ?6 ELSE next_attempt_ms END, "
+            "request_omitted = CASE WHEN has_request = 0 THEN ?10 ELSE request_omitted END, "
+            "webhook_id = CASE WHEN has_request = 0 AND ?7 THEN ?8 ELSE webhook_id END, "
+            "content_type = CASE WHEN has_request = 0 AND ?7 THEN ?9 ELSE content_type END, "
+            "body = CASE WHEN has_request = 0 AND ?7 THEN COALESCE(?11, x'') ELSE body END, "
+            "has_request = MAX(has_request, ?7) WHERE id = ?1"));
+    u.Bind(1, out.id)
+        .Bind(2, detail)
+        .Bind(3, int64_t{e.erp_status})
+        .Bind(4, e.endpoint)
+        .Bind(5, now);
+    u.Bind(6, e.next_attempt_ms)
+        .Bind(7, int64_t{has_request ? 1 : 0})
+        .Bind(10, int64_t{omitted ? 1 : 0});
+    u.Bind(8, has_request ? e.request->webhook_id : "")
+        .Bind(9, has_request ? e.request->content_type : "");
     u.BindBlob(11, has_request ? std::string_view(e.request->body) : std::string_view(""));
     CLAWGUARD_RETURN_IF_ERROR(u.Run());
   } else {
     CLAWGUARD_ASSIGN_OR_RETURN(
-        Stmt i, db_->Prepare("INSERT INTO dlq_entries (class, event_key, plugin, route, call_index, endpoint, "
-                             "erp_status, detail, has_request, request_omitted, webhook_id, content_type, body, state, "
-                             "next_attempt_ms, created_ms, updated_ms) "
-                             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, COALESCE(?13, x''), 'open', ?14, ?15, ?15)"));
-    i.Bind(1, DlqClassName(e.klass)).Bind(2, e.event_key).Bind(3, e.plugin).Bind(4, e.route).Bind(5, e.call_index);
-    i.Bind(6, e.endpoint).Bind(7, int64_t{e.erp_status}).Bind(8, detail).Bind(9, int64_t{has_request ? 1 : 0});
+        Stmt i,
+        db_->Prepare(
+            "INSERT INTO dlq_entries (class, event_key, plugin, route, call_index, endpoint, "
+            "erp_status, detail, has_request, request_omitted, webhook_id, content_type, body, "
+            "state, "
+            "next_attempt_ms, created_ms, updated_ms) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, COALESCE(?13, x''), "
+            "'open', ?14, ?15, ?15)"));
+    i.Bind(1, DlqClassName(e.klass))
+        .Bind(2, e.event_key)
+        .Bind(3, e.plugin)
+        .Bind(4, e.route)
+        .Bind(5, e.call_index);
+    i.Bind(6, e.endpoint)
+        .Bind(7, int64_t{e.erp_status})
+        .Bind(8, detail)
+        .Bind(9, int64_t{has_request ? 1 : 0});
     i.Bind(10, int64_t{omitted ? 1 : 0}).Bind(11, has_request ? e.request->webhook_id : "");
     i.Bind(12, has_request ? e.request->content_type : "");
     i.BindBlob(13, has_request ? std::string_view(e.request->body) : std::string_view(""));
@@ -212,7 +241,8 @@ Result<std::optional<DlqEntry>> SqliteDlq::Get(int64_t id) {
 
 Result<std::vector<DlqEntry>> SqliteDlq::List(const DlqFilter& f) {
   if (f.limit < 1 || f.limit > kMaxDlqList) {
-    return Status(Reason::kUsage, "DLQ list: expected a limit of 1.." + std::to_string(kMaxDlqList) + ", found " +
+    return Status(Reason::kUsage, "DLQ list: expected a limit of 1.." +
+                                      std::to_string(kMaxDlqList) + ", found " +
                                       std::to_string(f.limit));
   }
   std::string sql = "SELECT " + std::string(kColumns) + " FROM dlq_entries WHERE 1 = 1";
@@ -239,9 +269,11 @@ Result<std::vector<DlqCount>> SqliteDlq::CountUnresolved() {
   const int64_t now = clock_.NowMillis();
   // Bucket in SQL so the count stays one pass however many entries there are.
   CLAWGUARD_ASSIGN_OR_RETURN(
-      Stmt s, db_->Prepare("SELECT class, CASE WHEN ?1 - created_ms < ?2 THEN 0 WHEN ?1 - created_ms < ?3 THEN 1 "
-                           "ELSE 2 END AS age, COUNT(*) FROM dlq_entries WHERE state IN " +
-                           std::string(kUnresolved) + " GROUP BY class, age ORDER BY class, age"));
+      Stmt s,
+      db_->Prepare(
+          "SELECT class, CASE WHEN ?1 - created_ms < ?2 THEN 0 WHEN ?1 - created_ms < ?3 THEN 1 "
+          "ELSE 2 END AS age, COUNT(*) FROM dlq_entries WHERE state IN " +
+          std::string(kUnresolved) + " GROUP BY class, age ORDER BY class, age"));
   s.Bind(1, now).Bind(2, kDlqHourMs).Bind(3, 24 * kDlqHourMs);
   std::vector<DlqCount> out;
   while (true) {
@@ -266,13 +298,15 @@ Status SqliteDlq::RequestReplay(int64_t id, const std::string& actor) {
                                          ": only an open entry can be replayed");
   }
   if (e->call_index == kDlqEventLevel && !e->has_request) {
-    return Status(Reason::kNotFound, name + " holds no stored request to re-run" +
-                                         (e->request_omitted ? " (its body was over the size cap)" : std::string()) +
-                                         ": the platform's own retry must redeliver it; drop it instead");
+    return Status(Reason::kNotFound,
+                  name + " holds no stored request to re-run" +
+                      (e->request_omitted ? " (its body was over the size cap)" : std::string()) +
+                      ": the platform's own retry must redeliver it; drop it instead");
   }
   {
-    CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db_->Prepare("UPDATE dlq_entries SET state = 'replay_requested', "
-                                                    "updated_ms = ?2 WHERE id = ?1"));
+    CLAWGUARD_ASSIGN_OR_RETURN(Stmt u,
+                               db_->Prepare("UPDATE dlq_entries SET state = 'replay_requested', "
+                                            "updated_ms = ?2 WHERE id = ?1"));
     u.Bind(1, id).Bind(2, now);
     CLAWGUARD_RETURN_IF_ERROR(u.Run());
   }
@@ -292,14 +326,16 @@ Status SqliteDlq::Drop(int64_t id, const std::string& reason, const std::string&
     return Status(Reason::kNotFound, name + " is already " + std::string(DlqStateName(e->state)));
   }
   if (e->state == DlqState::kReplaying && e->lease_until_ms > now) {
-    return Status(Reason::kNotFound, name + " is being replayed by " + e->claimed_by + " for another " +
+    return Status(Reason::kNotFound, name + " is being replayed by " + e->claimed_by +
+                                         " for another " +
                                          std::to_string((e->lease_until_ms - now + 999) / 1000) +
                                          " s: try again when the replay ends");
   }
   const std::string why = TruncateDlqText(reason.empty() ? "dropped by an operator" : reason);
   {
-    CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db_->Prepare("UPDATE dlq_entries SET state = 'dropped', resolution = ?2, "
-                                                    "lease_until_ms = 0, updated_ms = ?3 WHERE id = ?1"));
+    CLAWGUARD_ASSIGN_OR_RETURN(
+        Stmt u, db_->Prepare("UPDATE dlq_entries SET state = 'dropped', resolution = ?2, "
+                             "lease_until_ms = 0, updated_ms = ?3 WHERE id = ?1"));
     u.Bind(1, id).Bind(2, why).Bind(3, now);
     CLAWGUARD_RETURN_IF_ERROR(u.Run());
   }
@@ -307,10 +343,11 @@ Status SqliteDlq::Drop(int64_t id, const std::string& reason, const std::string&
   return tx.Commit();
 }
 
-Result<std::vector<DlqEntry>> SqliteDlq::ClaimReplays(const std::string& owner, int64_t limit, int64_t lease_ms) {
+Result<std::vector<DlqEntry>> SqliteDlq::ClaimReplays(const std::string& owner, int64_t limit,
+                                                      int64_t lease_ms) {
   if (limit < 1 || limit > kMaxDlqList || lease_ms <= 0 || owner.empty()) {
-    return Status(Reason::kInternal, "DLQ claim: expected an owner, a limit of 1.." + std::to_string(kMaxDlqList) +
-                                         " and a lease > 0");
+    return Status(Reason::kInternal, "DLQ claim: expected an owner, a limit of 1.." +
+                                         std::to_string(kMaxDlqList) + " and a lease > 0");
   }
   MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
@@ -318,9 +355,11 @@ Result<std::vector<DlqEntry>> SqliteDlq::ClaimReplays(const std::string& owner, 
   std::vector<int64_t> ids;
   {
     CLAWGUARD_ASSIGN_OR_RETURN(
-        Stmt s, db_->Prepare("SELECT id FROM dlq_entries WHERE state = 'replay_requested' "
-                             "OR (state = 'open' AND next_attempt_ms > 0 AND next_attempt_ms <= ?1) "
-                             "OR (state = 'replaying' AND lease_until_ms <= ?1) ORDER BY created_ms, id LIMIT ?2"));
+        Stmt s,
+        db_->Prepare(
+            "SELECT id FROM dlq_entries WHERE state = 'replay_requested' "
+            "OR (state = 'open' AND next_attempt_ms > 0 AND next_attempt_ms <= ?1) "
+            "OR (state = 'replaying' AND lease_until_ms <= ?1) ORDER BY created_ms, id LIMIT ?2"));
     s.Bind(1, now).Bind(2, limit);
     while (true) {
       CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
@@ -331,9 +370,10 @@ Result<std::vector<DlqEntry>> SqliteDlq::ClaimReplays(const std::string& owner, 
   std::vector<DlqEntry> out;
   for (int64_t id : ids) {
     {
-      CLAWGUARD_ASSIGN_OR_RETURN(Stmt u, db_->Prepare("UPDATE dlq_entries SET state = 'replaying', attempts = "
-                                                      "attempts + 1, lease_until_ms = ?2, claimed_by = ?3, "
-                                                      "updated_ms = ?4 WHERE id = ?1"));
+      CLAWGUARD_ASSIGN_OR_RETURN(
+          Stmt u, db_->Prepare("UPDATE dlq_entries SET state = 'replaying', attempts = "
+                               "attempts + 1, lease_until_ms = ?2, claimed_by = ?3, "
+                               "updated_ms = ?4 WHERE id = ?1"));
       u.Bind(1, id).Bind(2, now + lease_ms).Bind(3, TruncateDlqText(owner)).Bind(4, now);
       CLAWGUARD_RETURN_IF_ERROR(u.Run());
     }
@@ -344,20 +384,26 @@ Result<std::vector<DlqEntry>> SqliteDlq::ClaimReplays(const std::string& owner, 
   return out;
 }
 
-Result<bool> SqliteDlq::MarkReplayed(int64_t id, int64_t attempt, bool succeeded, const std::string& detail,
-                                     int64_t next_attempt_ms) {
+Result<bool> SqliteDlq::MarkReplayed(int64_t id, int64_t attempt, bool succeeded,
+                                     const std::string& detail, int64_t next_attempt_ms) {
   MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   const int64_t now = clock_.NowMillis();
   {
     CLAWGUARD_ASSIGN_OR_RETURN(
-        Stmt u, db_->Prepare(succeeded ? "UPDATE dlq_entries SET state = 'replayed', resolution = ?3, "
-                                         "lease_until_ms = 0, next_attempt_ms = 0, updated_ms = ?5 "
-                                         "WHERE id = ?1 AND attempts = ?2 AND state = 'replaying'"
-                                       : "UPDATE dlq_entries SET state = 'open', detail = ?3, lease_until_ms = 0, "
-                                         "next_attempt_ms = ?4, updated_ms = ?5 "
-                                         "WHERE id = ?1 AND attempts = ?2 AND state = 'replaying'"));
-    u.Bind(1, id).Bind(2, attempt).Bind(3, TruncateDlqText(detail)).Bind(4, next_attempt_ms).Bind(5, now);
+        Stmt u,
+        db_->Prepare(
+            succeeded ? "UPDATE dlq_entries SET state = 'replayed', resolution = ?3, "
+                        "lease_until_ms = 0, next_attempt_ms = 0, updated_ms = ?5 "
+                        "WHERE id = ?1 AND attempts = ?2 AND state = 'replaying'"
+                      : "UPDATE dlq_entries SET state = 'open', detail = ?3, lease_until_ms = 0, "
+                        "next_attempt_ms = ?4, updated_ms = ?5 "
+                        "WHERE id = ?1 AND attempts = ?2 AND state = 'replaying'"));
+    u.Bind(1, id)
+        .Bind(2, attempt)
+        .Bind(3, TruncateDlqText(detail))
+        .Bind(4, next_attempt_ms)
+        .Bind(5, now);
     CLAWGUARD_RETURN_IF_ERROR(u.Run());
   }
   if (sqlite3_changes(db_->raw()) != 1) return false;  // the claim moved on: nothing written
@@ -365,15 +411,22 @@ Result<bool> SqliteDlq::MarkReplayed(int64_t id, int64_t attempt, bool succeeded
   return true;
 }
 
-Result<bool> SqliteDlq::Resolve(const std::string& event_key, DlqClass klass, const std::string& detail) {
+Result<bool> SqliteDlq::Resolve(const std::string& event_key, DlqClass klass,
+                                const std::string& detail) {
   MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   {
     CLAWGUARD_ASSIGN_OR_RETURN(
-        Stmt u, db_->Prepare("UPDATE dlq_entries SET state = 'replayed', resolution = ?3, lease_until_ms = 0, "
-                             "next_attempt_ms = 0, updated_ms = ?4 WHERE event_key = ?1 AND class = ?2 AND state IN " +
-                             std::string(kUnresolved)));
-    u.Bind(1, event_key).Bind(2, DlqClassName(klass)).Bind(3, TruncateDlqText(detail)).Bind(4, clock_.NowMillis());
+        Stmt u,
+        db_->Prepare(
+            "UPDATE dlq_entries SET state = 'replayed', resolution = ?3, lease_until_ms = 0, "
+            "next_attempt_ms = 0, updated_ms = ?4 WHERE event_key = ?1 AND class = ?2 AND state "
+            "IN " +
+            std::string(kUnresolved)));
+    u.Bind(1, event_key)
+        .Bind(2, DlqClassName(klass))
+        .Bind(3, TruncateDlqText(detail))
+        .Bind(4, clock_.NowMillis());
     CLAWGUARD_RETURN_IF_ERROR(u.Run());
   }
   if (sqlite3_changes(db_->raw()) == 0) return false;

@@ -35,18 +35,21 @@ class SqliteDlq final : public Dlq {
   Result<std::vector<DlqCount>> CountUnresolved() override;
   Status RequestReplay(int64_t id, const std::string& actor) override;
   Status Drop(int64_t id, const std::string& reason, const std::string& actor) override;
-  Result<std::vector<DlqEntry>> ClaimReplays(const std::string& owner, int64_t limit, int64_t lease_ms) override;
+  Result<std::vector<DlqEntry>> ClaimReplays(const std::string& owner, int64_t limit,
+                                             int64_t lease_ms) override;
   Result<bool> MarkReplayed(int64_t id, int64_t attempt, bool succeeded, const std::string& detail,
                             int64_t next_attempt_ms) override;
-  Result<bool> Resolve(const std::string& event_key, DlqClass klass, const std::string& detail) override;
+  Result<bool> Resolve(const std::string& event_key, DlqClass klass,
+                       const std::string& detail) override;
 
-  Result<bool> Pause(const std::string& plugin, const std::string& capability, const std::string& reason,
-                     const std::string& actor) override;
-  Result<bool> Resume(const std::string& plugin, const std::string& capability, const std::string& actor) override;
+  Result<bool> Pause(const std::string& plugin, const std::string& capability,
+                     const std::string& reason, const std::string& actor) override;
+  Result<bool> Resume(const std::string& plugin, const std::string& capability,
+                      const std::string& actor) override;
   Result<bool> IsPaused(const std::string& plugin, const std::string& capability) override;
   Result<std::vector<CapabilityPause>> ListPauses() override;
-  Status RecordOperatorAction(const std::string& actor, const std::string& action, const std::string& target,
-                              const std::string& detail) override;
+  Status RecordOperatorAction(const std::string& actor, const std::string& action,
+                              const std::string& target, const std::string& detail) override;
   Result<std::vector<OperatorAction>> ListOperatorActions(int64_t limit) override;
 
  private:

@@ -5,9 +5,13 @@ namespace clawguard::sqlite {
 namespace {
 
 Status CheckCapability(const std::string& plugin, const std::string& capability) {
-  if (plugin.empty() || capability.empty() || plugin.size() > kMaxDlqDetail || capability.size() > kMaxDlqDetail) {
-    return Status(Reason::kUsage, "capability pause: expected a plugin name and a capability 'METHOD TEMPLATE' of at "
-                                  "most " + std::to_string(kMaxDlqDetail) + " bytes each");
+  if (plugin.empty() || capability.empty() || plugin.size() > kMaxDlqDetail ||
+      capability.size() > kMaxDlqDetail) {
+    return Status(
+        Reason::kUsage,
+        "capability pause: expected a plugin name and a capability 'METHOD TEMPLATE' of at "
+        "most " +
+            std::to_string(kMaxDlqDetail) + " bytes each");
   }
   return Status::Ok();
 }
@@ -16,23 +20,30 @@ Status CheckCapability(const std::string& plugin, const std::string& capability)
 
 Status SqliteDlq::InsertAction(int64_t now_ms, const std::string& actor, const std::string& action,
                                const std::string& target, const std::string& detail) {
-  CLAWGUARD_ASSIGN_OR_RETURN(Stmt i, db_->Prepare("INSERT INTO operator_actions (time_ms, actor, action, target, "
-                                                  "detail) VALUES (?1, ?2, ?3, ?4, ?5)"));
-  i.Bind(1, now_ms).Bind(2, TruncateDlqText(actor.empty() ? "unknown" : actor)).Bind(3, TruncateDlqText(action));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      Stmt i, db_->Prepare("INSERT INTO operator_actions (time_ms, actor, action, target, "
+                           "detail) VALUES (?1, ?2, ?3, ?4, ?5)"));
+  i.Bind(1, now_ms)
+      .Bind(2, TruncateDlqText(actor.empty() ? "unknown" : actor))
+      .Bind(3, TruncateDlqText(action));
   i.Bind(4, TruncateDlqText(target)).Bind(5, TruncateDlqText(detail));
   return i.Run();
 }
 
-Result<bool> SqliteDlq::Pause(const std::string& plugin, const std::string& capability, const std::string& reason,
-                              const std::string& actor) {
+Result<bool> SqliteDlq::Pause(const std::string& plugin, const std::string& capability,
+                              const std::string& reason, const std::string& actor) {
   CLAWGUARD_RETURN_IF_ERROR(CheckCapability(plugin, capability));
   MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   const int64_t now = clock_.NowMillis();
   {
-    CLAWGUARD_ASSIGN_OR_RETURN(Stmt i, db_->Prepare("INSERT OR IGNORE INTO capability_pauses (plugin, capability, "
-                                                    "reason, actor, since_ms) VALUES (?1, ?2, ?3, ?4, ?5)"));
-    i.Bind(1, plugin).Bind(2, capability).Bind(3, TruncateDlqText(reason)).Bind(4, TruncateDlqText(actor));
+    CLAWGUARD_ASSIGN_OR_RETURN(
+        Stmt i, db_->Prepare("INSERT OR IGNORE INTO capability_pauses (plugin, capability, "
+                             "reason, actor, since_ms) VALUES (?1, ?2, ?3, ?4, ?5)"));
+    i.Bind(1, plugin)
+        .Bind(2, capability)
+        .Bind(3, TruncateDlqText(reason))
+        .Bind(4, TruncateDlqText(actor));
     i.Bind(5, now);
     CLAWGUARD_RETURN_IF_ERROR(i.Run());
   }
@@ -43,14 +54,16 @@ Result<bool> SqliteDlq::Pause(const std::string& plugin, const std::string& capa
   return paused_now;
 }
 
-Result<bool> SqliteDlq::Resume(const std::string& plugin, const std::string& capability, const std::string& actor) {
+Result<bool> SqliteDlq::Resume(const std::string& plugin, const std::string& capability,
+                               const std::string& actor) {
   CLAWGUARD_RETURN_IF_ERROR(CheckCapability(plugin, capability));
   MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   const int64_t now = clock_.NowMillis();
   {
-    CLAWGUARD_ASSIGN_OR_RETURN(Stmt d, db_->Prepare("DELETE FROM capability_pauses WHERE plugin = ?1 AND "
-                                                    "capability = ?2"));
+    CLAWGUARD_ASSIGN_OR_RETURN(Stmt d,
+                               db_->Prepare("DELETE FROM capability_pauses WHERE plugin = ?1 AND "
+                                            "capability = ?2"));
     d.Bind(1, plugin).Bind(2, capability);
     CLAWGUARD_RETURN_IF_ERROR(d.Run());
   }
@@ -63,16 +76,18 @@ Result<bool> SqliteDlq::Resume(const std::string& plugin, const std::string& cap
 
 Result<bool> SqliteDlq::IsPaused(const std::string& plugin, const std::string& capability) {
   MutexLock lock(mu_);
-  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT 1 FROM capability_pauses WHERE plugin = ?1 AND "
-                                                  "capability = ?2"));
+  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s,
+                             db_->Prepare("SELECT 1 FROM capability_pauses WHERE plugin = ?1 AND "
+                                          "capability = ?2"));
   s.Bind(1, plugin).Bind(2, capability);
   return s.Step();
 }
 
 Result<std::vector<CapabilityPause>> SqliteDlq::ListPauses() {
   MutexLock lock(mu_);
-  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT plugin, capability, reason, actor, since_ms FROM "
-                                                  "capability_pauses ORDER BY plugin, capability"));
+  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s,
+                             db_->Prepare("SELECT plugin, capability, reason, actor, since_ms FROM "
+                                          "capability_pauses ORDER BY plugin, capability"));
   std::vector<CapabilityPause> out;
   while (true) {
     CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
@@ -82,8 +97,8 @@ Result<std::vector<CapabilityPause>> SqliteDlq::ListPauses() {
   return out;
 }
 
-Status SqliteDlq::RecordOperatorAction(const std::string& actor, const std::string& action, const std::string& target,
-                                       const std::string& detail) {
+Status SqliteDlq::RecordOperatorAction(const std::string& actor, const std::string& action,
+                                       const std::string& target, const std::string& detail) {
   MutexLock lock(mu_);
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*db_));
   CLAWGUARD_RETURN_IF_ERROR(InsertAction(clock_.NowMillis(), actor, action, target, detail));
@@ -92,11 +107,13 @@ Status SqliteDlq::RecordOperatorAction(const std::string& actor, const std::stri
 
 Result<std::vector<OperatorAction>> SqliteDlq::ListOperatorActions(int64_t limit) {
   if (limit < 1 || limit > kMaxDlqList) {
-    return Status(Reason::kUsage, "operator actions: expected a limit of 1.." + std::to_string(kMaxDlqList));
+    return Status(Reason::kUsage,
+                  "operator actions: expected a limit of 1.." + std::to_string(kMaxDlqList));
   }
   MutexLock lock(mu_);
-  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare("SELECT id, time_ms, actor, action, target, detail FROM "
-                                                  "operator_actions ORDER BY id DESC LIMIT ?1"));
+  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s,
+                             db_->Prepare("SELECT id, time_ms, actor, action, target, detail FROM "
+                                          "operator_actions ORDER BY id DESC LIMIT ?1"));
   s.Bind(1, limit);
   std::vector<OperatorAction> out;
   while (true) {

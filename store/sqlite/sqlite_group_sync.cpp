@@ -28,17 +28,20 @@ using wake::Wakes;
 bool SameFile(int fd, const std::string& path) {
   struct stat at_path {};
   struct stat held {};
-  return ::stat(path.c_str(), &at_path) == 0 && ::fstat(fd, &held) == 0 && at_path.st_dev == held.st_dev &&
-         at_path.st_ino == held.st_ino;
+  return ::stat(path.c_str(), &at_path) == 0 && ::fstat(fd, &held) == 0 &&
+         at_path.st_dev == held.st_dev && at_path.st_ino == held.st_ino;
 }
 
 // FlushFailed is the poison: see "Fail closed" in the header.
 Status FlushFailed(const std::string& db_path, const std::string& file, int err) {
-  return Status(Reason::kStoreUnavailable,
-                "SQLite store '" + db_path + "': the database file could not be flushed to disk (fdatasync of '" +
-                    file + "': " + std::generic_category().message(err) +
-                    "); this store refuses every write until the process restarts (after a failed flush the OS "
-                    "may have dropped the unwritten data, so a retried flush could falsely succeed)");
+  return Status(
+      Reason::kStoreUnavailable,
+      "SQLite store '" + db_path +
+          "': the database file could not be flushed to disk (fdatasync of '" + file +
+          "': " + std::generic_category().message(err) +
+          "); this store refuses every write until the process restarts (after a failed flush the "
+          "OS "
+          "may have dropped the unwritten data, so a retried flush could falsely succeed)");
 }
 
 }  // namespace
@@ -62,7 +65,8 @@ void SqliteWriter::FlusherLoop() {
   MutexLock lock(mu_);
   for (;;) {
     // Every kStealCheck it also checks that no held fiber holds the leader role.
-    mu_.WaitFor(flusher_cv_, kStealCheck, [this]() CLAWGUARD_REQUIRES(mu_) { return flush_requested_ || flusher_stop_; });
+    mu_.WaitFor(flusher_cv_, kStealCheck,
+                [this]() CLAWGUARD_REQUIRES(mu_) { return flush_requested_ || flusher_stop_; });
     if (flusher_stop_) return;
     StealFromHeldFiberLocked();
     if (!flush_requested_) continue;
@@ -89,7 +93,8 @@ void SqliteWriter::SetSyncForTesting(SyncFn sync) {
 Status SqliteWriter::SetSynchronous(bool full) {
   // synchronous is per connection and applies to the next COMMIT; set it only when it changes.
   if (normal_sync_ != full) return Status::Ok();
-  CLAWGUARD_RETURN_IF_ERROR(db_->Exec(full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
+  CLAWGUARD_RETURN_IF_ERROR(
+      db_->Exec(full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
   normal_sync_ = !full;
   return Status::Ok();
 }
@@ -97,7 +102,8 @@ Status SqliteWriter::SetSynchronous(bool full) {
 bool SqliteWriter::WalOpenLocked() {
   // The WAL exists once this connection has written in WAL mode; until then a durable batch
   // commits with FULL, and the next one tries again.
-  if (!wal_fd_.valid() && !wal_file_.empty()) wal_fd_.Reset(::open(wal_file_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!wal_fd_.valid() && !wal_file_.empty())
+    wal_fd_.Reset(::open(wal_file_.c_str(), O_RDONLY | O_CLOEXEC));
   return wal_fd_.valid();
 }
 

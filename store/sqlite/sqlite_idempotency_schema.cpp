@@ -285,29 +285,36 @@ static_assert(std::size(kMigrations) == kSchemaVersion);
 
 }  // namespace
 
-Status MigrateIdempotencySchema(SqliteDb& db) { return MigrateIdempotencySchemaTo(db, kSchemaVersion); }
+Status MigrateIdempotencySchema(SqliteDb& db) {
+  return MigrateIdempotencySchemaTo(db, kSchemaVersion);
+}
 
 Status MigrateIdempotencySchemaTo(SqliteDb& db, int64_t target) {
   if (target < 1 || target > kSchemaVersion) {
-    return Status(Reason::kInternal, "idempotency schema version " + std::to_string(target) + " does not exist (1.." +
-                                         std::to_string(kSchemaVersion) + ")");
+    return Status(Reason::kInternal, "idempotency schema version " + std::to_string(target) +
+                                         " does not exist (1.." + std::to_string(kSchemaVersion) +
+                                         ")");
   }
-  CLAWGUARD_RETURN_IF_ERROR(db.Exec("CREATE TABLE IF NOT EXISTS idem_schema_version (version INTEGER NOT NULL)"));
+  CLAWGUARD_RETURN_IF_ERROR(
+      db.Exec("CREATE TABLE IF NOT EXISTS idem_schema_version (version INTEGER NOT NULL)"));
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db));
   int64_t version = 0;
   {
-    CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT COALESCE(MAX(version), 0) FROM idem_schema_version"));
+    CLAWGUARD_ASSIGN_OR_RETURN(
+        Stmt s, db.Prepare("SELECT COALESCE(MAX(version), 0) FROM idem_schema_version"));
     CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
     if (row) version = s.Int(0);
   }
   if (version > kSchemaVersion) {
-    return Status(Reason::kStoreUnavailable, "SQLite store '" + db.path() + "' has idempotency schema version " +
-                                                 std::to_string(version) + ", newer than this build (" +
-                                                 std::to_string(kSchemaVersion) + "): upgrade clawguard");
+    return Status(Reason::kStoreUnavailable,
+                  "SQLite store '" + db.path() + "' has idempotency schema version " +
+                      std::to_string(version) + ", newer than this build (" +
+                      std::to_string(kSchemaVersion) + "): upgrade clawguard");
   }
   for (int64_t v = version + 1; v <= target; ++v) {
     CLAWGUARD_RETURN_IF_ERROR(db.Exec(kMigrations[v - 1]));
-    CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO idem_schema_version (version) VALUES (" + std::to_string(v) + ")"));
+    CLAWGUARD_RETURN_IF_ERROR(
+        db.Exec("INSERT INTO idem_schema_version (version) VALUES (" + std::to_string(v) + ")"));
   }
   return tx.Commit();
 }

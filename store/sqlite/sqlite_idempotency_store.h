@@ -9,9 +9,9 @@
 // in one BEGIN IMMEDIATE transaction, each op in its own savepoint) on a WAL database; Complete,
 // Reset and the operator calls are durable before the call returns (a group fdatasync of the WAL
 // after their commit); Claim, Renew and Release are lazy (committed, flushed by the next durable
-// op — safe because the answer is sent only after Complete; see sqlite_writer.h "Durability"). Several instances (processes) may open the
-// same file: BEGIN IMMEDIATE serialises their conditional writes. Reads use the store's own
-// connection behind a mutex. Thread-safe.
+// op — safe because the answer is sent only after Complete; see sqlite_writer.h "Durability").
+// Several instances (processes) may open the same file: BEGIN IMMEDIATE serialises their
+// conditional writes. Reads use the store's own connection behind a mutex. Thread-safe.
 #ifndef CLAWGUARD_STORE_SQLITE_SQLITE_IDEMPOTENCY_STORE_H_
 #define CLAWGUARD_STORE_SQLITE_SQLITE_IDEMPOTENCY_STORE_H_
 
@@ -37,21 +37,24 @@ Status MigrateIdempotencySchemaTo(SqliteDb& db, int64_t target);
 class SqliteIdempotencyStore final : public IdempotencyStore {
  public:
   // Open opens (creating) |path| and migrates it. |clock| must outlive the store.
-  static Result<std::unique_ptr<SqliteIdempotencyStore>> Open(const std::string& path, const Clock& clock);
+  static Result<std::unique_ptr<SqliteIdempotencyStore>> Open(const std::string& path,
+                                                              const Clock& clock);
 
-  Result<ClaimOutcome> Claim(const std::string& key, const std::string& fingerprint, const ClaimMeta& meta,
-                             int64_t lease_ms) override;
+  Result<ClaimOutcome> Claim(const std::string& key, const std::string& fingerprint,
+                             const ClaimMeta& meta, int64_t lease_ms) override;
   Result<FencedWrite> Renew(const std::string& key, int64_t token, int64_t lease_ms) override;
-  Result<FencedWrite> Complete(const std::string& key, int64_t token, int status, const std::string& content_type,
-                               const std::string& body) override;
+  Result<FencedWrite> Complete(const std::string& key, int64_t token, int status,
+                               const std::string& content_type, const std::string& body) override;
   Result<FencedWrite> Release(const std::string& key, int64_t token) override;
   Result<std::optional<IdempotencyRecord>> Get(const std::string& key) override;
   Result<bool> Reset(const std::string& key) override;
   Result<int64_t> Generation() override;
   Result<int64_t> BumpGeneration() override;
-  Result<int64_t> Purge(int64_t completed_before_ms, int64_t tombstone_until_ms, int64_t limit) override;
+  Result<int64_t> Purge(int64_t completed_before_ms, int64_t tombstone_until_ms,
+                        int64_t limit) override;
   Result<bool> ClearTombstone(const std::string& key) override;
-  Result<std::vector<IdempotencyRecord>> ListStuck(int64_t now_ms, int64_t stuck_for_ms, int64_t limit) override;
+  Result<std::vector<IdempotencyRecord>> ListStuck(int64_t now_ms, int64_t stuck_for_ms,
+                                                   int64_t limit) override;
   Result<int64_t> NoteReconcileAttempt(const std::string& key) override;
 
  private:

@@ -42,7 +42,8 @@ DROP TABLE ledger_meta;
 static_assert(std::size(kMigrations) == SqliteLedger::kLedgerSchemaVersion);
 
 Result<LedgerCheckpoint> HeadOn(SqliteDb& db) {
-  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1"));
+  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s,
+                             db.Prepare("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1"));
   CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return LedgerCheckpoint{0, std::string(64, '0')};
   return LedgerCheckpoint{s.Int(0), s.Text(1)};
@@ -53,18 +54,21 @@ Result<LedgerCheckpoint> HeadOn(SqliteDb& db) {
 // would let whoever can write the file answer Record's reads with one chain and keep another.
 // The stores of this database create neither.
 Status PlainSchema(SqliteDb& db) {
-  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger') "
-                                                "OR (name IN ('ledger', 'ledger_meta') AND type <> 'table') LIMIT 1"));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      Stmt s, db.Prepare("SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger') "
+                         "OR (name IN ('ledger', 'ledger_meta') AND type <> 'table') LIMIT 1"));
   CLAWGUARD_ASSIGN_OR_RETURN(bool found, s.Step());
   if (!found) return Status::Ok();
-  return Status(Reason::kLedgerTampered, "the ledger database '" + db.path() + "' holds a " + s.Text(0) + " '" +
-                                             s.Text(1).substr(0, 64) +
-                                             "': the ledger is kept in plain tables only (nothing written)");
+  return Status(Reason::kLedgerTampered,
+                "the ledger database '" + db.path() + "' holds a " + s.Text(0) + " '" +
+                    s.Text(1).substr(0, 64) +
+                    "': the ledger is kept in plain tables only (nothing written)");
 }
 
 // Append chains (kind, name, version, sha256) onto |last|; the caller holds the transaction.
-Result<LedgerCheckpoint> Append(SqliteDb& db, const LedgerCheckpoint& last, LedgerKind kind, const std::string& name,
-                                const std::string& version, const std::string& sha256, int64_t time) {
+Result<LedgerCheckpoint> Append(SqliteDb& db, const LedgerCheckpoint& last, LedgerKind kind,
+                                const std::string& name, const std::string& version,
+                                const std::string& sha256, int64_t time) {
   LedgerRow row;
   row.seq = last.count + 1;
   row.kind = kind;
@@ -74,8 +78,9 @@ Result<LedgerCheckpoint> Append(SqliteDb& db, const LedgerCheckpoint& last, Ledg
   row.time = time;
   row.prev_hash = last.head;
   row.hash = LedgerRowHash(row);
-  CLAWGUARD_ASSIGN_OR_RETURN(Stmt ins, db.Prepare("INSERT INTO ledger (seq, kind, name, version, sha256, time, "
-                                                  "prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      Stmt ins, db.Prepare("INSERT INTO ledger (seq, kind, name, version, sha256, time, "
+                           "prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
   ins.Bind(1, row.seq)
       .Bind(2, LedgerKindName(kind))
       .Bind(3, std::string_view(name))
@@ -92,35 +97,39 @@ Result<LedgerCheckpoint> Append(SqliteDb& db, const LedgerCheckpoint& last, Ledg
 // allowlist row with an all-zero sha256 (its bytes were never recorded), so upgrading loses no
 // floor. Inside the migration's transaction.
 Status CarryAllowlistFloor(SqliteDb& db, const Clock& clock) {
-  CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT value FROM ledger_meta WHERE key = 'highest_allowlist_version'"));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      Stmt s, db.Prepare("SELECT value FROM ledger_meta WHERE key = 'highest_allowlist_version'"));
   CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row || s.Int(0) < 1) return Status::Ok();
   const std::string version = std::to_string(s.Int(0));
   CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint last, HeadOn(db));
-  auto appended = Append(db, last, LedgerKind::kAllowlist, std::string(kAllowlistLedgerName), version, std::string(64, '0'),
-                         clock.NowSeconds());
+  auto appended = Append(db, last, LedgerKind::kAllowlist, std::string(kAllowlistLedgerName),
+                         version, std::string(64, '0'), clock.NowSeconds());
   return appended.ok() ? Status::Ok() : appended.error();
 }
 
 Status Migrate(SqliteDb& db, const Clock& clock) {
   CLAWGUARD_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db));
-  CLAWGUARD_RETURN_IF_ERROR(db.Exec("CREATE TABLE IF NOT EXISTS ledger_schema_version (version INTEGER NOT NULL)"));
+  CLAWGUARD_RETURN_IF_ERROR(
+      db.Exec("CREATE TABLE IF NOT EXISTS ledger_schema_version (version INTEGER NOT NULL)"));
   int64_t current = 0;
   {
-    CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT COALESCE(MAX(version), 0) FROM ledger_schema_version"));
+    CLAWGUARD_ASSIGN_OR_RETURN(
+        Stmt s, db.Prepare("SELECT COALESCE(MAX(version), 0) FROM ledger_schema_version"));
     CLAWGUARD_ASSIGN_OR_RETURN(bool row, s.Step());
     if (row) current = s.Int(0);
   }
   if (current > SqliteLedger::kLedgerSchemaVersion) {
-    return Status(Reason::kStoreUnavailable, "ledger schema version " + std::to_string(current) + " in '" +
-                                                 db.path() + "' is newer than this build's " +
-                                                 std::to_string(SqliteLedger::kLedgerSchemaVersion) +
-                                                 ": upgrade clawguard");
+    return Status(Reason::kStoreUnavailable,
+                  "ledger schema version " + std::to_string(current) + " in '" + db.path() +
+                      "' is newer than this build's " +
+                      std::to_string(SqliteLedger::kLedgerSchemaVersion) + ": upgrade clawguard");
   }
   for (int64_t v = current; v < SqliteLedger::kLedgerSchemaVersion; ++v) {
     if (v + 1 == 2) CLAWGUARD_RETURN_IF_ERROR(CarryAllowlistFloor(db, clock));
     CLAWGUARD_RETURN_IF_ERROR(db.Exec(kMigrations[v]));
-    CLAWGUARD_ASSIGN_OR_RETURN(Stmt ins, db.Prepare("INSERT INTO ledger_schema_version (version) VALUES (?)"));
+    CLAWGUARD_ASSIGN_OR_RETURN(
+        Stmt ins, db.Prepare("INSERT INTO ledger_schema_version (version) VALUES (?)"));
     CLAWGUARD_RETURN_IF_ERROR(ins.Bind(1, v + 1).Run());
   }
   return tx.Commit();
@@ -128,18 +137,21 @@ Status Migrate(SqliteDb& db, const Clock& clock) {
 
 }  // namespace
 
-SqliteLedger::SqliteLedger(std::unique_ptr<SqliteDb> db, const Clock& clock) : db_(std::move(db)), clock_(clock) {}
+SqliteLedger::SqliteLedger(std::unique_ptr<SqliteDb> db, const Clock& clock)
+    : db_(std::move(db)), clock_(clock) {}
 SqliteLedger::~SqliteLedger() = default;
 
-Result<std::unique_ptr<SqliteLedger>> SqliteLedger::Open(const std::string& path, const Clock& clock) {
+Result<std::unique_ptr<SqliteLedger>> SqliteLedger::Open(const std::string& path,
+                                                         const Clock& clock) {
   CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
   CLAWGUARD_RETURN_IF_ERROR(Migrate(*db, clock));
   return std::unique_ptr<SqliteLedger>(new SqliteLedger(std::move(db), clock));
 }
 
 Result<std::vector<LedgerRow>> SqliteLedger::SelectRows(const std::string* name) {
-  const std::string sql = std::string("SELECT seq, kind, name, version, sha256, time, prev_hash, hash FROM ledger") +
-                          (name ? " WHERE name = ?" : "") + " ORDER BY seq";
+  const std::string sql =
+      std::string("SELECT seq, kind, name, version, sha256, time, prev_hash, hash FROM ledger") +
+      (name ? " WHERE name = ?" : "") + " ORDER BY seq";
   CLAWGUARD_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(sql));
   if (name) s.Bind(1, std::string_view(*name));
   std::vector<LedgerRow> rows;
@@ -175,8 +187,9 @@ Result<LedgerCheckpoint> SqliteLedger::Head() {
   return HeadOn(*db_);
 }
 
-Result<LedgerAppend> SqliteLedger::Record(LedgerKind kind, const std::string& name, const std::string& version,
-                                          const std::string& sha256, const LedgerRecordRules& rules) {
+Result<LedgerAppend> SqliteLedger::Record(LedgerKind kind, const std::string& name,
+                                          const std::string& version, const std::string& sha256,
+                                          const LedgerRecordRules& rules) {
   CLAWGUARD_RETURN_IF_ERROR(CheckLedgerRowInput(kind, name, version, sha256));
   MutexLock lock(mu_);
   // BEGIN IMMEDIATE: the rows read below cannot change before the insert commits.
@@ -184,10 +197,11 @@ Result<LedgerAppend> SqliteLedger::Record(LedgerKind kind, const std::string& na
   CLAWGUARD_RETURN_IF_ERROR(PlainSchema(*db_));
   CLAWGUARD_ASSIGN_OR_RETURN(std::vector<LedgerRow> all, SelectRows(nullptr));
   CLAWGUARD_ASSIGN_OR_RETURN(LedgerRecordView view, PrepareLedgerRecord(all, name, rules));
-  CLAWGUARD_ASSIGN_OR_RETURN(bool append, CheckLedgerRecord(view.same_name, kind, name, version, sha256, rules));
+  CLAWGUARD_ASSIGN_OR_RETURN(bool append,
+                             CheckLedgerRecord(view.same_name, kind, name, version, sha256, rules));
   if (!append) return LedgerAppend{false, std::move(view.head)};
-  CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint head,
-                             Append(*db_, view.head, kind, name, version, sha256, clock_.NowSeconds()));
+  CLAWGUARD_ASSIGN_OR_RETURN(LedgerCheckpoint head, Append(*db_, view.head, kind, name, version,
+                                                           sha256, clock_.NowSeconds()));
   CLAWGUARD_RETURN_IF_ERROR(tx.Commit());
   return LedgerAppend{true, std::move(head)};
 }

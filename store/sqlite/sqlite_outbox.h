@@ -27,17 +27,20 @@ class SqliteOutbox final : public Outbox {
   Result<std::optional<OutboxRow>> Get(const std::string& event_key, int64_t call_index) override;
   // Claim is one `UPDATE … RETURNING` in the writer's transaction (atomic across threads and
   // processes sharing the file).
-  Result<std::optional<OutboxRow>> Claim(const std::string& event_key, int64_t call_index, int64_t now_ms,
-                                         const std::string& owner, int64_t until_ms) override;
-  Status MarkAnswered(const std::string& event_key, int64_t call_index, const std::string& owner, int reply_status,
-                      const std::string& reply_body) override;
+  Result<std::optional<OutboxRow>> Claim(const std::string& event_key, int64_t call_index,
+                                         int64_t now_ms, const std::string& owner,
+                                         int64_t until_ms) override;
+  Status MarkAnswered(const std::string& event_key, int64_t call_index, const std::string& owner,
+                      int reply_status, const std::string& reply_body) override;
   // NoteAnswer queues the mark on the writer (SqliteWriter::Submit) and returns without waiting.
-  void NoteAnswer(const std::string& event_key, int64_t call_index, const std::string& owner, int reply_status,
-                  const std::string& reply_body) override;
+  void NoteAnswer(const std::string& event_key, int64_t call_index, const std::string& owner,
+                  int reply_status, const std::string& reply_body) override;
   Status Release(const std::string& event_key, int64_t call_index, const std::string& owner,
                  int64_t next_attempt_ms) override;
-  Status MarkDead(const std::string& event_key, int64_t call_index, const std::string& owner) override;
-  Status Defer(const std::string& event_key, int64_t call_index, int64_t now_ms, int64_t next_attempt_ms) override;
+  Status MarkDead(const std::string& event_key, int64_t call_index,
+                  const std::string& owner) override;
+  Status Defer(const std::string& event_key, int64_t call_index, int64_t now_ms,
+               int64_t next_attempt_ms) override;
   Result<bool> Revive(const std::string& event_key, int64_t call_index, int64_t now_ms) override;
   Result<int64_t> ConfirmHeld(const std::string& event_key, int64_t now_ms) override;
   Result<std::vector<OutboxRow>> ListEvent(const std::string& event_key) override;
@@ -49,7 +52,8 @@ class SqliteOutbox final : public Outbox {
   // Update runs |sql| (?1 event_key, ?2 call_index, then |bind| adds the rest) in a transaction;
   // kNotFound when no row changed.
   template <typename BindFn>
-  Status Update(const std::string& event_key, int64_t call_index, std::string_view sql, BindFn bind);
+  Status Update(const std::string& event_key, int64_t call_index, std::string_view sql,
+                BindFn bind);
 
   Mutex mu_;
   // The connection for reads; writes go through writer_.

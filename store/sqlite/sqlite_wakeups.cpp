@@ -19,7 +19,8 @@ void WakeAll(const Wakes& wakes) {
       fiber::UnparkPinned(f);
       continue;
     }
-    ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr,
+              0);
   }
 }
 
@@ -32,11 +33,13 @@ void Sleep(std::atomic<uint32_t>& word, uint32_t seen) {
     fiber::Park();  // a setter saw kSleeping and unparks us (or already did: Park returns at once)
     return;
   }
-  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen, nullptr,
+            nullptr, 0);
 }
 
 void AwaitBit(std::atomic<uint32_t>& word, uint32_t bit) {
-  for (uint32_t s = word.load(std::memory_order_acquire); (s & bit) == 0; s = word.load(std::memory_order_acquire)) {
+  for (uint32_t s = word.load(std::memory_order_acquire); (s & bit) == 0;
+       s = word.load(std::memory_order_acquire)) {
     Sleep(word, s);
   }
   word.fetch_and(~bit, std::memory_order_relaxed);

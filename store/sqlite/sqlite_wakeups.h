@@ -26,13 +26,15 @@ inline constexpr uint32_t kDone = 1;
 inline constexpr uint32_t kLead = 2;
 inline constexpr uint32_t kSynced = 4;
 inline constexpr uint32_t kSleeping = 8;  // the waiter slept (or may sleep): a setter must wake it
-static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free);
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
+              std::atomic<uint32_t>::is_always_lock_free);
 
 // A waiter on a fiber (fiber.h) parks instead of sleeping in the kernel: Post pins its fiber
 // (under mu_, while the waiter is known to be alive) and WakeAll unparks it.
 using Wakes = std::vector<std::pair<std::atomic<uint32_t>*, fiber::Fiber*>>;
 
-// Post sets |bit| in |word| (mu_ held) and notes a wake if its waiter (on |f| if not nullptr) may sleep.
+// Post sets |bit| in |word| (mu_ held) and notes a wake if its waiter (on |f| if not nullptr) may
+// sleep.
 void Post(std::atomic<uint32_t>& word, fiber::Fiber* f, uint32_t bit, Wakes& wakes);
 
 // WakeAll wakes what Post noted (after mu_ is released).

@@ -24,13 +24,13 @@ std::atomic<int64_t> g_rewrites{0};
 // this header, then the default VFS's file. Any other file is the default VFS's file itself, at
 // the start of the allocation, with the default methods.
 struct WalFile {
-  sqlite3_file base;     // pMethods = &kWalMethods
-  sqlite3_file* real;    // the default VFS's file, at kRealOffset
-  unsigned char* buf;    // kWalBufferBytes, allocated on first use
-  size_t len;            // bytes buffered
-  sqlite3_int64 off;     // the file offset of buf[0]
-  sqlite3_int64 high;    // the highest offset + 1 this handle wrote or buffered since the WAL header
-  bool commit_next;      // the last buffered write was the header of a commit frame
+  sqlite3_file base;   // pMethods = &kWalMethods
+  sqlite3_file* real;  // the default VFS's file, at kRealOffset
+  unsigned char* buf;  // kWalBufferBytes, allocated on first use
+  size_t len;          // bytes buffered
+  sqlite3_int64 off;   // the file offset of buf[0]
+  sqlite3_int64 high;  // the highest offset + 1 this handle wrote or buffered since the WAL header
+  bool commit_next;    // the last buffered write was the header of a commit frame
 };
 
 constexpr size_t kRealOffset = (sizeof(WalFile) + 15) & ~size_t{15};
@@ -80,8 +80,10 @@ int WalWrite(sqlite3_file* f, const void* data, int amt, sqlite3_int64 off) {
   const sqlite3_int64 end = off + amt;
   // Appending: continues the buffered run, or starts one at or past everything written so far.
   // The WAL header (offset 0) and every rewrite below |high| are written at once.
-  const bool appends = w->len > 0 ? off == w->off + static_cast<sqlite3_int64>(w->len) : off > 0 && off >= w->high;
-  if (appends && w->buf == nullptr) w->buf = static_cast<unsigned char*>(std::malloc(kWalBufferBytes));
+  const bool appends =
+      w->len > 0 ? off == w->off + static_cast<sqlite3_int64>(w->len) : off > 0 && off >= w->high;
+  if (appends && w->buf == nullptr)
+    w->buf = static_cast<unsigned char*>(std::malloc(kWalBufferBytes));
   if (!appends || n > kWalBufferBytes || w->buf == nullptr) {
     if (const int rc = Flush(w); rc != SQLITE_OK) return rc;
     if (off > 0 && off < w->high) g_rewrites.fetch_add(1, std::memory_order_relaxed);
@@ -100,7 +102,8 @@ int WalWrite(sqlite3_file* f, const void* data, int amt, sqlite3_int64 off) {
   w->high = std::max(w->high, end);
   if (ends_commit) return Flush(w);
   // A frame header's second word is the database size after the commit, 0 in other frames.
-  w->commit_next = amt == kFrameHeaderBytes && BigEndian32(static_cast<const unsigned char*>(data) + 4) != 0;
+  w->commit_next =
+      amt == kFrameHeaderBytes && BigEndian32(static_cast<const unsigned char*>(data) + 4) != 0;
   return SQLITE_OK;
 }
 
@@ -132,10 +135,14 @@ int WalCheckReservedLock(sqlite3_file* f, int* out) {
 
 // Not flushed first: SQLite ignores the result of some file controls (hints), so a write that
 // failed here could go unnoticed; no file control reads or syncs the WAL's contents.
-int WalFileControl(sqlite3_file* f, int op, void* arg) { return Real(Wal(f)).xFileControl(Wal(f)->real, op, arg); }
+int WalFileControl(sqlite3_file* f, int op, void* arg) {
+  return Real(Wal(f)).xFileControl(Wal(f)->real, op, arg);
+}
 
 int WalSectorSize(sqlite3_file* f) { return Real(Wal(f)).xSectorSize(Wal(f)->real); }
-int WalDeviceCharacteristics(sqlite3_file* f) { return Real(Wal(f)).xDeviceCharacteristics(Wal(f)->real); }
+int WalDeviceCharacteristics(sqlite3_file* f) {
+  return Real(Wal(f)).xDeviceCharacteristics(Wal(f)->real);
+}
 
 // SQLite maps and locks shared memory and pages through the database file, never the WAL; these
 // forward in case a future SQLite does.
@@ -146,7 +153,9 @@ int WalShmLock(sqlite3_file* f, int offset, int n, int flags) {
   return Real(Wal(f)).xShmLock(Wal(f)->real, offset, n, flags);
 }
 void WalShmBarrier(sqlite3_file* f) { Real(Wal(f)).xShmBarrier(Wal(f)->real); }
-int WalShmUnmap(sqlite3_file* f, int delete_flag) { return Real(Wal(f)).xShmUnmap(Wal(f)->real, delete_flag); }
+int WalShmUnmap(sqlite3_file* f, int delete_flag) {
+  return Real(Wal(f)).xShmUnmap(Wal(f)->real, delete_flag);
+}
 int WalFetch(sqlite3_file* f, sqlite3_int64 off, int amt, void** out) {
   WalFile* w = Wal(f);
   *out = nullptr;
@@ -159,9 +168,24 @@ int WalUnfetch(sqlite3_file* f, sqlite3_int64 off, void* p) {
 }
 
 const sqlite3_io_methods kWalMethods = {
-    3,          WalClose,      WalRead,    WalWrite,     WalTruncate,           WalSync,
-    WalFileSize, WalLock,      WalUnlock,  WalCheckReservedLock, WalFileControl, WalSectorSize,
-    WalDeviceCharacteristics, WalShmMap, WalShmLock, WalShmBarrier, WalShmUnmap, WalFetch,
+    3,
+    WalClose,
+    WalRead,
+    WalWrite,
+    WalTruncate,
+    WalSync,
+    WalFileSize,
+    WalLock,
+    WalUnlock,
+    WalCheckReservedLock,
+    WalFileControl,
+    WalSectorSize,
+    WalDeviceCharacteristics,
+    WalShmMap,
+    WalShmLock,
+    WalShmBarrier,
+    WalShmUnmap,
+    WalFetch,
     WalUnfetch,
 };
 
@@ -197,8 +221,8 @@ const char* WalVfsName() {
 
 int FlushWalWrites(sqlite3* db) {
   sqlite3_file* f = nullptr;
-  if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &f) != SQLITE_OK || f == nullptr ||
-      f->pMethods != &kWalMethods) {
+  if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &f) != SQLITE_OK ||
+      f == nullptr || f->pMethods != &kWalMethods) {
     return SQLITE_OK;  // no WAL open, or not one of ours: nothing buffered
   }
   return Flush(Wal(f));

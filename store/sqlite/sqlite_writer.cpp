@@ -184,7 +184,8 @@ bool SqliteWriter::Gather() {
   if (last_batch_ops_ < kGatherAfterOps || queue_.size() >= kGatherOps) return true;
   ++gathers_;
   gathering_ = true;
-  mu_.WaitFor(gather_cv_, kGatherFor, [this]() CLAWGUARD_REQUIRES(mu_) { return queue_.size() >= kGatherOps; });
+  mu_.WaitFor(gather_cv_, kGatherFor,
+              [this]() CLAWGUARD_REQUIRES(mu_) { return queue_.size() >= kGatherOps; });
   gathering_ = false;
   return true;
 }
@@ -216,13 +217,15 @@ void SqliteWriter::LeadBatch(Pending* self) {
     batch.swap(queue_);
     last_batch_ops_ = batch.size();
     if (poisoned_) {
-      for (const Queued& p : batch) p->result = *poisoned_;  // a failed flush refuses every op not yet run
+      for (const Queued& p : batch)
+        p->result = *poisoned_;  // a failed flush refuses every op not yet run
     } else {
       // A durable op is flushed through the WAL descriptor after its commit; without one its
       // batch commits with FULL (SQLite flushes before COMMIT returns).
-      const bool full = std::any_of(batch.begin(), batch.end(),
-                                    [](const Queued& p) { return p->durability == Durability::kBeforeReturn; }) &&
-                        !WalOpenLocked();
+      const bool full =
+          std::any_of(batch.begin(), batch.end(),
+                      [](const Queued& p) { return p->durability == Durability::kBeforeReturn; }) &&
+          !WalOpenLocked();
       mu_.Unlock();
       Status lost = RunBatch(batch, full);
       BoundWal();
@@ -236,21 +239,28 @@ void SqliteWriter::LeadBatch(Pending* self) {
     // kDone); the others are registered as sync waiters at once and woken when a flush ends.
     // While a flush runs, nobody is woken to lead: that flush's end wakes them all.
     const auto needs_flush = [this](const Pending* p) CLAWGUARD_REQUIRES(mu_) {
-      return !p->detached && p->durability == Durability::kBeforeReturn && p->result.ok() && normal_sync_ &&
-             !poisoned_;
+      return !p->detached && p->durability == Durability::kBeforeReturn && p->result.ok() &&
+             normal_sync_ && !poisoned_;
     };
     // A fiber never flushes on its carrier (an fdatasync would hold every fiber of it): the
     // flusher thread flushes for it ("Fibers" in the header).
-    const auto offloaded = [this](const Pending* p) CLAWGUARD_REQUIRES(mu_) { return p->fiber != nullptr && flusher_on_; };
-    const auto may_lead_flush = [&](const Pending* p) CLAWGUARD_REQUIRES(mu_) { return needs_flush(p) && !offloaded(p); };
+    const auto offloaded = [this](const Pending* p) CLAWGUARD_REQUIRES(mu_) {
+      return p->fiber != nullptr && flusher_on_;
+    };
+    const auto may_lead_flush = [&](const Pending* p) CLAWGUARD_REQUIRES(mu_) {
+      return needs_flush(p) && !offloaded(p);
+    };
     Pending* sync_leader = nullptr;
     if (!syncing_) {
-      const bool self_in_batch = self != nullptr && std::any_of(batch.begin(), batch.end(),
-                                                                [self](const Queued& p) { return p.get() == self; });
+      const bool self_in_batch =
+          self != nullptr && std::any_of(batch.begin(), batch.end(),
+                                         [self](const Queued& p) { return p.get() == self; });
       if (self_in_batch && may_lead_flush(self)) {
         sync_leader = self;
       } else if (const auto it = std::find_if(batch.begin(), batch.end(),
-                                              [&](const Queued& p) CLAWGUARD_REQUIRES(mu_) { return may_lead_flush(p.get()); });
+                                              [&](const Queued& p) CLAWGUARD_REQUIRES(mu_) {
+                                                return may_lead_flush(p.get());
+                                              });
                  it != batch.end()) {
         sync_leader = it->get();
       }
@@ -272,7 +282,8 @@ void SqliteWriter::LeadBatch(Pending* self) {
         request_flush = request_flush || offloaded(p);
         continue;
       }
-      Post(p->signal, p->fiber, kDone, wakes);  // the last touch of |p|: its waiter may return at once
+      Post(p->signal, p->fiber, kDone,
+           wakes);  // the last touch of |p|: its waiter may return at once
     }
     // Nobody else will flush for the fibers registered above: the flusher does.
     if (request_flush && sync_leader == nullptr && !syncing_) RequestFlushLocked();
@@ -280,7 +291,8 @@ void SqliteWriter::LeadBatch(Pending* self) {
     // The oldest queued waiter leads the next batch (it takes the whole queue). The role is only
     // offered: until it takes it, any writer that comes leads — and if it is a fiber held by a
     // plugin that blocks its carrier, the flusher leads the queue (StealFromHeldFiberLocked).
-    const auto waiter = std::find_if(queue_.begin(), queue_.end(), [](const Queued& p) { return !p->detached; });
+    const auto waiter =
+        std::find_if(queue_.begin(), queue_.end(), [](const Queued& p) { return !p->detached; });
     if (waiter != queue_.end()) Post((*waiter)->signal, (*waiter)->fiber, kLead, wakes);
     const bool only_submitted = waiter == queue_.end() && !queue_.empty();
     if (!wakes.empty()) {
@@ -319,8 +331,9 @@ Status SqliteWriter::RunBatch(const std::vector<Queued>& batch, bool full) {
   // The WAL VFS wrote the commit's frames before COMMIT returned (sqlite_wal_vfs.h); this only
   // makes sure nothing is left buffered before a flush (fdatasync) can acknowledge the batch.
   if (const int rc = FlushWalWrites(db.raw()); rc != SQLITE_OK) {
-    Status failed(Reason::kStoreUnavailable, "SQLite store '" + db.path() + "': writing the WAL after a commit failed: " +
-                                                 sqlite3_errstr(rc) + "; restart the host (SQLite recovers the WAL)");
+    Status failed(Reason::kStoreUnavailable,
+                  "SQLite store '" + db.path() + "': writing the WAL after a commit failed: " +
+                      sqlite3_errstr(rc) + "; restart the host (SQLite recovers the WAL)");
     for (const Queued& p : batch) p->result = failed;
     return failed;  // the commit is visible but not in the file: refuse everything until restart
   }

@@ -22,10 +22,10 @@
 // returns kStoreUnavailable until the process restarts (after a failed fsync the kernel may have
 // dropped the dirty pages, and a retried fsync can falsely succeed).
 // Wake-ups. Each waiter sleeps on its own futex word, woken after the leader released mu_. Durable
-// wake-ups: a durable op sleeps once — at its commit it becomes a sync waiter (one leads the flush).
-// WAL writes go through the "clawguard-wal" VFS (sqlite_wal_vfs.h): one write() per commit. After
-// each COMMIT, RunBatch checks that nothing stayed buffered (FlushWalWrites) and poisons the writer
-// if that write fails, so a flush never acknowledges bytes the kernel was not given.
+// wake-ups: a durable op sleeps once — at its commit it becomes a sync waiter (one leads the
+// flush). WAL writes go through the "clawguard-wal" VFS (sqlite_wal_vfs.h): one write() per commit.
+// After each COMMIT, RunBatch checks that nothing stayed buffered (FlushWalWrites) and poisons the
+// writer if that write fails, so a flush never acknowledges bytes the kernel was not given.
 // Gathering. When the last batch held kGatherAfterOps ops or more, the leader waits (lock released,
 // role kept) up to kGatherFor or until kGatherOps ops are queued. A lone writer never waits.
 // Checkpoints never run inside a COMMIT: a WAL hook wakes a checkpointer thread with its own
@@ -55,15 +55,16 @@
 
 #include "clawguard/error.h"
 #include "clawguard/unique_fd.h"
-#include "runtime/fiber.h"
 #include "core/mutex.h"
+#include "runtime/fiber.h"
 #include "sqlite/sqlite_db.h"
 
 namespace clawguard::sqlite {
 
 // Durability is what an op needs when Write returns (see the file comment).
 enum class Durability {
-  kBeforeReturn,  // committed, and the WAL flushed (fdatasync) after the commit, before Write returns
+  kBeforeReturn,  // committed, and the WAL flushed (fdatasync) after the commit, before Write
+                  // returns
   kLazy,          // committed (atomic, visible) before Write returns; flushed by a later durable op
 };
 
@@ -144,8 +145,8 @@ class SqliteWriter {
  private:
   struct Pending {
     const Op* op = nullptr;
-    Op owned;                // a Submit'ed op (|op| points here)
-    bool detached = false;   // Submit'ed: nobody waits; its queue entry owns it (see Queued)
+    Op owned;               // a Submit'ed op (|op| points here)
+    bool detached = false;  // Submit'ed: nobody waits; its queue entry owns it (see Queued)
     Durability durability = Durability::kBeforeReturn;
     Status result;
     int64_t seq = 0;       // the batch's number in commit order
@@ -190,7 +191,8 @@ class SqliteWriter {
   // "Gathering"); returns at once unless the last batch had kGatherAfterOps ops or more.
   // false: a fiber leader lost the role while it yielded (StealFromHeldFiberLocked).
   bool Gather() CLAWGUARD_REQUIRES(mu_);
-  // StealFromHeldFiberLocked takes the leader role from a fiber held while it yields (see "Fibers").
+  // StealFromHeldFiberLocked takes the leader role from a fiber held while it yields (see
+  // "Fibers").
   void StealFromHeldFiberLocked() CLAWGUARD_REQUIRES(mu_);
   // RunBatch runs |batch| in one transaction, with synchronous=FULL if |full|. Not OK only if the
   // writer must be poisoned (a commit's WAL bytes could not be written after COMMIT returned).
@@ -201,7 +203,8 @@ class SqliteWriter {
   // AwaitSync waits (leading a flush if none runs) until |mine|'s batch is flushed.
   Status AwaitSync(Pending& mine);
   void LeadSync() CLAWGUARD_REQUIRES(mu_);
-  // WakeSyncWaiters wakes every registered sync waiter (kSynced | kDone); mu_ held (released while it wakes them).
+  // WakeSyncWaiters wakes every registered sync waiter (kSynced | kDone); mu_ held (released while
+  // it wakes them).
   void WakeSyncWaiters() CLAWGUARD_REQUIRES(mu_);
   // FlushWal flushes the WAL through |fd| (and more if the WAL was replaced); runs without mu_.
   Status FlushWal(const SyncFn& sync, int fd);
@@ -213,15 +216,17 @@ class SqliteWriter {
   const std::string db_file_;   // absolute, as SQLite resolved it ("" for a temporary database)
   const std::string wal_file_;  // db_file_ + "-wal" ("" if none)
   mutable Mutex mu_;
-  std::vector<Pending*> sync_waiters_ CLAWGUARD_GUARDED_BY(mu_);  // durable ops waiting for the running flush
+  std::vector<Pending*> sync_waiters_
+      CLAWGUARD_GUARDED_BY(mu_);  // durable ops waiting for the running flush
   std::vector<Queued> queue_ CLAWGUARD_GUARDED_BY(mu_);
   bool leading_ CLAWGUARD_GUARDED_BY(mu_) = false;  // a caller is running a batch
-  int64_t commits_ CLAWGUARD_GUARDED_BY(mu_) = 0;  // batches run = the number of the last one
+  int64_t commits_ CLAWGUARD_GUARDED_BY(mu_) = 0;   // batches run = the number of the last one
   int64_t lazy_commits_ CLAWGUARD_GUARDED_BY(mu_) = 0;
-  bool syncing_ CLAWGUARD_GUARDED_BY(mu_) = false;  // a caller is flushing
+  bool syncing_ CLAWGUARD_GUARDED_BY(mu_) = false;    // a caller is flushing
   int64_t synced_seq_ CLAWGUARD_GUARDED_BY(mu_) = 0;  // every batch up to this number is flushed
   int64_t syncs_ CLAWGUARD_GUARDED_BY(mu_) = 0;
-  std::optional<Status> poisoned_ CLAWGUARD_GUARDED_BY(mu_);  // set when a flush failed, never cleared
+  std::optional<Status> poisoned_
+      CLAWGUARD_GUARDED_BY(mu_);       // set when a flush failed, never cleared
   std::condition_variable gather_cv_;  // a gathering leader: kGatherOps ops are queued
   bool gathering_ CLAWGUARD_GUARDED_BY(mu_) = false;
   size_t last_batch_ops_ CLAWGUARD_GUARDED_BY(mu_) = 0;  // ops in the last batch
@@ -235,7 +240,8 @@ class SqliteWriter {
   bool normal_sync_ = false;
   int wal_frames_ = 0;  // frames in the WAL after the last commit (the WAL hook); leader only
   int wal_restart_frames_ = kWalRestartFrames;  // set before concurrent use (tests)
-  int64_t wal_restarts_ = 0;  // written by the leader without mu_, read under mu_ (see wal_restarts)
+  int64_t wal_restarts_ =
+      0;  // written by the leader without mu_, read under mu_ (see wal_restarts)
   // The flusher (see "Fibers"): started by the first durable Write from a fiber.
   void StartFlusherLocked() CLAWGUARD_REQUIRES(mu_);
   void RequestFlushLocked() CLAWGUARD_REQUIRES(mu_);
@@ -244,10 +250,11 @@ class SqliteWriter {
   bool flusher_on_ CLAWGUARD_GUARDED_BY(mu_) = false;
   bool flush_requested_ CLAWGUARD_GUARDED_BY(mu_) = false;
   bool flusher_stop_ CLAWGUARD_GUARDED_BY(mu_) = false;
-  fiber::Fiber* fiber_leader_ CLAWGUARD_GUARDED_BY(mu_) = nullptr;  // the leader while it yields to gather
+  fiber::Fiber* fiber_leader_ CLAWGUARD_GUARDED_BY(mu_) =
+      nullptr;                                         // the leader while it yields to gather
   uint64_t lead_epoch_ CLAWGUARD_GUARDED_BY(mu_) = 0;  // bumped when the role is taken from it
   int64_t steals_ CLAWGUARD_GUARDED_BY(mu_) = 0;
-  std::thread flusher_;           // started under mu_; joined by the destructor
+  std::thread flusher_;                         // started under mu_; joined by the destructor
   std::unique_ptr<Checkpointer> checkpointer_;  // destroyed first (declared last)
 };
 

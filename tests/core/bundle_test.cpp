@@ -22,9 +22,11 @@ namespace {
 ossl::UniquePtr<EVP_PKEY> Generate(const char* type, const char* curve = nullptr) {
   EVP_PKEY* key = nullptr;
   if (std::string_view(type) == "RSA") {
-    key = EVP_PKEY_Q_keygen(nullptr, nullptr, type, static_cast<size_t>(2048));  // variadic: bits as size_t
+    key = EVP_PKEY_Q_keygen(nullptr, nullptr, type,
+                            static_cast<size_t>(2048));  // variadic: bits as size_t
   } else {
-    key = curve ? EVP_PKEY_Q_keygen(nullptr, nullptr, type, curve) : EVP_PKEY_Q_keygen(nullptr, nullptr, type);
+    key = curve ? EVP_PKEY_Q_keygen(nullptr, nullptr, type, curve)
+                : EVP_PKEY_Q_keygen(nullptr, nullptr, type);
   }
   EXPECT_NE(key, nullptr);
   return ossl::UniquePtr<EVP_PKEY>(key);
@@ -38,7 +40,9 @@ std::string Sign(EVP_PKEY* key, std::string_view msg) {
   const auto* m = reinterpret_cast<const unsigned char*>(msg.data());
   EXPECT_EQ(EVP_DigestSign(ctx.get(), nullptr, &len, m, msg.size()), 1);
   std::string sig(len, '\0');
-  EXPECT_EQ(EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len, m, msg.size()), 1);
+  EXPECT_EQ(
+      EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len, m, msg.size()),
+      1);
   sig.resize(len);
   return sig;
 }
@@ -51,7 +55,8 @@ ossl::UniquePtr<X509> SelfSigned(EVP_PKEY* key, const char* cn) {
   X509_gmtime_adj(X509_getm_notBefore(cert.get()), 0);
   X509_gmtime_adj(X509_getm_notAfter(cert.get()), 3600);
   X509_NAME* name = X509_get_subject_name(cert.get());  // borrowed from cert
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn),
+                             -1, -1, 0);
   X509_set_issuer_name(cert.get(), name);
   X509_set_pubkey(cert.get(), key);  // up-refs key
   const EVP_MD* md = EVP_PKEY_get_base_id(key) == EVP_PKEY_ED25519 ? nullptr : EVP_sha256();
@@ -109,39 +114,50 @@ TEST(BundleTest, RefusesEveryMalformationAsBundleInvalid) {
       {"duplicate key", "{\"mediaType\":\"x\"," + good.substr(1), "duplicate key"},
       {"trailing garbage", good + "{}", "not valid JSON"},
       {"not JSON", "nope", "not valid JSON"},
-      {"wrong mediaType", Mutate([](auto& j) { j["mediaType"] = "application/json"; }), "mediaType"},
+      {"wrong mediaType", Mutate([](auto& j) { j["mediaType"] = "application/json"; }),
+       "mediaType"},
       {"unknown top-level key", Mutate([](auto& j) { j["extra"] = 1; }), "unknown key \"extra\""},
-      {"missing envelope", Mutate([](auto& j) { j.erase("dsseEnvelope"); }), "missing \"dsseEnvelope\""},
-      {"bad payload base64", Mutate([](auto& j) { j["dsseEnvelope"]["payload"] = "a=b="; }), "base64"},
-      {"unpadded payload", Mutate([](auto& j) { j["dsseEnvelope"]["payload"] = "YWJjZA"; }), "base64"},
-      {"url-safe sig", Mutate([](auto& j) { j["dsseEnvelope"]["signatures"][0]["sig"] = "-_-_"; }), "base64"},
-      {"payloadType not a string", Mutate([](auto& j) { j["dsseEnvelope"]["payloadType"] = 7; }), "expected a string"},
-      {"uppercase keyid", Mutate([](auto& j) {
-         j["dsseEnvelope"]["signatures"][0]["keyid"] = std::string(64, 'A');
-       }), "64 lowercase hex"},
-      {"missing certs for keyid", Mutate([](auto& j) {
-         j["verificationMaterial"]["certificates"].erase(kKeyB);
-       }), "no certificates for signature keyid"},
+      {"missing envelope", Mutate([](auto& j) { j.erase("dsseEnvelope"); }),
+       "missing \"dsseEnvelope\""},
+      {"bad payload base64", Mutate([](auto& j) { j["dsseEnvelope"]["payload"] = "a=b="; }),
+       "base64"},
+      {"unpadded payload", Mutate([](auto& j) { j["dsseEnvelope"]["payload"] = "YWJjZA"; }),
+       "base64"},
+      {"url-safe sig", Mutate([](auto& j) { j["dsseEnvelope"]["signatures"][0]["sig"] = "-_-_"; }),
+       "base64"},
+      {"payloadType not a string", Mutate([](auto& j) { j["dsseEnvelope"]["payloadType"] = 7; }),
+       "expected a string"},
+      {"uppercase keyid",
+       Mutate([](auto& j) { j["dsseEnvelope"]["signatures"][0]["keyid"] = std::string(64, 'A'); }),
+       "64 lowercase hex"},
+      {"missing certs for keyid",
+       Mutate([](auto& j) { j["verificationMaterial"]["certificates"].erase(kKeyB); }),
+       "no certificates for signature keyid"},
       {"certs for no signer", Mutate([](auto& j) {
          j["verificationMaterial"]["certificates"][std::string(64, 'c')] = {"AAAA"};
-       }), "certificates only for"},
-      {"zero signatures", Mutate([](auto& j) { j["dsseEnvelope"]["signatures"] = nlohmann::json::array(); }),
+       }),
+       "certificates only for"},
+      {"zero signatures",
+       Mutate([](auto& j) { j["dsseEnvelope"]["signatures"] = nlohmann::json::array(); }),
        "1 to 16"},
       {"too many signatures", Mutate([](auto& j) {
          auto& sigs = j["dsseEnvelope"]["signatures"];
          for (int i = 0; i < 15; ++i) sigs.push_back(sigs[0]);
-       }), "found 17"},
-      {"repeated keyid", Mutate([](auto& j) {
-         j["dsseEnvelope"]["signatures"][1]["keyid"] = kKeyA;
-       }), "appears twice"},
+       }),
+       "found 17"},
+      {"repeated keyid",
+       Mutate([](auto& j) { j["dsseEnvelope"]["signatures"][1]["keyid"] = kKeyA; }),
+       "appears twice"},
       {"chain too long", Mutate([](auto& j) {
          j["verificationMaterial"]["certificates"][kKeyA] = std::vector<std::string>(9, "AAAA");
-       }), "1 to 8"},
+       }),
+       "1 to 8"},
       {"empty chain", Mutate([](auto& j) {
          j["verificationMaterial"]["certificates"][kKeyA] = nlohmann::json::array();
-       }), "1 to 8"},
-      {"signature with extra key", Mutate([](auto& j) { j["dsseEnvelope"]["signatures"][0]["x"] = 1; }),
-       "unknown key \"x\""},
+       }),
+       "1 to 8"},
+      {"signature with extra key",
+       Mutate([](auto& j) { j["dsseEnvelope"]["signatures"][0]["x"] = 1; }), "unknown key \"x\""},
   };
   for (const auto& c : cases) {
     auto r = ParseBundle(c.text);
@@ -163,7 +179,8 @@ TEST(BundleTest, RefusesInputOverTheBundleLimitBeforeParsing) {
 }
 
 TEST(PaeTest, MatchesTheDsseSpecExample) {
-  EXPECT_EQ(Pae("http://example.com/HelloWorld", "hello world"), "DSSEv1 29 http://example.com/HelloWorld 11 hello world");
+  EXPECT_EQ(Pae("http://example.com/HelloWorld", "hello world"),
+            "DSSEv1 29 http://example.com/HelloWorld 11 hello world");
   EXPECT_EQ(Pae("", ""), "DSSEv1 0  0 ");
 }
 
@@ -200,16 +217,19 @@ TEST(StatementTest, RefusesDeviations) {
   };
   const std::vector<std::pair<const char*, std::string>> cases = {
       {"wrong _type", mutate([](auto& j) { j["_type"] = "https://in-toto.io/Statement/v0.1"; })},
-      {"wrong predicateType", mutate([](auto& j) { j["predicateType"] = "https://slsa.dev/provenance/v1"; })},
+      {"wrong predicateType",
+       mutate([](auto& j) { j["predicateType"] = "https://slsa.dev/provenance/v1"; })},
       {"two subjects", mutate([](auto& j) { j["subject"].push_back(j["subject"][0]); })},
       {"no subject", mutate([](auto& j) { j["subject"] = nlohmann::json::array(); })},
-      {"uppercase digest", mutate([](auto& j) { j["subject"][0]["digest"]["sha256"] = std::string(64, 'A'); })},
+      {"uppercase digest",
+       mutate([](auto& j) { j["subject"][0]["digest"]["sha256"] = std::string(64, 'A'); })},
       {"extra digest", mutate([](auto& j) { j["subject"][0]["digest"]["sha512"] = "00"; })},
       {"abi float", mutate([](auto& j) { j["predicate"]["abi"] = 1.5; })},
       {"abi string", mutate([](auto& j) { j["predicate"]["abi"] = "1"; })},
       {"abi bool", mutate([](auto& j) { j["predicate"]["abi"] = true; })},
       {"name not string", mutate([](auto& j) { j["predicate"]["name"] = 1; })},
-      {"manifest array", mutate([](auto& j) { j["predicate"]["manifest"] = nlohmann::json::array(); })},
+      {"manifest array",
+       mutate([](auto& j) { j["predicate"]["manifest"] = nlohmann::json::array(); })},
       {"unknown predicate key", mutate([](auto& j) { j["predicate"]["extra"] = 1; })},
       {"missing manifestSha256", mutate([](auto& j) { j["predicate"].erase("manifestSha256"); })},
       {"duplicate key", "{\"_type\":\"x\"," + SerializeStatement(SampleStatement()).substr(1)},
@@ -231,7 +251,8 @@ TEST(SignatureTest, EcdsaP256SignsAndVerifies) {
   auto other = Generate("EC", "P-256");
   EXPECT_THAT(VerifySignature(other.get(), pae, sig), HasReason(Reason::kSignatureInvalid));
   EXPECT_THAT(VerifySignature(key.get(), pae, "not der"), HasReason(Reason::kSignatureInvalid));
-  EXPECT_THAT(VerifySignature(key.get(), pae, sig + std::string(1, '\0')), HasReason(Reason::kSignatureInvalid));  // trailing byte
+  EXPECT_THAT(VerifySignature(key.get(), pae, sig + std::string(1, '\0')),
+              HasReason(Reason::kSignatureInvalid));  // trailing byte
   EXPECT_THAT(VerifySignature(key.get(), pae, ""), HasReason(Reason::kSignatureInvalid));
 }
 
@@ -245,10 +266,13 @@ TEST(SignatureTest, Ed25519SignsAndVerifies) {
   std::string flipped = sig;
   flipped[10] ^= 1;
   EXPECT_THAT(VerifySignature(key.get(), pae, flipped), HasReason(Reason::kSignatureInvalid));
-  EXPECT_THAT(VerifySignature(Generate("ED25519").get(), pae, sig), HasReason(Reason::kSignatureInvalid));
-  EXPECT_THAT(VerifySignature(key.get(), pae, sig.substr(0, 63)), HasReason(Reason::kSignatureInvalid));
+  EXPECT_THAT(VerifySignature(Generate("ED25519").get(), pae, sig),
+              HasReason(Reason::kSignatureInvalid));
+  EXPECT_THAT(VerifySignature(key.get(), pae, sig.substr(0, 63)),
+              HasReason(Reason::kSignatureInvalid));
   // An ECDSA signature offered for an Ed25519 key.
-  EXPECT_THAT(VerifySignature(key.get(), pae, Sign(Generate("EC", "P-256").get(), pae)), HasReason(Reason::kSignatureInvalid));
+  EXPECT_THAT(VerifySignature(key.get(), pae, Sign(Generate("EC", "P-256").get(), pae)),
+              HasReason(Reason::kSignatureInvalid));
 }
 
 TEST(SignatureTest, RefusesOtherAlgorithms) {
@@ -265,7 +289,8 @@ TEST(SignatureTest, RefusesOtherAlgorithms) {
   ASSERT_FALSE(p.ok());
   EXPECT_THAT(p, HasReason(Reason::kAlgorithmRefused));
   EXPECT_NE(p.error().message().find("secp384r1"), std::string::npos) << p.error().message();
-  EXPECT_THAT(VerifySignature(p384.get(), "m", Sign(p384.get(), "m")), HasReason(Reason::kAlgorithmRefused));
+  EXPECT_THAT(VerifySignature(p384.get(), "m", Sign(p384.get(), "m")),
+              HasReason(Reason::kAlgorithmRefused));
   EXPECT_THAT(AlgorithmOfKey(nullptr), HasReason(Reason::kAlgorithmRefused));
 }
 
@@ -279,8 +304,12 @@ TEST(SignatureTest, EcdsaRawToDerRoundTrips) {
     ASSERT_NE(sig, nullptr);
     std::string raw(64, '\0');
     // ECDSA_SIG_get0_r/s: get0, borrowed from sig.
-    ASSERT_EQ(BN_bn2binpad(ECDSA_SIG_get0_r(sig.get()), reinterpret_cast<unsigned char*>(raw.data()), 32), 32);
-    ASSERT_EQ(BN_bn2binpad(ECDSA_SIG_get0_s(sig.get()), reinterpret_cast<unsigned char*>(raw.data()) + 32, 32), 32);
+    ASSERT_EQ(
+        BN_bn2binpad(ECDSA_SIG_get0_r(sig.get()), reinterpret_cast<unsigned char*>(raw.data()), 32),
+        32);
+    ASSERT_EQ(BN_bn2binpad(ECDSA_SIG_get0_s(sig.get()),
+                           reinterpret_cast<unsigned char*>(raw.data()) + 32, 32),
+              32);
     auto back = EcdsaRawToDer(raw);
     ASSERT_TRUE(back.ok()) << back.error().ToString();
     EXPECT_EQ(*back, der);
@@ -295,16 +324,20 @@ std::string I2dPubkey(EVP_PKEY* key) {
   const int len = i2d_PUBKEY(key, &raw);  // allocates |raw|; owned by |der|
   const ossl::UniqueBuffer der(raw);
   EXPECT_GT(len, 0);
-  return std::string(reinterpret_cast<const char*>(der.get()), static_cast<size_t>(len > 0 ? len : 0));
+  return std::string(reinterpret_cast<const char*>(der.get()),
+                     static_cast<size_t>(len > 0 ? len : 0));
 }
 
 // WithEncoding returns a copy of the P-256 |key| whose SPKI OpenSSL writes with the point |form|
 // ("compressed", "uncompressed", "hybrid") and the parameters |params| ("named_curve",
 // "explicit"): the same key, another encoding.
-ossl::UniquePtr<EVP_PKEY> WithEncoding(EVP_PKEY* key, const char* form, const char* params = "named_curve") {
+ossl::UniquePtr<EVP_PKEY> WithEncoding(EVP_PKEY* key, const char* form,
+                                       const char* params = "named_curve") {
   ossl::UniquePtr<EVP_PKEY> copy(EVP_PKEY_dup(key));
   EXPECT_NE(copy, nullptr);
-  EXPECT_EQ(EVP_PKEY_set_utf8_string_param(copy.get(), OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT, form), 1);
+  EXPECT_EQ(
+      EVP_PKEY_set_utf8_string_param(copy.get(), OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT, form),
+      1);
   EXPECT_EQ(EVP_PKEY_set_utf8_string_param(copy.get(), OSSL_PKEY_PARAM_EC_ENCODING, params), 1);
   return copy;
 }
@@ -334,7 +367,8 @@ TEST(KeyTest, EveryEncodingOfOneP256KeyHasOneKeyId) {
       auto other = WithEncoding(key.get(), form, params);
       const std::string encoded = I2dPubkey(other.get());
       if (std::string_view(form) != "uncompressed" || std::string_view(params) != "named_curve") {
-        EXPECT_NE(Sha256Hex(encoded), canonical) << form << "/" << params << ": OpenSSL should write another SPKI";
+        EXPECT_NE(Sha256Hex(encoded), canonical)
+            << form << "/" << params << ": OpenSSL should write another SPKI";
       }
       // Read back from the bytes a certificate would carry, as the verifier does.
       const auto* p = reinterpret_cast<const unsigned char*>(encoded.data());
@@ -395,7 +429,8 @@ TEST(CertificateTest, ParsesDerAndPem) {
   EXPECT_EQ(CertificateDer((*certs)[1].get()).value(), CertificateDer(b.get()).value());
   EXPECT_THAT(ParsePemCertificates("", Reason::kConfigInvalid), HasReason(Reason::kConfigInvalid));
   const std::string broken = "-----BEGIN CERTIFICATE-----\nAAAA!!\n-----END CERTIFICATE-----\n";
-  EXPECT_THAT(ParsePemCertificates(broken, Reason::kFileUnreadable), HasReason(Reason::kFileUnreadable));
+  EXPECT_THAT(ParsePemCertificates(broken, Reason::kFileUnreadable),
+              HasReason(Reason::kFileUnreadable));
 }
 
 TEST(CertificateTest, DerOfNoCertificateFailsInsteadOfReturningEmpty) {

@@ -16,8 +16,8 @@
 #include "clawguard/sha256.h"
 #include "clawguard/strict_json.h"
 #include "loader/bounded_child.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 
 using ::clawguard::testing::HasReason;
 
@@ -38,14 +38,17 @@ TEST(EncodingTest, HexRoundTripAndStrictness) {
 TEST(EncodingTest, Base64StandardWithPaddingOnly) {
   EXPECT_EQ(Base64Encode("hello"), "aGVsbG8=");
   EXPECT_EQ(*Base64Decode("aGVsbG8="), "hello");
-  EXPECT_FALSE(Base64Decode("aGVsbG8").has_value());      // no padding
-  EXPECT_FALSE(Base64Decode("aGVsbG8-").has_value());     // URL alphabet
-  EXPECT_FALSE(Base64Decode("aGVs bG8=").has_value());    // whitespace
+  EXPECT_FALSE(Base64Decode("aGVsbG8").has_value());    // no padding
+  EXPECT_FALSE(Base64Decode("aGVsbG8-").has_value());   // URL alphabet
+  EXPECT_FALSE(Base64Decode("aGVs bG8=").has_value());  // whitespace
   EXPECT_EQ(*Base64Decode(""), "");
 }
 
 TEST(EncodingTest, EncodeFieldsIsLengthPrefixed) {
-  EXPECT_EQ(EncodeFields({"ab", ""}), std::string("\x00\x00\x00\x02" "ab" "\x00\x00\x00\x00", 10));
+  EXPECT_EQ(EncodeFields({"ab", ""}), std::string("\x00\x00\x00\x02"
+                                                  "ab"
+                                                  "\x00\x00\x00\x00",
+                                                  10));
 }
 
 TEST(Sha256Test, KnownAnswer) {
@@ -73,7 +76,8 @@ TEST(StrictJsonTest, RefusesDuplicateKeysAndGarbage) {
   const Status dup = ParseJsonStrict(R"({"a":1,"a":2})", Reason::kBundleInvalid, "bundle").error();
   EXPECT_THAT(dup, HasReason(Reason::kBundleInvalid));
   EXPECT_THAT(dup.message(), HasSubstr("duplicate key \"a\""));
-  EXPECT_THAT(ParseJsonStrict(R"({"a":1} x)", Reason::kBundleInvalid, "bundle"), HasReason(Reason::kBundleInvalid));
+  EXPECT_THAT(ParseJsonStrict(R"({"a":1} x)", Reason::kBundleInvalid, "bundle"),
+              HasReason(Reason::kBundleInvalid));
   EXPECT_FALSE(ParseJsonStrict(std::string(100, '['), Reason::kBundleInvalid, "b").ok());
 }
 
@@ -122,8 +126,8 @@ TEST(FileIoTest, RefusesFifoDeviceDirectoryAndSocketWithoutBlocking) {
           auto read = ReadFileBounded(c.path, 1024);
           auto opened = OpenRegularFile(c.path, "a hint");
           if (read.ok() || opened.ok()) return std::string("read it");
-          return std::string(ReasonName(read.error().reason())) + "|" + read.error().message() + "|" +
-                 opened.error().message();
+          return std::string(ReasonName(read.error().reason())) + "|" + read.error().message() +
+                 "|" + opened.error().message();
         },
         60);
     ASSERT_TRUE(r.kind == testing::ChildResult::Kind::kFinished) << c.path << ": " << r.detail;

@@ -44,7 +44,8 @@ TEST(ReasonTest, EveryReasonIsInTheContract) {
   ASSERT_FALSE(contract.empty()) << "docs/ARCHITECTURE.md not found under " << CLAWGUARD_SOURCE_DIR;
   for (int i = static_cast<int>(Reason::kOk) + 1; i <= static_cast<int>(Reason::kInternal); ++i) {
     const std::string name(ReasonName(static_cast<Reason>(i)));
-    EXPECT_NE(contract.find("`" + name + "`"), std::string::npos) << name << " is not in docs/ARCHITECTURE.md";
+    EXPECT_NE(contract.find("`" + name + "`"), std::string::npos)
+        << name << " is not in docs/ARCHITECTURE.md";
   }
 }
 
@@ -56,7 +57,8 @@ TEST(ReasonTest, ArchitectureCodesAreSpelledExactly) {
   const std::string section = contract.substr(start, end - start);
   const std::regex code("`([a-z0-9_]+)`");
   int codes = 0;
-  for (auto it = std::sregex_iterator(section.begin(), section.end(), code); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(section.begin(), section.end(), code);
+       it != std::sregex_iterator(); ++it) {
     EXPECT_TRUE(ReasonFromName((*it)[1].str()).has_value()) << (*it)[1].str();
     ++codes;
   }

@@ -9,13 +9,17 @@ namespace clawguard {
 namespace {
 
 TEST(JsonDumpTest, CompactWithoutSpaces) {
-  EXPECT_EQ(DumpJson({{"a", 1}, {"b", {true, nullptr}}, {"c", "x"}}), R"({"a":1,"b":[true,null],"c":"x"})");
+  EXPECT_EQ(DumpJson({{"a", 1}, {"b", {true, nullptr}}, {"c", "x"}}),
+            R"({"a":1,"b":[true,null],"c":"x"})");
 }
 
 TEST(JsonDumpTest, ReplacesInvalidUtf8WithTheReplacementCharacter) {
-  const nlohmann::json j = {{"detail", std::string("a\xff" "b\xc3")}};
+  const nlohmann::json j = {{"detail", std::string("a\xff"
+                                                   "b\xc3")}};
   EXPECT_THROW((void)j.dump(), nlohmann::json::type_error);  // what the default handler does
-  EXPECT_EQ(DumpJson(j), "{\"detail\":\"a\xEF\xBF\xBD" "b\xEF\xBF\xBD\"}");
+  EXPECT_EQ(DumpJson(j),
+            "{\"detail\":\"a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD\"}");
 }
 
 TEST(JsonDumpTest, KeepsValidUtf8AsIsAndEscapesControlCharacters) {

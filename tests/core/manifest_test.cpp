@@ -65,8 +65,10 @@ TEST(ManifestTest, ParsesValidManifest) {
   EXPECT_EQ(m->entry, "lib/libacme_orders.so");
   ASSERT_EQ(m->files.size(), 2u);
   EXPECT_EQ(m->files.at("lib/libacme_orders.so"), std::nullopt);
-  EXPECT_EQ(m->files.at("share/README.txt"), "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
-  EXPECT_EQ(m->erp_capabilities, (std::vector<std::string>{"POST /inventory/adjust", "POST /orders/{id}/fulfil"}));
+  EXPECT_EQ(m->files.at("share/README.txt"),
+            "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
+  EXPECT_EQ(m->erp_capabilities,
+            (std::vector<std::string>{"POST /inventory/adjust", "POST /orders/{id}/fulfil"}));
   ASSERT_EQ(m->webhooks.size(), 2u);
   EXPECT_EQ(m->webhooks[0].route, "order.created");
   EXPECT_EQ(m->webhooks[0].level, 2);
@@ -79,9 +81,10 @@ TEST(ManifestTest, ParsesValidManifest) {
 }
 
 TEST(ManifestTest, LevelDefaultsToTwoAndSectionsAreOptional) {
-  auto m = ParseManifest("schema: clawguard/plugin/v1\nname: a\nversion: 0.1.0-rc.1\npublisher: A Corp\nabi: 1\n"
-                         "entry: x.so\nfiles: { x.so: null }\nwebhooks:\n  - route: r\n    idempotency: {}\n",
-                         "m.yaml");
+  auto m = ParseManifest(
+      "schema: clawguard/plugin/v1\nname: a\nversion: 0.1.0-rc.1\npublisher: A Corp\nabi: 1\n"
+      "entry: x.so\nfiles: { x.so: null }\nwebhooks:\n  - route: r\n    idempotency: {}\n",
+      "m.yaml");
   ASSERT_TRUE(m.ok()) << m.error().ToString();
   EXPECT_TRUE(m->erp_capabilities.empty());
   ASSERT_EQ(m->webhooks.size(), 1u);
@@ -89,21 +92,32 @@ TEST(ManifestTest, LevelDefaultsToTwoAndSectionsAreOptional) {
   EXPECT_EQ(m->webhooks[0].business_key, std::nullopt);
 }
 
-TEST(ManifestTest, RefusesDuplicateKey) { ExpectRefused(Replace("publisher: acme\n", "publisher: acme\npublisher: evil\n"), "duplicate key 'publisher'"); }
+TEST(ManifestTest, RefusesDuplicateKey) {
+  ExpectRefused(Replace("publisher: acme\n", "publisher: acme\npublisher: evil\n"),
+                "duplicate key 'publisher'");
+}
 TEST(ManifestTest, RefusesDuplicateFile) {
-  ExpectRefused(Replace("  lib/libacme_orders.so: null\n", "  lib/libacme_orders.so: null\n  lib/libacme_orders.so: null\n"), "duplicate key");
+  ExpectRefused(Replace("  lib/libacme_orders.so: null\n",
+                        "  lib/libacme_orders.so: null\n  lib/libacme_orders.so: null\n"),
+                "duplicate key");
 }
 TEST(ManifestTest, RefusesUnknownKeys) {
   ExpectRefused(Replace("abi: 1\n", "abi: 1\nsignature: x\n"), "unknown key 'signature'");
   ExpectRefused(Replace("level: 2,", "level: 2, lvl: 3,"), "unknown key 'lvl'");
   ExpectRefused(Replace("  erp:\n", "  shell: []\n  erp:\n"), "unknown key 'shell'");
-  ExpectRefused(Replace("  - route: order.created\n", "  - route: order.created\n    secret: x\n"), "unknown key 'secret'");
+  ExpectRefused(Replace("  - route: order.created\n", "  - route: order.created\n    secret: x\n"),
+                "unknown key 'secret'");
 }
-TEST(ManifestTest, RefusesMissingKey) { ExpectRefused(Replace("publisher: acme\n", ""), "required key 'publisher' is missing"); }
-TEST(ManifestTest, RefusesWrongSchema) { ExpectRefused(Replace("plugin/v1", "plugin/v2"), "expected clawguard/plugin/v1"); }
+TEST(ManifestTest, RefusesMissingKey) {
+  ExpectRefused(Replace("publisher: acme\n", ""), "required key 'publisher' is missing");
+}
+TEST(ManifestTest, RefusesWrongSchema) {
+  ExpectRefused(Replace("plugin/v1", "plugin/v2"), "expected clawguard/plugin/v1");
+}
 
 TEST(ManifestTest, RefusesBuildMetadataWithItsOwnMessage) {
-  ExpectRefused(Replace("version: 1.4.2", "version: 1.4.2+build.5"), "build metadata would dodge the ledger");
+  ExpectRefused(Replace("version: 1.4.2", "version: 1.4.2+build.5"),
+                "build metadata would dodge the ledger");
 }
 TEST(ManifestTest, RefusesBadVersions) {
   ExpectRefused(Replace("version: 1.4.2", "version: 1.04.2"), "SemVer");
@@ -132,14 +146,18 @@ TEST(ManifestTest, RefusesWrongTypes) {
   ExpectRefused(Replace("level: 2,", "level: \"2\","), "level");
   ExpectRefused(Replace("level: 2,", "level: 4,"), "level");
   ExpectRefused(Replace("files:\n", "files: []\nx:\n"), "files must be a mapping");
-  ExpectRefused(Replace("  erp:\n    - POST /inventory/adjust\n    - POST /orders/{id}/fulfil\n", "  erp: POST /x\n"), "expected a list");
+  ExpectRefused(Replace("  erp:\n    - POST /inventory/adjust\n    - POST /orders/{id}/fulfil\n",
+                        "  erp: POST /x\n"),
+                "expected a list");
   ExpectRefused(Replace("retention: 7d", "retention: 7"), "expected a duration");
   ExpectRefused(Replace("retention: 7d", "retention: 0d"), "positive duration");
 }
 
 TEST(ManifestTest, RefusesNonCanonicalPaths) {
-  for (const char* bad : {"../x", "/abs", "a//b", "a/./b", "a\\b", "a/", "./a", "a/..", "\"a\\tb\""}) {
-    ExpectRefused(Replace("  share/README.txt:", std::string("  ") + bad + ":"), "canonical relative path");
+  for (const char* bad :
+       {"../x", "/abs", "a//b", "a/./b", "a\\b", "a/", "./a", "a/..", "\"a\\tb\""}) {
+    ExpectRefused(Replace("  share/README.txt:", std::string("  ") + bad + ":"),
+                  "canonical relative path");
   }
   EXPECT_FALSE(IsCanonicalPath(std::string(256, 'a')));
   EXPECT_TRUE(IsCanonicalPath(std::string(255, 'a')));
@@ -153,17 +171,21 @@ TEST(ManifestTest, RefusesManifestListedAndFileFolderClash) {
 }
 
 TEST(ManifestTest, RefusesEntryNotListedAndBadDigest) {
-  ExpectRefused(Replace("entry: lib/libacme_orders.so", "entry: lib/other.so"), "must be one of the paths listed under files");
+  ExpectRefused(Replace("entry: lib/libacme_orders.so", "entry: lib/other.so"),
+                "must be one of the paths listed under files");
   ExpectRefused(Replace("sha256:9f86", "sha256:9F86"), "sha256:<64 lowercase hex>");
   ExpectRefused(Replace("sha256:9f86", "sha512:9f86"), "sha256:<64 lowercase hex>");
-  ExpectRefused(Replace("  lib/libacme_orders.so: null", "  lib/libacme_orders.so: \"null\""), "sha256:<64 lowercase hex>");
+  ExpectRefused(Replace("  lib/libacme_orders.so: null", "  lib/libacme_orders.so: \"null\""),
+                "sha256:<64 lowercase hex>");
 }
 
 TEST(ManifestTest, RefusesBadCapabilities) {
-  for (const char* bad : {"FETCH /x", "POST x", "POST /a//b", "POST /a/../b", "POST /a/./b", "POST /a?x=1",
-                          "POST /a%2Fb", "POST /a#f", "POST /a/", "POST /{Id}", "POST /{1d}", "POST /a{id}",
-                          "POST /{id}/{id}", "post /x", "POST  /x", "POST /a b", "POST /{}"}) {
-    ExpectRefused(Replace("- POST /inventory/adjust", std::string("- \"") + bad + "\""), "is not a capability");
+  for (const char* bad :
+       {"FETCH /x", "POST x", "POST /a//b", "POST /a/../b", "POST /a/./b", "POST /a?x=1",
+        "POST /a%2Fb", "POST /a#f", "POST /a/", "POST /{Id}", "POST /{1d}", "POST /a{id}",
+        "POST /{id}/{id}", "post /x", "POST  /x", "POST /a b", "POST /{}"}) {
+    ExpectRefused(Replace("- POST /inventory/adjust", std::string("- \"") + bad + "\""),
+                  "is not a capability");
   }
   ExpectRefused(Replace("- POST /orders/{id}/fulfil", "- POST /inventory/adjust"), "listed twice");
   EXPECT_TRUE(IsValidErpCapability("DELETE /v1/items/{item_id}/x.y~z-_"));
@@ -179,13 +201,16 @@ TEST(ManifestTest, FlowListWithBraceErrorPointsAtBlockStyle) {
 }
 
 TEST(ManifestTest, RefusesBadWebhooks) {
-  ExpectRefused(Replace("      level: 1\n      business_key: /data/id\n", "      level: 1\n"), "business_key");
+  ExpectRefused(Replace("      level: 1\n      business_key: /data/id\n", "      level: 1\n"),
+                "business_key");
   ExpectRefused(Replace("route: order.cancelled", "route: order.created"), "declared twice");
   ExpectRefused(Replace("route: order.created", "route: Order.Created"), "route");
   ExpectRefused(Replace("route: order.created", "route: .created"), "route");
   ExpectRefused(Replace("business_key: /order_id", "business_key: order_id"), "JSON Pointer");
   ExpectRefused(Replace("business_key: /order_id", "business_key: /a~2b"), "JSON Pointer");
-  ExpectRefused(Replace("    idempotency: { level: 2, business_key: /order_id, retention: 7d }\n", ""), "idempotency");
+  ExpectRefused(
+      Replace("    idempotency: { level: 2, business_key: /order_id, retention: 7d }\n", ""),
+      "idempotency");
   EXPECT_TRUE(IsValidJsonPointer(""));
   EXPECT_TRUE(IsValidJsonPointer("/a~0b/~1/0"));
   EXPECT_FALSE(IsValidJsonPointer("/a~"));
@@ -219,8 +244,10 @@ TEST(ManifestTest, RenderQuotesWordsYamlWouldReadAsOtherTypes) {
   m.publisher = "yes";
   m.abi = 1;
   m.entry = "true";
-  m.files = {{"true", std::nullopt}, {"007", std::nullopt}, {"a: b", std::nullopt}, {"#x", std::nullopt}, {"a:", std::nullopt}, {"b:c", std::nullopt}};
-  m.webhooks.push_back({"1e5", 3, std::string(""), std::chrono::milliseconds(90'000), std::nullopt});
+  m.files = {{"true", std::nullopt}, {"007", std::nullopt}, {"a: b", std::nullopt},
+             {"#x", std::nullopt},   {"a:", std::nullopt},  {"b:c", std::nullopt}};
+  m.webhooks.push_back(
+      {"1e5", 3, std::string(""), std::chrono::milliseconds(90'000), std::nullopt});
   auto back = ParseManifest(RenderManifestYaml(m), "rendered.yaml");
   ASSERT_TRUE(back.ok()) << back.error().ToString() << "\n" << RenderManifestYaml(m);
   m.webhooks[0].retention_text = "90s";  // rendered in the largest exact unit

@@ -16,7 +16,9 @@ void* g_last_freed = nullptr;
 int g_frees = 0;
 
 void* CountingMalloc(size_t n, const char* /*file*/, int /*line*/) { return std::malloc(n); }
-void* CountingRealloc(void* p, size_t n, const char* /*file*/, int /*line*/) { return std::realloc(p, n); }
+void* CountingRealloc(void* p, size_t n, const char* /*file*/, int /*line*/) {
+  return std::realloc(p, n);
+}
 void CountingFree(void* p, const char* /*file*/, int /*line*/) {
   if (p != nullptr) {
     g_last_freed = p;
@@ -26,10 +28,12 @@ void CountingFree(void* p, const char* /*file*/, int /*line*/) {
 }
 
 TEST(OsslTest, UniqueBufferFreesWithOpensslFree) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a re-executed child: OpenSSL allocated nothing yet
+  GTEST_FLAG_SET(death_test_style,
+                 "threadsafe");  // a re-executed child: OpenSSL allocated nothing yet
   EXPECT_EXIT(
       {
-        if (CRYPTO_set_mem_functions(CountingMalloc, CountingRealloc, CountingFree) != 1) std::_Exit(2);
+        if (CRYPTO_set_mem_functions(CountingMalloc, CountingRealloc, CountingFree) != 1)
+          std::_Exit(2);
         auto* raw = static_cast<unsigned char*>(OPENSSL_malloc(32));
         if (raw == nullptr) std::_Exit(3);
         {
@@ -53,7 +57,8 @@ TEST(OsslTest, UniqueBufferOwnsI2dOutput) {
   ASSERT_EQ(len, 4);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(der.get()), static_cast<size_t>(len)),
             std::string("\x02\x02\x12\x34", 4));
-  static_assert(sizeof(ossl::UniqueBuffer) == sizeof(unsigned char*), "the owner costs no more than the pointer");
+  static_assert(sizeof(ossl::UniqueBuffer) == sizeof(unsigned char*),
+                "the owner costs no more than the pointer");
 }
 
 }  // namespace

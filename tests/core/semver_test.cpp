@@ -34,9 +34,26 @@ TEST(SemVerTest, RefusesBuildMetadata) {
 }
 
 TEST(SemVerTest, RefusesMalformed) {
-  for (const char* bad : {"", "1", "1.2", "1.2.3.4", "01.2.3", "1.02.3", "1.2.03", "v1.2.3", " 1.2.3", "1.2.3 ",
-                          "1.2.3-", "1.2.3-01", "1.2.3-a..b", "1.2.3-a.", "1.2.3-a_b", "1..3", "-1.2.3",
-                          "1.2.x", "18446744073709551616.0.0", "1.2.3-é"}) {
+  for (const char* bad : {"",
+                          "1",
+                          "1.2",
+                          "1.2.3.4",
+                          "01.2.3",
+                          "1.02.3",
+                          "1.2.03",
+                          "v1.2.3",
+                          " 1.2.3",
+                          "1.2.3 ",
+                          "1.2.3-",
+                          "1.2.3-01",
+                          "1.2.3-a..b",
+                          "1.2.3-a.",
+                          "1.2.3-a_b",
+                          "1..3",
+                          "-1.2.3",
+                          "1.2.x",
+                          "18446744073709551616.0.0",
+                          "1.2.3-é"}) {
     EXPECT_FALSE(ParseSemVer(bad)) << bad;
   }
 }
@@ -45,9 +62,10 @@ int Cmp(const char* a, const char* b) { return CompareSemVer(*ParseSemVer(a), *P
 
 TEST(SemVerTest, OrdersBySpecPrecedence) {
   // The chain from semver.org item 11, each strictly lower than the next.
-  const std::vector<const char*> chain = {"1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta",
-                                          "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0",
-                                          "1.0.1", "1.1.0", "2.0.0", "10.0.0"};
+  const std::vector<const char*> chain = {"1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta",
+                                          "1.0.0-beta",  "1.0.0-beta.2",  "1.0.0-beta.11",
+                                          "1.0.0-rc.1",  "1.0.0",         "1.0.1",
+                                          "1.1.0",       "2.0.0",         "10.0.0"};
   for (size_t i = 0; i < chain.size(); ++i) {
     EXPECT_EQ(Cmp(chain[i], chain[i]), 0) << chain[i];
     for (size_t j = i + 1; j < chain.size(); ++j) {

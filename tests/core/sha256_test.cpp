@@ -11,8 +11,8 @@
 
 #include "clawguard/file_io.h"
 #include "clawguard/sha256.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 
 using ::clawguard::testing::HasReason;
 
@@ -82,7 +82,8 @@ TEST(FileIoTest, ReadOpenedFileHashedReturnsTheDigestOfExactlyTheBytesRead) {
     auto fd2 = OpenRegularFile(p);
     ASSERT_TRUE(fd2.ok());
     if (size > 0) {
-      EXPECT_THAT(ReadOpenedFileHashed(*fd2, p, size - 1, Reason::kPackageTooLarge), HasReason(Reason::kPackageTooLarge));
+      EXPECT_THAT(ReadOpenedFileHashed(*fd2, p, size - 1, Reason::kPackageTooLarge),
+                  HasReason(Reason::kPackageTooLarge));
     }
   }
 }

@@ -54,7 +54,8 @@ TEST(StrictYamlTest, SyntaxErrorInFlowListPointsAtBlockStyle) {
 }
 
 TEST(StrictYamlTest, UsesTheGivenReason) {
-  EXPECT_THAT(ParseYamlStrict("a: 1\na: 1\n", "m.yaml", Reason::kManifestInvalid), HasReason(Reason::kManifestInvalid));
+  EXPECT_THAT(ParseYamlStrict("a: 1\na: 1\n", "m.yaml", Reason::kManifestInvalid),
+              HasReason(Reason::kManifestInvalid));
 }
 
 class YamlMapTest : public ::testing::Test {
@@ -127,7 +128,8 @@ TEST_F(YamlMapTest, EnumListsAllowedValues) {
 TEST(YamlMapCreateTest, RefusesNonMapping) {
   auto doc = ParseYamlStrict("- a\n- b\n", "t.yaml");
   ASSERT_TRUE(doc.ok());
-  EXPECT_THAT(YamlMap::Create(doc->root, "t.yaml", "").error().message(), HasSubstr("must be a mapping"));
+  EXPECT_THAT(YamlMap::Create(doc->root, "t.yaml", "").error().message(),
+              HasSubstr("must be a mapping"));
 }
 
 // yaml-cpp 0.7 yields empty documents forever for this input (found by strict_yaml_fuzz; the
@@ -139,19 +141,22 @@ TEST(StrictYamlRegressionTest, EndlessDocumentStreamIsRefused) {
 }
 
 // A publisher with bytes that are not UTF-8 parsed, and rendered back (as U+FFFD) to another
-// manifest (found by manifest_fuzz; the input is tests/fuzz/corpus/manifest/regression-invalid-utf8).
-// YAML is Unicode text: such a file is refused, with where.
+// manifest (found by manifest_fuzz; the input is
+// tests/fuzz/corpus/manifest/regression-invalid-utf8). YAML is Unicode text: such a file is
+// refused, with where.
 TEST(StrictYamlRegressionTest, InvalidUtf8IsRefusedWithItsPosition) {
   auto parsed = ParseYamlStrict("name: ok\npublisher: \xaa\xaa\n", "m.yaml");
   ASSERT_FALSE(parsed.ok());
   EXPECT_THAT(parsed, HasReason(Reason::kConfigInvalid));
   EXPECT_THAT(parsed.error().message(), HasSubstr("m.yaml:2:12: the file is not valid UTF-8"));
-  for (const char* bad : {"a: \xc0\xaf\n", "a: \xed\xa0\x80\n", "a: \xf4\x90\x80\x80\n", "a: \xe2\x82\n", "a: \xe2"}) {
+  for (const char* bad : {"a: \xc0\xaf\n", "a: \xed\xa0\x80\n", "a: \xf4\x90\x80\x80\n",
+                          "a: \xe2\x82\n", "a: \xe2"}) {
     auto refused = ParseYamlStrict(bad, "m.yaml");
     ASSERT_FALSE(refused.ok()) << "overlong, surrogate, > U+10FFFF or truncated";
     EXPECT_THAT(refused, HasReason(Reason::kConfigInvalid));
   }
-  for (const char* good : {"a: \xc3\xa9\n", "a: \xe2\x82\xac\n", "a: \xf0\x9f\x94\x92\n", "a: \xf4\x8f\xbf\xbf\n"}) {
+  for (const char* good :
+       {"a: \xc3\xa9\n", "a: \xe2\x82\xac\n", "a: \xf0\x9f\x94\x92\n", "a: \xf4\x8f\xbf\xbf\n"}) {
     EXPECT_TRUE(ParseYamlStrict(good, "m.yaml").ok()) << good;
   }
 }

@@ -24,7 +24,8 @@ struct VectorFile {
 };
 
 struct Counts {
-  int valid_ok = 0, invalid_refused = 0, acceptable_ok = 0, acceptable_refused = 0, refused_by_raw_to_der = 0;
+  int valid_ok = 0, invalid_refused = 0, acceptable_ok = 0, acceptable_refused = 0,
+      refused_by_raw_to_der = 0;
 };
 
 std::string Bytes(const nlohmann::json& hex) {
@@ -78,10 +79,12 @@ TEST_P(WycheproofTest, ValidVerifiesInvalidIsRefused) {
       }
       if (st.ok()) st = VerifySignature(key.get(), msg, sig);
       if (result == "valid") {
-        EXPECT_TRUE(st.ok()) << vf.file << " tcId " << id << " (" << t.at("comment") << "): " << st.ToString();
+        EXPECT_TRUE(st.ok()) << vf.file << " tcId " << id << " (" << t.at("comment")
+                             << "): " << st.ToString();
         n.valid_ok += st.ok();
       } else if (result == "invalid") {
-        EXPECT_THAT(st, HasReason(Reason::kSignatureInvalid)) << vf.file << " tcId " << id << " (" << t.at("comment") << ")";
+        EXPECT_THAT(st, HasReason(Reason::kSignatureInvalid))
+            << vf.file << " tcId " << id << " (" << t.at("comment") << ")";
         n.invalid_refused += !st.ok();
         n.refused_by_raw_to_der += raw_refused;
       } else {
@@ -91,26 +94,28 @@ TEST_P(WycheproofTest, ValidVerifiesInvalidIsRefused) {
     }
   }
   EXPECT_GT(total, 100) << vf.file;
-  std::cout << "[wycheproof] " << vf.file << ": " << total << " vectors; valid verified " << n.valid_ok
-            << "; invalid refused " << n.invalid_refused << " (by EcdsaRawToDer: " << n.refused_by_raw_to_der
-            << "); acceptable verified " << n.acceptable_ok << ", refused " << n.acceptable_refused << "\n";
+  std::cout << "[wycheproof] " << vf.file << ": " << total << " vectors; valid verified "
+            << n.valid_ok << "; invalid refused " << n.invalid_refused
+            << " (by EcdsaRawToDer: " << n.refused_by_raw_to_der << "); acceptable verified "
+            << n.acceptable_ok << ", refused " << n.acceptable_refused << "\n";
   RecordProperty("vectors", total);
   RecordProperty("valid_verified", n.valid_ok);
   RecordProperty("invalid_refused", n.invalid_refused);
 }
 
-INSTANTIATE_TEST_SUITE_P(Vectors, WycheproofTest,
-                         ::testing::Values(VectorFile{"ecdsa_secp256r1_sha256_test.json", Form::kEcdsaDer},
-                                           VectorFile{"ecdsa_secp256r1_sha256_p1363_test.json", Form::kEcdsaP1363},
-                                           VectorFile{"ed25519_test.json", Form::kEd25519}),
-                         [](const auto& param_info) {
-                           switch (param_info.param.form) {
-                             case Form::kEcdsaDer: return std::string("EcdsaP256Der");
-                             case Form::kEcdsaP1363: return std::string("EcdsaP256P1363");
-                             case Form::kEd25519: return std::string("Ed25519");
-                           }
-                           return std::string("Unknown");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Vectors, WycheproofTest,
+    ::testing::Values(VectorFile{"ecdsa_secp256r1_sha256_test.json", Form::kEcdsaDer},
+                      VectorFile{"ecdsa_secp256r1_sha256_p1363_test.json", Form::kEcdsaP1363},
+                      VectorFile{"ed25519_test.json", Form::kEd25519}),
+    [](const auto& param_info) {
+      switch (param_info.param.form) {
+        case Form::kEcdsaDer: return std::string("EcdsaP256Der");
+        case Form::kEcdsaP1363: return std::string("EcdsaP256P1363");
+        case Form::kEd25519: return std::string("Ed25519");
+      }
+      return std::string("Unknown");
+    });
 
 }  // namespace
 }  // namespace clawguard

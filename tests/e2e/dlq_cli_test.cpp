@@ -89,14 +89,16 @@ TEST_F(DlqCliTest, ListGroupsByClassAndAge) {
   EXPECT_NE(text.out.find("breaker\t2\t0\t0"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("breaker, < 1 h:"), std::string::npos) << text.out;
 
-  const CommandResult filtered = RunClawguard({"dlq", "list", "--store", url_, "--class", "conflict", "--json"});
+  const CommandResult filtered =
+      RunClawguard({"dlq", "list", "--store", url_, "--class", "conflict", "--json"});
   ASSERT_EQ(filtered.exit_code, 0) << filtered.err;
   EXPECT_EQ(Json(filtered)["groups"].size(), 1u);
 }
 
 TEST_F(DlqCliTest, ShowPrintsTheEntryButNeverTheBody) {
   const int64_t id = Add(DlqClass::kBreaker, 'a', true);
-  const CommandResult r = RunClawguard({"dlq", "show", std::to_string(id), "--store", url_, "--json"});
+  const CommandResult r =
+      RunClawguard({"dlq", "show", std::to_string(id), "--store", url_, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = Json(r);
   EXPECT_EQ(j["id"], id);
@@ -114,15 +116,16 @@ TEST_F(DlqCliTest, ReplayAndDropWriteAuditAndBumpTheGeneration) {
   const int64_t gen0 = Generation();
   const std::string audit = dir_.Sub("audit.jsonl");
 
-  CommandResult r = RunClawguard({"dlq", "replay", std::to_string(a), "--store", url_, "--audit-log", audit});
+  CommandResult r =
+      RunClawguard({"dlq", "replay", std::to_string(a), "--store", url_, "--audit-log", audit});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Generation(), gen0 + 1);
   auto e = dlq_->Get(a);
   ASSERT_TRUE(e.ok() && e->has_value());
   EXPECT_EQ((*e)->state, DlqState::kReplayRequested);
 
-  r = RunClawguard({"dlq", "drop", std::to_string(b), "--reason", "reconciled by hand", "--store", url_, "--json",
-                    "--audit-log", audit});
+  r = RunClawguard({"dlq", "drop", std::to_string(b), "--reason", "reconciled by hand", "--store",
+                    url_, "--json", "--audit-log", audit});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Json(r)["state"], "dropped");
   EXPECT_EQ(Generation(), gen0 + 2);
@@ -176,8 +179,8 @@ TEST_F(DlqCliTest, RefusalsExitOneAndStoreErrorsExitTwo) {
 TEST_F(DlqCliTest, CapabilityPauseAndResume) {
   const std::string cap = "POST /orders/{id}/fulfil";
   const int64_t gen0 = Generation();
-  CommandResult r = RunClawguard({"capability", "pause", "acme-orders", cap, "--reason", "ERP maintenance",
-                                  "--store", url_, "--json"});
+  CommandResult r = RunClawguard({"capability", "pause", "acme-orders", cap, "--reason",
+                                  "ERP maintenance", "--store", url_, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Json(r)["changed"], true);
   EXPECT_TRUE(*dlq_->IsPaused("acme-orders", cap));
@@ -203,8 +206,12 @@ TEST_F(DlqCliTest, CapabilityPauseAndResume) {
   EXPECT_EQ((*actions)[0].action, "capability.resume");
   EXPECT_EQ((*actions)[2].target, "acme-orders " + cap);
 
-  EXPECT_EQ(RunClawguard({"capability", "pause", "acme-orders", "/orders", "--store", url_}).exit_code, 2);
-  EXPECT_EQ(RunClawguard({"capability", "pause", "acme-orders", "post /x", "--store", url_}).exit_code, 2);
+  EXPECT_EQ(
+      RunClawguard({"capability", "pause", "acme-orders", "/orders", "--store", url_}).exit_code,
+      2);
+  EXPECT_EQ(
+      RunClawguard({"capability", "pause", "acme-orders", "post /x", "--store", url_}).exit_code,
+      2);
 }
 
 }  // namespace

@@ -24,7 +24,8 @@ TEST(HostAnswerE2eTest, A204WithABodyIsAPluginFailureAndA204WithoutOneIsStoredAn
   ASSERT_NO_FATAL_FAILURE(fixture.Prepare(o));
   ASSERT_TRUE(fixture.StartHost());
   for (int attempt = 0; attempt < 2; ++attempt) {
-    const testing::Reply bad = fixture.Deliver("msg_204_body", Ask("1", "status=204;body=not allowed"));
+    const testing::Reply bad =
+        fixture.Deliver("msg_204_body", Ask("1", "status=204;body=not allowed"));
     ASSERT_TRUE(bad.ok);
     EXPECT_EQ(bad.status, 500);
     EXPECT_NE(bad.body.find("/plugin_failed\""), std::string::npos) << bad.body;

@@ -44,7 +44,8 @@ constexpr const char* kAdminToken = "recheck-test-admin-token-0123456789abcdef";
 constexpr auto kPatience = std::chrono::seconds(30);  // an upper bound for polling, never asserted
 
 Result<HostStores> OpenSqlite(const std::string& url, const Clock& clock) {
-  if (url.rfind("sqlite:", 0) != 0) return Status(Reason::kStoreUnavailable, "only sqlite: in this test");
+  if (url.rfind("sqlite:", 0) != 0)
+    return Status(Reason::kStoreUnavailable, "only sqlite: in this test");
   const std::string path = url.substr(7);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
@@ -142,7 +143,8 @@ class HostCapabilityRecheckTest : public ::testing::Test {
   }
   // PausedSends is erp_calls_total{endpoint=fulfil, outcome="paused"}: the sends a pause held back.
   double PausedSends() const {
-    const std::string line = clawguard::testing::ErpCallsLine(app_->metrics().RenderPrometheus(), kFulfil, "paused");
+    const std::string line =
+        clawguard::testing::ErpCallsLine(app_->metrics().RenderPrometheus(), kFulfil, "paused");
     return line.empty() ? 0 : std::stod(line.substr(line.rfind(' ') + 1));
   }
   std::optional<DlqEntry> RevokedEntry() {
@@ -167,7 +169,9 @@ class HostCapabilityRecheckTest : public ::testing::Test {
     const testing::Reply r = Deliver("msg_" + order, order);
     ASSERT_TRUE(r.ok);
     ASSERT_EQ(r.status, 503) << "the plugin stops on a call the outbox still owns: " << r.body;
-    event_key_ = DeriveEventKey(2, "acme-orders", "order.created", "msg_" + order, order, HostFixture::OrderBody(order)).key;
+    event_key_ = DeriveEventKey(2, "acme-orders", "order.created", "msg_" + order, order,
+                                HostFixture::OrderBody(order))
+                     .key;
     StopHost();
     const std::optional<OutboxRow> row = FulfilRow();
     ASSERT_TRUE(row.has_value());
@@ -182,7 +186,8 @@ class HostCapabilityRecheckTest : public ::testing::Test {
   std::string event_key_;
 };
 
-TEST_F(HostCapabilityRecheckTest, ARowLeftUnsentByAnOutageIsNeverSentOnceTheNewVersionDropsItsCapability) {
+TEST_F(HostCapabilityRecheckTest,
+       ARowLeftUnsentByAnOutageIsNeverSentOnceTheNewVersionDropsItsCapability) {
   const std::string path = FulfilPath("R150");
   ASSERT_NO_FATAL_FAILURE(LeaveUnsentAndStop("R150"));
   const size_t before = RequestsTo(path);
@@ -194,7 +199,8 @@ TEST_F(HostCapabilityRecheckTest, ARowLeftUnsentByAnOutageIsNeverSentOnceTheNewV
 
   std::optional<DlqEntry> entry;
   ASSERT_TRUE(WaitFor([&] { return (entry = RevokedEntry()).has_value(); }))
-      << "no capability_revoked entry; audit:\n" << ReadFile(fixture_.audit_log());
+      << "no capability_revoked entry; audit:\n"
+      << ReadFile(fixture_.audit_log());
   EXPECT_EQ(entry->plugin, "acme-orders");
   EXPECT_EQ(entry->event_key, event_key_);
   EXPECT_EQ(entry->call_index, 0);
@@ -230,7 +236,8 @@ TEST_F(HostCapabilityRecheckTest, ARowLeftUnsentByAnOutageIsNeverSentOnceItsPlug
 
   std::optional<DlqEntry> entry;
   ASSERT_TRUE(WaitFor([&] { return (entry = RevokedEntry()).has_value(); }))
-      << "no capability_revoked entry; audit:\n" << ReadFile(fixture_.audit_log());
+      << "no capability_revoked entry; audit:\n"
+      << ReadFile(fixture_.audit_log());
   EXPECT_EQ(entry->plugin, "acme-orders") << "named from the event's idempotency record";
   EXPECT_NE(entry->detail.find("is not loaded"), std::string::npos) << entry->detail;
   EXPECT_EQ(RequestsTo(path), before);
@@ -238,7 +245,8 @@ TEST_F(HostCapabilityRecheckTest, ARowLeftUnsentByAnOutageIsNeverSentOnceItsPlug
   EXPECT_EQ(FulfilRow()->state, OutboxState::kDead);
 }
 
-TEST_F(HostCapabilityRecheckTest, APauseSetWhileARowWaitsForItsRetrySendsNothingUntilResumedThenOnce) {
+TEST_F(HostCapabilityRecheckTest,
+       APauseSetWhileARowWaitsForItsRetrySendsNothingUntilResumedThenOnce) {
   const std::string path = FulfilPath("RPAUSE");
   fixture_.erp().SetAnswer(path, Down());
   ASSERT_NO_FATAL_FAILURE(StartHost());

@@ -52,7 +52,8 @@ TEST(HostConfirmTest, Level3HoldsIntentsUntilIdemConfirmThenSendsEachOnce) {
   EXPECT_TRUE(replay.replayed);
   EXPECT_EQ(f.erp().requests_total(), 0u);
 
-  const std::string key = DeriveEventKey(3, "acme-orders", "order.created", "msg_held", "ord_held", body).key;
+  const std::string key =
+      DeriveEventKey(3, "acme-orders", "order.created", "msg_held", "ord_held", body).key;
   const std::string store = "sqlite:" + f.db_path();
   auto show = RunClawguard({"idem", "show", key, "--store", store, "--json"});
   ASSERT_EQ(show.exit_code, 0) << show.out << show.err;
@@ -66,10 +67,12 @@ TEST(HostConfirmTest, Level3HoldsIntentsUntilIdemConfirmThenSendsEachOnce) {
   EXPECT_EQ(show.out.find("e2e-erp-token"), std::string::npos);
 
   const std::string audit = f.dir().Sub("operator.jsonl");
-  auto confirm = RunClawguard({"idem", "confirm", key, "--store", store, "--audit-log", audit, "--json"});
+  auto confirm =
+      RunClawguard({"idem", "confirm", key, "--store", store, "--audit-log", audit, "--json"});
   ASSERT_EQ(confirm.exit_code, 0) << confirm.out << confirm.err;
   EXPECT_EQ(nlohmann::json::parse(confirm.out)["confirmed"], 2);
-  ASSERT_TRUE(WaitFor([&] { return f.erp().effects_total() == 2; })) << "the running host never sent the intents";
+  ASSERT_TRUE(WaitFor([&] { return f.erp().effects_total() == 2; }))
+      << "the running host never sent the intents";
   EXPECT_EQ(f.erp().effects("/orders/ord_held/fulfil"), 1u);
   EXPECT_EQ(f.erp().effects("/inventory/adjust"), 1u);
 
@@ -94,13 +97,16 @@ TEST(HostConfirmTest, Level3HoldsIntentsUntilIdemConfirmThenSendsEachOnce) {
 
 TEST(IdemCommandTest, RefusesBadKeysAndMissingStores) {
   clawguard::testing::TempDir dir;
-  auto bad_key = RunClawguard({"idem", "show", "not-a-key", "--store", "sqlite:" + dir.Sub("x.db")});
+  auto bad_key =
+      RunClawguard({"idem", "show", "not-a-key", "--store", "sqlite:" + dir.Sub("x.db")});
   EXPECT_EQ(bad_key.exit_code, 2);
   EXPECT_NE(bad_key.err.find("64 lowercase hex"), std::string::npos) << bad_key.err;
-  auto missing = RunClawguard({"idem", "confirm", std::string(64, 'a'), "--store", "sqlite:" + dir.Sub("x.db")});
+  auto missing = RunClawguard(
+      {"idem", "confirm", std::string(64, 'a'), "--store", "sqlite:" + dir.Sub("x.db")});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("store_unavailable"), std::string::npos) << missing.err;
-  auto pg = RunClawguard({"idem", "reset", std::string(64, 'a'), "--store", "postgresql://u:pw@h:5432/db"});
+  auto pg = RunClawguard(
+      {"idem", "reset", std::string(64, 'a'), "--store", "postgresql://u:pw@h:5432/db"});
   EXPECT_EQ(pg.exit_code, 2);
   EXPECT_EQ(pg.err.find("pw@"), std::string::npos) << pg.err;
 }

@@ -41,9 +41,11 @@ bool WaitFor(Fn done, std::chrono::seconds guard = std::chrono::seconds(60)) {
   return done();
 }
 
-std::map<std::string, std::vector<RecordedRequest>> ByKey(const std::vector<RecordedRequest>& requests) {
+std::map<std::string, std::vector<RecordedRequest>> ByKey(
+    const std::vector<RecordedRequest>& requests) {
   std::map<std::string, std::vector<RecordedRequest>> out;
-  for (const auto& r : requests) out[std::string(r.headers.Get("Idempotency-Key").value_or(""))].push_back(r);
+  for (const auto& r : requests)
+    out[std::string(r.headers.Get("Idempotency-Key").value_or(""))].push_back(r);
   return out;
 }
 
@@ -58,7 +60,8 @@ TEST_P(HostCrashTest, KilledInsideAnErpCallRestartsWithOneEffectPerCall) {
   // Answers given 2xx before the kill.
   std::vector<Reply> before;
   for (int i = 0; i < kBefore; ++i) {
-    before.push_back(f.Deliver("msg_before_" + std::to_string(i), HostFixture::OrderBody("ord_b" + std::to_string(i))));
+    before.push_back(f.Deliver("msg_before_" + std::to_string(i),
+                               HostFixture::OrderBody("ord_b" + std::to_string(i))));
     ASSERT_TRUE(before.back().ok);
     ASSERT_EQ(before.back().status, 200) << before.back().body;
     ASSERT_FALSE(before.back().replayed);
@@ -70,15 +73,18 @@ TEST_P(HostCrashTest, KilledInsideAnErpCallRestartsWithOneEffectPerCall) {
   f.erp().SetAnswer(kCrashPath, stall);
   const std::string crash_body = HostFixture::OrderBody(kCrashOrder);
   std::thread platform([&] { (void)f.Deliver("msg_crash", crash_body); });  // gets no answer
-  ASSERT_TRUE(WaitFor([&] { return f.erp().effects(kCrashPath) == 1; })) << "the fulfil call never reached the ERP";
+  ASSERT_TRUE(WaitFor([&] { return f.erp().effects(kCrashPath) == 1; }))
+      << "the fulfil call never reached the ERP";
   EXPECT_EQ(f.KillHost(), 128 + 9);
   platform.join();
-  EXPECT_EQ(f.erp().effects("/inventory/adjust"), static_cast<size_t>(kBefore));  // call 1 never ran
+  EXPECT_EQ(f.erp().effects("/inventory/adjust"),
+            static_cast<size_t>(kBefore));  // call 1 never ran
 
   // Restart on the same store.
   ASSERT_TRUE(f.StartHost());
   for (int i = 0; i < kBefore; ++i) {
-    const Reply r = f.Deliver("msg_before_" + std::to_string(i), HostFixture::OrderBody("ord_b" + std::to_string(i)));
+    const Reply r = f.Deliver("msg_before_" + std::to_string(i),
+                              HostFixture::OrderBody("ord_b" + std::to_string(i)));
     ASSERT_TRUE(r.ok);
     EXPECT_EQ(r.status, before[i].status) << i;
     EXPECT_EQ(r.body, before[i].body) << i;

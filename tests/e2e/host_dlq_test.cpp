@@ -35,7 +35,8 @@ constexpr const char* kAdminToken = "dlq-test-admin-token-0123456789abcdefgh";
 constexpr auto kPatience = std::chrono::seconds(20);  // an upper bound for polling, never asserted
 
 Result<HostStores> OpenSqlite(const std::string& url, const Clock& clock) {
-  if (url.rfind("sqlite:", 0) != 0) return Status(Reason::kStoreUnavailable, "only sqlite: in this test");
+  if (url.rfind("sqlite:", 0) != 0)
+    return Status(Reason::kStoreUnavailable, "only sqlite: in this test");
   const std::string path = url.substr(7);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
@@ -172,7 +173,8 @@ TEST_F(HostDlqTest, EachErpFailureLandsInItsClass) {
     // A final refusal (404, 409) is the plugin's to handle: it stops, a plugin failure (500). A
     // call the host retries (429, 5xx, no answer) is still the outbox's: 503 erp_pending.
     const bool retried = c.erp_status == 429 || c.erp_status >= 500 || c.erp_status == 0;
-    EXPECT_EQ(r.status, retried ? 503 : 500) << c.order << ": the plugin stops when its ERP call fails: " << r.body;
+    EXPECT_EQ(r.status, retried ? 503 : 500)
+        << c.order << ": the plugin stops when its ERP call fails: " << r.body;
   }
   for (const Case& c : cases) {
     std::optional<DlqEntry> e = EntryFor(c.klass, c.erp_status);
@@ -212,7 +214,8 @@ TEST_F(HostDlqTest, AuthFailurePausesTheCapabilityUntilResumedThenOneEffect) {
   // While paused nothing more is sent, though the outbox row stays due (deferred, not dead).
   const size_t sent = RequestsTo(path);
   EXPECT_EQ(sent, 1u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // > the 1 s deferral and several loop passes
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(1500));  // > the 1 s deferral and several loop passes
   EXPECT_EQ(RequestsTo(path), sent);
 
   // The ERP is repaired; the operator asks for the replay, then lifts the pause.

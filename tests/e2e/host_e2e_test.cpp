@@ -17,7 +17,8 @@ namespace {
 
 // Each test runs with deliveries on threads and as fibers (host.yaml listen.execution).
 class HostEndToEndTest : public testing::ExecutionTest {};
-INSTANTIATE_TEST_SUITE_P(Execution, HostEndToEndTest, testing::Executions(), testing::ExecutionName);
+INSTANTIATE_TEST_SUITE_P(Execution, HostEndToEndTest, testing::Executions(),
+                         testing::ExecutionName);
 
 using clawguard::testing::ReadFile;
 using testing::HostFixture;
@@ -31,7 +32,8 @@ TEST_P(HostEndToEndTest, RetryStormOfSignedPluginHasOneEffectPerCall) {
   ASSERT_TRUE(f.StartHost());
 
   // The storm: one event (one webhook-id, one body), each delivery freshly signed.
-  const std::string body = ReadFile(std::string(CLAWGUARD_SOURCE_DIR) + "/examples/acme-orders/sample-event.json");
+  const std::string body =
+      ReadFile(std::string(CLAWGUARD_SOURCE_DIR) + "/examples/acme-orders/sample-event.json");
   std::mutex mu;
   std::vector<Reply> answers;
   std::vector<std::thread> threads;
@@ -73,8 +75,9 @@ TEST_P(HostEndToEndTest, RetryStormOfSignedPluginHasOneEffectPerCall) {
   for (const auto& r : f.erp().requests()) {
     if (r.path == "/inventory/adjust" && !r.duplicate) adjust_bodies.push_back(r.body);
   }
-  EXPECT_EQ(adjust_bodies, (std::vector<std::string>{R"({"order_id":"ord_10042","sku":"WIDGET-1","delta":-2})",
-                                                     R"({"order_id":"ord_10042","sku":"GADGET-7","delta":-1})"}));
+  EXPECT_EQ(adjust_bodies,
+            (std::vector<std::string>{R"({"order_id":"ord_10042","sku":"WIDGET-1","delta":-2})",
+                                      R"({"order_id":"ord_10042","sku":"GADGET-7","delta":-1})"}));
   EXPECT_EQ(f.StopHost(), 0);
 }
 
@@ -84,15 +87,16 @@ TEST_P(HostEndToEndTest, OrderLinesAreCheckedBeforeAnyEffect) {
   ASSERT_TRUE(f.StartHost());
   // A line without a SKU: the plugin answers 422 (stored: a 4xx is the plugin's decision) and
   // calls nothing, so the ERP sees no effect at all.
-  const Reply r = f.Deliver(
-      "msg_bad_lines", R"({"type":"order.created","order_id":"ord_1","lines":[{"qty":1}]})");
+  const Reply r = f.Deliver("msg_bad_lines",
+                            R"({"type":"order.created","order_id":"ord_1","lines":[{"qty":1}]})");
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.status, 422);
   EXPECT_EQ(r.body, R"({"status":"lines_invalid"})");
   // Three lines: three adjusts, one per line.
-  const Reply ok = f.Deliver("msg_three_lines",
-                             R"({"type":"order.created","order_id":"ord_3","lines":[{"sku":"A","qty":1},)"
-                             R"({"sku":"B","quantity":2},{"sku":"C","qty":-3}]})");
+  const Reply ok =
+      f.Deliver("msg_three_lines",
+                R"({"type":"order.created","order_id":"ord_3","lines":[{"sku":"A","qty":1},)"
+                R"({"sku":"B","quantity":2},{"sku":"C","qty":-3}]})");
   ASSERT_TRUE(ok.ok);
   EXPECT_EQ(ok.status, 200) << ok.body;
   EXPECT_EQ(f.erp().effects("/orders/ord_3/fulfil"), 1u);
@@ -117,7 +121,8 @@ TEST_P(HostEndToEndTest, PluginPastHandlerTimeoutIsAnswered503AndItsRetryAddsNoE
   slow.delay = std::chrono::milliseconds(2500);
   f.erp().SetAnswer("/orders/ord_10042/fulfil", slow);
   ASSERT_TRUE(f.StartHost());
-  const std::string body = ReadFile(std::string(CLAWGUARD_SOURCE_DIR) + "/examples/acme-orders/sample-event.json");
+  const std::string body =
+      ReadFile(std::string(CLAWGUARD_SOURCE_DIR) + "/examples/acme-orders/sample-event.json");
 
   const Reply timed_out = f.Deliver("msg_slow_1", body);
   ASSERT_TRUE(timed_out.ok);

@@ -29,9 +29,9 @@ namespace clawguard::host {
 namespace {
 
 namespace ht = clawguard::host::testing;
+using clawguard::testing::WaitFor;
 using ht::HostFixture;
 using ht::HostFixtureOptions;
-using clawguard::testing::WaitFor;
 
 constexpr uint64_t kNoFile = 1024;
 constexpr int kFlood = 1100;
@@ -41,8 +41,8 @@ constexpr int kDeliveries = 20;
 nlohmann::json AdminReady(const HostFixture& fixture) {
   auto c = ht::RawConnection::Connect(fixture.admin_port());
   if (c == nullptr || !c->Send(ht::SimpleRequest("GET", "/readyz", "",
-                                                 std::string("Authorization: Bearer ") + HostFixture::kAdminToken +
-                                                     "\r\n"))) {
+                                                 std::string("Authorization: Bearer ") +
+                                                     HostFixture::kAdminToken + "\r\n"))) {
     return nullptr;
   }
   const ht::RawResponse r = c->ReadResponse();
@@ -67,7 +67,8 @@ class HostFloodE2eTest : public ::testing::Test {
   size_t HostFds() const {
     size_t n = 0;
     std::error_code ec;
-    for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(fixture_.host_pid()) + "/fd", ec);
+    for (auto it = std::filesystem::directory_iterator(
+             "/proc/" + std::to_string(fixture_.host_pid()) + "/fd", ec);
          !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
       ++n;
     }
@@ -86,7 +87,8 @@ class HostFloodE2eTest : public ::testing::Test {
   int DeliverAll(const std::string& prefix) {
     int answered = 0;
     for (int i = 0; i < kDeliveries; ++i) {
-      const ht::Reply r = fixture_.Deliver(prefix + std::to_string(i), HostFixture::OrderBody(prefix + std::to_string(i)));
+      const ht::Reply r = fixture_.Deliver(prefix + std::to_string(i),
+                                           HostFixture::OrderBody(prefix + std::to_string(i)));
       if (r.ok && r.status >= 200 && r.status < 300) ++answered;
     }
     return answered;
@@ -121,7 +123,8 @@ TEST_F(HostFloodE2eTest, SignedWebhooksAreAnsweredWhileIdleAndSlowConnectionsFlo
     // strangers can always go).
     ASSERT_TRUE(WaitFor([&] {
       const nlohmann::json j = AdminReady();
-      return j.is_object() && j["connections"]["shed_total"].get<uint64_t>() >= shed_before + kFlood - bound &&
+      return j.is_object() &&
+             j["connections"]["shed_total"].get<uint64_t>() >= shed_before + kFlood - bound &&
              j["connections"]["open"].get<uint64_t>() == bound;
     })) << AdminReady();
     ASSERT_TRUE(WaitFor([&] { return flood->Count().closed >= kFlood - static_cast<int>(bound); }));
@@ -131,11 +134,13 @@ TEST_F(HostFloodE2eTest, SignedWebhooksAreAnsweredWhileIdleAndSlowConnectionsFlo
     const ht::RawResponse main_ready = MainReady();
     const nlohmann::json after = AdminReady();
     const ht::FloodCount held = flood->Count();
-    std::cout << "[ measured ] " << kind << " flood: " << flood->connected() << " connected, host holds "
-              << after["connections"]["open"] << " of bound " << bound << " (fd limit " << kNoFile
-              << "), host fds " << fds_full << ", shed " << after["connections"]["shed_total"] << ", refused "
-              << after["connections"]["refused_total"] << ", flood sockets closed by the host " << held.closed
-              << ", signed webhooks answered " << answered << "/" << kDeliveries << "\n";
+    std::cout << "[ measured ] " << kind << " flood: " << flood->connected()
+              << " connected, host holds " << after["connections"]["open"] << " of bound " << bound
+              << " (fd limit " << kNoFile << "), host fds " << fds_full << ", shed "
+              << after["connections"]["shed_total"] << ", refused "
+              << after["connections"]["refused_total"] << ", flood sockets closed by the host "
+              << held.closed << ", signed webhooks answered " << answered << "/" << kDeliveries
+              << "\n";
     EXPECT_EQ(flood->connected(), kFlood);
     EXPECT_EQ(answered, kDeliveries) << kind;
     EXPECT_LE(fds_full, kNoFile);
@@ -159,31 +164,36 @@ TEST_F(HostFloodE2eTest, OnePeerCannotHoldMoreThanItsShare) {
     return j.is_object() && j["connections"]["shed_total"].get<int>() >= kFlood - per_peer;
   })) << AdminReady();
   const nlohmann::json after = AdminReady();
-  EXPECT_LE(after["connections"]["open"].get<int>(), per_peer);  // the admin listener's own is not counted
+  EXPECT_LE(after["connections"]["open"].get<int>(),
+            per_peer);  // the admin listener's own is not counted
   EXPECT_EQ(after["connections"]["peers"], 1);
   EXPECT_EQ(after["connections"]["refused_total"], 0);
-  EXPECT_EQ(DeliverAll("msg_one_peer_"), kDeliveries);  // 127.0.0.1 is another peer: never held back
+  EXPECT_EQ(DeliverAll("msg_one_peer_"),
+            kDeliveries);  // 127.0.0.1 is another peer: never held back
   ASSERT_TRUE(WaitFor([&] { return flood->Count().closed >= kFlood - per_peer; }));
   const ht::FloodCount held = flood->Count();
   EXPECT_LE(held.open, per_peer);
   std::cout << "[ measured ] one peer: " << flood->connected() << " connected, host holds "
-            << after["connections"]["open"] << " (max_connections_per_peer " << per_peer << "), closed by the host "
-            << held.closed << "\n";
+            << after["connections"]["open"] << " (max_connections_per_peer " << per_peer
+            << "), closed by the host " << held.closed << "\n";
 }
 
 // A forged delivery whose webhook-timestamp is 15,001 digits (a valid number, far out of
 // tolerance): its 401 would quote it whole if echoed values were not capped.
 std::string ForgedDelivery() {
-  return ht::SimpleRequest("POST", HostFixture::kRoutePath, "{}",
-                           "webhook-id: msg_forged\r\nwebhook-timestamp: " + std::string(15000, '0') +
-                               "1\r\nwebhook-signature: v1,AAAA\r\nContent-Type: application/json\r\n");
+  return ht::SimpleRequest(
+      "POST", HostFixture::kRoutePath, "{}",
+      "webhook-id: msg_forged\r\nwebhook-timestamp: " + std::string(15000, '0') +
+          "1\r\nwebhook-signature: v1,AAAA\r\nContent-Type: application/json\r\n");
 }
 
 // What the strangers pipeline: forged deliveries (each answered 401, which ends the connection)
 // or health checks (each answered 200, which proves nothing: thousands of small answers).
 enum class Junk { kForgedDeliveries, kHealthChecks };
 
-std::string Name(Junk j) { return j == Junk::kForgedDeliveries ? "ForgedDeliveries" : "HealthChecks"; }
+std::string Name(Junk j) {
+  return j == Junk::kForgedDeliveries ? "ForgedDeliveries" : "HealthChecks";
+}
 std::string JunkName(const ::testing::TestParamInfo<Junk>& info) { return Name(info.param); }
 void PrintTo(Junk j, std::ostream* os) { *os << Name(j); }
 
@@ -205,9 +215,11 @@ class HostBusyFloodE2eTest : public ::testing::Test {
   static std::string Payload(Junk junk) {
     std::string payload;
     if (junk == Junk::kForgedDeliveries) {
-      for (int i = 0; i < 16; ++i) payload += ForgedDelivery();  // 16 answers of 15 KB unless capped
+      for (int i = 0; i < 16; ++i)
+        payload += ForgedDelivery();  // 16 answers of 15 KB unless capped
     } else {
-      for (int i = 0; i < 4000; ++i) payload += ht::SimpleRequest("GET", "/healthz", "");  // ~85 B each
+      for (int i = 0; i < 4000; ++i)
+        payload += ht::SimpleRequest("GET", "/healthz", "");  // ~85 B each
     }
     return payload;
   }
@@ -224,20 +236,23 @@ TEST_F(HostBusyFloodE2eTest, AForgedDeliveryGetsAShortRefusalThatEndsItsConnecti
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.status, 401);
   EXPECT_LT(r.body.size(), 512u) << r.body.substr(0, 512);
-  EXPECT_NE(r.body.find("webhook-timestamp " + std::string(64, '0') + "... (15001 digits) is outside"),
-            std::string::npos)
+  EXPECT_NE(
+      r.body.find("webhook-timestamp " + std::string(64, '0') + "... (15001 digits) is outside"),
+      std::string::npos)
       << r.body.substr(0, 512);
   EXPECT_EQ(r.headers.Get("Connection"), "close");
   EXPECT_TRUE(c->WaitForClose());
 }
 
-class HostBusyFloodJunkE2eTest : public HostBusyFloodE2eTest, public ::testing::WithParamInterface<Junk> {};
+class HostBusyFloodJunkE2eTest : public HostBusyFloodE2eTest,
+                                 public ::testing::WithParamInterface<Junk> {};
 
 // More strangers than the listener holds (6 peers × 4), each pipelining requests and never
 // reading an answer; a connection the host closes is opened again at once. No connection is
 // refused (there is always a stranger to shed), signed webhooks on fresh connections are all
 // answered, and the host goes on serving after the flood.
-TEST_P(HostBusyFloodJunkE2eTest, SignedWebhooksAreAnsweredWhileStrangersPipelineRequestsAndNeverRead) {
+TEST_P(HostBusyFloodJunkE2eTest,
+       SignedWebhooksAreAnsweredWhileStrangersPipelineRequestsAndNeverRead) {
   ht::PipelineFloodOptions fo;
   fo.port = fixture_.main_port();
   fo.connections = 6 * kPerPeer;
@@ -273,16 +288,18 @@ TEST_P(HostBusyFloodJunkE2eTest, SignedWebhooksAreAnsweredWhileStrangersPipeline
   stop = true;
   pump.join();
   std::cout << "[ measured ] " << Name(GetParam()) << " flood: " << flood->opened_total()
-            << " connections opened, " << flood->closed_total() << " closed by the host; host holds "
-            << during["connections"]["open"] << " of " << kMax << ", shed " << during["connections"]["shed_total"]
-            << ", refused " << during["connections"]["refused_total"] << "; signed webhooks answered " << answered
+            << " connections opened, " << flood->closed_total()
+            << " closed by the host; host holds " << during["connections"]["open"] << " of " << kMax
+            << ", shed " << during["connections"]["shed_total"] << ", refused "
+            << during["connections"]["refused_total"] << "; signed webhooks answered " << answered
             << "/" << kDeliveries << " in " << attempts << " attempts\n";
   ASSERT_TRUE(full) << AdminReady(fixture_);
   EXPECT_EQ(answered, kDeliveries);
   EXPECT_EQ(during["connections"]["refused_total"], 0);
   EXPECT_GT(flood->opened_total(), static_cast<uint64_t>(fo.connections));  // the host closed some
   flood.reset();
-  EXPECT_TRUE(fixture_.DeliverUntilStored("msg_busy_flood_after", HostFixture::OrderBody("busy_after")).ok);
+  EXPECT_TRUE(
+      fixture_.DeliverUntilStored("msg_busy_flood_after", HostFixture::OrderBody("busy_after")).ok);
   EXPECT_EQ(::kill(fixture_.host_pid(), 0), 0);
 }
 

@@ -34,8 +34,8 @@ constexpr std::chrono::seconds kRetryGuard{120};  // 409s are retried; a guard a
 
 struct EventLog {
   std::mutex mu;
-  int processed = 0;           // 200 without Idempotent-Replayed
-  std::string first_body;      // of the first 200
+  int processed = 0;       // 200 without Idempotent-Replayed
+  std::string first_body;  // of the first 200
   std::vector<std::string> replay_bodies;
   std::vector<int> other_statuses;
 };
@@ -78,7 +78,8 @@ TEST_P(HostLoadTest, ThousandEventsFiveDeliveriesEightKeepAliveClients) {
             continue;
           }
           if (r.status != 409) break;
-          std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the other delivery is in flight
+          std::this_thread::sleep_for(
+              std::chrono::milliseconds(2));  // the other delivery is in flight
         }
         EventLog& log = logs[e];
         std::lock_guard lock(log.mu);
@@ -94,14 +95,17 @@ TEST_P(HostLoadTest, ThousandEventsFiveDeliveriesEightKeepAliveClients) {
     });
   }
   for (auto& t : clients) t.join();
-  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
   // Reported for the record (never asserted: the machine is shared).
-  std::cout << "[ load ] " << kEvents * kDeliveriesPerEvent << " deliveries in " << elapsed.count() << " ms\n";
+  std::cout << "[ load ] " << kEvents * kDeliveriesPerEvent << " deliveries in " << elapsed.count()
+            << " ms\n";
 
   EXPECT_EQ(failures.load(), 0);
   for (int e = 0; e < kEvents; ++e) {
     const EventLog& log = logs[e];
-    ASSERT_TRUE(log.other_statuses.empty()) << "event " << e << " got " << log.other_statuses.front();
+    ASSERT_TRUE(log.other_statuses.empty())
+        << "event " << e << " got " << log.other_statuses.front();
     ASSERT_EQ(log.processed, 1) << "event " << e;
     EXPECT_EQ(log.first_body, R"({"status":"fulfilled"})") << e;
     ASSERT_EQ(log.replay_bodies.size(), static_cast<size_t>(kDeliveriesPerEvent - 1)) << e;

@@ -11,12 +11,12 @@
 #include "clawguard/encoding.h"
 #include "host/app/host_app.h"
 #include "host/erp/erp_client.h"
-#include "support/prom_text.h"
 #include "sqlite/sqlite_dlq.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_ledger.h"
 #include "sqlite/sqlite_outbox.h"
 #include "support/host_fixture.h"
+#include "support/prom_text.h"
 #include "support/raw_client.h"
 
 namespace clawguard::host {
@@ -31,7 +31,8 @@ using testing::PromText;
 constexpr const char* kAdminToken = "metrics-e2e-admin-token-0123456789abcd";
 
 Result<HostStores> OpenSqlite(const std::string& url, const Clock& clock) {
-  if (url.rfind("sqlite:", 0) != 0) return Status(Reason::kStoreUnavailable, "only sqlite: in this test");
+  if (url.rfind("sqlite:", 0) != 0)
+    return Status(Reason::kStoreUnavailable, "only sqlite: in this test");
   const std::string path = url.substr(7);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
@@ -90,7 +91,8 @@ TEST(HostMetricsE2eTest, CountersAfterAScriptedSequence) {
   constexpr int kDuplicates = 2;  // M duplicates (the platform retried the first event)
   for (int i = 0; i < kFirst; ++i) {
     const std::string order = "M" + std::to_string(i);
-    const auto r = Send(main, HostFixture::SignedRequest("msg_" + order, HostFixture::OrderBody(order)));
+    const auto r =
+        Send(main, HostFixture::SignedRequest("msg_" + order, HostFixture::OrderBody(order)));
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_FALSE(r.replayed);
   }
@@ -118,10 +120,12 @@ TEST(HostMetricsE2eTest, CountersAfterAScriptedSequence) {
   std::string error;
   std::optional<PromText> prom = ParsePromText(scraped->body, &error);
   ASSERT_TRUE(prom.has_value()) << error;
-  const auto value = [&](const std::string& name, const std::map<std::string, std::string>& labels) {
+  const auto value = [&](const std::string& name,
+                         const std::map<std::string, std::string>& labels) {
     return prom->Value(name, labels).value_or(-1);
   };
-  const std::map<std::string, std::string> route = {{"plugin", "acme-orders"}, {"route", "order.created"}};
+  const std::map<std::string, std::string> route = {{"plugin", "acme-orders"},
+                                                    {"route", "order.created"}};
   const auto outcome = [&](const std::string& o) {
     auto l = route;
     l["outcome"] = o;
@@ -131,22 +135,29 @@ TEST(HostMetricsE2eTest, CountersAfterAScriptedSequence) {
   EXPECT_EQ(outcome("replayed"), kDuplicates);
   EXPECT_EQ(outcome("auth_failed"), 1);
   EXPECT_EQ(value("clawguard_webhook_duplicate_requests_total", route), kDuplicates);
-  EXPECT_EQ(value("clawguard_webhook_signature_failures_total", {{"reason", "signature_invalid"}}), 1);
+  EXPECT_EQ(value("clawguard_webhook_signature_failures_total", {{"reason", "signature_invalid"}}),
+            1);
   EXPECT_EQ(value("clawguard_plugin_load_refusals_total", {{"reason", "unsigned"}}), 1);
-  EXPECT_EQ(value("clawguard_erp_calls_total", {{"endpoint", "POST /orders/{id}/fulfil"}, {"outcome", "success"}}),
+  EXPECT_EQ(value("clawguard_erp_calls_total",
+                  {{"endpoint", "POST /orders/{id}/fulfil"}, {"outcome", "success"}}),
             kFirst);
-  EXPECT_EQ(value("clawguard_erp_calls_total", {{"endpoint", "POST /inventory/adjust"}, {"outcome", "success"}}),
+  EXPECT_EQ(value("clawguard_erp_calls_total",
+                  {{"endpoint", "POST /inventory/adjust"}, {"outcome", "success"}}),
             kFirst);  // one order line each
   auto histogram = route;
   histogram["le"] = "+Inf";
-  EXPECT_EQ(value("clawguard_webhook_processing_duration_seconds_bucket", histogram), kFirst + kDuplicates + 1);
+  EXPECT_EQ(value("clawguard_webhook_processing_duration_seconds_bucket", histogram),
+            kFirst + kDuplicates + 1);
   // The signing leaf's notAfter (the test PKI issues leaves valid for a while from now).
   EXPECT_GT(value("clawguard_plugin_certificate_expiry_seconds", {{"plugin", "acme-orders"}}),
             static_cast<double>(SystemClock::Instance().NowSeconds()));
-  for (const char* klass : {"breaker", "cooldown", "transient_exhausted", "auth", "manual_review"}) {
+  for (const char* klass :
+       {"breaker", "cooldown", "transient_exhausted", "auth", "manual_review"}) {
     EXPECT_EQ(value("clawguard_dead_letter_queue_size", {{"class", klass}}), 0) << klass;
   }
-  EXPECT_EQ(value("clawguard_circuit_breaker_open", {{"kind", "erp"}, {"endpoint", "POST /orders/{id}/fulfil"}}), 0);
+  EXPECT_EQ(value("clawguard_circuit_breaker_open",
+                  {{"kind", "erp"}, {"endpoint", "POST /orders/{id}/fulfil"}}),
+            0);
   EXPECT_EQ(scraped->body.find("metrics-e2e-erp-token"), std::string::npos);
 
   // /ops: both packages, the duplicate count.

@@ -50,7 +50,8 @@ constexpr const char* kAdminToken = "peers-test-admin-token-0123456789abcdefgh";
 constexpr auto kPatience = std::chrono::seconds(60);  // an upper bound for polling, never asserted
 
 Result<HostStores> OpenSqlite(const std::string& url, const Clock& clock) {
-  if (url.rfind("sqlite:", 0) != 0) return Status(Reason::kStoreUnavailable, "only sqlite: in this test");
+  if (url.rfind("sqlite:", 0) != 0)
+    return Status(Reason::kStoreUnavailable, "only sqlite: in this test");
   const std::string path = url.substr(7);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
@@ -114,7 +115,9 @@ class HostPeerWorkersTest : public ::testing::Test {
   }
 
   std::string Store() const { return "sqlite:" + fixture_.db_path(); }
-  nlohmann::json Background() const { return nlohmann::json::parse(app_->ReadyJson())["background"]; }
+  nlohmann::json Background() const {
+    return nlohmann::json::parse(app_->ReadyJson())["background"];
+  }
   static bool Paused(const nlohmann::json& background, const std::string& capability) {
     for (const auto& p : background["pauses"]["paused"]) {
       if (p["plugin"] == kPlugin && p["capability"] == capability) return true;
@@ -122,7 +125,8 @@ class HostPeerWorkersTest : public ::testing::Test {
     return false;
   }
   double Calls(const std::string& endpoint, const std::string& outcome) const {
-    const std::string line = clawguard::testing::ErpCallsLine(app_->metrics().RenderPrometheus(), endpoint, outcome);
+    const std::string line =
+        clawguard::testing::ErpCallsLine(app_->metrics().RenderPrometheus(), endpoint, outcome);
     return line.empty() ? 0 : std::stod(line.substr(line.rfind(' ') + 1));
   }
 
@@ -143,7 +147,8 @@ TEST_F(HostPeerWorkersTest, APauseIsHonouredWithinItsRefreshPeriodWhileTheWorker
   ASSERT_EQ(nlohmann::json::parse(confirm.out)["confirmed"], 2);
 
   // The outbox worker sends the first confirmed intent; the ERP never answers it.
-  ASSERT_TRUE(WaitFor([&] { return erp_->Stats().requests >= 1; })) << ReadFile(fixture_.audit_log());
+  ASSERT_TRUE(WaitFor([&] { return erp_->Stats().requests >= 1; }))
+      << ReadFile(fixture_.audit_log());
   const tools::HostileErpStats first = erp_->Stats();
   ASSERT_EQ(first.requests, 1u);
   const bool fulfil_hung = first.keys.count(ErpCallKey(key, kPlugin, 0)) == 1;
@@ -164,7 +169,8 @@ TEST_F(HostPeerWorkersTest, APauseIsHonouredWithinItsRefreshPeriodWhileTheWorker
            seen["workers"]["outbox"]["busy_since_ms"] != busy_since;
   }));
   EXPECT_TRUE(Paused(seen, waiting)) << seen.dump();
-  EXPECT_EQ(seen["workers"]["outbox"]["busy"], true) << "the pause waited for the hung ERP call: " << seen.dump();
+  EXPECT_EQ(seen["workers"]["outbox"]["busy"], true)
+      << "the pause waited for the hung ERP call: " << seen.dump();
   EXPECT_EQ(seen["workers"]["outbox"]["busy_since_ms"], busy_since) << "still the first send";
   EXPECT_EQ(erp_->Stats().requests, 1u);
   EXPECT_GT(seen["ticks"].get<int64_t>(), before["ticks"].get<int64_t>());
@@ -176,7 +182,8 @@ TEST_F(HostPeerWorkersTest, APauseIsHonouredWithinItsRefreshPeriodWhileTheWorker
   nlohmann::json later;
   ASSERT_TRUE(WaitFor([&] {
     later = Background();
-    return later["ticks"].get<int64_t>() >= ticks + 5 || later["workers"]["outbox"]["busy_since_ms"] != busy_since;
+    return later["ticks"].get<int64_t>() >= ticks + 5 ||
+           later["workers"]["outbox"]["busy_since_ms"] != busy_since;
   }));
   EXPECT_EQ(later["workers"]["outbox"]["busy"], true) << later.dump();
   EXPECT_EQ(later["workers"]["outbox"]["busy_since_ms"], busy_since) << later.dump();
@@ -186,8 +193,10 @@ TEST_F(HostPeerWorkersTest, APauseIsHonouredWithinItsRefreshPeriodWhileTheWorker
   // The hung call ends (the ERP goes away); the worker moves on to the waiting intent, which the
   // pause holds back: never attempted.
   erp_->Stop();
-  ASSERT_TRUE(WaitFor([&] { return Calls(waiting, "paused") >= 1; })) << ReadFile(fixture_.audit_log());
-  for (const char* outcome : {"success", "client_error", "rate_limited", "server_error", "timeout", "transport_error"}) {
+  ASSERT_TRUE(WaitFor([&] { return Calls(waiting, "paused") >= 1; }))
+      << ReadFile(fixture_.audit_log());
+  for (const char* outcome :
+       {"success", "client_error", "rate_limited", "server_error", "timeout", "transport_error"}) {
     EXPECT_EQ(Calls(waiting, outcome), 0) << outcome;
   }
   EXPECT_EQ(erp_->Stats().keys.count(ErpCallKey(key, kPlugin, fulfil_hung ? 1 : 0)), 0u);

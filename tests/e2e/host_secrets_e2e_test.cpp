@@ -55,13 +55,15 @@ TEST(HostSecretsE2eTest, AShortSecretStopsTheHostNamingTheSettingNotTheValue) {
   ASSERT_NO_FATAL_FAILURE(fixture.Prepare());
   const std::string short_key = "only-twenty-bytes-key";
   for (const auto& [var, value, setting] :
-       {std::tuple<std::string, std::string, std::string>{"E2E_SECRET", "whsec_" + Base64Encode(short_key), "current"},
+       {std::tuple<std::string, std::string, std::string>{
+            "E2E_SECRET", "whsec_" + Base64Encode(short_key), "current"},
         {"E2E_ERP", "Bearer " + short_key, "erp.auth"}}) {
     std::vector<std::pair<std::string, std::string>> env = fixture.env();
     for (auto& [k, v] : env) {
       if (k == var) v = value;
     }
-    const auto r = clawguard::testing::RunClawguard({"host", "--config", fixture.dir().Sub("host.yaml")}, env);
+    const auto r =
+        clawguard::testing::RunClawguard({"host", "--config", fixture.dir().Sub("host.yaml")}, env);
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_NE(r.err.find(setting), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("at least 24"), std::string::npos) << r.err;

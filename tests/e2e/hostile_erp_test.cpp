@@ -62,8 +62,8 @@ struct HostileCase {
   // its next ask overlaps it and the ERP answers 409 "in progress" — asked again, never stored.
   bool slower_than_the_timeout = false;
   const char* execution = "threads";  // listen.execution (fibers: SQLite only)
-  bool keep_alive = true;              // erp.keep_alive
-  bool tls = false;                    // the ERP speaks https (a test CA in erp.ca)
+  bool keep_alive = true;             // erp.keep_alive
+  bool tls = false;                   // the ERP speaks https (a test CA in erp.ca)
 };
 
 const HostileCase kCases[] = {
@@ -74,12 +74,14 @@ const HostileCase kCases[] = {
     {"DoubleAnswerTwoWrites", HostileMode::kDoubleAnswerTwoWrites},
     // Over https the second answer is read with the first into the client's buffer (one record),
     // or waits as a second record inside the TLS layer, where no socket check sees it.
-    {"DoubleAnswerOverTls", HostileMode::kDoubleAnswer, 0, 0, true, "5s", false, "threads", true, true},
-    {"DoubleAnswerTwoWritesOverTls", HostileMode::kDoubleAnswerTwoWrites, 0, 0, true, "5s", false, "threads", true,
+    {"DoubleAnswerOverTls", HostileMode::kDoubleAnswer, 0, 0, true, "5s", false, "threads", true,
      true},
+    {"DoubleAnswerTwoWritesOverTls", HostileMode::kDoubleAnswerTwoWrites, 0, 0, true, "5s", false,
+     "threads", true, true},
     // A second answer that may arrive after the connection was reused: only a connection per call
     // (erp.keep_alive: false) rules out taking it for the next call's (ARCHITECTURE.md step 5).
-    {"LateSecondAnswerWithoutKeepAlive", HostileMode::kLateSecondAnswer, 0, 0, true, "5s", false, "threads", false},
+    {"LateSecondAnswerWithoutKeepAlive", HostileMode::kLateSecondAnswer, 0, 0, true, "5s", false,
+     "threads", false},
     {"CloseMidBody", HostileMode::kCloseMidBody, 0, 1},
     {"Garbage", HostileMode::kGarbage, 0, 1},
     {"ConflictInFlight", HostileMode::kConflictInFlight, 1'500},
@@ -91,14 +93,15 @@ const HostileCase kCases[] = {
     // An ERP that deduplicates a key only once its request finished, 1.5 s per request, against a
     // 1 s erp.timeout: after a timeout the resend waits at least erp.timeout more, so it reaches
     // the ERP after the first request finished and is answered from it — one effect.
-    {"DedupAfterCompletionBeyondTheTimeout", HostileMode::kDedupAfterCompletion, 1'500, 0, true, "1s", true},
+    {"DedupAfterCompletionBeyondTheTimeout", HostileMode::kDedupAfterCompletion, 1'500, 0, true,
+     "1s", true},
 #ifndef CLAWGUARD_TEST_PG
     // With fibers an ERP reply is waited for through the carrier's epoll (erp_polling_stream.h).
     {"SlowWithFibers", HostileMode::kSlow, 1'500, 0, true, "5s", false, "fibers"},
     {"InterimWithFibers", HostileMode::kInterim, 90, 0, true, "5s", false, "fibers"},
     {"DoubleAnswerWithFibers", HostileMode::kDoubleAnswer, 0, 0, true, "5s", false, "fibers"},
-    {"DoubleAnswerTwoWritesOverTlsWithFibers", HostileMode::kDoubleAnswerTwoWrites, 0, 0, true, "5s", false, "fibers",
-     true, true},
+    {"DoubleAnswerTwoWritesOverTlsWithFibers", HostileMode::kDoubleAnswerTwoWrites, 0, 0, true,
+     "5s", false, "fibers", true, true},
 #endif
 };
 
@@ -123,7 +126,8 @@ class HostileErpTest : public ::testing::TestWithParam<HostileCase> {
     testing::TestPki pki;
     if (c.tls) {
       std::string error;
-      ASSERT_TRUE(testing::MakeTestPki(pki_dir_.path().string(), "hostile-erp", &pki, &error)) << error;
+      ASSERT_TRUE(testing::MakeTestPki(pki_dir_.path().string(), "hostile-erp", &pki, &error))
+          << error;
       eo.tls_cert = pki.leaf_cert;
       eo.tls_key = pki.leaf_key;
     }
@@ -142,8 +146,9 @@ class HostileErpTest : public ::testing::TestWithParam<HostileCase> {
     const std::string from = "base_url: " + f_.erp().base_url() + "\n";
     const size_t at = yaml.find(from);
     ASSERT_NE(at, std::string::npos) << yaml;
-    yaml.replace(at, from.size(),
-                 "base_url: " + erp_->base_url() + "\n" + (c.keep_alive ? "" : "  keep_alive: false\n"));
+    yaml.replace(
+        at, from.size(),
+        "base_url: " + erp_->base_url() + "\n" + (c.keep_alive ? "" : "  keep_alive: false\n"));
     if (c.tls) {  // erp.ca: the hostile ERP's test CA instead of the fixture's
       const size_t ca = yaml.find("\n  ca: ");
       ASSERT_NE(ca, std::string::npos) << yaml;
@@ -178,7 +183,8 @@ class HostileErpTest : public ::testing::TestWithParam<HostileCase> {
   std::vector<StoredRow> Rows() {
     std::vector<StoredRow> rows;
     const std::string sql =
-        "SELECT idempotency_key, state, reply_status, reply_body, claimed_by FROM outbox_rows ORDER BY idempotency_key";
+        "SELECT idempotency_key, state, reply_status, reply_body, claimed_by FROM outbox_rows "
+        "ORDER BY idempotency_key";
 #ifdef CLAWGUARD_TEST_PG
     auto pool = pg::PgPool::Create(db_.url(), pg::PgOptions{});
     EXPECT_TRUE(pool.ok()) << pool.error().ToString();
@@ -190,7 +196,8 @@ class HostileErpTest : public ::testing::TestWithParam<HostileCase> {
     EXPECT_TRUE(r.ok()) << r.error().ToString();
     if (!r.ok()) return rows;
     for (int i = 0; i < r->rows(); ++i) {
-      rows.push_back(StoredRow{r->Text(i, 0), r->Text(i, 1), r->Bytes(i, 3), r->Text(i, 4), r->Int(i, 2)});
+      rows.push_back(
+          StoredRow{r->Text(i, 0), r->Text(i, 1), r->Bytes(i, 3), r->Text(i, 4), r->Int(i, 2)});
     }
 #else
     auto db = sqlite::SqliteDb::Open(f_.db_path());
@@ -234,7 +241,8 @@ TEST_P(HostileErpTest, OneEffectPerCallEachRowHoldsItsOwnAnswerAndEveryDeliveryI
         r = f_.Deliver(id, body);
         if (!r.ok) ++unanswered;
         if (r.ok && r.status == 200) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // platform pacing, not a timing assert
+        std::this_thread::sleep_for(
+            std::chrono::milliseconds(200));  // platform pacing, not a timing assert
       }
       std::lock_guard lock(mu);
       last[static_cast<size_t>(e)] = r;
@@ -243,8 +251,8 @@ TEST_P(HostileErpTest, OneEffectPerCallEachRowHoldsItsOwnAnswerAndEveryDeliveryI
   for (auto& t : platform) t.join();
   EXPECT_EQ(unanswered.load(), 0) << "the host left deliveries without an answer";
   for (int e = 0; e < kEvents; ++e) {
-    EXPECT_EQ(last[static_cast<size_t>(e)].status, 200) << c.name << " event " << e << ": "
-                                                        << last[static_cast<size_t>(e)].body;
+    EXPECT_EQ(last[static_cast<size_t>(e)].status, 200)
+        << c.name << " event " << e << ": " << last[static_cast<size_t>(e)].body;
     EXPECT_EQ(last[static_cast<size_t>(e)].body, R"({"status":"fulfilled"})");
   }
   EXPECT_EQ(f_.StopHost(), 0);
@@ -254,9 +262,9 @@ TEST_P(HostileErpTest, OneEffectPerCallEachRowHoldsItsOwnAnswerAndEveryDeliveryI
   for (int e = 0; e < kEvents; ++e) {
     const std::string id = "msg_hostile_" + std::to_string(e);
     const std::string order = "ord_" + std::to_string(e);
-    const std::string event = DeriveEventKey(2, "acme-orders", "order.created", id, order,
-                                             HostFixture::OrderBody(order))
-                                  .key;
+    const std::string event =
+        DeriveEventKey(2, "acme-orders", "order.created", id, order, HostFixture::OrderBody(order))
+            .key;
     for (uint32_t i = 0; i < 2; ++i) keys.insert(ErpCallKey(event, "acme-orders", i));
   }
 
@@ -272,11 +280,13 @@ TEST_P(HostileErpTest, OneEffectPerCallEachRowHoldsItsOwnAnswerAndEveryDeliveryI
   }
   if (c.slower_than_the_timeout && c.mode == HostileMode::kDedupAfterCompletion) {
     // Nothing answers 409 here: the resend must come after the first request finished.
-    EXPECT_EQ(s.overlapping, 0u) << "a resend overlapped a request still running: " << erp_->StatsJson();
+    EXPECT_EQ(s.overlapping, 0u) << "a resend overlapped a request still running: "
+                                 << erp_->StatsJson();
   } else if (c.slower_than_the_timeout) {
     EXPECT_GT(s.conflicts, 0u) << "the ERP never had to say 409 in progress: " << erp_->StatsJson();
   } else {
-    EXPECT_EQ(s.overlapping, 0u) << "a call was sent again while its request was in flight: " << erp_->StatsJson();
+    EXPECT_EQ(s.overlapping, 0u) << "a call was sent again while its request was in flight: "
+                                 << erp_->StatsJson();
     EXPECT_EQ(s.conflicts, 0u) << erp_->StatsJson();
   }
 
@@ -290,7 +300,8 @@ TEST_P(HostileErpTest, OneEffectPerCallEachRowHoldsItsOwnAnswerAndEveryDeliveryI
     EXPECT_EQ(row.claimed_by, "") << row.idempotency_key;
     const auto reply = nlohmann::json::parse(row.reply_body, nullptr, /*allow_exceptions=*/false);
     ASSERT_TRUE(reply.is_object()) << row.reply_body;
-    EXPECT_EQ(reply.value("key", ""), row.idempotency_key) << "a row holds another call's answer: " << row.reply_body;
+    EXPECT_EQ(reply.value("key", ""), row.idempotency_key)
+        << "a row holds another call's answer: " << row.reply_body;
   }
 }
 

@@ -54,7 +54,8 @@ std::unique_ptr<JsonLogger> Redactor(const FixedClock& clock) {
   JsonLogger::Options options;
   options.redact = {"card"};
   options.known_secrets.emplace_back(kKnown);
-  auto logger = JsonLogger::Create(std::move(options), [](std::string_view) {}, clock);
+  auto logger = JsonLogger::Create(
+      std::move(options), [](std::string_view) {}, clock);
   EXPECT_TRUE(logger.ok()) << logger.error().ToString();
   return std::move(logger).value();
 }
@@ -76,17 +77,24 @@ TEST(RedactJsonLineTest, RedactsEverySecretShape) {
     std::string line;
     std::string secret;
   } cases[] = {
-      {R"({"event":"x","detail":"key whsec_MDEyMzQ1Njc4OWFiY2RlZg== rejected"})", "MDEyMzQ1Njc4OWFiY2RlZg"},
+      {R"({"event":"x","detail":"key whsec_MDEyMzQ1Njc4OWFiY2RlZg== rejected"})",
+       "MDEyMzQ1Njc4OWFiY2RlZg"},
       {R"({"event":"x","detail":"sent Bearer tok-abcdef123 to the ERP"})", "tok-abcdef123"},
       {R"({"event":"x","detail":"Basic dXNlcjpwYXNzd29yZA=="})", "dXNlcjpwYXNzd29yZA"},
-      {R"({"event":"x","got":"v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="})", "K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN"},
-      {R"({"event":"x","detail":"cannot reach postgresql://cg:St0rePassw0rd@db:5432/cg"})", "St0rePassw0rd"},
-      {R"({"event":"x","detail":"jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"})", "eyJzdWIiOiIxIn0"},
-      {R"({"event":"x","detail":"the value )" + std::string(kKnown) + R"( leaked"})", std::string(kKnown)},
+      {R"({"event":"x","got":"v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="})",
+       "K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN"},
+      {R"({"event":"x","detail":"cannot reach postgresql://cg:St0rePassw0rd@db:5432/cg"})",
+       "St0rePassw0rd"},
+      {R"({"event":"x","detail":"jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"})",
+       "eyJzdWIiOiIxIn0"},
+      {R"({"event":"x","detail":"the value )" + std::string(kKnown) + R"( leaked"})",
+       std::string(kKnown)},
       {R"({"event":"x","detail":"base64 )" + b64 + R"("})", b64},
-      {R"({"event":"x","request":{"headers":{"Authorization":"opaque-credential-42"}}})", "opaque-credential-42"},
+      {R"({"event":"x","request":{"headers":{"Authorization":"opaque-credential-42"}}})",
+       "opaque-credential-42"},
       {R"({"event":"x","list":[{"api_key":"opaque-apikey-77"}]})", "opaque-apikey-77"},
-      {R"({"event":"x","card_number":"4111111111111111"})", "4111111111111111"},  // log.redact: card
+      {R"({"event":"x","card_number":"4111111111111111"})",
+       "4111111111111111"},  // log.redact: card
       {R"({"event":"x","secrets":["opaque-one-1234","opaque-two-5678"]})", "opaque-two-5678"},
       {R"({"event":"x","detail":{"nested":["pin-value=918273"]}})", "918273"},
       {R"({"event":"x",")" + std::string(kKnown) + R"(":"as a member name"})", std::string(kKnown)},
@@ -109,30 +117,73 @@ TEST(RedactJsonLineTest, TheFlatPathRendersEveryLineAsTheDomPathDoes) {
   const auto log = Redactor(clock);
   const std::string known(kKnown);
   const std::vector<std::string> fixed = {
-      R"({})", R"({"event":"plugin_log","level":1,"message":"order fulfilled","plugin":"acme-orders"})",
+      R"({})",
+      R"({"event":"plugin_log","level":1,"message":"order fulfilled","plugin":"acme-orders"})",
       R"({"":"empty name","token":"t","fencing_token":3,"card_no":"4111","a":null,"token2":null})",
       R"({"q":"\"quoted\" \\ \/ \b\f\n\r\t \u0001\u001f\u007f\u0041"})",
       R"({"n":0,"m":-12,"big":123456789012345678,"bigger":1234567890123456789,"neg":-123456789012345678})",
-      R"({"lead":01})", R"({"negzero":-0})", R"({"f":1.5})", R"({"e":1e3})", R"({"t":true,"f":false})",
-      R"({"tru":tru})", R"({"nul":nullx})", R"({"a":1,"a":2})", R"({"a":1,})", R"({,"a":1})", R"({"a" :1})",
-      R"({ "a":1})", R"({"a":1} )", R"({"a":1}{})", R"({"a":{"b":1}})", R"({"a":[1]})", R"({"u":"\u00e9"})",
-      R"({"u":"\uD83D\uDE00"})", R"({"x":"caf\u00e9 \u20ac"})", "{\"raw\":\"caf\xc3\xa9\"}",
-      "{\"ctl\":\"a\x01b\"}", "{\"del\":\"a\x7f\"}", R"({"bad":"\x"})", R"({"bad":"\u12"})",
-      R"({"bad":"\u12G4"})", R"({"cut":"abc)", R"({"cut":)", R"({"cut")", R"({)", R"(})", "",
+      R"({"lead":01})",
+      R"({"negzero":-0})",
+      R"({"f":1.5})",
+      R"({"e":1e3})",
+      R"({"t":true,"f":false})",
+      R"({"tru":tru})",
+      R"({"nul":nullx})",
+      R"({"a":1,"a":2})",
+      R"({"a":1,})",
+      R"({,"a":1})",
+      R"({"a" :1})",
+      R"({ "a":1})",
+      R"({"a":1} )",
+      R"({"a":1}{})",
+      R"({"a":{"b":1}})",
+      R"({"a":[1]})",
+      R"({"u":"\u00e9"})",
+      R"({"u":"\uD83D\uDE00"})",
+      R"({"x":"caf\u00e9 \u20ac"})",
+      "{\"raw\":\"caf\xc3\xa9\"}",
+      "{\"ctl\":\"a\x01b\"}",
+      "{\"del\":\"a\x7f\"}",
+      R"({"bad":"\x"})",
+      R"({"bad":"\u12"})",
+      R"({"bad":"\u12G4"})",
+      R"({"cut":"abc)",
+      R"({"cut":)",
+      R"({"cut")",
+      R"({)",
+      R"(})",
+      "",
       R"({"k":"Bearer tok-abcdef123 and whsec_MDEyMzQ1Njc4OWFiY2RlZg== and v1,abc="})",
       R"({"k":"postgresql://u:pw@h/db password=hunter2 eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln"})",
       "{\"" + known + "\":\"" + known + "\",\"b64\":\"" + Base64Encode(known) + "\"}",
-      "{\"long\":\"" + std::string(9000, 'a') + "\",\"secret-long\":\"" + known + std::string(9000, 'b') + "\"}"};
+      "{\"long\":\"" + std::string(9000, 'a') + "\",\"secret-long\":\"" + known +
+          std::string(9000, 'b') + "\"}"};
   for (const std::string& line : fixed) {
     EXPECT_EQ(log->RedactJsonLine(line), log->RedactJsonLineByDom(line)) << line;
   }
   // Many objects built from those pieces, then cut or with a byte changed.
-  const std::vector<std::string> names = {"event", "plugin", "token", "card_no", "", known, "a\\\"b",
-                                          "fencing_token", "x\\u0001", "pin", "auth-mode", "level"};
-  const std::vector<std::string> values = {
-      R"("plain")", R"("Bearer tok-abcdef123")", R"("whsec_MDEyMzQ1Njc4OWFiY2RlZg==")", R"("a\"b\\c\n")",
-      R"("\u0000\u007e")", "\"" + known + "\"", "0", "-7", "42", "123456789012345678", "1234567890123456789",
-      "true", "false", "null", "01", "1.0", "{}", "[]", R"("\u00ff")"};
+  const std::vector<std::string> names = {"event",    "plugin", "token",     "card_no",
+                                          "",         known,    "a\\\"b",    "fencing_token",
+                                          "x\\u0001", "pin",    "auth-mode", "level"};
+  const std::vector<std::string> values = {R"("plain")",
+                                           R"("Bearer tok-abcdef123")",
+                                           R"("whsec_MDEyMzQ1Njc4OWFiY2RlZg==")",
+                                           R"("a\"b\\c\n")",
+                                           R"("\u0000\u007e")",
+                                           "\"" + known + "\"",
+                                           "0",
+                                           "-7",
+                                           "42",
+                                           "123456789012345678",
+                                           "1234567890123456789",
+                                           "true",
+                                           "false",
+                                           "null",
+                                           "01",
+                                           "1.0",
+                                           "{}",
+                                           "[]",
+                                           R"("\u00ff")"};
   std::mt19937 rng(20261205);
   const auto pick = [&rng](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
   for (int i = 0; i < 20000; ++i) {
@@ -155,17 +206,19 @@ TEST(RedactJsonLineTest, TheFlatPathRendersEveryLineAsTheDomPathDoes) {
 TEST(RedactJsonLineTest, NullUnderASecretNameStaysNull) {
   FixedClock clock(0);
   const auto log = Redactor(clock);
-  EXPECT_EQ(log->RedactJsonLine(R"({"token":null,"signature":1})"), R"({"token":null,"signature":"[REDACTED]"})");
+  EXPECT_EQ(log->RedactJsonLine(R"({"token":null,"signature":1})"),
+            R"({"token":null,"signature":"[REDACTED]"})");
 }
 
 TEST(RedactJsonLineTest, ANonObjectLineBecomesAnUnparseableEvent) {
   FixedClock clock(0);
   const auto log = Redactor(clock);
-  for (const std::string& line : {std::string("plain text with Bearer tok-abcdef123"),
-                                 std::string(R"({"event":"cut short", "detail":"Bearer tok-abcdef123")"),
-                                 std::string(R"(["Bearer tok-abcdef123"])"), std::string(""),
-                                 std::string("{\"event\":\"bad utf8 \xff Bearer tok-abcdef123\"}"),
-                                 std::string(R"({"event":"x"} trailing Bearer tok-abcdef123)")}) {
+  for (const std::string& line :
+       {std::string("plain text with Bearer tok-abcdef123"),
+        std::string(R"({"event":"cut short", "detail":"Bearer tok-abcdef123")"),
+        std::string(R"(["Bearer tok-abcdef123"])"), std::string(""),
+        std::string("{\"event\":\"bad utf8 \xff Bearer tok-abcdef123\"}"),
+        std::string(R"({"event":"x"} trailing Bearer tok-abcdef123)")}) {
     const std::string out = log->RedactJsonLine(line);
     EXPECT_EQ(out.find("tok-abcdef123"), std::string::npos) << out;
     const auto j = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
@@ -178,7 +231,8 @@ TEST(RedactJsonLineTest, ANonObjectLineBecomesAnUnparseableEvent) {
 TEST(RedactJsonLineTest, CutsLongValuesAndDeepNesting) {
   FixedClock clock(0);
   const auto log = Redactor(clock);
-  const std::string long_line = R"({"detail":")" + std::string(3 * kMaxLogValueBytes, 'a') + R"("})";
+  const std::string long_line =
+      R"({"detail":")" + std::string(3 * kMaxLogValueBytes, 'a') + R"("})";
   const std::string out = log->RedactJsonLine(long_line);
   EXPECT_LT(out.size(), kMaxLogValueBytes + 64);
   EXPECT_NE(out.find("[truncated]"), std::string::npos);
@@ -203,12 +257,14 @@ constexpr std::string_view kPreviousHookKey = "previous-hook-key-ABCDEFGHIJKLMNO
 // ChildHost runs `clawguard host --config F` with stdout and stderr in files.
 class ChildHost {
  public:
-  ChildHost(std::string out_path, std::string err_path) : out_(std::move(out_path)), err_(std::move(err_path)) {}
+  ChildHost(std::string out_path, std::string err_path)
+      : out_(std::move(out_path)), err_(std::move(err_path)) {}
   ~ChildHost() { (void)Stop(); }
   ChildHost(const ChildHost&) = delete;
   ChildHost& operator=(const ChildHost&) = delete;
 
-  bool Start(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env) {
+  bool Start(const std::string& config,
+             const std::vector<std::pair<std::string, std::string>>& env) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -260,7 +316,8 @@ std::vector<std::string> Lines(const std::string& text) {
 // Secrets lists every form of every secret the host was given.
 std::vector<std::string> Secrets() {
   std::vector<std::string> raw = {kAdminToken, std::string("Bearer ") + kErpToken, kErpToken,
-                                  std::string(HostFixture::kHookKey), std::string(kPreviousHookKey)};
+                                  std::string(HostFixture::kHookKey),
+                                  std::string(kPreviousHookKey)};
   std::vector<std::string> all;
   for (const auto& s : raw) {
     all.push_back(s);
@@ -289,12 +346,14 @@ int Send(uint16_t port, const std::string& raw) {
   return conn->ReadResponse().status;
 }
 
-std::string SignedWith(std::string_view key, const std::string& id, int64_t ts, const std::string& body) {
+std::string SignedWith(std::string_view key, const std::string& id, int64_t ts,
+                       const std::string& body) {
   const SecretBytes k{key};
   return testing::SimpleRequest("POST", HostFixture::kRoutePath, body,
                                 "Content-Type: application/json\r\nwebhook-id: " + id +
                                     "\r\nwebhook-timestamp: " + std::to_string(ts) +
-                                    "\r\nwebhook-signature: " + WebhookSignature(k, id, ts, body) + "\r\n");
+                                    "\r\nwebhook-signature: " + WebhookSignature(k, id, ts, body) +
+                                    "\r\n");
 }
 
 int GetAdmin(uint16_t port, const std::string& path, const std::string& token) {
@@ -326,7 +385,8 @@ TEST(LogRedactionE2eTest, NoSecretReachesAnyHostLogLine) {
   const std::string route = "{ current: env:E2E_SECRET }";
   ASSERT_NE(yaml.find(route), std::string::npos);
   yaml.replace(yaml.find(route), route.size(),
-               "{ current: env:E2E_SECRET, previous: env:E2E_PREVIOUS, previous_until: 2099-01-01T00:00:00Z }");
+               "{ current: env:E2E_SECRET, previous: env:E2E_PREVIOUS, previous_until: "
+               "2099-01-01T00:00:00Z }");
   WriteFile(yaml_path, yaml);
 
   auto& erp = fixture.erp();
@@ -349,7 +409,8 @@ TEST(LogRedactionE2eTest, NoSecretReachesAnyHostLogLine) {
       {"E2E_SECRET", "whsec_" + Base64Encode(HostFixture::kHookKey)},
       {"E2E_PREVIOUS", "whsec_" + Base64Encode(kPreviousHookKey)},
       {"E2E_ERP", std::string("Bearer ") + kErpToken}};
-  const std::string out_path = fixture.dir().Sub("host.out"), err_path = fixture.dir().Sub("host.err");
+  const std::string out_path = fixture.dir().Sub("host.out"),
+                    err_path = fixture.dir().Sub("host.err");
   {
     ChildHost host(out_path, err_path);
     ASSERT_TRUE(host.Start(yaml_path, env));
@@ -364,22 +425,27 @@ TEST(LogRedactionE2eTest, NoSecretReachesAnyHostLogLine) {
     std::string forged = HostFixture::SignedRequest("msg_forged", HostFixture::OrderBody("F1"));
     forged.replace(forged.find("\"F1\""), 4, "\"F2\"");
     EXPECT_EQ(Send(main, forged), 401);
-    EXPECT_EQ(Send(main, SignedWith(HostFixture::kHookKey, "msg_stale", now - 3600, HostFixture::OrderBody("S1"))),
+    EXPECT_EQ(Send(main, SignedWith(HostFixture::kHookKey, "msg_stale", now - 3600,
+                                    HostFixture::OrderBody("S1"))),
               401);
-    EXPECT_EQ(Send(main, SignedWith(kPreviousHookKey, "msg_prev", now, HostFixture::OrderBody("P1"))), 200);
+    EXPECT_EQ(
+        Send(main, SignedWith(kPreviousHookKey, "msg_prev", now, HostFixture::OrderBody("P1"))),
+        200);
     // Wrong admin tokens (one holds the real token as a prefix).
     EXPECT_EQ(GetAdmin(admin, "/metrics", std::string(kAdminToken) + "x"), 401);
     EXPECT_EQ(GetAdmin(admin, "/metrics", "wrong-admin-token-zzzzzzzzzzzzzzzzzzzzzzz"), 401);
     EXPECT_EQ(GetAdmin(admin, "/metrics", kAdminToken), 200);
     // The ERP fails, answers too late, refuses the credentials (last: a 401 pauses the capability).
     for (const std::string& order : {std::string("E500"), std::string("ELATE"), e401}) {
-      const int status = Send(main, HostFixture::SignedRequest("msg_" + order, HostFixture::OrderBody(order)));
+      const int status =
+          Send(main, HostFixture::SignedRequest("msg_" + order, HostFixture::OrderBody(order)));
       EXPECT_NE(status, 0) << order;
     }
     // The ERP saw every call, with the credential (so it was there to leak) …
     std::set<std::string> paths;
     for (const auto& r : erp.requests()) {
-      EXPECT_EQ(r.headers.Get("Authorization").value_or(""), std::string("Bearer ") + kErpToken) << r.path;
+      EXPECT_EQ(r.headers.Get("Authorization").value_or(""), std::string("Bearer ") + kErpToken)
+          << r.path;
       paths.insert(r.path);
     }
     for (const std::string& order : {std::string("E500"), std::string("ELATE"), e401}) {

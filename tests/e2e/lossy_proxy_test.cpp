@@ -117,14 +117,16 @@ std::vector<char> DecisionSequence(uint16_t upstream, uint64_t seed) {
     const LossyProxyCounts before = proxy->counts();
     auto conn = RawConnection::Connect(proxy->port());
     if (conn == nullptr) return {};
-    if (!WaitFor([&] { return proxy->counts().lost() + proxy->counts().forwarded == static_cast<uint64_t>(i + 1); })) {
+    if (!WaitFor([&] {
+          return proxy->counts().lost() + proxy->counts().forwarded == static_cast<uint64_t>(i + 1);
+        })) {
       return {};
     }
     const LossyProxyCounts after = proxy->counts();
-    seq.push_back(after.forwarded > before.forwarded   ? 'f'
-                  : after.dropped > before.dropped     ? 'd'
-                  : after.stalled > before.stalled     ? 's'
-                                                       : 'l');
+    seq.push_back(after.forwarded > before.forwarded ? 'f'
+                  : after.dropped > before.dropped   ? 'd'
+                  : after.stalled > before.stalled   ? 's'
+                                                     : 'l');
   }
   return seq;
 }
@@ -170,7 +172,8 @@ TEST(ErpBehindLossyProxyTest, EveryEventGetsExactlyOneEffectPerCallAfterTheLinkR
   ASSERT_NO_FATAL_FAILURE(f.Prepare(o));
   auto proxy = MakeProxy(f.erp().port(), kLossPercent, /*seed=*/20261202);
   ASSERT_NE(proxy, nullptr);
-  ASSERT_TRUE(testing::ReplaceInHostYaml(f, "base_url: " + f.erp().base_url(), "base_url: " + proxy->base_url()))
+  ASSERT_TRUE(testing::ReplaceInHostYaml(f, "base_url: " + f.erp().base_url(),
+                                         "base_url: " + proxy->base_url()))
       << "the fixture's host.yaml has no erp.base_url line to point at the proxy";
   testing::RaiseBreakerThresholds(f);
   ASSERT_TRUE(f.StartHost());
@@ -195,14 +198,16 @@ TEST(ErpBehindLossyProxyTest, EveryEventGetsExactlyOneEffectPerCallAfterTheLinkR
   });
   for (int e = 0; e < kEvents; ++e) EXPECT_EQ(bad[e], "") << "event " << e << " during the loss";
   const LossyProxyCounts during = proxy->counts();
-  EXPECT_GT(during.lost(), during.forwarded) << "the link was meant to lose about " << kLossPercent << " %";
+  EXPECT_GT(during.lost(), during.forwarded)
+      << "the link was meant to lose about " << kLossPercent << " %";
 
   // Phase 2: the link recovers; the platform keeps retrying until each event is answered.
   proxy->SetLossPercent(0);
   std::vector<Reply> final_reply(kEvents);
   ForEachEvent([&](int e) {
-    final_reply[e] = f.DeliverUntilStored(EventId(e), HostFixture::OrderBody(OrderId(e)), /*max_attempts=*/300,
-                                          /*pause_ms=*/50);
+    final_reply[e] =
+        f.DeliverUntilStored(EventId(e), HostFixture::OrderBody(OrderId(e)), /*max_attempts=*/300,
+                             /*pause_ms=*/50);
   });
   for (int e = 0; e < kEvents; ++e) {
     ASSERT_TRUE(final_reply[e].ok) << "event " << e << " got no answer after the link recovered";
@@ -233,9 +238,10 @@ TEST(ErpBehindLossyProxyTest, EveryEventGetsExactlyOneEffectPerCallAfterTheLinkR
   }
   EXPECT_EQ(keyless, 0u) << "every ERP call carries its 64-hex Idempotency-Key";
   std::cout << "[ lossy ] phase 1: " << lossy_ok.load() << " answered 200, " << lossy_other.load()
-            << " not; proxy: forwarded " << total.forwarded << ", dropped " << total.dropped << ", stalled "
-            << total.stalled << ", answers lost " << total.answers_lost << "; ERP requests "
-            << f.erp().requests_total() << ", duplicates " << f.erp().duplicates() << "\n";
+            << " not; proxy: forwarded " << total.forwarded << ", dropped " << total.dropped
+            << ", stalled " << total.stalled << ", answers lost " << total.answers_lost
+            << "; ERP requests " << f.erp().requests_total() << ", duplicates "
+            << f.erp().duplicates() << "\n";
   proxy->Stop();
 }
 

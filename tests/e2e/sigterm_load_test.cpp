@@ -36,7 +36,7 @@ using testing::Reply;
 using testing::WaitFor;
 
 constexpr int kClients = 6;
-constexpr int kMaxEvents = 3000;          // the storm runs until the host stops; this only bounds it
+constexpr int kMaxEvents = 3000;  // the storm runs until the host stops; this only bounds it
 constexpr int kAnsweredBeforeStop = 120;  // events answered before the slow call and the SIGTERM
 constexpr const char* kFulfilled = R"({"status":"fulfilled"})";
 const std::string kSlowOrder = "ord_sig_slow";
@@ -61,7 +61,8 @@ struct Effects {
 Effects EffectsByOrder(const std::vector<RecordedRequest>& requests) {
   Effects out;
   for (const RecordedRequest& r : requests) {
-    if (r.duplicate) continue;  // the test ERP answers 2xx: a request that is not a duplicate is an effect
+    if (r.duplicate)
+      continue;  // the test ERP answers 2xx: a request that is not a duplicate is an effect
     if (r.path == "/inventory/adjust") {
       const std::string tag = R"("order_id":")";
       const size_t at = r.body.find(tag);
@@ -111,7 +112,8 @@ TEST(SigtermLoadTest, DrainsInFlightRequestsExitsZeroAndLosesNothingAnswered) {
           std::lock_guard lock(mu);
           events[e].attempted = true;
         }
-        const Reply r = HostFixture::DeliverOn(*conn, EventId(e), HostFixture::OrderBody(OrderId(e)));
+        const Reply r =
+            HostFixture::DeliverOn(*conn, EventId(e), HostFixture::OrderBody(OrderId(e)));
         if (!r.ok) conn.reset();  // closed while stopping (or after a `Connection: close`)
         if (r.ok) ++answered;
         std::lock_guard lock(mu);
@@ -119,7 +121,8 @@ TEST(SigtermLoadTest, DrainsInFlightRequestsExitsZeroAndLosesNothingAnswered) {
       }
     });
   }
-  ASSERT_TRUE(WaitFor([&] { return answered.load() >= kAnsweredBeforeStop; })) << "the storm did not get going";
+  ASSERT_TRUE(WaitFor([&] { return answered.load() >= kAnsweredBeforeStop; }))
+      << "the storm did not get going";
 
   // One delivery inside a slow ERP call (its effect done, its answer pending) when SIGTERM comes.
   Reply slow_reply;
@@ -128,19 +131,22 @@ TEST(SigtermLoadTest, DrainsInFlightRequestsExitsZeroAndLosesNothingAnswered) {
     slow_reply = f.Deliver("msg_sig_slow", HostFixture::OrderBody(kSlowOrder));
     slow_done = true;
   });
-  ASSERT_TRUE(WaitFor([&] { return f.erp().effects(kSlowPath) == 1; })) << "the slow call never reached the ERP";
+  ASSERT_TRUE(WaitFor([&] { return f.erp().effects(kSlowPath) == 1; }))
+      << "the slow call never reached the ERP";
   const int answered_at_sigterm = answered.load();
   int exit_code = -1;
   std::thread stopper([&] { exit_code = f.StopHost(); });  // SIGTERM, then waits for the exit
 
   // Stop accepting: new connections are refused while the slow request is still in flight.
-  bool refused = WaitFor([&] { return RawConnection::Connect(port) == nullptr; }, std::chrono::seconds(20));
+  bool refused =
+      WaitFor([&] { return RawConnection::Connect(port) == nullptr; }, std::chrono::seconds(20));
   const bool slow_answered_when_refused = slow_done.load();
   stopper.join();
   slow_client.join();
   for (auto& t : clients) t.join();
   EXPECT_TRUE(refused) << "the host still accepted connections after SIGTERM";
-  EXPECT_FALSE(slow_answered_when_refused) << "the listener closed only after the in-flight request finished";
+  EXPECT_FALSE(slow_answered_when_refused)
+      << "the listener closed only after the in-flight request finished";
   EXPECT_EQ(exit_code, 0) << "the host must exit 0 on SIGTERM";
   ASSERT_TRUE(slow_reply.ok) << "the request in flight at SIGTERM got no answer";
   EXPECT_EQ(slow_reply.status, 200) << slow_reply.body;
@@ -163,7 +169,8 @@ TEST(SigtermLoadTest, DrainsInFlightRequestsExitsZeroAndLosesNothingAnswered) {
     }
     ASSERT_EQ(ev.reply.status, 200) << "event " << e << ": " << ev.reply.body;
     EXPECT_EQ(ev.reply.body, kFulfilled) << e;
-    EXPECT_EQ(CountOf(after_stop.fulfil, order), 1) << "event " << e << " was answered 200 without its effects";
+    EXPECT_EQ(CountOf(after_stop.fulfil, order), 1)
+        << "event " << e << " was answered 200 without its effects";
     ++ok_2xx;
   }
   EXPECT_EQ(CountOf(after_stop.fulfil, kSlowOrder), 1);
@@ -177,7 +184,8 @@ TEST(SigtermLoadTest, DrainsInFlightRequestsExitsZeroAndLosesNothingAnswered) {
     if (!ev.attempted || !ev.reply.ok) continue;
     const Reply r = f.Deliver(EventId(e), HostFixture::OrderBody(OrderId(e)));
     ASSERT_TRUE(r.ok) << e;
-    EXPECT_TRUE(r.replayed) << "event " << e << " was answered 200 before the stop but is not stored";
+    EXPECT_TRUE(r.replayed) << "event " << e
+                            << " was answered 200 before the stop but is not stored";
     EXPECT_EQ(r.status, ev.reply.status) << e;
     EXPECT_EQ(r.body, ev.reply.body) << e;
   }
@@ -187,8 +195,9 @@ TEST(SigtermLoadTest, DrainsInFlightRequestsExitsZeroAndLosesNothingAnswered) {
   for (int e = 0; e < kMaxEvents; ++e) {
     const EventRecord& ev = events[e];
     if (!ev.attempted || ev.reply.ok) continue;
-    const Reply r = f.DeliverUntilStored(EventId(e), HostFixture::OrderBody(OrderId(e)), /*max_attempts=*/100,
-                                         /*pause_ms=*/50);
+    const Reply r =
+        f.DeliverUntilStored(EventId(e), HostFixture::OrderBody(OrderId(e)), /*max_attempts=*/100,
+                             /*pause_ms=*/50);
     ASSERT_TRUE(r.ok) << e;
     EXPECT_EQ(r.status, 200) << "event " << e << ": " << r.body;
   }

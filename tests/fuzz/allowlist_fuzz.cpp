@@ -21,12 +21,15 @@ namespace {
 
 using clawguard::TrustPolicy;
 
-std::unique_ptr<TrustPolicy> LoadPolicy(const std::string& name, bool signed_allowlist, const clawguard::Clock& clock) {
-  std::string text = "schema: clawguard/trust/v1\nmode: enforce\nroots:\n  - file: root.pem\n    sha256: " +
-                     std::string(clawguard::fuzz::kRootSha256) +
-                     "\nrequire_eku: codeSigning\npublishers:\n  fuzz: [\"fz-*\"]\nthreshold: 1\n";
+std::unique_ptr<TrustPolicy> LoadPolicy(const std::string& name, bool signed_allowlist,
+                                        const clawguard::Clock& clock) {
+  std::string text =
+      "schema: clawguard/trust/v1\nmode: enforce\nroots:\n  - file: root.pem\n    sha256: " +
+      std::string(clawguard::fuzz::kRootSha256) +
+      "\nrequire_eku: codeSigning\npublishers:\n  fuzz: [\"fz-*\"]\nthreshold: 1\n";
   if (signed_allowlist) {
-    text += "allowlist_signer:\n  file: root.pem\n  sha256: " + std::string(clawguard::fuzz::kRootSha256) + "\n";
+    text += "allowlist_signer:\n  file: root.pem\n  sha256: " +
+            std::string(clawguard::fuzz::kRootSha256) + "\n";
   }
   auto p = TrustPolicy::Load(clawguard::fuzz::WritePolicyFile(name, text), clock);
   if (!p.ok()) std::abort();  // harness bug
@@ -56,7 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (list.error().reason() != clawguard::Reason::kAllowlistInvalid) std::abort();
     return 0;
   }
-  if ((*list)->version() < 1 || (*list)->size() > clawguard::limits::kMaxAllowlistEntries) std::abort();
+  if ((*list)->version() < 1 || (*list)->size() > clawguard::limits::kMaxAllowlistEntries)
+    std::abort();
   clawguard::Sha256Digest zero{};
   const clawguard::Status found = (*list)->Lookup("fz-plugin", "1.0.0", zero);
   if (!found.ok() && found.reason() != clawguard::Reason::kNotAllowlisted) std::abort();

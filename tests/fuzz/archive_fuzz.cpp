@@ -58,7 +58,8 @@ std::string ZstdWrap(std::string_view raw) {
   clawguard::ArchiveWriter w(archive_write_new());
   std::string out(raw.size() + 1024, '\0');
   size_t used = 0;
-  if (!w || archive_write_add_filter_zstd(w.get()) != ARCHIVE_OK || archive_write_set_format_raw(w.get()) != ARCHIVE_OK ||
+  if (!w || archive_write_add_filter_zstd(w.get()) != ARCHIVE_OK ||
+      archive_write_set_format_raw(w.get()) != ARCHIVE_OK ||
       archive_write_set_bytes_in_last_block(w.get(), 1) != ARCHIVE_OK ||
       archive_write_open_memory(w.get(), out.data(), out.size(), &used) != ARCHIVE_OK) {
     std::abort();  // harness bug: libarchive without zstd write support
@@ -68,9 +69,10 @@ std::string ZstdWrap(std::string_view raw) {
   archive_entry_set_pathname(e.get(), "raw");
   archive_entry_set_filetype(e.get(), AE_IFREG);
   archive_entry_set_size(e.get(), static_cast<la_int64_t>(raw.size()));
-  const bool ok = archive_write_header(w.get(), e.get()) == ARCHIVE_OK &&
-                  archive_write_data(w.get(), raw.data(), raw.size()) == static_cast<la_ssize_t>(raw.size()) &&
-                  archive_write_close(w.get()) == ARCHIVE_OK;
+  const bool ok =
+      archive_write_header(w.get(), e.get()) == ARCHIVE_OK &&
+      archive_write_data(w.get(), raw.data(), raw.size()) == static_cast<la_ssize_t>(raw.size()) &&
+      archive_write_close(w.get()) == ARCHIVE_OK;
   if (!ok) return std::string();
   out.resize(used);
   return out;
@@ -85,7 +87,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     wrapped = ZstdWrap(in.substr(4));
     in = wrapped;
   }
-  const clawguard::TrustLimits limits{/*max_package=*/1 << 20, /*max_unpacked=*/1 << 20, /*max_entries=*/16,
+  const clawguard::TrustLimits limits{/*max_package=*/1 << 20, /*max_unpacked=*/1 << 20,
+                                      /*max_entries=*/16,
                                       /*max_ratio=*/200};
   auto out = clawguard::ExtractPackage(in, SignedStatement(), limits);
   if (out.ok()) {
@@ -97,9 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   switch (out.error().reason()) {
     case clawguard::Reason::kArchiveUnsafe:
     case clawguard::Reason::kManifestInvalid:
-    case clawguard::Reason::kFileDigestMismatch:
-      return 0;
-    default:
-      std::abort();  // an undocumented refusal reason
+    case clawguard::Reason::kFileDigestMismatch: return 0;
+    default: std::abort();  // an undocumented refusal reason
   }
 }

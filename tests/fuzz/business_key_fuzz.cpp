@@ -12,7 +12,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
   const size_t nl = in.find('\n');
-  const std::string_view pointer = nl == std::string_view::npos ? std::string_view("/order_id") : in.substr(0, nl);
+  const std::string_view pointer =
+      nl == std::string_view::npos ? std::string_view("/order_id") : in.substr(0, nl);
   const std::string_view body = nl == std::string_view::npos ? in : in.substr(nl + 1);
   const auto fast = clawguard::host::ExtractBusinessKey(body, pointer);
   const auto reference = clawguard::host::ExtractBusinessKeyReference(body, pointer);

@@ -32,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (info.ok()) {
     const std::string why = clawguard::testing::ElfDisagreement(bytes, *info, Allowed());
     if (!why.empty()) {
-      std::fprintf(stderr, "elf_check accepted a library libelf reads differently: %s\n", why.c_str());
+      std::fprintf(stderr, "elf_check accepted a library libelf reads differently: %s\n",
+                   why.c_str());
       std::abort();
     }
   } else if (info.error().reason() != clawguard::Reason::kElfUnsafe) {
@@ -44,7 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 #ifdef CLAWGUARD_LIBFUZZER
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
 
-extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
+                                          unsigned int seed) {
   std::mt19937_64 rng(seed);
   if (rng() % 4 == 0) return LLVMFuzzerMutate(data, size, max_size);
   std::string b(reinterpret_cast<const char*>(data), size);

@@ -30,7 +30,8 @@
 
 namespace clawguard::testing {
 
-inline std::string ElfDisagreement(std::string_view bytes, const ElfInfo& info, const std::set<std::string>& allowed) {
+inline std::string ElfDisagreement(std::string_view bytes, const ElfInfo& info,
+                                   const std::set<std::string>& allowed) {
   static const bool ready = elf_version(EV_CURRENT) != EV_NONE;
   if (!ready) return "libelf: elf_version failed";
   std::string copy(bytes);  // libelf wants a mutable image
@@ -48,7 +49,8 @@ inline std::string ElfDisagreement(std::string_view bytes, const ElfInfo& info, 
   std::vector<GElf_Phdr> ph(phnum);
   std::optional<size_t> dyn_index;
   for (size_t i = 0; i < phnum; ++i) {
-    if (gelf_getphdr(e, static_cast<int>(i), &ph[i]) == nullptr) return "libelf cannot read program header " + hex(i);
+    if (gelf_getphdr(e, static_cast<int>(i), &ph[i]) == nullptr)
+      return "libelf cannot read program header " + hex(i);
     const ElfSegment& s = info.segments[i];
     if (ph[i].p_type != s.type || ph[i].p_flags != s.flags || ph[i].p_offset != s.offset ||
         ph[i].p_vaddr != s.vaddr || ph[i].p_filesz != s.filesz || ph[i].p_memsz != s.memsz ||
@@ -80,7 +82,8 @@ inline std::string ElfDisagreement(std::string_view bytes, const ElfInfo& info, 
     }
   };
   std::vector<GElf_Dyn> by_offset, by_section;
-  if (!read_dyn(elf_getdata_rawchunk(e, static_cast<int64_t>(dp.p_offset), dp.p_filesz, ELF_T_DYN), by_offset)) {
+  if (!read_dyn(elf_getdata_rawchunk(e, static_cast<int64_t>(dp.p_offset), dp.p_filesz, ELF_T_DYN),
+                by_offset)) {
     return "libelf cannot read a terminated dynamic array at PT_DYNAMIC's p_offset";
   }
   Elf_Scn* dyn_scn = nullptr;
@@ -94,11 +97,13 @@ inline std::string ElfDisagreement(std::string_view bytes, const ElfInfo& info, 
     }
   }
   if (dyn_scn == nullptr) return "libelf sees no SHT_DYNAMIC section";
-  if (!read_dyn(elf_getdata(dyn_scn, nullptr), by_section)) return "libelf cannot read the .dynamic section";
+  if (!read_dyn(elf_getdata(dyn_scn, nullptr), by_section))
+    return "libelf cannot read the .dynamic section";
   auto same = [&](const std::vector<GElf_Dyn>& v) {
     if (v.size() != info.dynamic.size()) return false;
     for (size_t i = 0; i < v.size(); ++i) {
-      if (v[i].d_tag != info.dynamic[i].tag || v[i].d_un.d_val != info.dynamic[i].value) return false;
+      if (v[i].d_tag != info.dynamic[i].tag || v[i].d_un.d_val != info.dynamic[i].value)
+        return false;
     }
     return true;
   };
@@ -112,21 +117,30 @@ inline std::string ElfDisagreement(std::string_view bytes, const ElfInfo& info, 
       case DT_SONAME: {
         const char* s = elf_strptr(e, dyn_shdr.sh_link, d.d_un.d_val);
         if (s == nullptr) return "libelf cannot read a DT_NEEDED/DT_SONAME string";
-        if (d.d_tag == DT_NEEDED) needed.emplace_back(s);
-        else soname = s;
+        if (d.d_tag == DT_NEEDED)
+          needed.emplace_back(s);
+        else
+          soname = s;
         break;
       }
-      case DT_RPATH: case DT_RUNPATH: case DT_AUXILIARY: case DT_FILTER: case DT_AUDIT: case DT_DEPAUDIT:
-      case DT_CONFIG: case DT_TEXTREL:
-        return "libelf sees path-bearing or text-relocation tag " + hex(static_cast<uint64_t>(d.d_tag));
-      default:
-        break;
+      case DT_RPATH:
+      case DT_RUNPATH:
+      case DT_AUXILIARY:
+      case DT_FILTER:
+      case DT_AUDIT:
+      case DT_DEPAUDIT:
+      case DT_CONFIG:
+      case DT_TEXTREL:
+        return "libelf sees path-bearing or text-relocation tag " +
+               hex(static_cast<uint64_t>(d.d_tag));
+      default: break;
     }
   }
   if (needed != info.needed) return "DT_NEEDED names differ between libelf and the check";
   if (soname != info.soname) return "DT_SONAME differs between libelf and the check";
   for (const auto& n : needed) {
-    if (n.find('/') != std::string::npos || allowed.count(n) == 0) return "accepted DT_NEEDED '" + n + "'";
+    if (n.find('/') != std::string::npos || allowed.count(n) == 0)
+      return "accepted DT_NEEDED '" + n + "'";
   }
   return "";
 }
@@ -135,9 +149,19 @@ inline std::string ElfDisagreement(std::string_view bytes, const ElfInfo& info, 
 inline void MutateElf(std::string& b, std::mt19937_64& rng) {
   if (b.size() < sizeof(Elf64_Ehdr)) return;
   auto pick = [&](uint64_t n) { return n == 0 ? 0 : rng() % n; };
-  const uint64_t interesting[] = {0, 1, 2, 8, 16, 0x1000, 0x2000, 0x3000, 0x3e00, 0xfff, UINT64_MAX, 1ull << 63,
-                                  DT_NEEDED, DT_AUXILIARY, DT_FILTER, DT_RPATH, DT_RUNPATH, DT_AUDIT, DT_SONAME,
-                                  DT_STRTAB, DT_FLAGS_1, DF_1_NODELETE, PT_LOAD, PT_DYNAMIC, PT_INTERP, PT_NOTE};
+  const uint64_t interesting[] = {0,          1,
+                                  2,          8,
+                                  16,         0x1000,
+                                  0x2000,     0x3000,
+                                  0x3e00,     0xfff,
+                                  UINT64_MAX, 1ull << 63,
+                                  DT_NEEDED,  DT_AUXILIARY,
+                                  DT_FILTER,  DT_RPATH,
+                                  DT_RUNPATH, DT_AUDIT,
+                                  DT_SONAME,  DT_STRTAB,
+                                  DT_FLAGS_1, DF_1_NODELETE,
+                                  PT_LOAD,    PT_DYNAMIC,
+                                  PT_INTERP,  PT_NOTE};
   auto value = [&]() -> uint64_t {
     switch (pick(3)) {
       case 0: return interesting[pick(std::size(interesting))];
@@ -161,10 +185,14 @@ inline void MutateElf(std::string& b, std::mt19937_64& rng) {
     case 0: {  // a program header field
       if (phnum == 0 || phoff > b.size()) break;
       const uint64_t at = phoff + pick(phnum) * sizeof(Elf64_Phdr);
-      const uint64_t field = pick(7);  // type/flags (32-bit) or offset/vaddr/paddr/filesz/memsz/align
-      if (field == 0) poke32(at, static_cast<uint32_t>(value()));
-      else if (field == 1) poke32(at + 4, static_cast<uint32_t>(pick(8)));
-      else poke64(at + 8 * (field - 1), value());
+      const uint64_t field =
+          pick(7);  // type/flags (32-bit) or offset/vaddr/paddr/filesz/memsz/align
+      if (field == 0)
+        poke32(at, static_cast<uint32_t>(value()));
+      else if (field == 1)
+        poke32(at + 4, static_cast<uint32_t>(pick(8)));
+      else
+        poke64(at + 8 * (field - 1), value());
       break;
     }
     case 1:  // a dynamic entry: find PT_DYNAMIC at p_offset and change a tag or a value

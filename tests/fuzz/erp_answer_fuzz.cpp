@@ -63,14 +63,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof addr;
   Require(listener >= 0 && ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-          ::listen(listener, 4) == 0 && ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+          ::listen(listener, 4) == 0 &&
+          ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
   // The ERP: the first connection gets the input and is closed; later ones answer "own".
   std::thread erp([&] {
     for (int n = 0; n < 3; ++n) {
       const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) return;
       while (ReadHeader(fd)) {
-        SendAll(fd, n == 0 ? answer : std::string_view("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nown"));
+        SendAll(fd, n == 0 ? answer
+                           : std::string_view("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nown"));
         if (n == 0) break;
       }
       ::close(fd);
@@ -97,13 +99,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ErpReply conflict;
   conflict.status = 409;
   const size_t nl = answer.find('\n');
-  if (nl != std::string_view::npos) conflict.headers.Set("Retry-After", std::string(answer.substr(0, nl)));
+  if (nl != std::string_view::npos)
+    conflict.headers.Set("Retry-After", std::string(answer.substr(0, nl)));
   conflict.body = std::string(answer.substr(nl == std::string_view::npos ? 0 : nl + 1));
   for (int64_t attempt : {1, 2}) {
     const auto t = clawguard::host::TriageAnswer(clawguard::Result<ErpReply>(conflict), attempt);
-    if (t.verdict == clawguard::host::ErpVerdict::kInProgress) Require(!t.final && !t.breaker_failure);
+    if (t.verdict == clawguard::host::ErpVerdict::kInProgress)
+      Require(!t.final && !t.breaker_failure);
     Require(t.retry_after_ms == -1 ||
-            (t.retry_after_ms >= 0 && t.retry_after_ms <= clawguard::host::kMaxRetryAfterSeconds * 1000));
+            (t.retry_after_ms >= 0 &&
+             t.retry_after_ms <= clawguard::host::kMaxRetryAfterSeconds * 1000));
     if (attempt == 2) Require(t.verdict == clawguard::host::ErpVerdict::kInProgress);
   }
   return 0;

@@ -24,7 +24,8 @@ inline constexpr std::string_view kRootPem =
     "nQ8wDwYDVR0TAQH/BAUwAwEB/zAFBgMrZXADQQA6AbzKj2n0vJ10JRBIIY4gxh/p\n"
     "zopngW/tHJTFroPisIvPdElXtIMJFOnoYTyeMYYIPg8qtvwmNTI4xsEucpYM\n"
     "-----END CERTIFICATE-----\n";
-inline constexpr std::string_view kRootSha256 = "31f9fa2c0f5ec3ddb7177fa84c86c09f35f7b160ea1c1d055fdbadbbcfcbb99b";
+inline constexpr std::string_view kRootSha256 =
+    "31f9fa2c0f5ec3ddb7177fa84c86c09f35f7b160ea1c1d055fdbadbbcfcbb99b";
 inline constexpr std::string_view kCrlPem =
     "-----BEGIN X509 CRL-----\n"
     "MIGrMF8CAQEwBQYDK2VwMCMxDTALBgNVBAoMBGZ1enoxEjAQBgNVBAMMCWZ1enog\n"

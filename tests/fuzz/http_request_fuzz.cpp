@@ -1,7 +1,7 @@
 // fuzz-requires: clawguard_host clawguard_store_sqlite
 // http_request_fuzz.cpp — the host's request path without a socket: raw bytes → Boost.Beast's
-// request parser with the listener's limits (as host/http/http_server.cpp sets them) → HttpRequest →
-// WebhookPipeline::HandleDetailed with fixed routes, a FixedClock and a real SQLite idempotency
+// request parser with the listener's limits (as host/http/http_server.cpp sets them) → HttpRequest
+// → WebhookPipeline::HandleDetailed with fixed routes, a FixedClock and a real SQLite idempotency
 // store in a temp dir. The dispatcher answers 201, or fails / times out / answers 500 when the
 // body holds FAIL / SLOW / E500, so every outcome row is reached. Seeds (make_seeds.sh) are
 // deliveries signed with kSecret at the fixed time. Invariants: every answer is a valid HTTP
@@ -53,26 +53,29 @@ clawguard::host::PipelineRoute Route(const Fixture& f, const std::string& name, 
   auto key = clawguard::host::DecodeWebhookSecret(kSecret);
   auto previous = clawguard::host::DecodeWebhookSecret("whsec_cHJldmlvdXMtc2VjcmV0LWZvci1mdXp6");
   if (!key.ok() || !previous.ok()) std::abort();
-  auto v = clawguard::host::WebhookVerifier::Create(std::move(key).value(), std::move(previous).value(),
-                                                    f.clock.NowSeconds() + 3600, std::chrono::milliseconds(300'000),
-                                                    f.clock);
+  auto v = clawguard::host::WebhookVerifier::Create(
+      std::move(key).value(), std::move(previous).value(), f.clock.NowSeconds() + 3600,
+      std::chrono::milliseconds(300'000), f.clock);
   if (!v.ok()) std::abort();
-  return clawguard::host::PipelineRoute{"acme-orders", name, level, std::move(business_key), std::move(v).value()};
+  return clawguard::host::PipelineRoute{"acme-orders", name, level, std::move(business_key),
+                                        std::move(v).value()};
 }
 
 PluginOutcome Dispatch(const clawguard::host::DispatchContext& ctx) {
   const std::string& body = ctx.request->body;
   if (body.find("FAIL") != std::string::npos) return PluginOutcome::Failed("fuzz: asked to fail");
-  if (body.find("SLOW") != std::string::npos) return PluginOutcome::TimedOut("fuzz: asked to time out");
-  if (body.find("E500") != std::string::npos) return PluginOutcome::Answered(500, "text/plain", "boom");
+  if (body.find("SLOW") != std::string::npos)
+    return PluginOutcome::TimedOut("fuzz: asked to time out");
+  if (body.find("E500") != std::string::npos)
+    return PluginOutcome::Answered(500, "text/plain", "boom");
   return PluginOutcome::Answered(201, "application/json", R"({"ok":true})");
 }
 
 Fixture& GetFixture() {
   static Fixture* f = [] {
     auto* fx = new Fixture;  // lives for the whole run (the store's clock reference)
-    auto s = clawguard::sqlite::SqliteIdempotencyStore::Open((clawguard::fuzz::PolicyDir() / "state.db").string(),
-                                                            fx->clock);
+    auto s = clawguard::sqlite::SqliteIdempotencyStore::Open(
+        (clawguard::fuzz::PolicyDir() / "state.db").string(), fx->clock);
     if (!s.ok()) std::abort();
     fx->store = std::move(s).value();
     std::vector<clawguard::host::PipelineRoute> routes;
@@ -81,8 +84,8 @@ Fixture& GetFixture() {
     routes.push_back(Route(*fx, "order.plain", 2, std::nullopt));
     routes.push_back(Route(*fx, "order.held", 3, std::nullopt));
     auto p = clawguard::host::WebhookPipeline::Create(
-        clawguard::host::PipelineOptions{kMaxBody, kMaxHeaders, std::chrono::milliseconds(30'000)}, std::move(routes),
-        *fx->store, Dispatch);
+        clawguard::host::PipelineOptions{kMaxBody, kMaxHeaders, std::chrono::milliseconds(30'000)},
+        std::move(routes), *fx->store, Dispatch);
     if (!p.ok()) std::abort();
     fx->pipeline = std::move(p).value();
     return fx;
@@ -116,7 +119,8 @@ std::optional<HttpRequest> Parse(std::string_view in) {
   HttpRequest r;
   r.method = std::string(msg.method_string());
   r.target = std::string(msg.target());
-  for (const auto& field : msg) r.headers.Add(std::string(field.name_string()), std::string(field.value()));
+  for (const auto& field : msg)
+    r.headers.Add(std::string(field.name_string()), std::string(field.value()));
   r.body = std::move(msg.body());
   return r;
 }
@@ -124,7 +128,8 @@ std::optional<HttpRequest> Parse(std::string_view in) {
 bool ValidAnswer(const HttpResponse& r) {
   if (r.status < 100 || r.status > 599) return false;
   for (const auto& [name, value] : r.headers) {
-    if (name.empty() || value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) return false;
+    if (name.empty() || value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)
+      return false;
   }
   return true;
 }
@@ -138,7 +143,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto handled = f.pipeline->HandleDetailed(*request);
   if (!ValidAnswer(handled.response)) std::abort();
   if (handled.response.status >= 400 && handled.response.status != 500 &&
-      handled.response.headers.Get("Content-Type") != std::optional<std::string_view>("application/problem+json")) {
+      handled.response.headers.Get("Content-Type") !=
+          std::optional<std::string_view>("application/problem+json")) {
     std::abort();  // a refusal of the gate is problem+json (the dispatcher's own 500 is text/plain)
   }
   return 0;

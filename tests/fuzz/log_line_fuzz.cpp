@@ -20,8 +20,9 @@ const clawguard::host::JsonLogger& Redactor() {
     clawguard::host::JsonLogger::Options options;
     options.redact = {"card"};
     options.known_secrets.emplace_back(std::string_view("known-secret-value-123456"));
-    return std::move(clawguard::host::JsonLogger::Create(std::move(options), [](std::string_view) {},
-                                                        clawguard::SystemClock::Instance()))
+    return std::move(
+               clawguard::host::JsonLogger::Create(
+                   std::move(options), [](std::string_view) {}, clawguard::SystemClock::Instance()))
         .value();
   }();
   return *log;

@@ -8,6 +8,7 @@
 #include "signer/package_manifest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  (void)clawguard::signer::ReadFirstEntryManifest(std::string_view(reinterpret_cast<const char*>(data), size));
+  (void)clawguard::signer::ReadFirstEntryManifest(
+      std::string_view(reinterpret_cast<const char*>(data), size));
   return 0;
 }

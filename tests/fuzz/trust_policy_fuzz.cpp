@@ -14,8 +14,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const clawguard::FixedClock clock(clawguard::fuzz::kFuzzNowMs);
-  const std::string path =
-      clawguard::fuzz::WritePolicyFile("trust.yaml", std::string_view(reinterpret_cast<const char*>(data), size));
+  const std::string path = clawguard::fuzz::WritePolicyFile(
+      "trust.yaml", std::string_view(reinterpret_cast<const char*>(data), size));
   auto policy = clawguard::TrustPolicy::Load(path, clock);
   if (!policy.ok()) {
     if (policy.error().reason() != clawguard::Reason::kConfigInvalid) std::abort();

@@ -18,7 +18,9 @@ class ArchiveAttackTest : public LoaderFixture {
     return pkg;
   }
   static J Manifest() { return {{"path", "manifest.yaml"}, {"file", "@manifest"}}; }
-  static J So(const std::string& path = "lib/libacme_orders.so") { return {{"path", path}, {"file", "@so"}, {"mode", 0755}}; }
+  static J So(const std::string& path = "lib/libacme_orders.so") {
+    return {{"path", path}, {"file", "@so"}, {"mode", 0755}};
+  }
 };
 
 TEST_F(ArchiveAttackTest, RefusesSoSwappedInsideArchiveAndRepacked) {
@@ -34,12 +36,14 @@ TEST_F(ArchiveAttackTest, RefusesSoSwappedInsideArchiveAndRepacked) {
   m.replace(m.find(beta_sha), beta_sha.size(), so_alpha_sha);
   WriteFile(dir_.Sub("swapped.yaml"), m);
   manifest_text_ = m;
-  J spec = {{"compress", "zstd"},
-            {"entries", J::array({{{"path", "manifest.yaml"}, {"file", dir_.Sub("swapped.yaml")}},
-                                  {{"path", "lib/libacme_orders.so"}, {"file", W().Plugin("beta")}}})}};
+  J spec = {
+      {"compress", "zstd"},
+      {"entries", J::array({{{"path", "manifest.yaml"}, {"file", dir_.Sub("swapped.yaml")}},
+                            {{"path", "lib/libacme_orders.so"}, {"file", W().Plugin("beta")}}})}};
   WriteFile(dir_.Sub("swapped.json"), spec.dump());
-  auto r = RunCommand({"python3", std::string(CLAWGUARD_SOURCE_DIR) + "/tests/fixtures/make_package.py",
-                       dir_.Sub("swapped.json"), pkg});
+  auto r =
+      RunCommand({"python3", std::string(CLAWGUARD_SOURCE_DIR) + "/tests/fixtures/make_package.py",
+                  dir_.Sub("swapped.json"), pkg});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Sign(pkg);
   Allow({pkg});
@@ -74,30 +78,41 @@ TEST_F(ArchiveAttackTest, RefusesManifestNotFirst) {
 }
 
 TEST_F(ArchiveAttackTest, RefusesDotDotEntry) {
-  ExpectRefused(SignedWith(J::array({Manifest(), So(), {{"path", "lib/../../etc/cron.d/x"}, {"data", "x"}}})),
-                Reason::kArchiveUnsafe);
+  ExpectRefused(
+      SignedWith(J::array({Manifest(), So(), {{"path", "lib/../../etc/cron.d/x"}, {"data", "x"}}})),
+      Reason::kArchiveUnsafe);
 }
 
 TEST_F(ArchiveAttackTest, RefusesAbsolutePath) {
-  ExpectRefused(SignedWith(J::array({Manifest(), So(), {{"path", "/etc/passwd"}, {"data", "x"}}})), Reason::kArchiveUnsafe);
+  ExpectRefused(SignedWith(J::array({Manifest(), So(), {{"path", "/etc/passwd"}, {"data", "x"}}})),
+                Reason::kArchiveUnsafe);
 }
 
 TEST_F(ArchiveAttackTest, RefusesSymlink) {
-  ExpectRefused(SignedWith(J::array({Manifest(), So(), {{"path", "lib/link"}, {"type", "symlink"}, {"link", "/etc/shadow"}}})),
-                Reason::kArchiveUnsafe);
+  ExpectRefused(
+      SignedWith(J::array({Manifest(),
+                           So(),
+                           {{"path", "lib/link"}, {"type", "symlink"}, {"link", "/etc/shadow"}}})),
+      Reason::kArchiveUnsafe);
 }
 
 TEST_F(ArchiveAttackTest, RefusesHardlink) {
-  ExpectRefused(SignedWith(J::array({Manifest(), So(), {{"path", "lib/hard"}, {"type", "hardlink"}, {"link", "lib/libacme_orders.so"}}})),
-                Reason::kArchiveUnsafe);
+  ExpectRefused(
+      SignedWith(J::array(
+          {Manifest(),
+           So(),
+           {{"path", "lib/hard"}, {"type", "hardlink"}, {"link", "lib/libacme_orders.so"}}})),
+      Reason::kArchiveUnsafe);
 }
 
 TEST_F(ArchiveAttackTest, RefusesDeviceNode) {
-  ExpectRefused(SignedWith(J::array({Manifest(), So(), {{"path", "lib/null"}, {"type", "chr"}}})), Reason::kArchiveUnsafe);
+  ExpectRefused(SignedWith(J::array({Manifest(), So(), {{"path", "lib/null"}, {"type", "chr"}}})),
+                Reason::kArchiveUnsafe);
 }
 
 TEST_F(ArchiveAttackTest, RefusesFifo) {
-  ExpectRefused(SignedWith(J::array({Manifest(), So(), {{"path", "lib/pipe"}, {"type", "fifo"}}})), Reason::kArchiveUnsafe);
+  ExpectRefused(SignedWith(J::array({Manifest(), So(), {{"path", "lib/pipe"}, {"type", "fifo"}}})),
+                Reason::kArchiveUnsafe);
 }
 
 TEST_F(ArchiveAttackTest, RefusesDuplicateEntry) {
@@ -105,11 +120,13 @@ TEST_F(ArchiveAttackTest, RefusesDuplicateEntry) {
 }
 
 TEST_F(ArchiveAttackTest, RefusesCaseCollision) {
-  ExpectRefused(SignedWith(J::array({Manifest(), So(), So("lib/LIBACME_ORDERS.so")})), Reason::kArchiveUnsafe);
+  ExpectRefused(SignedWith(J::array({Manifest(), So(), So("lib/LIBACME_ORDERS.so")})),
+                Reason::kArchiveUnsafe);
 }
 
 TEST_F(ArchiveAttackTest, RefusesUnlistedFile) {
-  ExpectRefused(SignedWith(J::array({Manifest(), So(), {{"path", "lib/extra.so"}, {"data", "x"}}})), Reason::kArchiveUnsafe);
+  ExpectRefused(SignedWith(J::array({Manifest(), So(), {{"path", "lib/extra.so"}, {"data", "x"}}})),
+                Reason::kArchiveUnsafe);
 }
 
 TEST_F(ArchiveAttackTest, RefusesListedFileMissing) {
@@ -122,14 +139,17 @@ TEST_F(ArchiveAttackTest, RefusesDecompressionBombByRatio) {
   PackageOpts o;
   const uint64_t n = 8 * 1024 * 1024;
   o.extra_files = "  data/bomb.bin: sha256:" + Sha256Hex(std::string(n, '\0')) + "\n";
-  ExpectRefused(SignedWith(J::array({Manifest(), So(), {{"path", "data/bomb.bin"}, {"zeros", n}}}), o), Reason::kArchiveUnsafe);
+  ExpectRefused(
+      SignedWith(J::array({Manifest(), So(), {{"path", "data/bomb.bin"}, {"zeros", n}}}), o),
+      Reason::kArchiveUnsafe);
 }
 
 TEST_F(ArchiveAttackTest, RefusesOverMaxUnpacked) {
   // Incompressible bytes: the ratio is fine, the total is not.
   PackageOpts o;
   o.extra_files = "  data/big.bin: sha256:" + std::string(64, '0') + "\n";
-  const std::string pkg = SignedWith(J::array({Manifest(), So(), {{"path", "data/big.bin"}, {"random", 600000}, {"seed", 7}}}), o);
+  const std::string pkg = SignedWith(
+      J::array({Manifest(), So(), {{"path", "data/big.bin"}, {"random", 600000}, {"seed", 7}}}), o);
   TrustOpts t;
   t.limits = "{ max_package: 16MiB, max_unpacked: 512KiB, max_entries: 8, max_ratio: 1000000 }";
   ExpectRefused(pkg, Reason::kArchiveUnsafe, nullptr, t);
@@ -159,7 +179,8 @@ TEST_F(ArchiveAttackTest, RefusesArchiveNotCompressedWithZstd) {
 }
 
 TEST_F(ArchiveAttackTest, RefusesDirectoryEntry) {
-  ExpectRefused(SignedWith(J::array({Manifest(), {{"path", "lib"}, {"type", "dir"}}, So()})), Reason::kArchiveUnsafe);
+  ExpectRefused(SignedWith(J::array({Manifest(), {{"path", "lib"}, {"type", "dir"}}, So()})),
+                Reason::kArchiveUnsafe);
 }
 
 TEST_F(ArchiveAttackTest, RefusesBuildMetadataVersion) {

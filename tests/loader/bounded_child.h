@@ -51,10 +51,10 @@ inline constexpr bool AddressSpaceLimitWorks() {
 #endif
 }
 
-// RunBounded forks; the child runs |fn| (with RLIMIT_AS = its current size + |address_space_headroom|
-// when that is non-zero and AddressSpaceLimitWorks()) and writes the returned text to a pipe. The
-// parent reads it; past |bound_seconds| it kills the child (SIGKILL) and reports kTimedOut. A
-// child killed by a signal or exiting non-zero is kCrashed.
+// RunBounded forks; the child runs |fn| (with RLIMIT_AS = its current size +
+// |address_space_headroom| when that is non-zero and AddressSpaceLimitWorks()) and writes the
+// returned text to a pipe. The parent reads it; past |bound_seconds| it kills the child (SIGKILL)
+// and reports kTimedOut. A child killed by a signal or exiting non-zero is kCrashed.
 inline ChildResult RunBounded(const std::function<std::string()>& fn, int bound_seconds,
                               uint64_t address_space_headroom = 0) {
   ChildResult r;
@@ -73,7 +73,8 @@ inline ChildResult RunBounded(const std::function<std::string()>& fn, int bound_
     if (address_space_headroom > 0 && AddressSpaceLimitWorks()) {
       uint64_t pages = 0;
       std::ifstream("/proc/self/statm") >> pages;  // first field: total program size in pages
-      const uint64_t limit = pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) + address_space_headroom;
+      const uint64_t limit =
+          pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) + address_space_headroom;
       const rlimit rl{limit, limit};
       if (::setrlimit(RLIMIT_AS, &rl) != 0) ::_exit(3);
     }
@@ -101,7 +102,8 @@ inline ChildResult RunBounded(const std::function<std::string()>& fn, int bound_
   while (true) {
     timespec now{};
     ::clock_gettime(CLOCK_MONOTONIC, &now);
-    const int64_t waited_ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+    const int64_t waited_ms =
+        (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
     const int64_t left_ms = static_cast<int64_t>(bound_seconds) * 1000 - waited_ms;
     if (left_ms <= 0) {
       timed_out = true;
@@ -127,7 +129,8 @@ inline ChildResult RunBounded(const std::function<std::string()>& fn, int bound_
     r.detail = "did not finish within " + std::to_string(bound_seconds) + " s (a hang); killed";
   } else if (WIFSIGNALED(status)) {
     r.kind = ChildResult::Kind::kCrashed;
-    r.detail = "killed by signal " + std::to_string(WTERMSIG(status)) + " (an abort or an escaped exception)";
+    r.detail = "killed by signal " + std::to_string(WTERMSIG(status)) +
+               " (an abort or an escaped exception)";
   } else if (WEXITSTATUS(status) != 0) {
     r.kind = ChildResult::Kind::kCrashed;
     r.detail = "exited with status " + std::to_string(WEXITSTATUS(status));

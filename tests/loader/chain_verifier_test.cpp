@@ -22,7 +22,8 @@ class ChainVerifierTest : public LoaderFixture {
   }
   // Sig builds one signature over |payload| by |key| with its chain.
   static void AddSig(Bundle& b, EVP_PKEY* key, std::vector<X509*> chain) {
-    const std::string keyid = KeyIdOf(X509_get0_pubkey(chain[0])).value();  // get0: owned by the leaf
+    const std::string keyid =
+        KeyIdOf(X509_get0_pubkey(chain[0])).value();  // get0: owned by the leaf
     b.signatures.push_back({keyid, SignRaw(key, Pae(b.payload_type, b.payload))});
     std::vector<std::string> ders;
     for (X509* c : chain) ders.push_back(CertificateDer(c).value());
@@ -73,7 +74,8 @@ TEST(ElfCheckTest, RefusesTruncatedAndGarbageInputWithoutReadingPastTheEnd) {
   const std::string so = ReadFile(World::Get().Plugin("alpha"));
   const std::set<std::string> allowed = {"libc.so.6"};
   ASSERT_TRUE(CheckElf(so, allowed).ok()) << CheckElf(so, allowed).error().ToString();
-  for (size_t n : {size_t{0}, size_t{4}, size_t{63}, size_t{64}, size_t{200}, so.size() / 2, so.size() - 1}) {
+  for (size_t n :
+       {size_t{0}, size_t{4}, size_t{63}, size_t{64}, size_t{200}, so.size() / 2, so.size() - 1}) {
     auto r = CheckElf(std::string_view(so).substr(0, n), allowed);
     ASSERT_FALSE(r.ok()) << n;
     EXPECT_THAT(r, HasReason(Reason::kElfUnsafe)) << n;

@@ -23,7 +23,8 @@ class CodeSigningProfileTest : public LoaderFixture {
     spec.ca = true;
     spec.pathlen = 0;
     spec.not_before = kJan2020;
-    spec.subject = {{"O", "ClawHub"}, {"CN", "ClawHub Test Intermediate " + std::to_string(spec.serial)}};
+    spec.subject = {{"O", "ClawHub"},
+                    {"CN", "ClawHub Test Intermediate " + std::to_string(spec.serial)}};
     return Issue(spec, key, W().root.get(), W().root_key.get());
   }
   void ExpectVerified(const std::string& pkg, const TrustOpts& t = TrustOpts{}) {
@@ -52,8 +53,8 @@ TEST_F(CodeSigningProfileTest, RefusesServerAuthOnlyIntermediateIssuingCodeSigni
   spec.ca_eku = "serverAuth";
   auto inter = Intermediate(k.get(), spec);
   auto leaf = Issue(CertSpec{}, W().key1.get(), inter.get(), k.get());
-  const std::string detail =
-      RefusalDetail(SignedWithChain(W().key1.get(), {leaf.get(), inter.get()}), Reason::kChainUntrusted);
+  const std::string detail = RefusalDetail(
+      SignedWithChain(W().key1.get(), {leaf.get(), inter.get()}), Reason::kChainUntrusted);
   EXPECT_NE(detail.find("depth 1"), std::string::npos) << detail;
   EXPECT_NE(detail.find("without codeSigning"), std::string::npos) << detail;
 }
@@ -66,8 +67,8 @@ TEST_F(CodeSigningProfileTest, RefusesIntermediateRestrictedToAnyExtendedKeyUsag
   spec.ca_eku = "anyExtendedKeyUsage";
   auto inter = Intermediate(k.get(), spec);
   auto leaf = Issue(CertSpec{}, W().key1.get(), inter.get(), k.get());
-  const std::string detail =
-      RefusalDetail(SignedWithChain(W().key1.get(), {leaf.get(), inter.get()}), Reason::kChainUntrusted);
+  const std::string detail = RefusalDetail(
+      SignedWithChain(W().key1.get(), {leaf.get(), inter.get()}), Reason::kChainUntrusted);
   EXPECT_NE(detail.find("anyExtendedKeyUsage"), std::string::npos) << detail;
 }
 
@@ -88,15 +89,16 @@ TEST_F(CodeSigningProfileTest, RefusesLeafWithKeyUsageKeyCertSignOnly) {
   CertSpec s;
   s.key_usage = "critical,keyCertSign";
   auto leaf = W().Leaf(W().key1.get(), s);
-  ExpectRefused(SignedWithChain(W().key1.get(), {leaf.get(), W().inter.get()}), Reason::kChainUntrusted);
+  ExpectRefused(SignedWithChain(W().key1.get(), {leaf.get(), W().inter.get()}),
+                Reason::kChainUntrusted);
 }
 
 TEST_F(CodeSigningProfileTest, RefusesLeafWhoseKeyUsageLacksDigitalSignature) {
   CertSpec s;
   s.key_usage = "critical,nonRepudiation";
   auto leaf = W().Leaf(W().key1.get(), s);
-  const std::string detail =
-      RefusalDetail(SignedWithChain(W().key1.get(), {leaf.get(), W().inter.get()}), Reason::kChainUntrusted);
+  const std::string detail = RefusalDetail(
+      SignedWithChain(W().key1.get(), {leaf.get(), W().inter.get()}), Reason::kChainUntrusted);
   EXPECT_NE(detail.find("keyUsage lacks digitalSignature"), std::string::npos) << detail;
 }
 
@@ -106,8 +108,8 @@ TEST_F(CodeSigningProfileTest, RefusesCaTrueLeaf) {
   CertSpec s;
   s.basic_constraints = "critical,CA:TRUE";
   auto leaf = W().Leaf(W().key1.get(), s);
-  const std::string detail =
-      RefusalDetail(SignedWithChain(W().key1.get(), {leaf.get(), W().inter.get()}), Reason::kChainUntrusted);
+  const std::string detail = RefusalDetail(
+      SignedWithChain(W().key1.get(), {leaf.get(), W().inter.get()}), Reason::kChainUntrusted);
   EXPECT_NE(detail.find("CA:TRUE"), std::string::npos) << detail;
 }
 
@@ -115,7 +117,8 @@ TEST_F(CodeSigningProfileTest, RefusesLeafWhoseEkuIsOnlyAnyExtendedKeyUsage) {
   CertSpec s;
   s.eku = "anyExtendedKeyUsage";
   auto leaf = W().Leaf(W().key1.get(), s);
-  ExpectRefused(SignedWithChain(W().key1.get(), {leaf.get(), W().inter.get()}), Reason::kChainUntrusted);
+  ExpectRefused(SignedWithChain(W().key1.get(), {leaf.get(), W().inter.get()}),
+                Reason::kChainUntrusted);
 }
 
 TEST_F(CodeSigningProfileTest, AcceptsLeafWithoutKeyUsageExtension) {
@@ -134,8 +137,8 @@ TEST_F(CodeSigningProfileTest, RefusesRsa1024Intermediate) {
   spec.serial = 43;
   auto inter = Intermediate(k.get(), spec);
   auto leaf = Issue(CertSpec{}, W().key1.get(), inter.get(), k.get());
-  const std::string detail =
-      RefusalDetail(SignedWithChain(W().key1.get(), {leaf.get(), inter.get()}), Reason::kChainUntrusted);
+  const std::string detail = RefusalDetail(
+      SignedWithChain(W().key1.get(), {leaf.get(), inter.get()}), Reason::kChainUntrusted);
   EXPECT_NE(detail.find("2048 bits"), std::string::npos) << detail;
 }
 
@@ -155,8 +158,8 @@ TEST_F(CodeSigningProfileTest, RefusesSha1SignedIntermediate) {
   spec.digest = "sha1";
   auto inter = Intermediate(k.get(), spec);
   auto leaf = Issue(CertSpec{}, W().key1.get(), inter.get(), k.get());
-  const std::string detail =
-      RefusalDetail(SignedWithChain(W().key1.get(), {leaf.get(), inter.get()}), Reason::kChainUntrusted);
+  const std::string detail = RefusalDetail(
+      SignedWithChain(W().key1.get(), {leaf.get(), inter.get()}), Reason::kChainUntrusted);
   EXPECT_NE(detail.find("SHA-1"), std::string::npos) << detail;
 }
 
@@ -164,7 +167,8 @@ TEST_F(CodeSigningProfileTest, RefusesSha1SignedLeaf) {
   CertSpec s;
   s.digest = "sha1";
   auto leaf = W().Leaf(W().key1.get(), s);
-  ExpectRefused(SignedWithChain(W().key1.get(), {leaf.get(), W().inter.get()}), Reason::kChainUntrusted);
+  ExpectRefused(SignedWithChain(W().key1.get(), {leaf.get(), W().inter.get()}),
+                Reason::kChainUntrusted);
 }
 
 TEST_F(CodeSigningProfileTest, AuditModeDoesNotRelaxAWeakChain) {
@@ -175,7 +179,8 @@ TEST_F(CodeSigningProfileTest, AuditModeDoesNotRelaxAWeakChain) {
   auto leaf = Issue(CertSpec{}, W().key1.get(), inter.get(), k.get());
   TrustOpts t;
   t.mode = "audit";
-  ExpectRefused(SignedWithChain(W().key1.get(), {leaf.get(), inter.get()}), Reason::kChainUntrusted, nullptr, t);
+  ExpectRefused(SignedWithChain(W().key1.get(), {leaf.get(), inter.get()}), Reason::kChainUntrusted,
+                nullptr, t);
 }
 
 // ---- the signature before anything a forger could steer ----
@@ -188,7 +193,8 @@ TEST_F(CodeSigningProfileTest, ForgeryWithForeignPublisherAndExpiredLeafIsSignat
   s.not_after = kJan2021;
   auto expired = W().Leaf(W().key1.get(), s);
   const std::string pkg = MakePackage(PackageOpts{});
-  SignerRef forged{W().rogue_key.get(), {expired.get(), W().inter.get()}, "", false};  // keyid of key1's leaf
+  SignerRef forged{
+      W().rogue_key.get(), {expired.get(), W().inter.get()}, "", false};  // keyid of key1's leaf
   Sign(pkg, {forged}, [](Statement& st) { st.publisher = "mallory"; });
   Allow({pkg});
   ExpectRefused(pkg, Reason::kSignatureInvalid);
@@ -212,7 +218,8 @@ class AllowlistSignerTest : public CodeSigningProfileTest {
  protected:
   // SignerPem issues a certificate for the World's allowlist key with |spec|.
   std::string SignerPem(CertSpec spec) {
-    if (spec.subject.front().second == "acme") spec.subject = {{"O", "ClawHub"}, {"CN", "allowlist signer"}};
+    if (spec.subject.front().second == "acme")
+      spec.subject = {{"O", "ClawHub"}, {"CN", "allowlist signer"}};
     spec.serial = 60;
     return CertPem(W().Leaf(W().allow_key.get(), spec).get());
   }
@@ -231,13 +238,16 @@ class AllowlistSignerTest : public CodeSigningProfileTest {
   }
 };
 
-TEST_F(AllowlistSignerTest, AcceptsACurrentSigner) { ExpectVerified(HonestSignedAllowlist(), WithSigner(SignerPem({}))); }
+TEST_F(AllowlistSignerTest, AcceptsACurrentSigner) {
+  ExpectVerified(HonestSignedAllowlist(), WithSigner(SignerPem({})));
+}
 
 TEST_F(AllowlistSignerTest, RefusesExpiredSignerCertificate) {
   CertSpec s;
   s.not_before = kJan2020;
   s.not_after = kJan2021;
-  const std::string detail = RefusalDetail(HonestSignedAllowlist(), Reason::kAllowlistInvalid, WithSigner(SignerPem(s)));
+  const std::string detail =
+      RefusalDetail(HonestSignedAllowlist(), Reason::kAllowlistInvalid, WithSigner(SignerPem(s)));
   EXPECT_NE(detail.find("has expired"), std::string::npos) << detail;
 }
 
@@ -245,7 +255,8 @@ TEST_F(AllowlistSignerTest, RefusesNotYetValidSignerCertificate) {
   CertSpec s;
   s.not_before = kJan2030;
   s.not_after = kJan2031;
-  const std::string detail = RefusalDetail(HonestSignedAllowlist(), Reason::kAllowlistInvalid, WithSigner(SignerPem(s)));
+  const std::string detail =
+      RefusalDetail(HonestSignedAllowlist(), Reason::kAllowlistInvalid, WithSigner(SignerPem(s)));
   EXPECT_NE(detail.find("not valid yet"), std::string::npos) << detail;
 }
 
@@ -278,14 +289,16 @@ TEST_F(AllowlistSignerTest, RefusesCaCertificateAsSigner) {
   s.ca = true;
   s.key_usage = "critical,digitalSignature,keyCertSign";  // may sign: only the CA flag refuses it
   s.subject = {{"O", "ClawHub"}, {"CN", "a CA pinned as allowlist signer"}};
-  const std::string detail = RefusalDetail(HonestSignedAllowlist(), Reason::kAllowlistInvalid, WithSigner(SignerPem(s)));
+  const std::string detail =
+      RefusalDetail(HonestSignedAllowlist(), Reason::kAllowlistInvalid, WithSigner(SignerPem(s)));
   EXPECT_NE(detail.find("CA:TRUE"), std::string::npos) << detail;
 }
 
 TEST_F(AllowlistSignerTest, RefusesServerAuthSigner) {
   CertSpec s;
   s.eku = "serverAuth";
-  ExpectRefused(HonestSignedAllowlist(), Reason::kAllowlistInvalid, nullptr, WithSigner(SignerPem(s)));
+  ExpectRefused(HonestSignedAllowlist(), Reason::kAllowlistInvalid, nullptr,
+                WithSigner(SignerPem(s)));
 }
 
 TEST_F(AllowlistSignerTest, AuditModeDoesNotRelaxAnExpiredSigner) {

@@ -43,11 +43,21 @@ class ElfAndLoadTest : public LoaderFixture {
 
 TEST_F(ElfAndLoadTest, RefusesRpath) { ExpectRefused(Variant("rpath"), Reason::kElfUnsafe); }
 TEST_F(ElfAndLoadTest, RefusesRunpath) { ExpectRefused(Variant("runpath"), Reason::kElfUnsafe); }
-TEST_F(ElfAndLoadTest, RefusesExecutableStack) { ExpectRefused(Variant("execstack"), Reason::kElfUnsafe); }
-TEST_F(ElfAndLoadTest, RefusesMissingGnuStack) { ExpectRefused(Variant("nogstack"), Reason::kElfUnsafe); }
-TEST_F(ElfAndLoadTest, RefusesOtherMachine) { ExpectRefused(Variant("machine"), Reason::kElfUnsafe); }
-TEST_F(ElfAndLoadTest, RefusesUnlistedNeeded) { ExpectRefused(Variant("needed"), Reason::kElfUnsafe); }
-TEST_F(ElfAndLoadTest, RefusesMissingEntrySymbol) { ExpectRefused(Variant("noentry"), Reason::kElfUnsafe); }
+TEST_F(ElfAndLoadTest, RefusesExecutableStack) {
+  ExpectRefused(Variant("execstack"), Reason::kElfUnsafe);
+}
+TEST_F(ElfAndLoadTest, RefusesMissingGnuStack) {
+  ExpectRefused(Variant("nogstack"), Reason::kElfUnsafe);
+}
+TEST_F(ElfAndLoadTest, RefusesOtherMachine) {
+  ExpectRefused(Variant("machine"), Reason::kElfUnsafe);
+}
+TEST_F(ElfAndLoadTest, RefusesUnlistedNeeded) {
+  ExpectRefused(Variant("needed"), Reason::kElfUnsafe);
+}
+TEST_F(ElfAndLoadTest, RefusesMissingEntrySymbol) {
+  ExpectRefused(Variant("noentry"), Reason::kElfUnsafe);
+}
 
 TEST_F(ElfAndLoadTest, RefusesManifestAbiThisHostDoesNotSpeak) {
   PackageOpts o;
@@ -106,9 +116,13 @@ TEST_F(ElfAndLoadTest, TwoPluginsLoadedOneAfterTheOtherEachAnswerAsThemselves) {
   const std::string pb = MakePackage(b);
   Sign(pb);
   const Statement sb = StatementFor(pb);
-  WriteFile(dir_.Sub("allowlist.yaml"), "schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2027-12-31T00:00:00Z\nplugins:\n"
-                                        "  - { name: acme-alpha, version: 1.4.2, sha256: " + sa.subject_sha256 + " }\n"
-                                        "  - { name: acme-beta, version: 1.4.2, sha256: " + sb.subject_sha256 + " }\n");
+  WriteFile(dir_.Sub("allowlist.yaml"),
+            "schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2027-12-31T00:00:00Z\nplugins:\n"
+            "  - { name: acme-alpha, version: 1.4.2, sha256: " +
+                sa.subject_sha256 +
+                " }\n"
+                "  - { name: acme-beta, version: 1.4.2, sha256: " +
+                sb.subject_sha256 + " }\n");
   auto loader = MakeLoader();
   ASSERT_TRUE(loader.ok());
   auto first = (*loader)->Load(pa);
@@ -133,9 +147,13 @@ TEST_F(ElfAndLoadTest, UnloadThenLoadAnotherStillAnswersAsItself) {
   const std::string pb = MakePackage(b);
   Sign(pb);
   const Statement sb = StatementFor(pb);
-  WriteFile(dir_.Sub("allowlist.yaml"), "schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2027-12-31T00:00:00Z\nplugins:\n"
-                                        "  - { name: acme-alpha, version: 1.4.2, sha256: " + sa.subject_sha256 + " }\n"
-                                        "  - { name: acme-beta, version: 1.4.2, sha256: " + sb.subject_sha256 + " }\n");
+  WriteFile(dir_.Sub("allowlist.yaml"),
+            "schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2027-12-31T00:00:00Z\nplugins:\n"
+            "  - { name: acme-alpha, version: 1.4.2, sha256: " +
+                sa.subject_sha256 +
+                " }\n"
+                "  - { name: acme-beta, version: 1.4.2, sha256: " +
+                sb.subject_sha256 + " }\n");
   auto loader = MakeLoader();
   ASSERT_TRUE(loader.ok());
   {

@@ -20,7 +20,8 @@ TEST(ElfDifferentialTest, EveryAcceptedMutationOfARealPluginReadsTheSameInLibelf
   const std::set<std::string> allowed = {"libc.so.6", "libm.so.6"};
   std::mt19937_64 rng(20261206);
   size_t accepted = 0, total = 0;
-  for (const char* v : {"alpha", "needed", "tlsdtor", "uniqgood", "pathneeded", "dynsplit", "auxiliary"}) {
+  for (const char* v :
+       {"alpha", "needed", "tlsdtor", "uniqgood", "pathneeded", "dynsplit", "auxiliary"}) {
     const std::string original = ReadFile(World::Get().Plugin(v));
     for (int i = 0; i < 20000; ++i) {
       std::string b = original;
@@ -34,14 +35,16 @@ TEST(ElfDifferentialTest, EveryAcceptedMutationOfARealPluginReadsTheSameInLibelf
       ++accepted;
       const std::string why = ElfDisagreement(b, *info, allowed);
       if (!why.empty()) {
-        const std::string kept = ::testing::TempDir() + "elf-disagreement-" + v + "-" + std::to_string(i) + ".so";
+        const std::string kept =
+            ::testing::TempDir() + "elf-disagreement-" + v + "-" + std::to_string(i) + ".so";
         WriteFile(kept, b);
         FAIL() << v << " mutation " << i << " was accepted but libelf reads it differently: " << why
                << " (input kept in " << kept << ")";
       }
     }
   }
-  std::cout << accepted << " of " << total << " mutations accepted, every one read alike by libelf\n";
+  std::cout << accepted << " of " << total
+            << " mutations accepted, every one read alike by libelf\n";
   // The mutator must leave a share of inputs acceptable, or the test shows nothing.
   EXPECT_GT(accepted, total / 50) << accepted << " of " << total << " mutations accepted";
 }

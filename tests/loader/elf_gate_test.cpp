@@ -73,26 +73,43 @@ TEST_F(ElfGateTest, RefusesFilterThatWouldAnswerTheEntryPointFromAnotherLibrary)
   EXPECT_THAT(RefusedWith("filter"), HasSubstr("DT_FILTER"));
 }
 TEST_F(ElfGateTest, RefusesAudit) { EXPECT_THAT(RefusedWith("audit"), HasSubstr("DT_AUDIT")); }
-TEST_F(ElfGateTest, RefusesDepaudit) { EXPECT_THAT(RefusedWith("depaudit"), HasSubstr("DT_DEPAUDIT")); }
-TEST_F(ElfGateTest, RefusesTextrel) { EXPECT_THAT(RefusedWith("textrel"), HasSubstr("DT_TEXTREL")); }
-TEST_F(ElfGateTest, RefusesNodelete) { EXPECT_THAT(RefusedWith("nodelete"), HasSubstr("DF_1_NODELETE")); }
-TEST_F(ElfGateTest, RefusesNeededThatNamesAPath) { EXPECT_THAT(RefusedWith("pathneeded"), HasSubstr("not a bare soname")); }
+TEST_F(ElfGateTest, RefusesDepaudit) {
+  EXPECT_THAT(RefusedWith("depaudit"), HasSubstr("DT_DEPAUDIT"));
+}
+TEST_F(ElfGateTest, RefusesTextrel) {
+  EXPECT_THAT(RefusedWith("textrel"), HasSubstr("DT_TEXTREL"));
+}
+TEST_F(ElfGateTest, RefusesNodelete) {
+  EXPECT_THAT(RefusedWith("nodelete"), HasSubstr("DF_1_NODELETE"));
+}
+TEST_F(ElfGateTest, RefusesNeededThatNamesAPath) {
+  EXPECT_THAT(RefusedWith("pathneeded"), HasSubstr("not a bare soname"));
+}
 
 TEST_F(ElfGateTest, RefusesDynamicArrayHiddenBehindACleanCopyAtItsFileOffset) {
-  // readelf (section headers, p_offset) shows only libc.so.6; ld.so reads p_vaddr and loads evil.so.
+  // readelf (section headers, p_offset) shows only libc.so.6; ld.so reads p_vaddr and loads
+  // evil.so.
   auto readelf = RunCommand({"readelf", "-dW", W().Plugin("dynsplit")});
   ASSERT_EQ(readelf.exit_code, 0);
   EXPECT_THAT(readelf.out, ::testing::Not(HasSubstr("evil")));
   EXPECT_THAT(RefusedWith("dynsplit"), HasSubstr("is not where p_vaddr"));
 }
 
-TEST_F(ElfGateTest, RefusesInterpreter) { EXPECT_THAT(RefusedWith("interp"), HasSubstr("PT_INTERP")); }
+TEST_F(ElfGateTest, RefusesInterpreter) {
+  EXPECT_THAT(RefusedWith("interp"), HasSubstr("PT_INTERP"));
+}
 TEST_F(ElfGateTest, RefusesProgramHeaderTypesAPluginDoesNotCarry) {
   EXPECT_THAT(RefusedWith("phdr"), HasSubstr("PT_PHDR"));
 }
-TEST_F(ElfGateTest, RefusesSecondDynamicSegment) { EXPECT_THAT(RefusedWith("twodyn"), HasSubstr("more than one PT_DYNAMIC")); }
-TEST_F(ElfGateTest, RefusesLoadsNotSortedByAddress) { EXPECT_THAT(RefusedWith("unsorted"), HasSubstr("not sorted")); }
-TEST_F(ElfGateTest, RefusesLoadsThatShareOrOverlapPages) { EXPECT_THAT(RefusedWith("overlap"), HasSubstr("overlap")); }
+TEST_F(ElfGateTest, RefusesSecondDynamicSegment) {
+  EXPECT_THAT(RefusedWith("twodyn"), HasSubstr("more than one PT_DYNAMIC"));
+}
+TEST_F(ElfGateTest, RefusesLoadsNotSortedByAddress) {
+  EXPECT_THAT(RefusedWith("unsorted"), HasSubstr("not sorted"));
+}
+TEST_F(ElfGateTest, RefusesLoadsThatShareOrOverlapPages) {
+  EXPECT_THAT(RefusedWith("overlap"), HasSubstr("overlap"));
+}
 TEST_F(ElfGateTest, RefusesFileRangeLargerThanMemoryRange) {
   EXPECT_THAT(RefusedWith("filesz"), HasSubstr("p_filesz"));
 }
@@ -102,7 +119,9 @@ TEST_F(ElfGateTest, RefusesWritableExecutableSegment) {
 TEST_F(ElfGateTest, RefusesSegmentWhoseOffsetIsNotPageCongruentWithItsAddress) {
   EXPECT_THAT(RefusedWith("misalign"), HasSubstr("page size"));
 }
-TEST_F(ElfGateTest, RefusesSonameThatIsAPath) { EXPECT_THAT(RefusedWith("sonamepath"), HasSubstr("DT_SONAME")); }
+TEST_F(ElfGateTest, RefusesSonameThatIsAPath) {
+  EXPECT_THAT(RefusedWith("sonamepath"), HasSubstr("DT_SONAME"));
+}
 TEST_F(ElfGateTest, RefusesSonameOfAnAllowedSystemLibrary) {
   EXPECT_THAT(RefusedWith("sonamelibc"), HasSubstr("allowed_needed"));
 }
@@ -118,7 +137,8 @@ TEST_F(ElfGateTest, AcceptsCxxPluginWithUniqueSymbolAndItAnswersAsItself) {
 
 TEST_F(ElfGateTest, EveryGoodVariantIsAcceptedByTheCheckAlone) {
   // The default-deny lists are not so tight that ordinary compiler output fails them.
-  for (const char* v : {"alpha", "beta", "initfail", "abi2", "flags", "tlsdtor", "uniq", "uniqgood"}) {
+  for (const char* v :
+       {"alpha", "beta", "initfail", "abi2", "flags", "tlsdtor", "uniq", "uniqgood"}) {
     const std::string bytes = ReadFile(W().Plugin(v));
     auto info = CheckElf(bytes, {"libc.so.6"});
     EXPECT_TRUE(info.ok()) << v << ": " << info.error().ToString();

@@ -28,7 +28,8 @@ class HsmPathTest : public LoaderFixture {
     delete hsm_;
   }
   // Chain issues a leaf variant for |key| and returns its chain file.
-  static std::string Chain(const TestKey& key, const std::string& name, const std::vector<std::string>& extra = {}) {
+  static std::string Chain(const TestKey& key, const std::string& name,
+                           const std::vector<std::string>& extra = {}) {
     return IssueLeaf(*hsm_, key, *pki_, name, "/O=acme/CN=acme release", extra);
   }
   // Package packs a fresh honest package named NAME-VERSION.claw (the signer's convention).
@@ -38,9 +39,11 @@ class HsmPathTest : public LoaderFixture {
     std::filesystem::copy_file(made, pkg, std::filesystem::copy_options::overwrite_existing);
     return pkg;
   }
-  void SignWith(const std::string& pkg, const TestKey& key, const std::string& chain, bool append = false) {
-    std::vector<std::string> args = {"sign", "--module", hsm_->module_path(), "--key", key.uri, "--pin-source",
-                                     hsm_->PinSource(), "--chain", chain, "--no-ledger"};
+  void SignWith(const std::string& pkg, const TestKey& key, const std::string& chain,
+                bool append = false) {
+    std::vector<std::string> args = {"sign",  "--module",     hsm_->module_path(), "--key",
+                                     key.uri, "--pin-source", hsm_->PinSource(),   "--chain",
+                                     chain,   "--no-ledger"};
     if (append) args.push_back("--append");
     args.push_back(pkg);
     auto r = RunClawguard(args, hsm_->Env());
@@ -92,7 +95,9 @@ TEST_F(HsmPathTest, RefusesEkulessLeafFromTheRealPki) {
 
 TEST_F(HsmPathTest, RefusesExpiredLeafFromTheRealPki) {
   const std::string pkg = Package();
-  SignWith(pkg, *key_, Chain(*key_, "expired", {"--startdate", "20260101000000Z", "--enddate", "20260201000000Z"}));
+  SignWith(
+      pkg, *key_,
+      Chain(*key_, "expired", {"--startdate", "20260101000000Z", "--enddate", "20260201000000Z"}));
   Allow({pkg});
   ExpectRefused(pkg, Reason::kCertExpired, nullptr, Trust());
 }
@@ -117,8 +122,8 @@ TEST_F(HsmPathTest, AllowlistSignedInTheHsmIsAccepted) {
   const std::string chain = Chain(*key_, "allow");
   SignWith(pkg, *key_, chain);
   const std::string allow = Allow({pkg});
-  auto r = RunClawguard({"sign", "--allowlist", "--module", hsm_->module_path(), "--key", key_->uri, "--pin-source",
-                         hsm_->PinSource(), "--chain", chain, allow},
+  auto r = RunClawguard({"sign", "--allowlist", "--module", hsm_->module_path(), "--key", key_->uri,
+                         "--pin-source", hsm_->PinSource(), "--chain", chain, allow},
                         hsm_->Env());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   TrustOpts t = Trust();

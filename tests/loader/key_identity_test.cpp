@@ -23,7 +23,9 @@ class KeyIdentityTest : public LoaderFixture {
   // The same key as leaf1, written compressed in its SubjectPublicKeyInfo.
   X509* Compressed() const { return compressed_.get(); }
   X509* Uncompressed() const { return W().leaf1.get(); }
-  static std::string CanonicalKeyIdOf(X509* cert) { return KeyIdOf(X509_get0_pubkey(cert)).value(); }
+  static std::string CanonicalKeyIdOf(X509* cert) {
+    return KeyIdOf(X509_get0_pubkey(cert)).value();
+  }
 
   // BundleWith writes PKG.sig with one signature per (keyid, leaf) pair, each by key1 over the
   // honest statement: an attacker free to choose the keyid strings.
@@ -33,7 +35,8 @@ class KeyIdentityTest : public LoaderFixture {
     b.payload = SerializeStatement(StatementFor(pkg));
     for (const auto& [keyid, leaf] : sigs) {
       b.signatures.push_back({keyid, SignRaw(W().key1.get(), Pae(b.payload_type, b.payload))});
-      b.certificates[keyid] = {CertificateDer(leaf).value(), CertificateDer(W().inter.get()).value()};
+      b.certificates[keyid] = {CertificateDer(leaf).value(),
+                               CertificateDer(W().inter.get()).value()};
     }
     WriteFile(pkg + ".sig", SerializeBundle(b));
   }
@@ -81,8 +84,10 @@ TEST_F(KeyIdentityTest, OneKeyInTwoEncodingsCountsOnceBelowTheParser) {
   b.payload_type = std::string(kInTotoPayloadType);
   b.payload = SerializeStatement(StatementFor(pkg));
   const std::string keyid = CanonicalKeyIdOf(Compressed());
-  for (int i = 0; i < 2; ++i) b.signatures.push_back({keyid, SignRaw(W().key1.get(), Pae(b.payload_type, b.payload))});
-  b.certificates[keyid] = {CertificateDer(Compressed()).value(), CertificateDer(W().inter.get()).value()};
+  for (int i = 0; i < 2; ++i)
+    b.signatures.push_back({keyid, SignRaw(W().key1.get(), Pae(b.payload_type, b.payload))});
+  b.certificates[keyid] = {CertificateDer(Compressed()).value(),
+                           CertificateDer(W().inter.get()).value()};
   auto r = (*verifier)->Verify(b, StatementFor(pkg));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r, HasReason(Reason::kThresholdNotMet)) << r.error().ToString();
@@ -95,7 +100,8 @@ TEST_F(KeyIdentityTest, SameKeyInCompressedAndUncompressedLeavesCannotMeetThresh
   Allow({pkg});
   // The attacker's first try: each certificate under the keyid of its own encoding (what
   // sha256(i2d_PUBKEY) used to give). The compressed one's keyid is not canonical.
-  BundleWith(pkg, {{EncodedSpkiSha256(Uncompressed()), Uncompressed()}, {EncodedSpkiSha256(Compressed()), Compressed()}});
+  BundleWith(pkg, {{EncodedSpkiSha256(Uncompressed()), Uncompressed()},
+                   {EncodedSpkiSha256(Compressed()), Compressed()}});
   ExpectRefused(pkg, Reason::kBundleInvalid, nullptr, t);
   // Second try: both under the canonical keyid. One keyid signing twice is malformed.
   const std::string keyid = CanonicalKeyIdOf(Compressed());

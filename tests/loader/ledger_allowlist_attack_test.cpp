@@ -9,9 +9,9 @@
 
 #include <fstream>
 
-#include "loader/ledger_anchor.h"
 #include "clawguard/unique_fd.h"
 #include "loader/audit_log.h"
+#include "loader/ledger_anchor.h"
 #include "loader_fixture.h"
 #include "support/reason_matchers.h"
 
@@ -37,15 +37,18 @@ class LedgerAllowlistAttackTest : public LoaderFixture {
   // AllowListed writes allowlist.yaml (version 3) listing each package under the name and version
   // it was made with (Allow lists every package under the last one's).
   void AllowListed(const std::vector<Listed>& entries) {
-    std::string y = "schema: clawguard/allowlist/v1\nversion: 3\nexpires: 2027-12-31T00:00:00Z\nplugins:\n";
+    std::string y =
+        "schema: clawguard/allowlist/v1\nversion: 3\nexpires: 2027-12-31T00:00:00Z\nplugins:\n";
     for (const auto& e : entries) {
-      y += "  - { name: " + e.name + ", version: " + e.version + ", sha256: " + Sha256Hex(ReadFile(e.pkg)) + " }\n";
+      y += "  - { name: " + e.name + ", version: " + e.version +
+           ", sha256: " + Sha256Hex(ReadFile(e.pkg)) + " }\n";
     }
     WriteFile(dir_.Sub("allowlist.yaml"), y);
   }
   // ExpectRefusedAfterDlopenRaisesNoFloor: |refused_variant| as 1.5.0 is refused after dlopen with
   // |want|; the good 1.4.2 still loads, and the rows say what happened.
-  void ExpectRefusedAfterDlopenRaisesNoFloor(MemoryLedger& ledger, const std::string& refused_variant, Reason want) {
+  void ExpectRefusedAfterDlopenRaisesNoFloor(MemoryLedger& ledger,
+                                             const std::string& refused_variant, Reason want) {
     PackageOpts bad;
     bad.version = "1.5.0";
     bad.plugin = refused_variant;
@@ -59,10 +62,12 @@ class LedgerAllowlistAttackTest : public LoaderFixture {
     EXPECT_THAT(refused, HasReason(want)) << refused.error().ToString();
     EXPECT_EQ(ledger.Kinds(), (std::vector<std::string>{"attempt acme-orders 1.5.0"}));
     auto loaded = (*loader)->Load(good);
-    ASSERT_TRUE(loaded.ok()) << loaded.error().ToString() << " (1.5.0 refused after dlopen must not raise the floor)";
+    ASSERT_TRUE(loaded.ok()) << loaded.error().ToString()
+                             << " (1.5.0 refused after dlopen must not raise the floor)";
     EXPECT_EQ(loaded->verdict().ledger, "recorded");
-    EXPECT_EQ(ledger.Kinds(), (std::vector<std::string>{"attempt acme-orders 1.5.0", "attempt acme-orders 1.4.2",
-                                                        "allowlist clawguard/allowlist 3", "deploy acme-orders 1.4.2"}));
+    EXPECT_EQ(ledger.Kinds(), (std::vector<std::string>{
+                                  "attempt acme-orders 1.5.0", "attempt acme-orders 1.4.2",
+                                  "allowlist clawguard/allowlist 3", "deploy acme-orders 1.4.2"}));
     EXPECT_TRUE(VerifyLedgerChain(ledger.rows, std::nullopt).ok());
   }
   // Deploy records |pkg| through a loader (real allowlist and deploy rows, anchor and checkpoint
@@ -121,8 +126,8 @@ TEST_F(LedgerAllowlistAttackTest, RefusesAllowlistWithBadSignature) {
   const std::string pkg = Signed();
   Allow({pkg}, 3, "2027-12-31T00:00:00Z", /*sign=*/true);
   // One more line after signing: the signature no longer covers the file.
-  std::ofstream(dir_.Sub("allowlist.yaml"), std::ios::app) << "  - { name: evil, version: 1.0.0, sha256: "
-                                                             << std::string(64, 'b') << " }\n";
+  std::ofstream(dir_.Sub("allowlist.yaml"), std::ios::app)
+      << "  - { name: evil, version: 1.0.0, sha256: " << std::string(64, 'b') << " }\n";
   TrustOpts t;
   t.allowlist_signer = true;
   ExpectRefused(pkg, Reason::kAllowlistInvalid, nullptr, t);
@@ -131,7 +136,8 @@ TEST_F(LedgerAllowlistAttackTest, RefusesAllowlistWithBadSignature) {
 TEST_F(LedgerAllowlistAttackTest, RefusesAllowlistSignedByAnotherKey) {
   const std::string pkg = Signed();
   const std::string path = Allow({pkg});
-  WriteFile(path + ".sig", MakeBundle(std::string(kAllowlistPayloadType), ReadFile(path), {Default()}));
+  WriteFile(path + ".sig",
+            MakeBundle(std::string(kAllowlistPayloadType), ReadFile(path), {Default()}));
   TrustOpts t;
   t.allowlist_signer = true;
   ExpectRefused(pkg, Reason::kAllowlistInvalid, nullptr, t);
@@ -169,7 +175,8 @@ TEST_F(LedgerAllowlistAttackTest, RefusesOverwrittenVersion) {
   const std::string pkg = Signed();
   Allow({pkg});
   MemoryLedger ledger;
-  ASSERT_TRUE(ledger.Record(LedgerKind::kRelease, "acme-orders", "1.4.2", std::string(64, 'c')).ok());
+  ASSERT_TRUE(
+      ledger.Record(LedgerKind::kRelease, "acme-orders", "1.4.2", std::string(64, 'c')).ok());
   ExpectRefused(pkg, Reason::kVersionOverwritten, &ledger);
 }
 
@@ -184,7 +191,8 @@ TEST_F(LedgerAllowlistAttackTest, RefusesRollbackBelowHighestDeployed) {
 
 TEST_F(LedgerAllowlistAttackTest, ReleaseRowOfNewerVersionDoesNotBlockOlderDeploy) {
   MemoryLedger ledger;
-  ASSERT_TRUE(ledger.Record(LedgerKind::kRelease, "acme-orders", "1.5.0", std::string(64, 'd')).ok());
+  ASSERT_TRUE(
+      ledger.Record(LedgerKind::kRelease, "acme-orders", "1.5.0", std::string(64, 'd')).ok());
   const std::string pkg = Signed();
   Allow({pkg});
   auto loader = MakeLoader(&ledger);
@@ -239,16 +247,19 @@ TEST_F(LedgerAllowlistAttackTest, RecordWritesAllowlistAndDeployRowsAnchorAndChe
   MemoryLedger ledger;
   const std::string pkg = Signed();
   Deploy(pkg, ledger);
-  EXPECT_EQ(ledger.Kinds(), (std::vector<std::string>{"allowlist clawguard/allowlist 3", "deploy acme-orders 1.4.2"}));
+  EXPECT_EQ(ledger.Kinds(), (std::vector<std::string>{"allowlist clawguard/allowlist 3",
+                                                      "deploy acme-orders 1.4.2"}));
   EXPECT_EQ(ledger.rows[0].sha256, Sha256Hex(ReadFile(dir_.Sub("allowlist.yaml"))));
   EXPECT_EQ(ledger.AllowlistFloor(), 3);
   const std::string log = ReadFile(AuditLogPath());
   EXPECT_NE(log.find("\"event\":\"ledger_checkpoint\""), std::string::npos) << log;
   EXPECT_NE(log.find(ledger.rows[1].hash), std::string::npos);
   EXPECT_NE(log.find("\"verdict\":\"verified\""), std::string::npos);
-  EXPECT_EQ(log.find("ledger_anchor_adopted"), std::string::npos) << "an empty ledger needs no trust on first use";
+  EXPECT_EQ(log.find("ledger_anchor_adopted"), std::string::npos)
+      << "an empty ledger needs no trust on first use";
   auto anchor = LedgerAnchorFile(AnchorPath()).Read();
-  ASSERT_TRUE(anchor.ok() && anchor->has_value()) << (anchor.ok() ? "no anchor file" : anchor.error().ToString());
+  ASSERT_TRUE(anchor.ok() && anchor->has_value())
+      << (anchor.ok() ? "no anchor file" : anchor.error().ToString());
   EXPECT_EQ((*anchor)->checkpoint.count, 2);
   EXPECT_EQ((*anchor)->checkpoint.head, ledger.rows[1].hash);
   EXPECT_FALSE((*anchor)->trust_on_first_use);
@@ -266,7 +277,9 @@ TEST_F(LedgerAllowlistAttackTest, DeletingTheAllowlistFloorRowIsTampering) {
   Deploy(pkg, ledger, 5);  // … allowlist 5: the floor
   ASSERT_EQ(ledger.AllowlistFloor(), 5);
   // The attacker removes the allowlist 5 row and re-chains, then serves the old allowlist 3.
-  std::erase_if(ledger.rows, [](const LedgerRow& r) { return r.kind == LedgerKind::kAllowlist && r.version == "5"; });
+  std::erase_if(ledger.rows, [](const LedgerRow& r) {
+    return r.kind == LedgerKind::kAllowlist && r.version == "5";
+  });
   for (size_t i = 0; i < ledger.rows.size(); ++i) ledger.rows[i].seq = static_cast<int64_t>(i + 1);
   ledger.Rehash();
   Allow({pkg}, 3);
@@ -289,7 +302,9 @@ TEST_F(LedgerAllowlistAttackTest, AllowlistRaisedByAnotherHostMeanwhileIsRefused
   auto loader = MakeLoader(&ledger);
   ASSERT_TRUE(loader.ok()) << loader.error().ToString();
   ledger.before_record_kind = LedgerKind::kAllowlist;
-  ledger.before_record = [](MemoryLedger& l) { ASSERT_TRUE(RecordAllowlist(l, 4, std::string(64, 'b')).ok()); };
+  ledger.before_record = [](MemoryLedger& l) {
+    ASSERT_TRUE(RecordAllowlist(l, 4, std::string(64, 'b')).ok());
+  };
   auto v = (*loader)->Verify(pkg, VerifyOptions{/*record=*/true});
   ASSERT_TRUE(v.ok()) << v.error().ToString();
   EXPECT_EQ(v->verdict, VerdictKind::kRefused);
@@ -310,8 +325,8 @@ TEST_F(LedgerAllowlistAttackTest, HigherDeployByAnotherHostMeanwhileIsRefusedIns
   auto v = (*loader)->Verify(pkg, VerifyOptions{/*record=*/true});
   ASSERT_TRUE(v.ok()) << v.error().ToString();
   EXPECT_EQ(v->reason, Reason::kVersionRollback) << v->detail;
-  EXPECT_EQ(ledger.Kinds(),
-            (std::vector<std::string>{"allowlist clawguard/allowlist 3", "deploy acme-orders 1.5.0"}));
+  EXPECT_EQ(ledger.Kinds(), (std::vector<std::string>{"allowlist clawguard/allowlist 3",
+                                                      "deploy acme-orders 1.5.0"}));
 }
 
 // A deploy of a higher version lands between this host's attempt row and its deploy row: the
@@ -328,7 +343,8 @@ TEST_F(LedgerAllowlistAttackTest, HigherDeployAfterTheAttemptUnloadsThePlugin) {
   auto loaded = (*loader)->Load(pkg);
   ASSERT_FALSE(loaded.ok());
   EXPECT_THAT(loaded, HasReason(Reason::kVersionRollback)) << loaded.error().ToString();
-  EXPECT_EQ(ledger.Kinds(), (std::vector<std::string>{"attempt acme-orders 1.4.2", "allowlist clawguard/allowlist 3",
+  EXPECT_EQ(ledger.Kinds(), (std::vector<std::string>{"attempt acme-orders 1.4.2",
+                                                      "allowlist clawguard/allowlist 3",
                                                       "deploy acme-orders 1.5.0"}));
   const std::string log = ReadFile(AuditLogPath());
   EXPECT_NE(log.find("\"reason\":\"version_rollback\""), std::string::npos) << log;
@@ -336,7 +352,8 @@ TEST_F(LedgerAllowlistAttackTest, HigherDeployAfterTheAttemptUnloadsThePlugin) {
 
 TEST_F(LedgerAllowlistAttackTest, OverwriteOfAnAttemptRowIsRefusedBeforeAnyPluginCodeRuns) {
   MemoryLedger ledger;
-  ASSERT_TRUE(ledger.Record(LedgerKind::kAttempt, "acme-orders", "1.4.2", std::string(64, 'c')).ok());
+  ASSERT_TRUE(
+      ledger.Record(LedgerKind::kAttempt, "acme-orders", "1.4.2", std::string(64, 'c')).ok());
   const std::string pkg = Signed();
   Allow({pkg});
   ExpectRefused(pkg, Reason::kVersionOverwritten, &ledger);  // also: the constructor never ran
@@ -361,7 +378,8 @@ TEST_F(LedgerAllowlistAttackTest, VerifyRecordStillWritesTheDeployRowWithoutDlop
   o.plugin = "initfail";  // never opened by verify
   const std::string pkg = Signed(o);
   Deploy(pkg, ledger);
-  EXPECT_EQ(ledger.Kinds(), (std::vector<std::string>{"allowlist clawguard/allowlist 3", "deploy acme-orders 1.4.2"}));
+  EXPECT_EQ(ledger.Kinds(), (std::vector<std::string>{"allowlist clawguard/allowlist 3",
+                                                      "deploy acme-orders 1.4.2"}));
   EXPECT_FALSE(MarkerExists());
 }
 
@@ -390,7 +408,8 @@ TEST_F(LedgerAllowlistAttackTest, AuditLogCatchesAFullRehashAfterTheAnchorFileIs
   std::filesystem::remove(AnchorPath());
   Rewrite(ledger);
   ExpectRefused(pkg, Reason::kLedgerTampered, &ledger);
-  EXPECT_FALSE(std::filesystem::exists(AnchorPath())) << "an anchor was written from a chain that failed";
+  EXPECT_FALSE(std::filesystem::exists(AnchorPath()))
+      << "an anchor was written from a chain that failed";
 }
 
 TEST_F(LedgerAllowlistAttackTest, MissingAnchorFileIsWrittenAgainFromTheAuditLog) {
@@ -405,12 +424,14 @@ TEST_F(LedgerAllowlistAttackTest, MissingAnchorFileIsWrittenAgainFromTheAuditLog
   EXPECT_EQ(v->verdict, VerdictKind::kVerified) << v->detail;
   // Loudly: whoever deleted the anchor may also have written the log line it is rebuilt from.
   ASSERT_EQ(v->warnings.size(), 1u);
-  EXPECT_NE(v->warnings[0].find("written again from the audit log"), std::string::npos) << v->warnings[0];
+  EXPECT_NE(v->warnings[0].find("written again from the audit log"), std::string::npos)
+      << v->warnings[0];
   auto anchor = LedgerAnchorFile(AnchorPath()).Read();
   ASSERT_TRUE(anchor.ok() && anchor->has_value());
   EXPECT_EQ((*anchor)->checkpoint.count, 2);
   EXPECT_FALSE((*anchor)->trust_on_first_use);
-  EXPECT_NE(ReadFile(AuditLogPath()).find("\"event\":\"ledger_anchor_written\""), std::string::npos);
+  EXPECT_NE(ReadFile(AuditLogPath()).find("\"event\":\"ledger_anchor_written\""),
+            std::string::npos);
   // From now on the anchor alone catches a rewrite.
   std::filesystem::remove(AuditLogPath());
   Rewrite(ledger);
@@ -461,7 +482,8 @@ TEST_F(LedgerAllowlistAttackTest, AnchorThatIsAFifoIsAClearErrorNotAHang) {
   auto loader = MakeLoader(&ledger);
   ASSERT_FALSE(loader.ok());
   EXPECT_THAT(loader, HasReason(Reason::kConfigInvalid));
-  EXPECT_NE(loader.error().message().find("ledger anchor '" + AnchorPath() + "' is a FIFO, expected a regular file"),
+  EXPECT_NE(loader.error().message().find("ledger anchor '" + AnchorPath() +
+                                          "' is a FIFO, expected a regular file"),
             std::string::npos)
       << loader.error().message();
 }
@@ -472,7 +494,8 @@ TEST_F(LedgerAllowlistAttackTest, AuditLogThatIsAFifoIsAClearErrorNotAHang) {
   auto loader = MakeLoader(&ledger);
   ASSERT_FALSE(loader.ok());
   EXPECT_THAT(loader, HasReason(Reason::kConfigInvalid));
-  EXPECT_NE(loader.error().message().find("is a FIFO"), std::string::npos) << loader.error().message();
+  EXPECT_NE(loader.error().message().find("is a FIFO"), std::string::npos)
+      << loader.error().message();
 }
 
 TEST_F(LedgerAllowlistAttackTest, EditedAnchorFileIsTampering) {
@@ -485,7 +508,8 @@ TEST_F(LedgerAllowlistAttackTest, EditedAnchorFileIsTampering) {
   auto loader = MakeLoader(&ledger);
   ASSERT_FALSE(loader.ok());
   EXPECT_THAT(loader, HasReason(Reason::kLedgerTampered));
-  EXPECT_NE(loader.error().message().find("is not a valid anchor"), std::string::npos) << loader.error().message();
+  EXPECT_NE(loader.error().message().find("is not a valid anchor"), std::string::npos)
+      << loader.error().message();
 }
 
 // The race an outside review won: the chain is rewritten (a floor removed, re-chained) after the
@@ -501,12 +525,15 @@ TEST_F(LedgerAllowlistAttackTest, ChainRewrittenBetweenTheCheckAndTheRecordNever
   PackageOpts other;
   other.name = "acme-billing";
   const std::string other_pkg = Signed(other);
-  AllowListed({{"acme-orders", "1.0.0", old_pkg}, {"acme-orders", "1.4.2", pkg}, {"acme-billing", "1.4.2", other_pkg}});
+  AllowListed({{"acme-orders", "1.0.0", old_pkg},
+               {"acme-orders", "1.4.2", pkg},
+               {"acme-billing", "1.4.2", other_pkg}});
   {
     auto loader = MakeLoader(&ledger);
     ASSERT_TRUE(loader.ok()) << loader.error().ToString();
     auto v = (*loader)->Verify(pkg, VerifyOptions{/*record=*/true});
-    ASSERT_TRUE(v.ok() && v->verdict == VerdictKind::kVerified) << (v.ok() ? v->detail : v.error().ToString());
+    ASSERT_TRUE(v.ok() && v->verdict == VerdictKind::kVerified)
+        << (v.ok() ? v->detail : v.error().ToString());
   }
   const auto anchored = LedgerAnchorFile(AnchorPath()).Read().value().value().checkpoint;
   auto loader = MakeLoader(&ledger);
@@ -532,14 +559,17 @@ TEST_F(LedgerAllowlistAttackTest, ChainRewrittenBetweenTheCheckAndTheRecordNever
 // Lines of the audit log and the anchor file are hostile input: a member of the wrong type is a
 // line skipped or an anchor refused, never an exception that ends the host.
 TEST_F(LedgerAllowlistAttackTest, HostileAuditLogLinesAreSkippedNeverACrash) {
-  WriteFile(AuditLogPath(), "{\"event\":1,\"x\":\"ledger_checkpoint\"}\n{\"event\":{\"a\":\"ledger_checkpoint\"}}\n"
-                            "{\"event\":\"ledger_checkpoint\",\"count\":\"2\",\"head\":7}\n[\"ledger_checkpoint\"]\n");
+  WriteFile(
+      AuditLogPath(),
+      "{\"event\":1,\"x\":\"ledger_checkpoint\"}\n{\"event\":{\"a\":\"ledger_checkpoint\"}}\n"
+      "{\"event\":\"ledger_checkpoint\",\"count\":\"2\",\"head\":7}\n[\"ledger_checkpoint\"]\n");
   auto loader = MakeLoader();
   ASSERT_TRUE(loader.ok()) << loader.error().ToString();
 }
 
 TEST_F(LedgerAllowlistAttackTest, AnchorWithAMemberOfTheWrongTypeIsTamperingNeverACrash) {
-  for (const char* text : {"{\"schema\":1}", "{\"schema\":{\"x\":1},\"count\":1}", "{\"schema\":null}"}) {
+  for (const char* text :
+       {"{\"schema\":1}", "{\"schema\":{\"x\":1},\"count\":1}", "{\"schema\":null}"}) {
     WriteFile(AnchorPath(), text);
     MemoryLedger ledger;
     auto loader = MakeLoader(&ledger);
@@ -557,7 +587,8 @@ TEST_F(LedgerAllowlistAttackTest, AuditLogThatIsASymlinkIsRefusedAndItsTargetUnt
   auto loader = MakeLoader();
   ASSERT_FALSE(loader.ok());
   EXPECT_THAT(loader, HasReason(Reason::kConfigInvalid));
-  EXPECT_NE(loader.error().message().find("symbolic link"), std::string::npos) << loader.error().message();
+  EXPECT_NE(loader.error().message().find("symbolic link"), std::string::npos)
+      << loader.error().message();
   EXPECT_EQ(ReadFile(victim), "precious\n");
 }
 

@@ -77,7 +77,8 @@ class MemoryLedger final : public Ledger {
   // Kinds lists "kind name version" of every row, in chain order.
   std::vector<std::string> Kinds() const {
     std::vector<std::string> out;
-    for (const auto& r : rows) out.push_back(std::string(LedgerKindName(r.kind)) + " " + r.name + " " + r.version);
+    for (const auto& r : rows)
+      out.push_back(std::string(LedgerKindName(r.kind)) + " " + r.name + " " + r.version);
     return out;
   }
   // Rehash recomputes every hash from |from| (1-based) on: a forger re-chaining after an edit.
@@ -144,8 +145,10 @@ struct World {
     const std::string fixtures = std::string(CLAWGUARD_SOURCE_DIR) + "/tests/fixtures";
     const std::string script = fixtures + "/make_plugins.sh";
     const std::string version =
-        Sha256Hex(ReadFile(script) + ReadFile(fixtures + "/plugins/test_plugin.c") + ReadFile(fixtures + "/plugins/evil.c") +
-                  ReadFile(fixtures + "/plugins/unique_plugin.cpp") + ReadFile(fixtures + "/patch_elf.py"))
+        Sha256Hex(ReadFile(script) + ReadFile(fixtures + "/plugins/test_plugin.c") +
+                  ReadFile(fixtures + "/plugins/evil.c") +
+                  ReadFile(fixtures + "/plugins/unique_plugin.cpp") +
+                  ReadFile(fixtures + "/patch_elf.py"))
             .substr(0, 16);
     plugins_dir = std::string(CLAWGUARD_BINARY_DIR) + "/tests/loader-plugins-" + version;
     // The last variant make_plugins.sh writes: its presence means the folder is complete.
@@ -169,7 +172,9 @@ struct World {
   ossl::UniquePtr<X509> Leaf(EVP_PKEY* key, const CertSpec& spec) const {
     return Issue(spec, key, inter.get(), inter_key.get());
   }
-  std::string Plugin(const std::string& variant) const { return plugins_dir + "/" + variant + ".so"; }
+  std::string Plugin(const std::string& variant) const {
+    return plugins_dir + "/" + variant + ".so";
+  }
 };
 
 // TrustOpts shapes trust.yaml.
@@ -180,9 +185,10 @@ struct TrustOpts {
   std::vector<std::string> revoked_certs, revoked_keys, crl_files;
   bool allowlist_signer = false;
   std::string rollback = "refuse";
-  std::string limits = "{ max_package: 16MiB, max_unpacked: 64MiB, max_entries: 8, max_ratio: 100 }";
+  std::string limits =
+      "{ max_package: 16MiB, max_unpacked: 64MiB, max_entries: 8, max_ratio: 100 }";
   std::string allowed_needed = "[libc.so.6]";
-  std::string root_pem;        // non-empty: pin this root (PEM) instead of the World's
+  std::string root_pem;              // non-empty: pin this root (PEM) instead of the World's
   std::string allowlist_signer_pem;  // non-empty: pin this allowlist signer instead of the World's
 };
 
@@ -190,11 +196,11 @@ struct TrustOpts {
 struct PackageOpts {
   std::string name = "acme-orders", version = "1.4.2", publisher = "acme";
   int abi = 1;
-  std::string plugin = "alpha";          // variant from make_plugins.sh
+  std::string plugin = "alpha";  // variant from make_plugins.sh
   std::string entry = "lib/libacme_orders.so";
-  std::string extra_files;               // more "  path: sha256:…" lines under files:
+  std::string extra_files;  // more "  path: sha256:…" lines under files:
   std::string capability = "POST /inventory/adjust";
-  nlohmann::json entries_json;           // full override of the archive entries
+  nlohmann::json entries_json;  // full override of the archive entries
   std::string compress = "zstd";
 };
 
@@ -220,8 +226,9 @@ class LoaderFixture : public ::testing::Test {
       WriteFile(dir_.Sub("allow-signer.pem"), t.allowlist_signer_pem);
       signer_sha = PemSha256(t.allowlist_signer_pem);
     }
-    std::string y = "schema: clawguard/trust/v1\nmode: " + t.mode + "\nroots:\n  - file: root.pem\n    sha256: " +
-                    root_sha + "\nrequire_eku: codeSigning\npublishers: " + t.publishers +
+    std::string y = "schema: clawguard/trust/v1\nmode: " + t.mode +
+                    "\nroots:\n  - file: root.pem\n    sha256: " + root_sha +
+                    "\nrequire_eku: codeSigning\npublishers: " + t.publishers +
                     "\nthreshold: " + std::to_string(t.threshold) + "\nrevoked:\n  certificates: [";
     for (size_t i = 0; i < t.revoked_certs.size(); ++i) y += (i ? ", " : "") + t.revoked_certs[i];
     y += "]\n  keys: [";
@@ -230,16 +237,18 @@ class LoaderFixture : public ::testing::Test {
     for (size_t i = 0; i < t.crl_files.size(); ++i) y += (i ? ", " : "") + t.crl_files[i];
     y += "]\nallowlist_signer: ";
     y += t.allowlist_signer ? "{ file: allow-signer.pem, sha256: " + signer_sha + " }" : "null";
-    y += "\nrollback: " + t.rollback + "\nlimits: " + t.limits + "\nelf: { allowed_needed: " + t.allowed_needed + " }\n";
+    y += "\nrollback: " + t.rollback + "\nlimits: " + t.limits +
+         "\nelf: { allowed_needed: " + t.allowed_needed + " }\n";
     const std::string p = dir_.Sub("trust.yaml");
     WriteFile(p, y);
     return p;
   }
 
   std::string ManifestText(const PackageOpts& o, const std::string& so_sha) const {
-    return "schema: clawguard/plugin/v1\nname: " + o.name + "\nversion: " + o.version + "\npublisher: " + o.publisher +
-           "\nabi: " + std::to_string(o.abi) + "\nentry: " + o.entry + "\nfiles:\n  " + o.entry + ": sha256:" + so_sha +
-           "\n" + o.extra_files + "capabilities:\n  erp:\n    - " + o.capability +
+    return "schema: clawguard/plugin/v1\nname: " + o.name + "\nversion: " + o.version +
+           "\npublisher: " + o.publisher + "\nabi: " + std::to_string(o.abi) +
+           "\nentry: " + o.entry + "\nfiles:\n  " + o.entry + ": sha256:" + so_sha + "\n" +
+           o.extra_files + "capabilities:\n  erp:\n    - " + o.capability +
            "\nwebhooks:\n  - route: order.created\n"
            "    idempotency: { level: 2, business_key: /order_id, retention: 7d }\n";
   }
@@ -254,7 +263,8 @@ class LoaderFixture : public ::testing::Test {
     nlohmann::json spec;
     spec["compress"] = o.compress;
     if (o.entries_json.is_null()) {
-      spec["entries"] = {{{"path", "manifest.yaml"}, {"file", mpath}}, {{"path", o.entry}, {"file", so}, {"mode", 0755}}};
+      spec["entries"] = {{{"path", "manifest.yaml"}, {"file", mpath}},
+                         {{"path", o.entry}, {"file", so}, {"mode", 0755}}};
     } else {
       spec["entries"] = o.entries_json;
       for (auto& e : spec["entries"]) {
@@ -264,8 +274,11 @@ class LoaderFixture : public ::testing::Test {
     }
     const std::string spec_path = dir_.Sub("spec-" + std::to_string(counter_) + ".json");
     WriteFile(spec_path, spec.dump());
-    const std::string pkg = dir_.Sub(o.name + "-" + o.version + "-" + std::to_string(counter_) + ".claw");
-    auto r = RunCommand({"python3", std::string(CLAWGUARD_SOURCE_DIR) + "/tests/fixtures/make_package.py", spec_path, pkg});
+    const std::string pkg =
+        dir_.Sub(o.name + "-" + o.version + "-" + std::to_string(counter_) + ".claw");
+    auto r = RunCommand({"python3",
+                         std::string(CLAWGUARD_SOURCE_DIR) + "/tests/fixtures/make_package.py",
+                         spec_path, pkg});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     opts_ = o;
     return pkg;
@@ -282,8 +295,10 @@ class LoaderFixture : public ::testing::Test {
     st.abi = opts_.abi;
     st.manifest_sha256 = Sha256Hex(manifest_text_);
     auto m = ParseManifest(manifest_text_, "manifest.yaml");
-    if (m.ok()) st.manifest = ManifestToJson(*m);
-    else st.manifest = nlohmann::json::object({{"unparsable", true}});
+    if (m.ok())
+      st.manifest = ManifestToJson(*m);
+    else
+      st.manifest = nlohmann::json::object({{"unparsable", true}});
     return st;
   }
 
@@ -296,27 +311,33 @@ class LoaderFixture : public ::testing::Test {
     if (mutate) mutate(st);
     WriteFile(pkg + ".sig", MakeBundle(payload_type, SerializeStatement(st), signers));
   }
-  static SignerRef Default() { return {W().key1.get(), {W().leaf1.get(), W().inter.get()}, "", false}; }
+  static SignerRef Default() {
+    return {W().key1.get(), {W().leaf1.get(), W().inter.get()}, "", false};
+  }
 
   // Allow writes allowlist.yaml listing |pkg| (and |extra| lines).
-  std::string Allow(const std::vector<std::string>& pkgs, int version = 3, const std::string& expires = "2027-12-31T00:00:00Z",
-                    bool sign = false) {
-    std::string y = "schema: clawguard/allowlist/v1\nversion: " + std::to_string(version) + "\nexpires: " + expires +
-                    (pkgs.empty() ? "\nplugins: []\n" : "\nplugins:\n");
+  std::string Allow(const std::vector<std::string>& pkgs, int version = 3,
+                    const std::string& expires = "2027-12-31T00:00:00Z", bool sign = false) {
+    std::string y = "schema: clawguard/allowlist/v1\nversion: " + std::to_string(version) +
+                    "\nexpires: " + expires + (pkgs.empty() ? "\nplugins: []\n" : "\nplugins:\n");
     for (const auto& p : pkgs) {
       Statement st = StatementFor(p);
-      y += "  - { name: " + st.name + ", version: " + st.version + ", sha256: " + st.subject_sha256 + " }\n";
+      y += "  - { name: " + st.name + ", version: " + st.version +
+           ", sha256: " + st.subject_sha256 + " }\n";
     }
     const std::string path = dir_.Sub("allowlist.yaml");
     WriteFile(path, y);
     if (sign) {
-      WriteFile(path + ".sig", MakeBundle(std::string(kAllowlistPayloadType), y,
-                                          {{W().allow_key.get(), {W().allow_cert.get(), W().inter.get()}, "", false}}));
+      WriteFile(
+          path + ".sig",
+          MakeBundle(std::string(kAllowlistPayloadType), y,
+                     {{W().allow_key.get(), {W().allow_cert.get(), W().inter.get()}, "", false}}));
     }
     return path;
   }
 
-  Result<std::unique_ptr<Loader>> MakeLoader(Ledger* ledger = nullptr, const TrustOpts& t = TrustOpts{}) {
+  Result<std::unique_ptr<Loader>> MakeLoader(Ledger* ledger = nullptr,
+                                             const TrustOpts& t = TrustOpts{}) {
     LoaderOptions o;
     o.trust_policy_path = WriteTrust(t);
     o.allowlist_path = dir_.Sub("allowlist.yaml");
@@ -328,11 +349,13 @@ class LoaderFixture : public ::testing::Test {
   }
 
   // ExpectRefused loads |pkg| and asserts the exact reason and that the library never ran.
-  void ExpectRefused(const std::string& pkg, Reason want, Ledger* ledger = nullptr, const TrustOpts& t = TrustOpts{}) {
+  void ExpectRefused(const std::string& pkg, Reason want, Ledger* ledger = nullptr,
+                     const TrustOpts& t = TrustOpts{}) {
     auto loader = MakeLoader(ledger, t);
     ASSERT_TRUE(loader.ok()) << loader.error().ToString();
     auto loaded = (*loader)->Load(pkg);
-    ASSERT_FALSE(loaded.ok()) << "loaded a package that should be refused with " << ReasonName(want);
+    ASSERT_FALSE(loaded.ok()) << "loaded a package that should be refused with "
+                              << ReasonName(want);
     EXPECT_EQ(loaded.error().reason(), want) << loaded.error().ToString();
     EXPECT_FALSE(std::filesystem::exists(marker_)) << "the plugin's constructor ran";
   }

@@ -32,7 +32,8 @@ class NonFileInputTest : public LoaderFixture {
   // was refused.
   static std::string Outcome(Result<std::unique_ptr<Loader>> loader, const std::string& pkg) {
     if (!loader.ok()) {
-      return "CREATE " + std::string(ReasonName(loader.error().reason())) + "\n" + loader.error().message();
+      return "CREATE " + std::string(ReasonName(loader.error().reason())) + "\n" +
+             loader.error().message();
     }
     auto loaded = (*loader)->Load(pkg);
     if (loaded.ok()) return "LOADED";
@@ -60,7 +61,8 @@ class NonFileInputTest : public LoaderFixture {
     ASSERT_TRUE(r.kind == ChildResult::Kind::kFinished) << r.detail;
     const size_t nl = r.output.find('\n');
     EXPECT_EQ(r.output.substr(0, nl), want_prefix) << r.output;
-    EXPECT_NE(r.output.find(message_part), std::string::npos) << "expected '" << message_part << "' in: " << r.output;
+    EXPECT_NE(r.output.find(message_part), std::string::npos)
+        << "expected '" << message_part << "' in: " << r.output;
     EXPECT_FALSE(MarkerExists()) << "the plugin's constructor ran";
   }
 };
@@ -79,12 +81,14 @@ TEST_F(NonFileInputTest, FifoAsPackageIsRefusedAtOnceAsUnsigned) {
 
 TEST_F(NonFileInputTest, DevZeroAsPackageIsRefused) {
   Allow({});
-  ExpectRefusedInChild("/dev/zero", Reason::kUnsigned, "not a regular file: it is a character device");
+  ExpectRefusedInChild("/dev/zero", Reason::kUnsigned,
+                       "not a regular file: it is a character device");
 }
 
 TEST_F(NonFileInputTest, DevNullAsPackageIsRefused) {
   Allow({});
-  ExpectRefusedInChild("/dev/null", Reason::kUnsigned, "not a regular file: it is a character device");
+  ExpectRefusedInChild("/dev/null", Reason::kUnsigned,
+                       "not a regular file: it is a character device");
 }
 
 TEST_F(NonFileInputTest, DevZeroAsSignatureBundleIsRefused) {
@@ -131,10 +135,12 @@ TEST_F(NonFileInputTest, FifoAsTrustPolicyRootOrCrlIsConfigInvalid) {
   // trust.yaml itself.
   const std::string fifo_trust = dir_.Sub("trust-fifo.yaml");
   Fifo(fifo_trust);
-  ExpectOutcomeInChild(create_in_child(fifo_trust), "CREATE config_invalid", "not a regular file: it is a FIFO");
+  ExpectOutcomeInChild(create_in_child(fifo_trust), "CREATE config_invalid",
+                       "not a regular file: it is a FIFO");
   // A pinned root named in it.
   Fifo(dir_.Sub("root.pem"));
-  ExpectOutcomeInChild(create_in_child(trust), "CREATE config_invalid", "not a regular file: it is a FIFO");
+  ExpectOutcomeInChild(create_in_child(trust), "CREATE config_invalid",
+                       "not a regular file: it is a FIFO");
   // A CRL named in it.
   std::filesystem::remove(dir_.Sub("root.pem"));  // writing into a FIFO would block the test
   WriteFile(dir_.Sub("root.pem"), CertPem(W().root.get()));
@@ -142,7 +148,8 @@ TEST_F(NonFileInputTest, FifoAsTrustPolicyRootOrCrlIsConfigInvalid) {
   TrustOpts t;
   t.crl_files = {"inter.crl"};
   const std::string with_crl = WriteTrust(t);
-  ExpectOutcomeInChild(create_in_child(with_crl), "CREATE config_invalid", "not a regular file: it is a FIFO");
+  ExpectOutcomeInChild(create_in_child(with_crl), "CREATE config_invalid",
+                       "not a regular file: it is a FIFO");
 }
 
 // LieAboutEntrySize rewrites the ustar header of |entry| in the uncompressed tar |tar| so that it
@@ -153,7 +160,8 @@ std::string LieAboutEntrySize(std::string tar, const std::string& entry, uint64_
     if (tar.compare(off + 257, 5, "ustar") != 0) continue;
     char* h = tar.data() + off;
     h[124] = static_cast<char>(0x80);  // base-256 marker, then 11 big-endian bytes
-    for (int i = 0; i < 11; ++i) h[135 - i] = static_cast<char>(i < 8 ? (size >> (8 * i)) & 0xff : 0);
+    for (int i = 0; i < 11; ++i)
+      h[135 - i] = static_cast<char>(i < 8 ? (size >> (8 * i)) & 0xff : 0);
     std::memset(h + 148, ' ', 8);
     unsigned sum = 0;
     for (int i = 0; i < 512; ++i) sum += static_cast<unsigned char>(h[i]);
@@ -182,7 +190,8 @@ TEST_F(NonFileInputTest, TarEntryDeclaringAHugeSizeIsArchiveUnsafeWithoutAllocat
   // would throw std::bad_alloc through the loader and kill the child.
   TrustOpts t;
   t.limits = "{ max_package: 16MiB, max_unpacked: 64GiB, max_entries: 8, max_ratio: 1000000 }";
-  ExpectRefusedInChild(pkg, Reason::kArchiveUnsafe, "cannot be read", t, /*address_space_headroom=*/1ull << 30);
+  ExpectRefusedInChild(pkg, Reason::kArchiveUnsafe, "cannot be read", t,
+                       /*address_space_headroom=*/1ull << 30);
 }
 
 }  // namespace

@@ -159,7 +159,8 @@ TEST_F(SignatureAttackTest, RefusesRevokedKey) {
 
 TEST_F(SignatureAttackTest, RefusesCrlRevokedCertificate) {
   const std::string pkg = Honest();
-  auto crl = MakeCrl(W().inter.get(), W().inter_key.get(), {1}, kJan2026, kJan2030);  // leaf1 is serial 1
+  auto crl =
+      MakeCrl(W().inter.get(), W().inter_key.get(), {1}, kJan2026, kJan2030);  // leaf1 is serial 1
   WriteFile(dir_.Sub("inter.crl"), CrlPem(crl.get()));
   TrustOpts t;
   t.crl_files = {"inter.crl"};
@@ -191,8 +192,10 @@ TEST_F(SignatureAttackTest, RefusesOrganizationOtherThanPublisher) {
   s.subject = {{"O", "evil"}, {"CN", "evil release"}};
   auto leaf = W().Leaf(W().key1.get(), s);
   TrustOpts t;
-  t.publishers = "{ acme: [\"acme-*\"], evil: [\"acme-*\"] }";  // even a trusted O must match the predicate
-  ExpectRefused(SignedByLeaf(leaf.get(), {W().inter.get()}), Reason::kPublisherNotAllowed, nullptr, t);
+  t.publishers =
+      "{ acme: [\"acme-*\"], evil: [\"acme-*\"] }";  // even a trusted O must match the predicate
+  ExpectRefused(SignedByLeaf(leaf.get(), {W().inter.get()}), Reason::kPublisherNotAllowed, nullptr,
+                t);
 }
 
 TEST_F(SignatureAttackTest, RefusesPublisherNotAllowedForName) {

@@ -26,7 +26,7 @@ namespace clawguard::testing {
 inline constexpr int64_t kJan2020 = 1577836800;
 inline constexpr int64_t kJan2021 = 1609459200;
 inline constexpr int64_t kJan2026 = 1767225600;
-inline constexpr int64_t kNow = 1796083200;      // 2026-12-01T00:00:00Z: the tests' clock
+inline constexpr int64_t kNow = 1796083200;  // 2026-12-01T00:00:00Z: the tests' clock
 inline constexpr int64_t kDec15_2026 = 1797292800;
 inline constexpr int64_t kJan2030 = 1893456000;
 inline constexpr int64_t kJan2031 = 1924992000;
@@ -49,7 +49,8 @@ inline ossl::UniquePtr<EVP_PKEY> NewRsaKey(size_t bits) {
 inline ossl::UniquePtr<EVP_PKEY> WithPointFormat(EVP_PKEY* key, const char* form) {
   ossl::UniquePtr<EVP_PKEY> copy(EVP_PKEY_dup(key));
   Need(copy != nullptr, "EVP_PKEY_dup");
-  Need(EVP_PKEY_set_utf8_string_param(copy.get(), OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT, form) == 1,
+  Need(EVP_PKEY_set_utf8_string_param(copy.get(), OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT,
+                                      form) == 1,
        "point conversion format");
   return copy;
 }
@@ -57,22 +58,25 @@ inline ossl::UniquePtr<EVP_PKEY> WithPointFormat(EVP_PKEY* key, const char* form
 // EncodedSpkiSha256 is the hex sha256 of |cert|'s SubjectPublicKeyInfo exactly as encoded in it.
 inline std::string EncodedSpkiSha256(X509* cert) {
   unsigned char* raw = nullptr;
-  const int len = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(cert), &raw);  // allocates |raw|; owned by |der|
+  const int len =
+      i2d_X509_PUBKEY(X509_get_X509_PUBKEY(cert), &raw);  // allocates |raw|; owned by |der|
   const ossl::UniqueBuffer der(raw);
   Need(len > 0, "i2d_X509_PUBKEY");
-  return Sha256Hex(std::string_view(reinterpret_cast<const char*>(der.get()), static_cast<size_t>(len)));
+  return Sha256Hex(
+      std::string_view(reinterpret_cast<const char*>(der.get()), static_cast<size_t>(len)));
 }
 
 inline ossl::UniquePtr<EVP_PKEY> NewKey(const char* type = "EC") {
-  EVP_PKEY* k = std::string(type) == "EC" ? EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256")
+  EVP_PKEY* k = std::string(type) == "EC"      ? EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256")
                 : std::string(type) == "P-384" ? EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-384")
-                                                : EVP_PKEY_Q_keygen(nullptr, nullptr, type);
+                                               : EVP_PKEY_Q_keygen(nullptr, nullptr, type);
   Need(k != nullptr, "keygen");
   return ossl::UniquePtr<EVP_PKEY>(k);
 }
 
 struct CertSpec {
-  std::vector<std::pair<std::string, std::string>> subject = {{"O", "acme"}, {"CN", "acme release"}};
+  std::vector<std::pair<std::string, std::string>> subject = {{"O", "acme"},
+                                                              {"CN", "acme release"}};
   int64_t not_before = kJan2026;
   int64_t not_after = kJan2036;
   bool ca = false;
@@ -80,10 +84,10 @@ struct CertSpec {
   int pathlen = -1;
   std::string eku = "codeSigning";  // "" = no extendedKeyUsage extension (leaves only)
   long serial = 1;
-  std::string ca_eku;               // extendedKeyUsage of a CA certificate ("" = none)
-  std::string key_usage;            // overrides keyUsage ("" = the default for ca, "none" = omit)
-  std::string basic_constraints;    // overrides basicConstraints ("" = the default, "none" = omit)
-  std::string digest = "sha256";    // the issuer's signature digest: "sha256" or "sha1"
+  std::string ca_eku;             // extendedKeyUsage of a CA certificate ("" = none)
+  std::string key_usage;          // overrides keyUsage ("" = the default for ca, "none" = omit)
+  std::string basic_constraints;  // overrides basicConstraints ("" = the default, "none" = omit)
+  std::string digest = "sha256";  // the issuer's signature digest: "sha256" or "sha1"
 };
 
 inline void AddExt(X509* x, X509V3_CTX* ctx, int nid, const std::string& value) {
@@ -93,21 +97,26 @@ inline void AddExt(X509* x, X509V3_CTX* ctx, int nid, const std::string& value) 
 }
 
 // Issue makes a certificate for |subject_key| signed by |issuer_key| (|issuer| null: self-signed).
-inline ossl::UniquePtr<X509> Issue(const CertSpec& s, EVP_PKEY* subject_key, X509* issuer, EVP_PKEY* issuer_key) {
+inline ossl::UniquePtr<X509> Issue(const CertSpec& s, EVP_PKEY* subject_key, X509* issuer,
+                                   EVP_PKEY* issuer_key) {
   ossl::UniquePtr<X509> x(X509_new());
   Need(x != nullptr, "X509_new");
   Need(X509_set_version(x.get(), X509_VERSION_3) == 1, "version");
   Need(ASN1_INTEGER_set(X509_get_serialNumber(x.get()), s.serial) == 1, "serial");
-  Need(ASN1_TIME_set(X509_getm_notBefore(x.get()), static_cast<time_t>(s.not_before)) != nullptr, "notBefore");
-  Need(ASN1_TIME_set(X509_getm_notAfter(x.get()), static_cast<time_t>(s.not_after)) != nullptr, "notAfter");
+  Need(ASN1_TIME_set(X509_getm_notBefore(x.get()), static_cast<time_t>(s.not_before)) != nullptr,
+       "notBefore");
+  Need(ASN1_TIME_set(X509_getm_notAfter(x.get()), static_cast<time_t>(s.not_after)) != nullptr,
+       "notAfter");
   ossl::UniquePtr<X509_NAME> name(X509_NAME_new());
   for (const auto& [k, v] : s.subject) {
     Need(X509_NAME_add_entry_by_txt(name.get(), k.c_str(), MBSTRING_UTF8,
-                                    reinterpret_cast<const unsigned char*>(v.c_str()), -1, -1, 0) == 1,
+                                    reinterpret_cast<const unsigned char*>(v.c_str()), -1, -1,
+                                    0) == 1,
          "subject");
   }
   Need(X509_set_subject_name(x.get(), name.get()) == 1, "set subject");  // copies
-  Need(X509_set_issuer_name(x.get(), issuer ? X509_get_subject_name(issuer) : name.get()) == 1, "set issuer");
+  Need(X509_set_issuer_name(x.get(), issuer ? X509_get_subject_name(issuer) : name.get()) == 1,
+       "set issuer");
   Need(X509_set_pubkey(x.get(), subject_key) == 1, "set pubkey");  // up-refs the key
   X509V3_CTX ctx;
   X509V3_set_ctx_nodb(&ctx);
@@ -133,24 +142,28 @@ inline ossl::UniquePtr<X509> Issue(const CertSpec& s, EVP_PKEY* subject_key, X50
   return x;
 }
 
-inline ossl::UniquePtr<X509_CRL> MakeCrl(X509* issuer, EVP_PKEY* key, const std::vector<long>& serials,
-                                         int64_t last, int64_t next) {
+inline ossl::UniquePtr<X509_CRL> MakeCrl(X509* issuer, EVP_PKEY* key,
+                                         const std::vector<long>& serials, int64_t last,
+                                         int64_t next) {
   ossl::UniquePtr<X509_CRL> crl(X509_CRL_new());
   Need(crl != nullptr && X509_CRL_set_version(crl.get(), 1) == 1, "CRL version");
   Need(X509_CRL_set_issuer_name(crl.get(), X509_get_subject_name(issuer)) == 1, "CRL issuer");
   const ossl::UniquePtr<ASN1_TIME> t1(ASN1_TIME_set(nullptr, static_cast<time_t>(last)));
   const ossl::UniquePtr<ASN1_TIME> t2(ASN1_TIME_set(nullptr, static_cast<time_t>(next)));
   // set1: the CRL copies both times.
-  Need(X509_CRL_set1_lastUpdate(crl.get(), t1.get()) == 1 && X509_CRL_set1_nextUpdate(crl.get(), t2.get()) == 1,
+  Need(X509_CRL_set1_lastUpdate(crl.get(), t1.get()) == 1 &&
+           X509_CRL_set1_nextUpdate(crl.get(), t2.get()) == 1,
        "CRL times");
   for (long serial : serials) {
     ossl::UniquePtr<X509_REVOKED> r(X509_REVOKED_new());
     const ossl::UniquePtr<ASN1_INTEGER> n(ASN1_INTEGER_new());
     Need(r != nullptr && n != nullptr && ASN1_INTEGER_set(n.get(), serial) == 1, "revoked entry");
     // Both setters copy their argument.
-    Need(X509_REVOKED_set_serialNumber(r.get(), n.get()) == 1 && X509_REVOKED_set_revocationDate(r.get(), t1.get()) == 1,
+    Need(X509_REVOKED_set_serialNumber(r.get(), n.get()) == 1 &&
+             X509_REVOKED_set_revocationDate(r.get(), t1.get()) == 1,
          "revoked");
-    Need(X509_CRL_add0_revoked(crl.get(), r.get()) == 1, "add0_revoked");  // add0: takes ownership of r
+    Need(X509_CRL_add0_revoked(crl.get(), r.get()) == 1,
+         "add0_revoked");  // add0: takes ownership of r
     (void)r.release();
   }
   Need(X509_CRL_sort(crl.get()) == 1, "CRL sort");
@@ -199,7 +212,8 @@ inline ossl::UniquePtr<X509> EcdsaTwin(X509* cert) {
   const int len = i2d_ECDSA_SIG(flipped.get(), &raw);  // allocates |raw|; owned by |der|
   const ossl::UniqueBuffer der(raw);
   auto* writable = const_cast<ASN1_BIT_STRING*>(sig);  // |twin| is ours alone
-  Need(len > 0 && ASN1_BIT_STRING_set(writable, der.get(), len) == 1, "set the twin signature");  // copies
+  Need(len > 0 && ASN1_BIT_STRING_set(writable, der.get(), len) == 1,
+       "set the twin signature");  // copies
   writable->flags &= ~0x07;
   writable->flags |= ASN1_STRING_FLAG_BITS_LEFT;
   return twin;
@@ -209,9 +223,11 @@ inline ossl::UniquePtr<X509> EcdsaTwin(X509* cert) {
 inline std::string SignRaw(EVP_PKEY* key, const std::string& msg) {
   ossl::UniquePtr<EVP_MD_CTX> ctx(EVP_MD_CTX_new());
   const bool ed = EVP_PKEY_get_id(key) == EVP_PKEY_ED25519;
-  Need(EVP_DigestSignInit(ctx.get(), nullptr, ed ? nullptr : EVP_sha256(), nullptr, key) == 1, "DigestSignInit");
+  Need(EVP_DigestSignInit(ctx.get(), nullptr, ed ? nullptr : EVP_sha256(), nullptr, key) == 1,
+       "DigestSignInit");
   size_t len = 0;
-  Need(EVP_DigestSign(ctx.get(), nullptr, &len, reinterpret_cast<const unsigned char*>(msg.data()), msg.size()) == 1,
+  Need(EVP_DigestSign(ctx.get(), nullptr, &len, reinterpret_cast<const unsigned char*>(msg.data()),
+                      msg.size()) == 1,
        "DigestSign size");
   std::string sig(len, '\0');
   Need(EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len,

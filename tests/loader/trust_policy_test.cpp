@@ -20,7 +20,8 @@ class TrustPolicyTest : public LoaderFixture {
   }
   std::string Base() const {
     return "schema: clawguard/trust/v1\nmode: enforce\nroots:\n  - file: root.pem\n    sha256: " +
-           CertSha256(W().root.get()) + "\nrequire_eku: codeSigning\npublishers: { acme: [\"acme-*\"] }\nthreshold: 1\n";
+           CertSha256(W().root.get()) +
+           "\nrequire_eku: codeSigning\npublishers: { acme: [\"acme-*\"] }\nthreshold: 1\n";
   }
   void ExpectConfigInvalid(const std::string& text, const std::string& needle) {
     auto p = LoadText(text);
@@ -50,8 +51,12 @@ TEST_F(TrustPolicyTest, RefusesRootPinMismatch) {
   ExpectConfigInvalid(t, "pin mismatch");
 }
 
-TEST_F(TrustPolicyTest, RefusesUnknownKey) { ExpectConfigInvalid(Base() + "treshold: 2\n", "unknown key"); }
-TEST_F(TrustPolicyTest, RefusesDuplicateKey) { ExpectConfigInvalid(Base() + "threshold: 2\n", "threshold"); }
+TEST_F(TrustPolicyTest, RefusesUnknownKey) {
+  ExpectConfigInvalid(Base() + "treshold: 2\n", "unknown key");
+}
+TEST_F(TrustPolicyTest, RefusesDuplicateKey) {
+  ExpectConfigInvalid(Base() + "threshold: 2\n", "threshold");
+}
 TEST_F(TrustPolicyTest, RefusesZeroThreshold) {
   std::string t = Base();
   t.replace(t.find("threshold: 1"), 12, "threshold: 0");
@@ -81,14 +86,16 @@ TEST_F(TrustPolicyTest, RefusesBadRevokedDigest) {
 TEST_F(TrustPolicyTest, RefusesAllowedNeededThatIsNotABareName) {
   // '/' makes ld.so open a path; '$' starts a dynamic string token that expands into one.
   for (const char* name : {"/lib/libc.so.6", "$ORIGIN", "libc.so.6 ", "$LIB"}) {
-    ExpectConfigInvalid(Base() + "elf: { allowed_needed: [\"" + std::string(name) + "\"] }\n", "bare soname");
+    ExpectConfigInvalid(Base() + "elf: { allowed_needed: [\"" + std::string(name) + "\"] }\n",
+                        "bare soname");
   }
 }
 TEST_F(TrustPolicyTest, RefusesYesAsNumber) {
   ExpectConfigInvalid(Base() + "limits: { max_entries: yes }\n", "max_entries");
 }
 TEST_F(TrustPolicyTest, RefusesAllowlistSignerPinMismatch) {
-  ExpectConfigInvalid(Base() + "allowlist_signer: { file: allow-signer.pem, sha256: " + std::string(64, '1') + " }\n",
+  ExpectConfigInvalid(Base() + "allowlist_signer: { file: allow-signer.pem, sha256: " +
+                          std::string(64, '1') + " }\n",
                       "pin mismatch");
 }
 TEST_F(TrustPolicyTest, LoaderCreateReportsConfigInvalid) {

@@ -75,10 +75,14 @@ class UnloadReuseTest : public LoaderFixture {
     const std::string pgood = MakePackage(good);
     Sign(pgood);
     const Statement sgood = StatementFor(pgood);
-    WriteFile(dir_.Sub("allowlist.yaml"),
-              "schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2027-12-31T00:00:00Z\nplugins:\n"
-              "  - { name: acme-bad, version: 1.4.2, sha256: " + sbad.subject_sha256 + " }\n"
-              "  - { name: acme-good, version: 1.4.2, sha256: " + sgood.subject_sha256 + " }\n");
+    WriteFile(
+        dir_.Sub("allowlist.yaml"),
+        "schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2027-12-31T00:00:00Z\nplugins:\n"
+        "  - { name: acme-bad, version: 1.4.2, sha256: " +
+            sbad.subject_sha256 +
+            " }\n"
+            "  - { name: acme-good, version: 1.4.2, sha256: " +
+            sgood.subject_sha256 + " }\n");
     auto loader = MakeLoader();
     ASSERT_TRUE(loader.ok()) << loader.error().ToString();
     const size_t retained_before = RetainedLibraryCount();
@@ -104,7 +108,8 @@ TEST_F(UnloadReuseTest, RefusedCxxPluginWithInlineStaticThenGoodPluginAnswersAsI
   RefusedThenGood("uniq", Reason::kLoadFailed);
 }
 
-TEST_F(UnloadReuseTest, RefusedPluginWithPendingThreadLocalDestructorThenGoodPluginAnswersAsItself) {
+TEST_F(UnloadReuseTest,
+       RefusedPluginWithPendingThreadLocalDestructorThenGoodPluginAnswersAsItself) {
   RefusedThenGood("tlsdtor", Reason::kLoadFailed);
 }
 

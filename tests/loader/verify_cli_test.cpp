@@ -20,7 +20,8 @@ class VerifyCliTest : public LoaderFixture {
 
 TEST_F(VerifyCliTest, PrintsExactJsonForVerifiedPackage) {
   const std::string pkg = SignedForNow();
-  auto r = RunClawguard({"verify", pkg, "--trust", WriteTrust(TrustOpts{}), "--allowlist", dir_.Sub("allowlist.yaml"), "--json"});
+  auto r = RunClawguard({"verify", pkg, "--trust", WriteTrust(TrustOpts{}), "--allowlist",
+                         dir_.Sub("allowlist.yaml"), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["verdict"], "verified");
@@ -42,7 +43,8 @@ TEST_F(VerifyCliTest, RefusedExitsOneWithReason) {
   std::string b = ReadFile(pkg);
   b[b.size() / 2] = static_cast<char>(b[b.size() / 2] ^ 1);
   WriteFile(pkg, b);
-  auto r = RunClawguard({"verify", pkg, "--trust", WriteTrust(TrustOpts{}), "--allowlist", dir_.Sub("allowlist.yaml"), "--json"});
+  auto r = RunClawguard({"verify", pkg, "--trust", WriteTrust(TrustOpts{}), "--allowlist",
+                         dir_.Sub("allowlist.yaml"), "--json"});
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["verdict"], "refused");
@@ -52,7 +54,8 @@ TEST_F(VerifyCliTest, RefusedExitsOneWithReason) {
 TEST_F(VerifyCliTest, BadPolicyExitsTwo) {
   const std::string pkg = SignedForNow();
   WriteFile(dir_.Sub("bad.yaml"), "schema: clawguard/trust/v1\nmode: maybe\n");
-  auto r = RunClawguard({"verify", pkg, "--trust", dir_.Sub("bad.yaml"), "--allowlist", dir_.Sub("allowlist.yaml")});
+  auto r = RunClawguard(
+      {"verify", pkg, "--trust", dir_.Sub("bad.yaml"), "--allowlist", dir_.Sub("allowlist.yaml")});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
 }
 
@@ -62,8 +65,9 @@ TEST_F(VerifyCliTest, SqliteLedgerRecordsThenRefusesOverwriteAndRollback) {
   const std::string store = "sqlite:" + dir_.Sub("state.db");
   const std::string trust = WriteTrust(TrustOpts{});
   auto verify = [&](const std::string& pkg, bool record) {
-    std::vector<std::string> args{"verify", pkg, "--trust", trust, "--allowlist", dir_.Sub("allowlist.yaml"),
-                                  "--ledger", store, "--json"};
+    std::vector<std::string> args{"verify",   pkg,           "--trust",
+                                  trust,      "--allowlist", dir_.Sub("allowlist.yaml"),
+                                  "--ledger", store,         "--json"};
     if (record) args.push_back("--record");
     return RunClawguard(args);
   };
@@ -112,20 +116,23 @@ TEST_F(VerifyCliTest, TwoConcurrentRecordingProcessesNeverDeployALowerVersionLas
   for (int round = 0; round < kRounds; ++round) {
     const std::string name = "acme-race-" + std::to_string(round);
     std::vector<std::string> pkgs;
-    std::string allow = "schema: clawguard/allowlist/v1\nversion: 3\nexpires: 2099-12-31T00:00:00Z\nplugins:\n";
+    std::string allow =
+        "schema: clawguard/allowlist/v1\nversion: 3\nexpires: 2099-12-31T00:00:00Z\nplugins:\n";
     for (const std::string version : {"1.5.0", "1.4.0"}) {
       PackageOpts o;
       o.name = name;
       o.version = version;
       pkgs.push_back(MakePackage(o));
       Sign(pkgs.back());
-      allow += "  - { name: " + name + ", version: " + version + ", sha256: " + Sha256Hex(ReadFile(pkgs.back())) + " }\n";
+      allow += "  - { name: " + name + ", version: " + version +
+               ", sha256: " + Sha256Hex(ReadFile(pkgs.back())) + " }\n";
     }
     WriteFile(dir_.Sub("allowlist.yaml"), allow);
     CommandResult high, low;
     auto run = [&](const std::string& pkg, CommandResult& out) {
-      out = RunClawguard({"verify", pkg, "--trust", trust, "--allowlist", dir_.Sub("allowlist.yaml"), "--ledger", store,
-                          "--record", "--audit-log", audit_log, "--json"});
+      out =
+          RunClawguard({"verify", pkg, "--trust", trust, "--allowlist", dir_.Sub("allowlist.yaml"),
+                        "--ledger", store, "--record", "--audit-log", audit_log, "--json"});
     };
     std::thread a(run, pkgs[0], std::ref(high));
     std::thread b(run, pkgs[1], std::ref(low));
@@ -145,10 +152,12 @@ TEST_F(VerifyCliTest, TwoConcurrentRecordingProcessesNeverDeployALowerVersionLas
       if (row["name"] == name && row["kind"] == "deploy") deployed.push_back(row["version"]);
     }
     ASSERT_FALSE(deployed.empty()) << shown.out;
-    EXPECT_EQ(deployed.back(), "1.5.0") << "round " << round << ": the lower version was deployed last";
+    EXPECT_EQ(deployed.back(), "1.5.0")
+        << "round " << round << ": the lower version was deployed last";
     EXPECT_EQ(deployed.size(), low.exit_code == 0 ? 2u : 1u);
   }
-  auto verified = RunClawguard({"ledger", "verify", "--store", store, "--anchor", dir_.Sub("ledger-anchor.json")});
+  auto verified = RunClawguard(
+      {"ledger", "verify", "--store", store, "--anchor", dir_.Sub("ledger-anchor.json")});
   EXPECT_EQ(verified.exit_code, 0) << verified.out << verified.err;
   ::testing::Test::RecordProperty("rollbacks_refused", refused);
 }

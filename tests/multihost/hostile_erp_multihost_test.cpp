@@ -71,9 +71,10 @@ class MultiHostHostileErpTest : public ::testing::Test {
     ASSERT_FALSE(db_.url().empty());
     const std::string path = f_.dir().Sub("host.yaml");
     std::string yaml = ReadFile(path);
-    for (const auto& [from, to] : {std::pair<std::string, std::string>{"store: sqlite:state/state.db\n",
-                                                                       "store: " + db_.url() + "\n"},
-                                   {"base_url: " + f_.erp().base_url() + "\n", "base_url: " + erp_->base_url() + "\n"}}) {
+    for (const auto& [from, to] :
+         {std::pair<std::string, std::string>{"store: sqlite:state/state.db\n",
+                                              "store: " + db_.url() + "\n"},
+          {"base_url: " + f_.erp().base_url() + "\n", "base_url: " + erp_->base_url() + "\n"}}) {
       const size_t at = yaml.find(from);
       ASSERT_NE(at, std::string::npos) << from << " not in " << yaml;
       yaml.replace(at, from.size(), to);
@@ -103,9 +104,11 @@ class MultiHostHostileErpTest : public ::testing::Test {
         for (int attempt = 0; attempt < 400; ++attempt) {
           r = DeliverTo(ports_[rng() % ports_.size()], Id(e), Body(e));
           if (r.ok && done(r)) break;
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));  // platform pacing, not a timing assert
+          std::this_thread::sleep_for(
+              std::chrono::milliseconds(100));  // platform pacing, not a timing assert
         }
-        EXPECT_TRUE(r.ok && done(r)) << "event " << e << " level " << level << ": " << r.status << " " << r.body;
+        EXPECT_TRUE(r.ok && done(r))
+            << "event " << e << " level " << level << ": " << r.status << " " << r.body;
       });
     }
     for (auto& t : platform) t.join();
@@ -114,7 +117,9 @@ class MultiHostHostileErpTest : public ::testing::Test {
   static std::string Id(int e) { return "msg_mh_hostile_" + std::to_string(e); }
   static std::string Body(int e) { return HostFixture::OrderBody("ord_" + std::to_string(e)); }
   static std::string EventKey(int level, int e) {
-    return DeriveEventKey(level, "acme-orders", "order.created", Id(e), "ord_" + std::to_string(e), Body(e)).key;
+    return DeriveEventKey(level, "acme-orders", "order.created", Id(e), "ord_" + std::to_string(e),
+                          Body(e))
+        .key;
   }
 
   // ExpectOneSendPerRowAtATime: one effect per call, and no request for a key while an earlier
@@ -158,12 +163,14 @@ TEST_F(MultiHostHostileErpTest, IntentsConfirmedWhileTwoHostsRunAreEachSentByOne
   Deliver(3, [](const Reply& r) { return r.status == 202; });
   EXPECT_EQ(erp_->Stats().requests, 0u);
   for (int e = 0; e < kEvents; ++e) {
-    auto confirm = RunClawguard({"idem", "confirm", EventKey(3, e), "--store", db_.url(), "--audit-log",
-                                 f_.dir().Sub("operator.jsonl")});
+    auto confirm = RunClawguard({"idem", "confirm", EventKey(3, e), "--store", db_.url(),
+                                 "--audit-log", f_.dir().Sub("operator.jsonl")});
     ASSERT_EQ(confirm.exit_code, 0) << confirm.out << confirm.err;
   }
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);  // a guard, not a measure
-  while (erp_->Stats().effects < static_cast<size_t>(2 * kEvents) && std::chrono::steady_clock::now() < until) {
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::seconds(120);  // a guard, not a measure
+  while (erp_->Stats().effects < static_cast<size_t>(2 * kEvents) &&
+         std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   // Both hosts keep running a while longer: a second send of any row would show now.

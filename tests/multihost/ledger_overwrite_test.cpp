@@ -63,8 +63,8 @@ uint16_t PortOf(const HostProcess& p, const char* which) {
 nlohmann::json AdminReady(const HostProcess& p) {
   auto conn = RawConnection::Connect(PortOf(p, "admin"));
   if (conn == nullptr) return nullptr;
-  if (!conn->Send(testing::SimpleRequest("GET", "/readyz", "", std::string("Authorization: Bearer ") + kAdminToken +
-                                                                   "\r\n"))) {
+  if (!conn->Send(testing::SimpleRequest(
+          "GET", "/readyz", "", std::string("Authorization: Bearer ") + kAdminToken + "\r\n"))) {
     return nullptr;
   }
   const auto r = conn->ReadResponse();
@@ -74,9 +74,10 @@ nlohmann::json AdminReady(const HostProcess& p) {
 // SignWith signs |pkg| (replacing its bundle) with |key| and |chain|, outside any ledger.
 void SignWith(const clawguard::testing::SoftHsmToken& hsm, const clawguard::testing::TestKey& key,
               const std::string& chain, const std::string& pkg) {
-  const auto r = RunClawguard({"sign", "--module", hsm.module_path(), "--key", key.uri, "--pin-source",
-                               hsm.PinSource(), "--chain", chain, "--no-ledger", pkg},
-                              hsm.Env());
+  const auto r =
+      RunClawguard({"sign", "--module", hsm.module_path(), "--key", key.uri, "--pin-source",
+                    hsm.PinSource(), "--chain", chain, "--no-ledger", pkg},
+                   hsm.Env());
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
 
@@ -96,8 +97,10 @@ TEST(MultiHostLedgerTest, OverwrittenVersionIsRefusedOnHostBAfterHostAAcceptedTh
   pki.root_pem = pki.dir + "/root.pem";
   pki.intermediate_pem = pki.dir + "/intermediate.pem";
   pki.root_sha256 = ReadFile(pki.dir + "/root.sha256");
-  const std::string chain = clawguard::testing::IssueLeaf(hsm, key, pki, "acme-2", "/O=acme/CN=acme release");
-  ASSERT_NO_FATAL_FAILURE(SignWith(hsm, key, chain, a.dir().Sub(std::string("plugins/") + kPackage)));
+  const std::string chain =
+      clawguard::testing::IssueLeaf(hsm, key, pki, "acme-2", "/O=acme/CN=acme release");
+  ASSERT_NO_FATAL_FAILURE(
+      SignWith(hsm, key, chain, a.dir().Sub(std::string("plugins/") + kPackage)));
 
   // Host B's directory: the same config and trust; 1.4.2 rebuilt with other bytes, re-signed by
   // the same key and allowlisted by its digest — only the shared ledger can tell.
@@ -107,7 +110,8 @@ TEST(MultiHostLedgerTest, OverwrittenVersionIsRefusedOnHostBAfterHostAAcceptedTh
     const std::string so = b.Sub("stage/lib/libacme_orders.so");
     WriteFile(so, ReadFile(so) + "injected");
   }
-  auto packed = RunClawguard({"pack", "--manifest", b.Sub("stage/manifest.yaml"), "--out", b.Sub("plugins")});
+  auto packed =
+      RunClawguard({"pack", "--manifest", b.Sub("stage/manifest.yaml"), "--out", b.Sub("plugins")});
   ASSERT_EQ(packed.exit_code, 0) << packed.err;
   const std::string pkg_b = b.Sub(std::string("plugins/") + kPackage);
   ASSERT_NO_FATAL_FAILURE(SignWith(hsm, key, chain, pkg_b));
@@ -137,12 +141,14 @@ TEST(MultiHostLedgerTest, OverwrittenVersionIsRefusedOnHostBAfterHostAAcceptedTh
   // Host B serves no route for the refused plugin; host A still serves the original.
   auto conn_b = RawConnection::Connect(PortOf(host_b, "main"));
   ASSERT_NE(conn_b, nullptr);
-  const auto refused = HostFixture::DeliverOn(*conn_b, "msg_overwrite_1", HostFixture::OrderBody("ord_ow_1"));
+  const auto refused =
+      HostFixture::DeliverOn(*conn_b, "msg_overwrite_1", HostFixture::OrderBody("ord_ow_1"));
   ASSERT_TRUE(refused.ok);
   EXPECT_EQ(refused.status, 404) << refused.body;
   auto conn_a = RawConnection::Connect(PortOf(host_a, "main"));
   ASSERT_NE(conn_a, nullptr);
-  const auto served = HostFixture::DeliverOn(*conn_a, "msg_overwrite_1", HostFixture::OrderBody("ord_ow_1"));
+  const auto served =
+      HostFixture::DeliverOn(*conn_a, "msg_overwrite_1", HostFixture::OrderBody("ord_ow_1"));
   ASSERT_TRUE(served.ok);
   EXPECT_EQ(served.status, 200) << served.body;
 
@@ -151,7 +157,8 @@ TEST(MultiHostLedgerTest, OverwrittenVersionIsRefusedOnHostBAfterHostAAcceptedTh
   ASSERT_TRUE(pool.ok());
   auto lease = (*pool)->Acquire();
   ASSERT_TRUE(lease.ok()) << lease.error().ToString();
-  auto rows = lease->Exec("ledger rows", "SELECT kind, sha256 FROM ledger WHERE name = 'acme-orders' ORDER BY seq");
+  auto rows = lease->Exec(
+      "ledger rows", "SELECT kind, sha256 FROM ledger WHERE name = 'acme-orders' ORDER BY seq");
   ASSERT_TRUE(rows.ok()) << rows.error().ToString();
   ASSERT_EQ(rows->rows(), 2);
   EXPECT_EQ(rows->Text(0, 0), "attempt");
@@ -194,7 +201,8 @@ TEST(MultiHostLedgerTest, TwoHostsDeployingTwoVersionsAtOnceNeverDeployTheLowerO
   pki.root_pem = pki.dir + "/root.pem";
   pki.intermediate_pem = pki.dir + "/intermediate.pem";
   pki.root_sha256 = ReadFile(pki.dir + "/root.sha256");
-  const std::string chain = clawguard::testing::IssueLeaf(hsm, key, pki, "acme-3", "/O=acme/CN=acme release");
+  const std::string chain =
+      clawguard::testing::IssueLeaf(hsm, key, pki, "acme-3", "/O=acme/CN=acme release");
   const std::string pkg_142 = a.dir().Sub(std::string("plugins/") + kPackage);
   ASSERT_NO_FATAL_FAILURE(SignWith(hsm, key, chain, pkg_142));
   const std::string sha_142 = Sha256Hex(ReadFile(pkg_142));
@@ -204,19 +212,23 @@ TEST(MultiHostLedgerTest, TwoHostsDeployingTwoVersionsAtOnceNeverDeployTheLowerO
   fs::create_directories(b.path() / "plugins");
   fs::copy_file(pkg_142, b.path() / "plugins" / kPackage);
   fs::copy_file(pkg_142 + ".sig", b.path() / "plugins" / (std::string(kPackage) + ".sig"));
-  for (const char* f : {"host.yaml", "trust.yaml", "allowlist.yaml"}) fs::copy_file(a.dir().path() / f, b.path() / f);
+  for (const char* f : {"host.yaml", "trust.yaml", "allowlist.yaml"})
+    fs::copy_file(a.dir().path() / f, b.path() / f);
 
   // Host A: 1.5.0 built from the same stage, signed by the same key, the only package it has.
   clawguard::testing::TempDir stage;
   fs::copy(a.dir().path() / "stage", stage.path() / "stage", fs::copy_options::recursive);
-  ASSERT_NO_FATAL_FAILURE(Replace(stage.Sub("stage/manifest.yaml"), "version: 1.4.2\n", "version: 1.5.0\n"));
-  auto packed = RunClawguard({"pack", "--manifest", stage.Sub("stage/manifest.yaml"), "--out", a.dir().Sub("plugins")});
+  ASSERT_NO_FATAL_FAILURE(
+      Replace(stage.Sub("stage/manifest.yaml"), "version: 1.4.2\n", "version: 1.5.0\n"));
+  auto packed = RunClawguard(
+      {"pack", "--manifest", stage.Sub("stage/manifest.yaml"), "--out", a.dir().Sub("plugins")});
   ASSERT_EQ(packed.exit_code, 0) << packed.err;
   const std::string pkg_150 = a.dir().Sub("plugins/acme-orders-1.5.0.claw");
   ASSERT_NO_FATAL_FAILURE(SignWith(hsm, key, chain, pkg_150));
   fs::remove(pkg_142);
   fs::remove(pkg_142 + ".sig");
-  ASSERT_NO_FATAL_FAILURE(Replace(a.dir().Sub("allowlist.yaml"), "version: 1.4.2, sha256: " + sha_142,
+  ASSERT_NO_FATAL_FAILURE(Replace(a.dir().Sub("allowlist.yaml"),
+                                  "version: 1.4.2, sha256: " + sha_142,
                                   "version: 1.5.0, sha256: " + Sha256Hex(ReadFile(pkg_150))));
 
   HostProcess host_a, host_b;
@@ -237,8 +249,9 @@ TEST(MultiHostLedgerTest, TwoHostsDeployingTwoVersionsAtOnceNeverDeployTheLowerO
   ASSERT_TRUE(pool.ok());
   auto lease = (*pool)->Acquire();
   ASSERT_TRUE(lease.ok()) << lease.error().ToString();
-  auto rows = lease->Exec("deploy rows",
-                          "SELECT version FROM ledger WHERE name = 'acme-orders' AND kind = 'deploy' ORDER BY seq");
+  auto rows = lease->Exec(
+      "deploy rows",
+      "SELECT version FROM ledger WHERE name = 'acme-orders' AND kind = 'deploy' ORDER BY seq");
   ASSERT_TRUE(rows.ok()) << rows.error().ToString();
   ASSERT_GE(rows->rows(), 1);
   EXPECT_EQ(rows->Text(rows->rows() - 1, 0), "1.5.0") << "1.4.2 was deployed after 1.5.0";

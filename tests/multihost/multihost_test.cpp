@@ -114,7 +114,8 @@ class MultiHostTest : public ::testing::Test {
           for (int attempt = 0; attempt < 1200; ++attempt) {
             r = DeliverTo(ports_[rng() % ports_.size()], id, body);
             if (r.ok && r.status != 409 && r.status != 503) break;
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));  // platform pacing, not a timing assert
+            std::this_thread::sleep_for(
+                std::chrono::milliseconds(50));  // platform pacing, not a timing assert
           }
           if (r.ok && r.status == 200) {
             (r.replayed ? replayed : processed)++;
@@ -174,7 +175,8 @@ TEST_F(MultiHostTest, SigkillOfOneHostMidStormKeepsOneEffectPerEvent) {
   constexpr int kKillEvents = 150;
   std::once_flag killed;
   const StormResult r = Storm(kKillEvents, [&](int stored) {
-    if (stored >= kKillEvents) std::call_once(killed, [&] { EXPECT_EQ(hosts_[0].Kill(), 128 + 9); });
+    if (stored >= kKillEvents)
+      std::call_once(killed, [&] { EXPECT_EQ(hosts_[0].Kill(), 128 + 9); });
   });
   EXPECT_EQ(r.failures, 0) << r.first_failure;
   EXPECT_EQ(r.processed + r.replayed, kKillEvents * kDeliveriesPerEvent);
@@ -211,11 +213,13 @@ TEST_F(MultiHostTest, PostgresStoppedUnderRunningHostsIs503ThenRecovers) {
   for (int attempt = 0; attempt < 600; ++attempt) {
     up = DeliverTo(ports_[static_cast<size_t>(attempt) % 2], "msg_down", down_body);
     if (up.ok && up.status == 200) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // platform pacing, not a timing assert
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(100));  // platform pacing, not a timing assert
   }
   ASSERT_EQ(up.status, 200) << up.body;
   for (uint16_t port : ports_) {
-    const Reply again = DeliverTo(port, "msg_mh_0", HostFixture::OrderBody("ord_0"));  // answered before: kept
+    const Reply again =
+        DeliverTo(port, "msg_mh_0", HostFixture::OrderBody("ord_0"));  // answered before: kept
     EXPECT_EQ(again.status, 200) << again.body;
     EXPECT_TRUE(again.replayed);
   }

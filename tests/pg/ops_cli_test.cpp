@@ -109,7 +109,8 @@ TEST_F(PgOpsCliTest, DlqListShowReplayDrop) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Generation(), gen0 + 1);
   EXPECT_EQ((*dlq_->Get(a))->state, DlqState::kReplayRequested);
-  r = RunClawguard({"dlq", "drop", std::to_string(b), "--reason", "reconciled", "--store", url, "--json"});
+  r = RunClawguard(
+      {"dlq", "drop", std::to_string(b), "--reason", "reconciled", "--store", url, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Json(r)["state"], "dropped");
   EXPECT_EQ((*dlq_->Get(b))->resolution, "reconciled");
@@ -127,8 +128,8 @@ TEST_F(PgOpsCliTest, DlqListShowReplayDrop) {
 TEST_F(PgOpsCliTest, CapabilityPauseListResume) {
   const std::string cap = "POST /orders/{id}/fulfil";
   const std::string url = db_.url();
-  CommandResult r = RunClawguard({"capability", "pause", "acme-orders", cap, "--reason", "ERP maintenance", "--store",
-                                  url, "--json"});
+  CommandResult r = RunClawguard({"capability", "pause", "acme-orders", cap, "--reason",
+                                  "ERP maintenance", "--store", url, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Json(r)["changed"], true);
   EXPECT_TRUE(*dlq_->IsPaused("acme-orders", cap));
@@ -142,13 +143,15 @@ TEST_F(PgOpsCliTest, CapabilityPauseListResume) {
   r = RunClawguard({"capability", "resume", "acme-orders", cap, "--store", url});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(*dlq_->IsPaused("acme-orders", cap));
-  EXPECT_EQ(Actions(), (std::vector<std::string>{"capability.resume", "capability.pause", "capability.pause"}));
+  EXPECT_EQ(Actions(), (std::vector<std::string>{"capability.resume", "capability.pause",
+                                                 "capability.pause"}));
 }
 
 TEST_F(PgOpsCliTest, IdemShowResetConfirm) {
   const std::string key = Sha256Hex("pg-ops-cli-event");
   const std::string url = db_.url();
-  auto claim = idem_->Claim(key, "fp-1", ClaimMeta{"acme-orders", "order.created", 3, "msg_1", ""}, 30'000);
+  auto claim =
+      idem_->Claim(key, "fp-1", ClaimMeta{"acme-orders", "order.created", 3, "msg_1", ""}, 30'000);
   ASSERT_TRUE(claim.ok()) << claim.error().ToString();
   OutboxRow row;
   row.event_key = key;
@@ -206,7 +209,8 @@ TEST(PgOpsCliStoreTest, NeverCreatesAStore) {
   const CommandResult empty = RunClawguard({"dlq", "list", "--store", db.url(), "--json"});
   EXPECT_EQ(empty.exit_code, 2);
   EXPECT_EQ(Json(empty)["error"], "store_unavailable");
-  EXPECT_NE(Json(empty)["detail"].get<std::string>().find("no ClawGuard schema"), std::string::npos) << empty.out;
+  EXPECT_NE(Json(empty)["detail"].get<std::string>().find("no ClawGuard schema"), std::string::npos)
+      << empty.out;
   auto pool = pg::PgPool::Create(db.url(), pg::PgOptions{});
   ASSERT_TRUE(pool.ok());
   auto lease = (*pool)->Acquire();

@@ -27,7 +27,8 @@ const std::string kFp(64, 'f');
 
 ClaimMeta Meta() { return ClaimMeta{"acme-orders", "order.created", 2, "msg_1", ""}; }
 
-std::shared_ptr<PgPool> MustPool(const std::string& url, const Clock* clock, int max_connections = 8) {
+std::shared_ptr<PgPool> MustPool(const std::string& url, const Clock* clock,
+                                 int max_connections = 8) {
   PgOptions o;
   o.clock = clock;
   o.max_connections = max_connections;
@@ -43,7 +44,8 @@ TEST(PgStoreTest, ManyHostsRacingOnEachKeyHaveExactlyOneWinner) {
   FixedClock clock(kT0);
   constexpr int kStores = 4, kThreadsPerStore = 4, kKeys = 25;
   std::vector<std::unique_ptr<PgIdempotencyStore>> stores;
-  for (int i = 0; i < kStores; ++i) stores.push_back(PgIdempotencyStore::Open(MustPool(db.url(), &clock)).value());
+  for (int i = 0; i < kStores; ++i)
+    stores.push_back(PgIdempotencyStore::Open(MustPool(db.url(), &clock)).value());
   std::vector<std::atomic<int>> claimed(kKeys);
   std::atomic<int> errors{0};
   std::atomic<bool> go{false};
@@ -66,7 +68,8 @@ TEST(PgStoreTest, ManyHostsRacingOnEachKeyHaveExactlyOneWinner) {
   go = true;
   for (auto& th : threads) th.join();
   EXPECT_EQ(errors.load(), 0);
-  for (int k = 0; k < kKeys; ++k) EXPECT_EQ(claimed[static_cast<size_t>(k)].load(), 1) << "key " << k;
+  for (int k = 0; k < kKeys; ++k)
+    EXPECT_EQ(claimed[static_cast<size_t>(k)].load(), 1) << "key " << k;
 }
 
 TEST(PgStoreTest, ExpiredLeaseRaceHasExactlyOneTakeover) {
@@ -76,7 +79,8 @@ TEST(PgStoreTest, ExpiredLeaseRaceHasExactlyOneTakeover) {
   ASSERT_EQ(first->Claim(KeyOf(0), kFp, Meta(), kLease)->kind, ClaimOutcome::Kind::kClaimed);
   clock.Advance(kLease);
   std::vector<std::unique_ptr<PgIdempotencyStore>> stores;
-  for (int i = 0; i < 8; ++i) stores.push_back(PgIdempotencyStore::Open(MustPool(db.url(), &clock)).value());
+  for (int i = 0; i < 8; ++i)
+    stores.push_back(PgIdempotencyStore::Open(MustPool(db.url(), &clock)).value());
   std::atomic<int> taken{0}, waiting{0}, other{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
@@ -84,7 +88,8 @@ TEST(PgStoreTest, ExpiredLeaseRaceHasExactlyOneTakeover) {
     threads.emplace_back([&, store = s.get()] {
       while (!go.load()) std::this_thread::yield();
       auto c = store->Claim(KeyOf(0), kFp, Meta(), kLease);
-      if (c.ok() && c->kind == ClaimOutcome::Kind::kClaimed && c->taken_over && c->fencing_token == 2) {
+      if (c.ok() && c->kind == ClaimOutcome::Kind::kClaimed && c->taken_over &&
+          c->fencing_token == 2) {
         ++taken;
       } else if (c.ok() && c->kind == ClaimOutcome::Kind::kInProgress) {
         ++waiting;
@@ -145,8 +150,9 @@ TEST(PgStoreTest, PoolNeverOpensMoreThanItsBound) {
   auto admin = MustPool(db.url(), nullptr, 1);
   auto lease = admin->Acquire();
   ASSERT_TRUE(lease.ok());
-  auto n = lease->Exec("count", "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                                "AND application_name = 'clawguard' AND pid <> pg_backend_pid()");
+  auto n = lease->Exec("count",
+                       "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND application_name = 'clawguard' AND pid <> pg_backend_pid()");
   ASSERT_TRUE(n.ok()) << n.error().ToString();
   EXPECT_LE(n->Int(0, 0), 2);
 }
@@ -194,7 +200,8 @@ TEST(PgStoreTest, UnreachableServerIsStoreUnavailableAtOpen) {
   ASSERT_FALSE(store.ok());
   EXPECT_THAT(store, HasReason(Reason::kStoreUnavailable));
   EXPECT_NE(store.error().message().find(url), std::string::npos) << store.error().message();
-  auto missing_db = PgLedger::Open(MustPool(testing::ReplaceDatabase(testing::PgClusterUrl(), "no_such_db"), nullptr));
+  auto missing_db = PgLedger::Open(
+      MustPool(testing::ReplaceDatabase(testing::PgClusterUrl(), "no_such_db"), nullptr));
   ASSERT_FALSE(missing_db.ok());
   EXPECT_THAT(missing_db, HasReason(Reason::kStoreUnavailable));
   EXPECT_NE(missing_db.error().message().find("no_such_db"), std::string::npos);
@@ -227,7 +234,8 @@ TEST(PgStoreTest, ServerStoppedIsStoreUnavailableThenRecoversWithoutReopening) {
   row.body_sha256 = Sha256Hex("{}");
   row.idempotency_key = "k";
   EXPECT_THAT(outbox->Append(row), HasReason(Reason::kStoreUnavailable));
-  EXPECT_THAT(store->Complete(KeyOf(1), first->fencing_token, 200, "", "x"), HasReason(Reason::kStoreUnavailable));
+  EXPECT_THAT(store->Complete(KeyOf(1), first->fencing_token, 200, "", "x"),
+              HasReason(Reason::kStoreUnavailable));
   EXPECT_THAT(ledger->Head(), HasReason(Reason::kStoreUnavailable));
 
   ASSERT_TRUE(cluster.Resume());

@@ -28,7 +28,8 @@ TEST(PgStoreCliTest, MigrateAppliesOnceAndSaysWhich) {
   EXPECT_EQ(j["store"], db.url());
   const auto second = RunClawguard({"store", "migrate", "--store", db.url()});
   ASSERT_EQ(second.exit_code, 0) << second.err;
-  EXPECT_NE(second.out.find("already at schema version " + std::to_string(pg::kPgSchemaVersion)), std::string::npos)
+  EXPECT_NE(second.out.find("already at schema version " + std::to_string(pg::kPgSchemaVersion)),
+            std::string::npos)
       << second.out;
 }
 
@@ -44,14 +45,16 @@ TEST(PgStoreCliTest, MigrateRefusesANewerSchema) {
 }
 
 TEST(PgStoreCliTest, UnreachableServerExitsTwoWithStoreUnavailable) {
-  const auto r = RunClawguard({"store", "migrate", "--store", "postgresql://postgres@127.0.0.1:1/x"});
+  const auto r =
+      RunClawguard({"store", "migrate", "--store", "postgresql://postgres@127.0.0.1:1/x"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("store_unavailable"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("postgresql://postgres@127.0.0.1:1/x"), std::string::npos) << r.err;
 }
 
 TEST(PgStoreCliTest, PasswordInTheUrlIsRefusedAndRedacted) {
-  const auto r = RunClawguard({"store", "migrate", "--store", "postgresql://postgres:s3cret@127.0.0.1:1/x"});
+  const auto r =
+      RunClawguard({"store", "migrate", "--store", "postgresql://postgres:s3cret@127.0.0.1:1/x"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("usage"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("s3cret"), std::string::npos) << r.err;
@@ -70,7 +73,8 @@ TEST(PgStoreCliTest, LedgerCommandsOpenAPostgresLedger) {
 
 TEST(PgStoreCliTest, MigrateAlsoWorksOnSqlite) {
   testing::TempDir dir;
-  const auto r = RunClawguard({"store", "migrate", "--store", "sqlite:" + dir.Sub("state.db"), "--json"});
+  const auto r =
+      RunClawguard({"store", "migrate", "--store", "sqlite:" + dir.Sub("state.db"), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["engine"], "sqlite");
   EXPECT_EQ(RunClawguard({"store", "migrate", "--store", "ftp://x"}).exit_code, 2);

@@ -21,7 +21,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// WaitUntil polls |pred| for up to 20 s (tests never assert wall-clock times: this only bounds a hang).
+// WaitUntil polls |pred| for up to 20 s (tests never assert wall-clock times: this only bounds a
+// hang).
 template <class Pred>
 bool WaitUntil(Pred pred) {
   for (int i = 0; i < 20000; ++i) {
@@ -65,7 +66,8 @@ TEST(FiberTest, SpawnedFunctionsRunAsFibersAndTheDestructorWaitsForThem) {
 }
 
 TEST(FiberTest, ParkedFiberIsResumedByUnparkFromAnotherThreadAndItsCarrierRunsOthersMeanwhile) {
-  Carriers carriers(1, "cg-test-fiber");  // one carrier: the second fiber can only run while the first is parked
+  Carriers carriers(
+      1, "cg-test-fiber");  // one carrier: the second fiber can only run while the first is parked
   std::mutex mu;
   Fiber* parked = nullptr;  // guarded by mu
   bool go = false;          // guarded by mu
@@ -207,7 +209,8 @@ TEST(FiberTest, FdWatchWaitsAgainAndAgainOnAnyCarrierAfterATimeoutAndAfterARecon
     return got.load();
   };
   for (int round = 0; round < 8; ++round) {
-    EXPECT_EQ(wait_once(/*data_first=*/round % 4 < 2, /*hold=*/round % 2 == 1, 20000), 1) << "round " << round;
+    EXPECT_EQ(wait_once(/*data_first=*/round % 4 < 2, /*hold=*/round % 2 == 1, 20000), 1)
+        << "round " << round;
   }
   {
     std::lock_guard lock(mu);
@@ -221,7 +224,8 @@ TEST(FiberTest, FdWatchWaitsAgainAndAgainOnAnyCarrierAfterATimeoutAndAfterARecon
   ::close(fds[1]);
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
   for (int round = 0; round < 4; ++round) {
-    EXPECT_EQ(wait_once(round % 2 == 0, round >= 2, 20000), 1) << "after reconnect, round " << round;
+    EXPECT_EQ(wait_once(round % 2 == 0, round >= 2, 20000), 1)
+        << "after reconnect, round " << round;
   }
   // A plain thread polls.
   EXPECT_EQ(watch.Wait(fds[0], POLLIN, 0), 0);
@@ -241,7 +245,8 @@ TEST(FiberTest, SleepForAndRunBlockingParkOnlyTheFiber) {
     slept = true;
     RunBlocking([&] {
       helper = std::this_thread::get_id();
-      while (!release.load()) std::this_thread::sleep_for(1ms);  // blocks its helper thread, not the carrier
+      while (!release.load())
+        std::this_thread::sleep_for(1ms);  // blocks its helper thread, not the carrier
     });
     blocked_done = true;
   });

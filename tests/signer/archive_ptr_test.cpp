@@ -51,7 +51,8 @@ TEST(ArchivePtrTest, OwnersCloseTheirHandlesWhenTheyGo) {
     ArchiveWriter w(archive_write_new());
     ASSERT_NE(w, nullptr);
     ASSERT_EQ(archive_write_set_format_pax_restricted(w.get()), ARCHIVE_OK);
-    ASSERT_EQ(archive_write_open(w.get(), &sink, /*opener=*/nullptr, SinkWrite, SinkClose), ARCHIVE_OK);
+    ASSERT_EQ(archive_write_open(w.get(), &sink, /*opener=*/nullptr, SinkWrite, SinkClose),
+              ARCHIVE_OK);
     ArchiveEntry e(archive_entry_new());
     ASSERT_NE(e, nullptr);
     archive_entry_set_pathname(e.get(), "a.txt");
@@ -72,7 +73,8 @@ TEST(ArchivePtrTest, OwnersCloseTheirHandlesWhenTheyGo) {
     ArchiveReader r(archive_read_new());
     ASSERT_NE(r, nullptr);
     ASSERT_EQ(archive_read_support_format_tar(r.get()), ARCHIVE_OK);
-    ASSERT_EQ(archive_read_open(r.get(), &source, /*opener=*/nullptr, SourceRead, SourceClose), ARCHIVE_OK);
+    ASSERT_EQ(archive_read_open(r.get(), &source, /*opener=*/nullptr, SourceRead, SourceClose),
+              ARCHIVE_OK);
     archive_entry* entry = nullptr;  // owned by |r|, valid until the next header
     ASSERT_EQ(archive_read_next_header(r.get(), &entry), ARCHIVE_OK);
     EXPECT_STREQ(archive_entry_pathname(entry), "a.txt");

@@ -21,12 +21,14 @@ class CanonicalKeyIdSignTest : public ::testing::Test {
   std::string CompressedChain() {
     ossl::UniquePtr<BIO> bio(BIO_new_file((s_.pki.dir + "/intermediate.key").c_str(), "r"));
     Need(bio != nullptr, "open intermediate.key");
-    ossl::UniquePtr<EVP_PKEY> inter_key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+    ossl::UniquePtr<EVP_PKEY> inter_key(
+        PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
     Need(inter_key != nullptr, "read intermediate.key");
     auto inter = ParsePemCertificates(ReadFile(s_.pki.intermediate_pem), Reason::kInternal);
     auto leaf = ParsePemCertificates(ReadFile(s_.pki.dir + "/acme.pem"), Reason::kInternal);
     Need(inter.ok() && leaf.ok(), "read the test PKI's certificates");
-    auto compressed_key = WithPointFormat(X509_get0_pubkey((*leaf)[0].get()), "compressed");  // get0: leaf's
+    auto compressed_key =
+        WithPointFormat(X509_get0_pubkey((*leaf)[0].get()), "compressed");  // get0: leaf's
     CertSpec spec;
     spec.serial = 4242;
     spec.subject = {{"O", "acme"}, {"CN", "acme release (compressed point)"}};
@@ -48,7 +50,8 @@ class CanonicalKeyIdSignTest : public ::testing::Test {
 TEST_F(CanonicalKeyIdSignTest, SignWritesTheCanonicalKeyIdForACompressedPointCertificate) {
   const std::string chain = CompressedChain();
   const std::string pkg = MakePackage(s_.dir.Sub("out"), "acme-orders", "1.0.0", "ELF-bytes-A");
-  CommandResult r = RunClawguard(s_.SignArgs({"--no-ledger", "--json", pkg}, nullptr, &chain), s_.hsm.Env());
+  CommandResult r =
+      RunClawguard(s_.SignArgs({"--no-ledger", "--json", pkg}, nullptr, &chain), s_.hsm.Env());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const Bundle b = ReadBundle(pkg + ".sig");
   ASSERT_EQ(b.signatures.size(), 1u);
@@ -71,18 +74,21 @@ TEST_F(CanonicalKeyIdSignTest, AppendingWithAnotherCertificateOfTheSameKeyIsTheS
   CommandResult first = RunClawguard(s_.SignArgs({"--no-ledger", pkg}), s_.hsm.Env());
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const std::string chain = CompressedChain();
-  CommandResult again = RunClawguard(s_.SignArgs({"--no-ledger", "--append", "--json", pkg}, nullptr, &chain), s_.hsm.Env());
+  CommandResult again = RunClawguard(
+      s_.SignArgs({"--no-ledger", "--append", "--json", pkg}, nullptr, &chain), s_.hsm.Env());
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
   EXPECT_EQ(nlohmann::json::parse(again.out).at("already_signed"), true) << again.out;
   EXPECT_EQ(ReadBundle(pkg + ".sig").signatures.size(), 1u);
 
   // A verifier needing two keys sees one.
-  WriteFile(s_.dir.Sub("trust.yaml"), "schema: clawguard/trust/v1\nmode: enforce\nroots:\n  - file: " + s_.pki.root_pem +
-                                          "\n    sha256: " + s_.pki.root_sha256 +
-                                          "\nrequire_eku: codeSigning\npublishers: { acme: [\"acme-*\"] }\nthreshold: 2\n");
-  WriteFile(s_.dir.Sub("allowlist.yaml"), "schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2035-01-01T00:00:00Z\n"
-                                              "plugins:\n  - { name: acme-orders, version: 1.0.0, sha256: " +
-                                              Sha256Hex(ReadFile(pkg)) + " }\n");
+  WriteFile(s_.dir.Sub("trust.yaml"),
+            "schema: clawguard/trust/v1\nmode: enforce\nroots:\n  - file: " + s_.pki.root_pem +
+                "\n    sha256: " + s_.pki.root_sha256 +
+                "\nrequire_eku: codeSigning\npublishers: { acme: [\"acme-*\"] }\nthreshold: 2\n");
+  WriteFile(s_.dir.Sub("allowlist.yaml"),
+            "schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2035-01-01T00:00:00Z\n"
+            "plugins:\n  - { name: acme-orders, version: 1.0.0, sha256: " +
+                Sha256Hex(ReadFile(pkg)) + " }\n");
   CommandResult v = RunClawguard({"verify", pkg, "--trust", s_.dir.Sub("trust.yaml"), "--allowlist",
                                   s_.dir.Sub("allowlist.yaml"), "--json"});
   EXPECT_EQ(v.exit_code, 1) << v.out << v.err;

@@ -42,7 +42,9 @@ std::string SignBytes(EVP_PKEY* key, std::string_view msg) {
   const auto* m = reinterpret_cast<const unsigned char*>(msg.data());
   EXPECT_EQ(EVP_DigestSign(ctx.get(), nullptr, &len, m, msg.size()), 1);
   std::string sig(len, '\0');
-  EXPECT_EQ(EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len, m, msg.size()), 1);
+  EXPECT_EQ(
+      EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len, m, msg.size()),
+      1);
   sig.resize(len);
   return sig;
 }
@@ -55,9 +57,10 @@ std::string LeafDer(EVP_PKEY* key) {
   X509_gmtime_adj(X509_getm_notBefore(cert.get()), 0);
   X509_gmtime_adj(X509_getm_notAfter(cert.get()), 86400);
   X509_NAME* name = X509_get_subject_name(cert.get());  // borrowed from cert
-  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("acme"), -1, -1, 0);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("acme release"), -1,
-                             -1, 0);
+  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("acme"), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("acme release"), -1, -1, 0);
   X509_set_issuer_name(cert.get(), name);
   X509_set_pubkey(cert.get(), key);
   const EVP_MD* md = EVP_PKEY_get_base_id(key) == EVP_PKEY_ED25519 ? nullptr : EVP_sha256();
@@ -70,7 +73,8 @@ class InspectCliTest : public ::testing::Test {
   void SetUp() override {
     WriteFile(t_.Sub("src/manifest.yaml"), kManifest);
     WriteFile(t_.Sub("src/lib/libtiny.so"), "tiny");
-    auto r = RunClawguard({"pack", "--manifest", t_.Sub("src/manifest.yaml"), "--out", t_.Sub("out")});
+    auto r =
+        RunClawguard({"pack", "--manifest", t_.Sub("src/manifest.yaml"), "--out", t_.Sub("out")});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     pkg_ = t_.Sub("out/tiny-0.3.1.claw");
     sha_ = Sha256Hex(ReadFile(pkg_));
@@ -133,7 +137,8 @@ TEST_F(InspectCliTest, DescribesASignedPackage) {
   auto text = RunClawguard({"inspect", pkg_});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("sha256    " + sha_), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("signature verifies with the included leaf key; trust not evaluated"), std::string::npos)
+  EXPECT_NE(text.out.find("signature verifies with the included leaf key; trust not evaluated"),
+            std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("matches the package sha256"), std::string::npos) << text.out;
 }

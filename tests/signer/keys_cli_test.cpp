@@ -16,11 +16,13 @@ class KeysCliTest : public ::testing::Test {
 };
 
 TEST_F(KeysCliTest, GeneratePrintsUriAndKeyId) {
-  CommandResult r = RunClawguard({"keys", "generate", "--module", hsm_.module_path(), "--token", hsm_.label(),
-                                  "--label", "acme-release", "--pin-source", hsm_.PinSource()},
-                                 hsm_.Env());
+  CommandResult r =
+      RunClawguard({"keys", "generate", "--module", hsm_.module_path(), "--token", hsm_.label(),
+                    "--label", "acme-release", "--pin-source", hsm_.PinSource()},
+                   hsm_.Env());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("uri: pkcs11:token=clawguard-test;object=acme-release;type=private"), std::string::npos)
+  EXPECT_NE(r.out.find("uri: pkcs11:token=clawguard-test;object=acme-release;type=private"),
+            std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("keyid: "), std::string::npos);
   EXPECT_NE(r.out.find("algorithm: ecdsa-p256"), std::string::npos);
@@ -28,24 +30,26 @@ TEST_F(KeysCliTest, GeneratePrintsUriAndKeyId) {
 
 TEST_F(KeysCliTest, GenerateRefusesAnExistingLabel) {
   hsm_.GenerateKey("acme-release");
-  CommandResult r = RunClawguard({"keys", "generate", "--module", hsm_.module_path(), "--token", hsm_.label(),
-                                  "--label", "acme-release", "--pin-source", hsm_.PinSource()},
-                                 hsm_.Env());
+  CommandResult r =
+      RunClawguard({"keys", "generate", "--module", hsm_.module_path(), "--token", hsm_.label(),
+                    "--label", "acme-release", "--pin-source", hsm_.PinSource()},
+                   hsm_.Env());
   ExpectFailure(r, 2, "key_ambiguous");
   EXPECT_NE(r.err.find("a key labelled 'acme-release' already exists"), std::string::npos) << r.err;
 }
 
 TEST_F(KeysCliTest, GenerateRefusesAnUnknownAlgorithm) {
-  CommandResult r = RunClawguard({"keys", "generate", "--module", hsm_.module_path(), "--token", hsm_.label(),
-                                  "--label", "k", "--algo", "rsa-2048", "--pin-source", hsm_.PinSource()},
-                                 hsm_.Env());
+  CommandResult r =
+      RunClawguard({"keys", "generate", "--module", hsm_.module_path(), "--token", hsm_.label(),
+                    "--label", "k", "--algo", "rsa-2048", "--pin-source", hsm_.PinSource()},
+                   hsm_.Env());
   ExpectFailure(r, 2, "usage");
 }
 
 TEST_F(KeysCliTest, ListShowsFlagsWhenLoggedIn) {
   TestKey key = hsm_.GenerateKey("acme-release");
-  CommandResult r = RunClawguard({"keys", "list", "--module", hsm_.module_path(), "--token", hsm_.label(),
-                                  "--pin-source", hsm_.PinSource(), "--json"},
+  CommandResult r = RunClawguard({"keys", "list", "--module", hsm_.module_path(), "--token",
+                                  hsm_.label(), "--pin-source", hsm_.PinSource(), "--json"},
                                  hsm_.Env());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -72,31 +76,36 @@ TEST_F(KeysCliTest, ListWithoutPinShowsPublicKeys) {
 }
 
 TEST_F(KeysCliTest, ListPinNeedsToken) {
-  CommandResult r = RunClawguard({"keys", "list", "--module", hsm_.module_path(), "--pin-source", hsm_.PinSource()},
-                                 hsm_.Env());
+  CommandResult r = RunClawguard(
+      {"keys", "list", "--module", hsm_.module_path(), "--pin-source", hsm_.PinSource()},
+      hsm_.Env());
   ExpectFailure(r, 2, "usage");
 }
 
 TEST_F(KeysCliTest, CsrIsSignedInTheTokenAndVerifies) {
   TestKey key = hsm_.GenerateKey("acme-release");
   const std::string csr = dir_.Sub("acme.csr");
-  CommandResult r = RunClawguard({"keys", "csr", "--module", hsm_.module_path(), "--key", key.uri, "--pin-source",
-                                  hsm_.PinSource(), "--subject", "/O=acme/CN=acme release", "--out", csr},
-                                 hsm_.Env());
+  CommandResult r =
+      RunClawguard({"keys", "csr", "--module", hsm_.module_path(), "--key", key.uri, "--pin-source",
+                    hsm_.PinSource(), "--subject", "/O=acme/CN=acme release", "--out", csr},
+                   hsm_.Env());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   CommandResult v = RunCommand({"openssl", "req", "-in", csr, "-verify", "-noout", "-subject"});
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
   EXPECT_NE(v.out.find("O = acme, CN = acme release"), std::string::npos) << v.out;
-  CommandResult pub = RunCommand({"bash", "-c", "openssl req -in '" + csr +
-                                                    "' -pubkey -noout | openssl pkey -pubin -outform DER | sha256sum"});
+  CommandResult pub =
+      RunCommand({"bash", "-c",
+                  "openssl req -in '" + csr +
+                      "' -pubkey -noout | openssl pkey -pubin -outform DER | sha256sum"});
   EXPECT_EQ(pub.out.substr(0, 64), key.keyid);
 }
 
 TEST_F(KeysCliTest, CsrToStdoutIsPem) {
   TestKey key = hsm_.GenerateKey("acme-release");
-  CommandResult r = RunClawguard({"keys", "csr", "--module", hsm_.module_path(), "--key", key.uri, "--pin-source",
-                                  hsm_.PinSource(), "--subject", "/O=acme/CN=acme release"},
-                                 hsm_.Env());
+  CommandResult r =
+      RunClawguard({"keys", "csr", "--module", hsm_.module_path(), "--key", key.uri, "--pin-source",
+                    hsm_.PinSource(), "--subject", "/O=acme/CN=acme release"},
+                   hsm_.Env());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("-----BEGIN CERTIFICATE REQUEST-----", 0), 0u) << r.out;
 }
@@ -104,8 +113,8 @@ TEST_F(KeysCliTest, CsrToStdoutIsPem) {
 TEST_F(KeysCliTest, CsrRefusesABadSubject) {
   TestKey key = hsm_.GenerateKey("acme-release");
   for (const char* subject : {"O=acme", "/O=acme/", "/XX=1", "/O"}) {
-    CommandResult r = RunClawguard({"keys", "csr", "--module", hsm_.module_path(), "--key", key.uri, "--pin-source",
-                                    hsm_.PinSource(), "--subject", subject},
+    CommandResult r = RunClawguard({"keys", "csr", "--module", hsm_.module_path(), "--key", key.uri,
+                                    "--pin-source", hsm_.PinSource(), "--subject", subject},
                                    hsm_.Env());
     ExpectFailure(r, 2, "usage");
   }
@@ -116,9 +125,10 @@ TEST_F(KeysCliTest, Ed25519KeyAndCsrInTheirOwnToken) {
   TestKey key = hsm_.GenerateKey("acme-ed", "ed25519", "ed-token");
   EXPECT_EQ(key.uri, "pkcs11:token=ed-token;object=acme-ed;type=private");
   const std::string csr = dir_.Sub("ed.csr");
-  CommandResult r = RunClawguard({"keys", "csr", "--module", hsm_.module_path(), "--key", key.uri, "--pin-source",
-                                  hsm_.PinSource(), "--subject", "/O=acme/CN=acme ed", "--out", csr},
-                                 hsm_.Env());
+  CommandResult r =
+      RunClawguard({"keys", "csr", "--module", hsm_.module_path(), "--key", key.uri, "--pin-source",
+                    hsm_.PinSource(), "--subject", "/O=acme/CN=acme ed", "--out", csr},
+                   hsm_.Env());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   CommandResult v = RunCommand({"openssl", "req", "-in", csr, "-verify", "-noout", "-text"});
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;

@@ -31,10 +31,12 @@ CommandResult Bounded(const std::vector<std::string>& args, const EnvPairs& env 
   return RunCommand(argv, env);
 }
 
-void ExpectNotARegularFile(const CommandResult& r, const std::string& reason, const std::string& what) {
+void ExpectNotARegularFile(const CommandResult& r, const std::string& reason,
+                           const std::string& what) {
   ASSERT_NE(r.exit_code, 124) << "clawguard hung on " << what << " (killed by timeout)";
   ExpectFailure(r, 2, reason);
-  EXPECT_NE(r.err.find("not a regular file: it is a FIFO"), std::string::npos) << what << ": " << r.err;
+  EXPECT_NE(r.err.find("not a regular file: it is a FIFO"), std::string::npos)
+      << what << ": " << r.err;
 }
 
 TEST(NonFileSignerInputTest, FifoAsPinFileIsRefusedAtOnceAndPointsAtFd) {
@@ -43,7 +45,9 @@ TEST(NonFileSignerInputTest, FifoAsPinFileIsRefusedAtOnceAndPointsAtFd) {
   const ChildResult r = RunBounded(
       [&] {
         auto pin = signer::ReadPin("file:" + dir.Sub("pin"));
-        return pin.ok() ? std::string("read a PIN") : std::string(ReasonName(pin.error().reason())) + "\n" + pin.error().message();
+        return pin.ok()
+                   ? std::string("read a PIN")
+                   : std::string(ReasonName(pin.error().reason())) + "\n" + pin.error().message();
       },
       60);
   ASSERT_TRUE(r.kind == ChildResult::Kind::kFinished) << r.detail;
@@ -56,8 +60,8 @@ TEST(NonFileSignerInputTest, FifoAsPinSourceFileExitsTwoWithAClearError) {
   TempDir dir;
   Fifo(dir.Sub("pin"));
   // keys generate reads the PIN before it loads any module.
-  CommandResult r = Bounded({"keys", "generate", "--module", SoftHsmModulePath(), "--token", "t", "--label", "k",
-                             "--pin-source", "file:" + dir.Sub("pin")});
+  CommandResult r = Bounded({"keys", "generate", "--module", SoftHsmModulePath(), "--token", "t",
+                             "--label", "k", "--pin-source", "file:" + dir.Sub("pin")});
   ExpectNotARegularFile(r, "file_unreadable", "--pin-source file:FIFO");
   EXPECT_NE(r.err.find("fd:N"), std::string::npos) << r.err;
 }
@@ -65,9 +69,17 @@ TEST(NonFileSignerInputTest, FifoAsPinSourceFileExitsTwoWithAClearError) {
 class NonFileSignTest : public ::testing::Test {
  protected:
   // SignArgs are `sign` arguments up to the target; no HSM is touched before the inputs are read.
-  std::vector<std::string> SignArgs(const std::string& chain, const std::vector<std::string>& tail) const {
-    std::vector<std::string> a{"sign",  "--module", SoftHsmModulePath(), "--key", "pkcs11:token=t;object=k",
-                               "--pin-source", "env:CG_UNUSED_PIN", "--chain", chain};
+  std::vector<std::string> SignArgs(const std::string& chain,
+                                    const std::vector<std::string>& tail) const {
+    std::vector<std::string> a{"sign",
+                               "--module",
+                               SoftHsmModulePath(),
+                               "--key",
+                               "pkcs11:token=t;object=k",
+                               "--pin-source",
+                               "env:CG_UNUSED_PIN",
+                               "--chain",
+                               chain};
     a.insert(a.end(), tail.begin(), tail.end());
     return a;
   }
@@ -77,27 +89,31 @@ class NonFileSignTest : public ::testing::Test {
 TEST_F(NonFileSignTest, FifoAsPackageToSign) {
   WriteFile(dir_.Sub("chain.pem"), "unused");
   Fifo(dir_.Sub("acme-orders-1.0.0.claw"));
-  ExpectNotARegularFile(Bounded(SignArgs(dir_.Sub("chain.pem"), {"--no-ledger", dir_.Sub("acme-orders-1.0.0.claw")})),
-                        "file_unreadable", "the package");
+  ExpectNotARegularFile(
+      Bounded(SignArgs(dir_.Sub("chain.pem"), {"--no-ledger", dir_.Sub("acme-orders-1.0.0.claw")})),
+      "file_unreadable", "the package");
 }
 
 TEST_F(NonFileSignTest, FifoAsChain) {
   const std::string pkg = MakePackage(dir_.path().string(), "acme-orders", "1.0.0", "ELF-bytes");
   Fifo(dir_.Sub("chain.pem"));
-  ExpectNotARegularFile(Bounded(SignArgs(dir_.Sub("chain.pem"), {"--no-ledger", pkg})), "file_unreadable", "--chain");
+  ExpectNotARegularFile(Bounded(SignArgs(dir_.Sub("chain.pem"), {"--no-ledger", pkg})),
+                        "file_unreadable", "--chain");
 }
 
 TEST_F(NonFileSignTest, FifoAsAllowlistToSign) {
   WriteFile(dir_.Sub("chain.pem"), "unused");
   Fifo(dir_.Sub("allowlist.yaml"));
-  ExpectNotARegularFile(Bounded(SignArgs(dir_.Sub("chain.pem"), {"--allowlist", dir_.Sub("allowlist.yaml")})),
-                        "file_unreadable", "the allowlist");
+  ExpectNotARegularFile(
+      Bounded(SignArgs(dir_.Sub("chain.pem"), {"--allowlist", dir_.Sub("allowlist.yaml")})),
+      "file_unreadable", "the allowlist");
 }
 
 TEST_F(NonFileSignTest, FifoAsManifestToPack) {
   Fifo(dir_.Sub("manifest.yaml"));
-  ExpectNotARegularFile(Bounded({"pack", "--manifest", dir_.Sub("manifest.yaml"), "--out", dir_.Sub("out")}),
-                        "file_unreadable", "the manifest");
+  ExpectNotARegularFile(
+      Bounded({"pack", "--manifest", dir_.Sub("manifest.yaml"), "--out", dir_.Sub("out")}),
+      "file_unreadable", "the manifest");
 }
 
 TEST_F(NonFileSignTest, FifoAsPackageOrBundleToInspect) {
@@ -111,8 +127,8 @@ TEST_F(NonFileSignTest, FifoAsPackageOrBundleToInspect) {
 
 TEST_F(NonFileSignTest, FifoAsPkcs11Module) {
   Fifo(dir_.Sub("module.so"));
-  ExpectNotARegularFile(Bounded({"keys", "list", "--module", dir_.Sub("module.so")}), "hsm_unavailable",
-                        "the PKCS#11 module");
+  ExpectNotARegularFile(Bounded({"keys", "list", "--module", dir_.Sub("module.so")}),
+                        "hsm_unavailable", "the PKCS#11 module");
 }
 
 // With a real token: the PIN file and an existing bundle under --append.
@@ -135,8 +151,8 @@ TEST_F(NonFileSignWithTokenTest, FifoAsPinFileForSignExitsTwo) {
 TEST_F(NonFileSignWithTokenTest, FifoAsExistingBundleUnderAppend) {
   const std::string pkg = MakePackage(s_.dir.Sub("out"), "acme-orders", "1.0.0", "ELF-bytes");
   Fifo(pkg + ".sig");
-  ExpectNotARegularFile(Bounded(s_.SignArgs({"--no-ledger", "--append", pkg}), s_.hsm.Env()), "file_unreadable",
-                        "the bundle to append to");
+  ExpectNotARegularFile(Bounded(s_.SignArgs({"--no-ledger", "--append", pkg}), s_.hsm.Env()),
+                        "file_unreadable", "the bundle to append to");
 }
 
 }  // namespace

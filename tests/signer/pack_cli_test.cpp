@@ -47,8 +47,8 @@ TEST(PackCliTest, JsonPrintsOneObject) {
   TempDir t;
   WriteFile(t.Sub("m/manifest.yaml"), kManifest);
   WriteFile(t.Sub("root/lib/libtiny.so"), "tiny");
-  auto r = RunClawguard({"pack", "--manifest", t.Sub("m/manifest.yaml"), "--root", t.Sub("root"), "--out",
-                         t.Sub("out"), "--json"});
+  auto r = RunClawguard({"pack", "--manifest", t.Sub("m/manifest.yaml"), "--root", t.Sub("root"),
+                         "--out", t.Sub("out"), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.size(), 4u);
@@ -69,7 +69,8 @@ TEST(PackCliTest, RefusedManifestExitsOne) {
   EXPECT_THAT(r.err, HasSubstr("clawguard pack: manifest_invalid: "));
   EXPECT_THAT(r.err, HasSubstr("build metadata would dodge the ledger"));
 
-  auto j = RunClawguard({"pack", "--manifest", t.Sub("src/manifest.yaml"), "--out", t.Sub("out"), "--json"});
+  auto j = RunClawguard(
+      {"pack", "--manifest", t.Sub("src/manifest.yaml"), "--out", t.Sub("out"), "--json"});
   EXPECT_EQ(j.exit_code, 1);
   EXPECT_EQ(nlohmann::json::parse(j.out)["error"], "manifest_invalid");
 }
@@ -86,21 +87,24 @@ TEST(PackCliTest, MissingFileExitsTwo) {
 
 TEST(PackCliTest, UsageErrorsExitTwo) {
   TempDir t;
-  EXPECT_EQ(RunClawguard({"pack", "--out", t.Sub("out")}).exit_code, 2);               // no --manifest
-  EXPECT_EQ(RunClawguard({"pack", "--manifest", t.Sub("m.yaml")}).exit_code, 2);      // no --out
+  EXPECT_EQ(RunClawguard({"pack", "--out", t.Sub("out")}).exit_code, 2);          // no --manifest
+  EXPECT_EQ(RunClawguard({"pack", "--manifest", t.Sub("m.yaml")}).exit_code, 2);  // no --out
   EXPECT_EQ(RunClawguard({"pack", "--manifest", "m", "--out", "o", "--bogus"}).exit_code, 2);
 }
 
 TEST(PackCliTest, PacksTheStagedExamplePluginReproducibly) {
   ASSERT_TRUE(fs::exists(kStage + "/manifest.yaml")) << "build the acme_orders_stage target";
   TempDir t;
-  auto a = RunClawguard({"pack", "--manifest", kStage + "/manifest.yaml", "--out", t.Sub("a"), "--json"});
-  auto b = RunClawguard({"pack", "--manifest", kStage + "/manifest.yaml", "--out", t.Sub("b"), "--json"});
+  auto a = RunClawguard(
+      {"pack", "--manifest", kStage + "/manifest.yaml", "--out", t.Sub("a"), "--json"});
+  auto b = RunClawguard(
+      {"pack", "--manifest", kStage + "/manifest.yaml", "--out", t.Sub("b"), "--json"});
   ASSERT_EQ(a.exit_code, 0) << a.err;
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(nlohmann::json::parse(a.out)["sha256"], nlohmann::json::parse(b.out)["sha256"]);
   EXPECT_EQ(nlohmann::json::parse(a.out)["package"], t.Sub("a/acme-orders-1.4.2.claw"));
-  auto list = RunCommand({"/bin/sh", "-c", "zstd -dc \"$0\" | tar -tvf -", t.Sub("a/acme-orders-1.4.2.claw")});
+  auto list = RunCommand(
+      {"/bin/sh", "-c", "zstd -dc \"$0\" | tar -tvf -", t.Sub("a/acme-orders-1.4.2.claw")});
   ASSERT_EQ(list.exit_code, 0) << list.err;
   EXPECT_THAT(list.out, HasSubstr("-rwxr-xr-x 0/0"));
   EXPECT_THAT(list.out, HasSubstr(" lib/libacme_orders.so\n"));
@@ -126,7 +130,7 @@ TEST(PackCliTest, ExamplePluginPassesTheLoadersElfRules) {
   EXPECT_THAT(line, HasSubstr(" RW "));
   EXPECT_EQ(line.find("RWE"), std::string::npos) << line;
   auto syms = RunCommand({"readelf", "--dyn-syms", "-W", so});
-  EXPECT_THAT(syms.out, HasSubstr("GLOBAL DEFAULT") );
+  EXPECT_THAT(syms.out, HasSubstr("GLOBAL DEFAULT"));
   EXPECT_THAT(syms.out, HasSubstr(" clawguard_plugin_v1\n"));
 }
 

@@ -17,8 +17,8 @@
 #include "clawguard/sha256.h"
 #include "core/archive_ptr.h"
 #include "signer/package_manifest.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 
 using ::clawguard::testing::HasReason;
 
@@ -51,10 +51,12 @@ webhooks:
     idempotency: { level: 2, business_key: /order_id, retention: 7d }
 )";
 
-// MakeSources writes the manifest (with |manifest|) and the three listed files plus an unlisted one.
+// MakeSources writes the manifest (with |manifest|) and the three listed files plus an unlisted
+// one.
 void MakeSources(const std::string& dir, const std::string& manifest = kManifest) {
   WriteFile(dir + "/manifest.yaml", manifest);
-  WriteFile(dir + "/lib/libdemo.so", std::string("\x7f" "ELF fake library bytes"));
+  WriteFile(dir + "/lib/libdemo.so", std::string("\x7f"
+                                                 "ELF fake library bytes"));
   WriteFile(dir + "/share/b.txt", "bee\n");
   WriteFile(dir + "/a/z.txt", std::string(100000, 'z'));
   WriteFile(dir + "/secret.key", "not listed: must never be packed\n");
@@ -88,7 +90,8 @@ std::vector<Entry> ListPackage(const std::string& bytes) {
     x.gname = archive_entry_gname(e) ? archive_entry_gname(e) : "";
     EXPECT_FALSE(archive_entry_atime_is_set(e) || archive_entry_ctime_is_set(e)) << x.path;
     x.bytes.resize(static_cast<size_t>(archive_entry_size(e)));
-    EXPECT_EQ(archive_read_data(a.get(), x.bytes.data(), x.bytes.size()), static_cast<la_ssize_t>(x.bytes.size()));
+    EXPECT_EQ(archive_read_data(a.get(), x.bytes.data(), x.bytes.size()),
+              static_cast<la_ssize_t>(x.bytes.size()));
     out.push_back(std::move(x));
   }
   return out;
@@ -104,12 +107,14 @@ std::string Decompress(const std::string& bytes) {
   EXPECT_EQ(archive_read_next_header(a.get(), &e), ARCHIVE_OK);
   std::string out;
   char buf[65536];
-  for (la_ssize_t n; (n = archive_read_data(a.get(), buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
+  for (la_ssize_t n; (n = archive_read_data(a.get(), buf, sizeof(buf))) > 0;)
+    out.append(buf, static_cast<size_t>(n));
   return out;
 }
 
 // WriteTar builds an archive of regular files (zstd-compressed unless |plain|) for reader tests.
-std::string WriteTar(const std::vector<std::pair<std::string, std::string>>& files, bool plain = false) {
+std::string WriteTar(const std::vector<std::pair<std::string, std::string>>& files,
+                     bool plain = false) {
   ArchiveWriter a(archive_write_new());
   archive_write_set_format_pax_restricted(a.get());
   if (!plain) archive_write_add_filter_zstd(a.get());
@@ -201,7 +206,8 @@ TEST(PackTest, SameInputsGiveSameBytesWhateverTimesModesAndUmask) {
   EXPECT_EQ(bytes, ReadFile(c->package_path));
   EXPECT_EQ(a->sha256_hex, c->sha256_hex);
   EXPECT_EQ(fs::status(c->package_path).permissions() & fs::perms::all,
-            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                fs::perms::others_read);
 }
 
 TEST(PackTest, StartsWithTheZstdFrameMagic) {
@@ -298,7 +304,8 @@ TEST(PackTest, ZstdAndTarListTheExpectedEntries) {
   EXPECT_THAT(list.out, HasSubstr("1970-01-01 00:00 manifest.yaml\n"));
   EXPECT_THAT(list.out, HasSubstr(" lib/libdemo.so\n"));
   EXPECT_EQ(list.out.find("secret.key"), std::string::npos);
-  EXPECT_TRUE(list.out.substr(0, list.out.find('\n')).ends_with(" manifest.yaml")) << list.out;  // first line
+  EXPECT_TRUE(list.out.substr(0, list.out.find('\n')).ends_with(" manifest.yaml"))
+      << list.out;  // first line
   EXPECT_LT(list.out.find("manifest.yaml"), list.out.find("a/z.txt"));
 }
 
@@ -319,7 +326,8 @@ TEST(ReadFirstEntryManifestTest, RefusesManifestNotFirstOrTooLarge) {
   ASSERT_FALSE(dotted.ok());
   EXPECT_THAT(dotted, HasReason(Reason::kManifestInvalid));
 
-  auto big = ReadFirstEntryManifest(WriteTar({{"manifest.yaml", std::string(limits::kMaxManifest + 1, 'a')}}));
+  auto big = ReadFirstEntryManifest(
+      WriteTar({{"manifest.yaml", std::string(limits::kMaxManifest + 1, 'a')}}));
   ASSERT_FALSE(big.ok());
   EXPECT_THAT(big, HasReason(Reason::kManifestInvalid));
   EXPECT_THAT(big.error().message(), HasSubstr("limit"));

@@ -7,8 +7,8 @@
 
 #include <cstdlib>
 
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 
 using ::clawguard::testing::HasReason;
 
@@ -88,7 +88,8 @@ TEST(PinSourceTest, ClosedFdIsLoginFailed) {
 }
 
 TEST(PinSourceTest, OtherFormsAreUsageErrorsThatNeverEchoThePin) {
-  for (const char* src : {"1234", "pin:1234", "env:", "fd:", "fd:12ab", "fd:-1", "file:", "env:A=1234", "ENV:X"}) {
+  for (const char* src :
+       {"1234", "pin:1234", "env:", "fd:", "fd:12ab", "fd:-1", "file:", "env:A=1234", "ENV:X"}) {
     auto pin = ReadPin(src);
     ASSERT_FALSE(pin.ok()) << src;
     EXPECT_THAT(pin, HasReason(Reason::kUsage)) << src;

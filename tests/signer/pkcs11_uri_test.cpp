@@ -45,7 +45,8 @@ TEST_P(Pkcs11UriRefusalTest, RefusesWithKeyUriInvalid) {
   auto uri = ParsePkcs11Uri(GetParam().uri);
   ASSERT_FALSE(uri.ok()) << GetParam().uri;
   EXPECT_THAT(uri, HasReason(Reason::kKeyUriInvalid));
-  EXPECT_NE(uri.error().message().find(GetParam().mentions), std::string::npos) << uri.error().message();
+  EXPECT_NE(uri.error().message().find(GetParam().mentions), std::string::npos)
+      << uri.error().message();
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -58,7 +59,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadUri{"pkcs11:token=a;object=b?module-name=evil", "module-name"},
                       BadUri{"pkcs11:token=a;object=b;pin-value=1234", "pin-value"},
                       BadUri{"pkcs11:token=a;object=b?x-foo=1", "x-foo"},
-                      BadUri{"pkcs11:object=b", "no token"}, BadUri{"pkcs11:token=a", "names no key"},
+                      BadUri{"pkcs11:object=b", "no token"},
+                      BadUri{"pkcs11:token=a", "names no key"},
                       BadUri{"pkcs11:token=a;type=private", "names no key"},
                       BadUri{"pkcs11:token=a;object=b;type=public", "type=public"},
                       BadUri{"pkcs11:token=a;token=c;object=b", "twice"},
@@ -68,7 +70,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadUri{"pkcs11:token=a;object=a%zz", "two hex digits"},
                       BadUri{"pkcs11:token=a;object=a%00b", "%00"},
                       BadUri{"pkcs11:token=a;object=acme release", "%20"},
-                      BadUri{"pkcs11:token=;object=b", "empty"}, BadUri{"pkcs11:token=a;;object=b", "name=value"},
+                      BadUri{"pkcs11:token=;object=b", "empty"},
+                      BadUri{"pkcs11:token=a;;object=b", "name=value"},
                       BadUri{"pkcs11:token=a;object=b#frag", "fragment"}));
 
 }  // namespace

@@ -20,7 +20,8 @@ Bundle VerifyBundleInProcess(const std::string& sig_path) {
     auto cert = ParseCertificateDer(bundle->certificates.at(s.keyid).front());
     EXPECT_TRUE(cert.ok());
     EXPECT_EQ(KeyIdOf(X509_get0_pubkey(cert->get())).value(), s.keyid);
-    Status ok = VerifySignature(X509_get0_pubkey(cert->get()), Pae(bundle->payload_type, bundle->payload), s.sig);
+    Status ok = VerifySignature(X509_get0_pubkey(cert->get()),
+                                Pae(bundle->payload_type, bundle->payload), s.sig);
     EXPECT_TRUE(ok.ok()) << ok.ToString();
   }
   return std::move(bundle).value();
@@ -28,7 +29,8 @@ Bundle VerifyBundleInProcess(const std::string& sig_path) {
 
 // VerifyWithOpensslCli rebuilds PAE from the bundle with base64/printf and checks signature
 // |index| with the openssl CLI and the leaf's public key only.
-void VerifyWithOpensslCli(const std::string& sig_path, int index, bool ed25519, const std::string& work) {
+void VerifyWithOpensslCli(const std::string& sig_path, int index, bool ed25519,
+                          const std::string& work) {
   const std::string script = R"SH(set -euo pipefail
 bundle="$1"; i="$2"; w="$3"; ed="$4"
 mkdir -p "$w"; cd "$w"
@@ -46,7 +48,8 @@ else
   openssl dgst -sha256 -verify pub.pem -signature sig.bin pae.bin
 fi
 )SH";
-  CommandResult r = RunCommand({"bash", "-c", script, "verify", sig_path, std::to_string(index), work, ed25519 ? "1" : "0"});
+  CommandResult r = RunCommand(
+      {"bash", "-c", script, "verify", sig_path, std::to_string(index), work, ed25519 ? "1" : "0"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   // openssl dgst says "Verified OK", openssl pkeyutl "Signature Verified Successfully".
   EXPECT_TRUE(r.out.find("Verified OK") != std::string::npos ||
@@ -102,10 +105,12 @@ TEST_F(SignCliTest, Ed25519SignatureVerifiesWithTheOpensslCliAlone) {
 
 TEST_F(SignCliTest, AppendMakesATwoSignatureBundle) {
   TestKey second = s_.hsm.GenerateKey("acme-release-2");
-  const std::string chain2 = IssueLeaf(s_.hsm, second, s_.pki, "acme2", "/O=acme/CN=acme release 2");
+  const std::string chain2 =
+      IssueLeaf(s_.hsm, second, s_.pki, "acme2", "/O=acme/CN=acme release 2");
   const std::string pkg = MakePackage(s_.dir.Sub("out"), "acme-orders", "1.0.0", "ELF-bytes-A");
   ASSERT_EQ(RunClawguard(s_.SignArgs({"--no-ledger", pkg}), s_.hsm.Env()).exit_code, 0);
-  CommandResult r = RunClawguard(s_.SignArgs({"--no-ledger", "--append", pkg}, &second, &chain2), s_.hsm.Env());
+  CommandResult r =
+      RunClawguard(s_.SignArgs({"--no-ledger", "--append", pkg}, &second, &chain2), s_.hsm.Env());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Bundle b = VerifyBundleInProcess(pkg + ".sig");
   ASSERT_EQ(b.signatures.size(), 2u);
@@ -142,7 +147,8 @@ TEST_F(SignCliTest, SignsAnAllowlistWithItsExactBytes) {
   const std::string allowlist = s_.dir.Sub("allowlist.yaml");
   const std::string text =
       "schema: clawguard/allowlist/v1\nversion: 12\nexpires: 2027-12-31T00:00:00Z\nplugins:\n"
-      "  - { name: acme-orders, version: 1.0.0, sha256: " + std::string(64, 'a') + " }\n";
+      "  - { name: acme-orders, version: 1.0.0, sha256: " +
+      std::string(64, 'a') + " }\n";
   WriteFile(allowlist, text);
   CommandResult r = RunClawguard(s_.SignArgs({"--allowlist", allowlist}), s_.hsm.Env());
   ASSERT_EQ(r.exit_code, 0) << r.err;

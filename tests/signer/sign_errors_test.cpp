@@ -38,7 +38,8 @@ class SignErrorsTest : public ::testing::Test {
 };
 
 TEST_F(SignErrorsTest, WrongPinIsLoginFailed) {
-  CommandResult r = Run(s_.SignArgs({"--no-ledger", Package()}), {{SoftHsmToken::kPinEnv, kWrongPin}});
+  CommandResult r =
+      Run(s_.SignArgs({"--no-ledger", Package()}), {{SoftHsmToken::kPinEnv, kWrongPin}});
   ExpectFailure(r, 2, "hsm_login_failed");
   EXPECT_NE(r.err.find("CKR_PIN_INCORRECT"), std::string::npos) << r.err;
 }
@@ -52,11 +53,13 @@ TEST_F(SignErrorsTest, UnsetPinVariableIsLoginFailed) {
 }
 
 TEST_F(SignErrorsTest, MissingTokenIsHsmUnavailable) {
-  TestKey ghost{"no-such-token", "acme-release", "pkcs11:token=no-such-token;object=acme-release", ""};
+  TestKey ghost{"no-such-token", "acme-release", "pkcs11:token=no-such-token;object=acme-release",
+                ""};
   CommandResult r = Run(s_.SignArgs({"--no-ledger", Package()}, &ghost));
   ExpectFailure(r, 2, "hsm_unavailable");
   EXPECT_NE(r.err.find("no token labelled 'no-such-token'"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("'clawguard-test'"), std::string::npos) << r.err;  // lists the tokens present
+  EXPECT_NE(r.err.find("'clawguard-test'"), std::string::npos)
+      << r.err;  // lists the tokens present
 }
 
 TEST_F(SignErrorsTest, MissingLabelIsKeyNotFound) {
@@ -68,10 +71,11 @@ TEST_F(SignErrorsTest, MissingLabelIsKeyNotFound) {
 
 TEST_F(SignErrorsTest, AmbiguousLabelIsKeyAmbiguous) {
   for (const char* id : {"0a01", "0a02"}) {
-    CommandResult g = RunCommand({"pkcs11-tool", "--module", s_.hsm.module_path(), "--token-label", "clawguard-test",
-                                  "--login", "--pin", kDistinctivePin, "--keypairgen", "--key-type", "EC:prime256v1",
-                                  "--label", "twin", "--id", id, "--usage-sign", "--sensitive"},
-                                 s_.hsm.Env());
+    CommandResult g = RunCommand(
+        {"pkcs11-tool", "--module", s_.hsm.module_path(), "--token-label", "clawguard-test",
+         "--login", "--pin", kDistinctivePin, "--keypairgen", "--key-type", "EC:prime256v1",
+         "--label", "twin", "--id", id, "--usage-sign", "--sensitive"},
+        s_.hsm.Env());
     ASSERT_EQ(g.exit_code, 0) << g.err;
   }
   TestKey twin{"clawguard-test", "twin", "pkcs11:token=clawguard-test;object=twin", ""};
@@ -89,8 +93,9 @@ TEST_F(SignErrorsTest, WrongModuleIsHsmUnavailable) {
 }
 
 TEST_F(SignErrorsTest, UriWithPinValueOrModulePathIsRefused) {
-  for (std::string uri : {std::string("pkcs11:token=clawguard-test;object=acme-release?pin-value=") + kDistinctivePin,
-                          std::string("pkcs11:token=clawguard-test;object=acme-release?module-path=/tmp/x.so")}) {
+  for (std::string uri :
+       {std::string("pkcs11:token=clawguard-test;object=acme-release?pin-value=") + kDistinctivePin,
+        std::string("pkcs11:token=clawguard-test;object=acme-release?module-path=/tmp/x.so")}) {
     TestKey bad{"clawguard-test", "acme-release", uri, ""};
     CommandResult r = Run(s_.SignArgs({"--no-ledger", Package()}, &bad));
     ExpectFailure(r, 2, "key_uri_invalid");
@@ -108,8 +113,8 @@ TEST_F(SignErrorsTest, ExtractableKeyIsRefused) {
 
 TEST_F(SignErrorsTest, CsrRefusesAnExtractableKey) {
   TestKey ext = s_.hsm.GenerateExtractableKey("leaky");
-  CommandResult r = Run({"keys", "csr", "--module", s_.hsm.module_path(), "--key", ext.uri, "--pin-source",
-                         s_.hsm.PinSource(), "--subject", "/O=acme/CN=leaky"});
+  CommandResult r = Run({"keys", "csr", "--module", s_.hsm.module_path(), "--key", ext.uri,
+                         "--pin-source", s_.hsm.PinSource(), "--subject", "/O=acme/CN=leaky"});
   ExpectFailure(r, 1, "key_extractable");
 }
 
@@ -134,13 +139,15 @@ TEST_F(SignErrorsTest, CertificateOfAnotherKeyIsCertKeyMismatch) {
 }
 
 TEST_F(SignErrorsTest, ManifestNotFirstIsManifestInvalid) {
-  const std::string pkg = MakePackage(s_.dir.Sub("nf"), "acme-orders", "1.0.0", "ELF", true, /*manifest_first=*/false);
+  const std::string pkg =
+      MakePackage(s_.dir.Sub("nf"), "acme-orders", "1.0.0", "ELF", true, /*manifest_first=*/false);
   CommandResult r = Run(s_.SignArgs({"--no-ledger", pkg}));
   ExpectFailure(r, 1, "manifest_invalid");
 }
 
 TEST_F(SignErrorsTest, ManifestWithoutDigestsIsManifestInvalid) {
-  const std::string pkg = MakePackage(s_.dir.Sub("nd"), "acme-orders", "1.0.0", "ELF", /*fill_digest=*/false);
+  const std::string pkg =
+      MakePackage(s_.dir.Sub("nd"), "acme-orders", "1.0.0", "ELF", /*fill_digest=*/false);
   CommandResult r = Run(s_.SignArgs({"--no-ledger", pkg}));
   ExpectFailure(r, 1, "manifest_invalid");
   EXPECT_NE(r.err.find("clawguard pack"), std::string::npos) << r.err;
@@ -171,18 +178,18 @@ TEST_F(SignErrorsTest, PinOnTheCommandLineIsNeverEchoed) {
 }
 
 TEST_F(SignErrorsTest, KeysCommandsNeverPrintThePin) {
-  Run({"keys", "list", "--module", s_.hsm.module_path(), "--token", "clawguard-test", "--pin-source",
-       s_.hsm.PinSource()});
-  Run({"keys", "list", "--module", s_.hsm.module_path(), "--token", "clawguard-test", "--pin-source",
-       s_.hsm.PinSource(), "--json"});
-  Run({"keys", "generate", "--module", s_.hsm.module_path(), "--token", "clawguard-test", "--label", "k2",
+  Run({"keys", "list", "--module", s_.hsm.module_path(), "--token", "clawguard-test",
        "--pin-source", s_.hsm.PinSource()});
-  CommandResult r = Run({"keys", "generate", "--module", s_.hsm.module_path(), "--token", "clawguard-test", "--label",
-                         "k3", "--pin-source", s_.hsm.PinSource()},
+  Run({"keys", "list", "--module", s_.hsm.module_path(), "--token", "clawguard-test",
+       "--pin-source", s_.hsm.PinSource(), "--json"});
+  Run({"keys", "generate", "--module", s_.hsm.module_path(), "--token", "clawguard-test", "--label",
+       "k2", "--pin-source", s_.hsm.PinSource()});
+  CommandResult r = Run({"keys", "generate", "--module", s_.hsm.module_path(), "--token",
+                         "clawguard-test", "--label", "k3", "--pin-source", s_.hsm.PinSource()},
                         {{SoftHsmToken::kPinEnv, kWrongPin}});
   ExpectFailure(r, 2, "hsm_login_failed");
-  Run({"keys", "csr", "--module", s_.hsm.module_path(), "--key", s_.key.uri, "--pin-source", s_.hsm.PinSource(),
-       "--subject", "/O=acme/CN=x"});
+  Run({"keys", "csr", "--module", s_.hsm.module_path(), "--key", s_.key.uri, "--pin-source",
+       s_.hsm.PinSource(), "--subject", "/O=acme/CN=x"});
   Run(s_.SignArgs({"--no-ledger", Package("2.0.0")}));
 }
 

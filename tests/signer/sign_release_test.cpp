@@ -14,9 +14,10 @@ class SignReleaseTest : public ::testing::Test {
  protected:
   SignReleaseTest() {
     WriteFile(s_.dir.Sub("plugin/lib/libplugin.so"), "ELF-release-bytes");
-    WriteFile(s_.dir.Sub("plugin/manifest.yaml"),
-              "schema: clawguard/plugin/v1\nname: acme-orders\nversion: 1.2.0\npublisher: acme\nabi: 1\n"
-              "entry: lib/libplugin.so\nfiles:\n  lib/libplugin.so: null\n");
+    WriteFile(
+        s_.dir.Sub("plugin/manifest.yaml"),
+        "schema: clawguard/plugin/v1\nname: acme-orders\nversion: 1.2.0\npublisher: acme\nabi: 1\n"
+        "entry: lib/libplugin.so\nfiles:\n  lib/libplugin.so: null\n");
   }
   EnvPairs Settings() const {
     EnvPairs env = s_.hsm.Env();
@@ -32,7 +33,9 @@ class SignReleaseTest : public ::testing::Test {
     return env;
   }
   CommandResult Run(const EnvPairs& env) {
-    return RunCommand({kScript, "--manifest", s_.dir.Sub("plugin/manifest.yaml"), "--out", s_.dir.Sub("dist")}, env);
+    return RunCommand(
+        {kScript, "--manifest", s_.dir.Sub("plugin/manifest.yaml"), "--out", s_.dir.Sub("dist")},
+        env);
   }
   static void Set(EnvPairs& env, const std::string& k, const std::string& v) {
     for (auto& [name, value] : env) {
@@ -44,14 +47,14 @@ class SignReleaseTest : public ::testing::Test {
 
 TEST_F(SignReleaseTest, NamesEveryMissingSetting) {
   EnvPairs env = Settings();
-  for (const char* k : {"CLAWGUARD_PKCS11_MODULE", "CLAWGUARD_KEY_URI", "CLAWGUARD_PIN_SOURCE", "CLAWGUARD_CHAIN",
-                        "CLAWGUARD_LEDGER_URL"}) {
+  for (const char* k : {"CLAWGUARD_PKCS11_MODULE", "CLAWGUARD_KEY_URI", "CLAWGUARD_PIN_SOURCE",
+                        "CLAWGUARD_CHAIN", "CLAWGUARD_LEDGER_URL"}) {
     Set(env, k, "");
   }
   CommandResult r = Run(env);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  for (const char* k : {"CLAWGUARD_PKCS11_MODULE", "CLAWGUARD_KEY_URI", "CLAWGUARD_PIN_SOURCE", "CLAWGUARD_CHAIN",
-                        "CLAWGUARD_LEDGER_URL"}) {
+  for (const char* k : {"CLAWGUARD_PKCS11_MODULE", "CLAWGUARD_KEY_URI", "CLAWGUARD_PIN_SOURCE",
+                        "CLAWGUARD_CHAIN", "CLAWGUARD_LEDGER_URL"}) {
     EXPECT_NE(r.err.find(std::string(k) + " is not set"), std::string::npos) << k << ": " << r.err;
   }
 }

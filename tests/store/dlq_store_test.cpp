@@ -19,8 +19,8 @@
 #include "clawguard/clock.h"
 #include "clawguard/store/dlq.h"
 #include "sqlite/sqlite_dlq.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 #ifdef CLAWGUARD_TEST_PG
 #include "pg/support/pg_test_db.h"
 #include "postgresql/pg_dlq.h"
@@ -225,17 +225,19 @@ TYPED_TEST(DlqConformanceTest, ListFiltersAndOrders) {
   EXPECT_EQ((*oldest_one)[0].id, a);
   (void)b;
 
-  EXPECT_THAT(this->dlq_->List(DlqFilter{std::nullopt, std::nullopt, 0, true}), HasReason(Reason::kUsage));
-  EXPECT_THAT(this->dlq_->List(DlqFilter{std::nullopt, std::nullopt, kMaxDlqList + 1, true}), HasReason(Reason::kUsage));
+  EXPECT_THAT(this->dlq_->List(DlqFilter{std::nullopt, std::nullopt, 0, true}),
+              HasReason(Reason::kUsage));
+  EXPECT_THAT(this->dlq_->List(DlqFilter{std::nullopt, std::nullopt, kMaxDlqList + 1, true}),
+              HasReason(Reason::kUsage));
 }
 
 TYPED_TEST(DlqConformanceTest, CountsUnresolvedByClassAndAge) {
-  this->MustAdd(this->Call(DlqClass::kAuth, Key('1'), 401));               // 25 h old at the end
+  this->MustAdd(this->Call(DlqClass::kAuth, Key('1'), 401));  // 25 h old at the end
   this->clock_.Advance(2 * kDlqHourMs);
-  this->MustAdd(this->Call(DlqClass::kAuth, Key('2'), 401));               // 23 h
-  this->MustAdd(this->Call(DlqClass::kConflict, Key('3'), 409));           // 23 h
+  this->MustAdd(this->Call(DlqClass::kAuth, Key('2'), 401));      // 23 h
+  this->MustAdd(this->Call(DlqClass::kConflict, Key('3'), 409));  // 23 h
   this->clock_.Advance(22 * kDlqHourMs + 30 * 60'000);
-  this->MustAdd(this->Call(DlqClass::kAuth, Key('4'), 401));               // 30 min
+  this->MustAdd(this->Call(DlqClass::kAuth, Key('4'), 401));  // 30 min
   const int64_t dropped = this->MustAdd(this->Call(DlqClass::kAuth, Key('5'), 401));
   ASSERT_TRUE(this->dlq_->Drop(dropped, "", "cli:test").ok());
   this->clock_.Advance(30 * 60'000);
@@ -257,7 +259,8 @@ TYPED_TEST(DlqConformanceTest, ReplayLifecycle) {
 
   ASSERT_TRUE(this->dlq_->RequestReplay(id, "cli:alice").ok());
   EXPECT_EQ(this->MustGet(id).state, DlqState::kReplayRequested);
-  EXPECT_THAT(this->dlq_->RequestReplay(id, "cli:alice"), HasReason(Reason::kNotFound));  // not open any more
+  EXPECT_THAT(this->dlq_->RequestReplay(id, "cli:alice"),
+              HasReason(Reason::kNotFound));  // not open any more
 
   auto claimed = this->dlq_->ClaimReplays("host-a", 10, kLease);
   ASSERT_TRUE(claimed.ok());
@@ -416,7 +419,8 @@ TYPED_TEST(DlqConformanceTest, OperatorWritesAreRecorded) {
   ASSERT_TRUE(this->dlq_->RequestReplay(id, "cli:alice").ok());
   ASSERT_TRUE(this->dlq_->Pause("acme-orders", "POST /x", "maintenance", "cli:bob").ok());
   ASSERT_TRUE(this->dlq_->RecordOperatorAction("cli:carol", "idem.reset", Key('d'), "").ok());
-  EXPECT_THAT(this->dlq_->RequestReplay(id + 100, "cli:mallory"), HasReason(Reason::kNotFound));  // refused: not recorded
+  EXPECT_THAT(this->dlq_->RequestReplay(id + 100, "cli:mallory"),
+              HasReason(Reason::kNotFound));  // refused: not recorded
   auto actions = this->dlq_->ListOperatorActions(10);
   ASSERT_TRUE(actions.ok());
   ASSERT_EQ(actions->size(), 3u);

@@ -17,8 +17,8 @@
 #include "clawguard/store/outbox.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_outbox.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 #ifdef CLAWGUARD_TEST_PG
 #include "pg/support/pg_test_db.h"
 #include "postgresql/pg_idempotency_store.h"
@@ -87,13 +87,15 @@ class IdempotencyRetentionTest : public ::testing::Test {
     ASSERT_NE(outbox_, nullptr);
   }
 
-  static ClaimMeta Meta(const std::string& body = "{\"order_id\":\"1001\"}", const std::string& id = "msg_1") {
+  static ClaimMeta Meta(const std::string& body = "{\"order_id\":\"1001\"}",
+                        const std::string& id = "msg_1") {
     ClaimMeta m{"acme-orders", "order.created", 2, id, ""};
     m.request_content_type = "application/json";
     m.request_body = body;
     return m;
   }
-  ClaimOutcome MustClaim(const std::string& key, const std::string& fp, const ClaimMeta& meta = Meta()) {
+  ClaimOutcome MustClaim(const std::string& key, const std::string& fp,
+                         const ClaimMeta& meta = Meta()) {
     auto c = store_->Claim(key, fp, meta, kLease);
     EXPECT_TRUE(c.ok()) << c.error().ToString();
     return c.ok() ? *c : ClaimOutcome{};
@@ -102,7 +104,8 @@ class IdempotencyRetentionTest : public ::testing::Test {
   void Completed(const std::string& key, const std::string& fp = std::string(64, 'f')) {
     const ClaimOutcome c = MustClaim(key, fp);
     ASSERT_EQ(c.kind, ClaimOutcome::Kind::kClaimed);
-    ASSERT_EQ(*store_->Complete(key, c.fencing_token, 201, "application/json", "done"), FencedWrite::kApplied);
+    ASSERT_EQ(*store_->Complete(key, c.fencing_token, 201, "application/json", "done"),
+              FencedWrite::kApplied);
   }
   OutboxRow Row(const std::string& key, int64_t token, int64_t i) {
     OutboxRow r;
@@ -156,7 +159,8 @@ TYPED_TEST(IdempotencyRetentionTest, StoresTheFirstClaimsRequestAndCompleteDelet
   EXPECT_EQ((*rec)->request_body, body);  // the first claim's, bytes intact
   EXPECT_EQ((*rec)->webhook_id, "msg_2");
 
-  ASSERT_EQ(*this->store_->Complete(kKey, retry.fencing_token, 200, "text/plain", "ok"), FencedWrite::kApplied);
+  ASSERT_EQ(*this->store_->Complete(kKey, retry.fencing_token, 200, "text/plain", "ok"),
+            FencedWrite::kApplied);
   rec = this->store_->Get(kKey);
   ASSERT_TRUE(rec.ok() && rec->has_value());
   EXPECT_FALSE((*rec)->has_request);
@@ -165,7 +169,8 @@ TYPED_TEST(IdempotencyRetentionTest, StoresTheFirstClaimsRequestAndCompleteDelet
   EXPECT_EQ((*rec)->body, "ok");
 }
 
-TYPED_TEST(IdempotencyRetentionTest, OversizedOrEmptyRequestIsNotStoredAndAResetLetsTheNextClaimStoreIt) {
+TYPED_TEST(IdempotencyRetentionTest,
+           OversizedOrEmptyRequestIsNotStoredAndAResetLetsTheNextClaimStoreIt) {
   const std::string key2(64, 'b');
   (void)this->MustClaim(kKey, kFp, this->Meta(std::string(kMaxDlqRequestBody + 1, 'x')));
   ClaimMeta empty = this->Meta("");
@@ -187,11 +192,13 @@ TYPED_TEST(IdempotencyRetentionTest, OversizedOrEmptyRequestIsNotStoredAndAReset
 
 TYPED_TEST(IdempotencyRetentionTest, PurgeLeavesATombstoneThatAClaimMeetsUntilItIsCleared) {
   const ClaimOutcome c = this->MustClaim(kKey, kFp);
-  ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, 0))->kind, OutboxAppend::Kind::kAppended);
+  ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, 0))->kind,
+            OutboxAppend::Kind::kAppended);
   const int64_t sent_at = this->clock_.NowMillis();
   ASSERT_TRUE(this->outbox_->Claim(kKey, 0, sent_at, "send-a", sent_at + 1'000)->has_value());
   ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, "send-a", 201, "{}").ok());
-  ASSERT_EQ(*this->store_->Complete(kKey, c.fencing_token, 201, "application/json", "done"), FencedWrite::kApplied);
+  ASSERT_EQ(*this->store_->Complete(kKey, c.fencing_token, 201, "application/json", "done"),
+            FencedWrite::kApplied);
 
   this->clock_.Advance(8 * kDay);
   const int64_t now = this->clock_.NowMillis();
@@ -208,10 +215,11 @@ TYPED_TEST(IdempotencyRetentionTest, PurgeLeavesATombstoneThatAClaimMeetsUntilIt
   EXPECT_EQ(hit.record.fingerprint, kFp);
   EXPECT_EQ(hit.record.status, 201);
   EXPECT_EQ(hit.record.tombstone_until_ms, now + 30 * kDay);
-  EXPECT_TRUE(hit.record.body.empty());  // the answer is gone
+  EXPECT_TRUE(hit.record.body.empty());                // the answer is gone
   EXPECT_FALSE(this->store_->Get(kKey)->has_value());  // nothing written
   // Fingerprint first, as for a record.
-  EXPECT_EQ(this->MustClaim(kKey, std::string(64, 'e')).kind, ClaimOutcome::Kind::kFingerprintMismatch);
+  EXPECT_EQ(this->MustClaim(kKey, std::string(64, 'e')).kind,
+            ClaimOutcome::Kind::kFingerprintMismatch);
   EXPECT_THAT(this->store_->NoteReconcileAttempt(kKey), HasReason(Reason::kNotFound));
 
   const int64_t generation = *this->store_->Generation();
@@ -238,8 +246,10 @@ TYPED_TEST(IdempotencyRetentionTest, PurgeKeepsRecentInProgressAndUnfinishedReco
   this->Completed(old_done);
   (void)this->MustClaim(old_open, kFp);
   const ClaimOutcome p = this->MustClaim(old_pending, kFp);
-  ASSERT_EQ(this->outbox_->Append(this->Row(old_pending, p.fencing_token, 0))->kind, OutboxAppend::Kind::kAppended);
-  ASSERT_EQ(*this->store_->Complete(old_pending, p.fencing_token, 202, "", ""), FencedWrite::kApplied);
+  ASSERT_EQ(this->outbox_->Append(this->Row(old_pending, p.fencing_token, 0))->kind,
+            OutboxAppend::Kind::kAppended);
+  ASSERT_EQ(*this->store_->Complete(old_pending, p.fencing_token, 202, "", ""),
+            FencedWrite::kApplied);
   this->clock_.Advance(2 * kDay);
   this->Completed(recent);
   const int64_t now = this->clock_.NowMillis();
@@ -304,14 +314,16 @@ TYPED_TEST(IdempotencyRetentionTest, TombstonesExpire) {
 }
 
 TYPED_TEST(IdempotencyRetentionTest, ListStuckFindsEndedLeasesFewestAttemptsThenOldestFirst) {
-  const std::string expired(64, '1'), released(64, '2'), live(64, '3'), done(64, '4'), reset(64, '5');
+  const std::string expired(64, '1'), released(64, '2'), live(64, '3'), done(64, '4'),
+      reset(64, '5');
   (void)this->MustClaim(expired, kFp, this->Meta("{\"e\":1}"));  // lease ends at T0 + 30 s
   this->Completed(done);
   (void)this->MustClaim(reset, kFp);
   ASSERT_TRUE(*this->store_->Reset(reset));  // waits for its next delivery: not stuck
   this->clock_.Advance(2'000);
   const ClaimOutcome r = this->MustClaim(released, kFp, this->Meta("{\"r\":1}"));
-  ASSERT_EQ(*this->store_->Release(released, r.fencing_token), FencedWrite::kApplied);  // at T0 + 2 s
+  ASSERT_EQ(*this->store_->Release(released, r.fencing_token),
+            FencedWrite::kApplied);             // at T0 + 2 s
   EXPECT_TRUE(this->StuckKeys(5'000).empty());  // released 0 s ago
   this->clock_.Advance(38'000);                 // T0 + 40 s
   (void)this->MustClaim(live, kFp);
@@ -330,7 +342,8 @@ TYPED_TEST(IdempotencyRetentionTest, ListStuckFindsEndedLeasesFewestAttemptsThen
 
   // A record the reconciler tried moves behind the untried ones.
   EXPECT_EQ(*this->store_->NoteReconcileAttempt(released), 1);
-  EXPECT_EQ(this->StuckKeys(5'000), (std::vector<std::string>{expired}));  // noted now: stuck_for later
+  EXPECT_EQ(this->StuckKeys(5'000),
+            (std::vector<std::string>{expired}));  // noted now: stuck_for later
   this->clock_.Advance(5'000);
   EXPECT_EQ(this->StuckKeys(5'000), (std::vector<std::string>{expired, released}));
   EXPECT_THAT(this->store_->ListStuck(0, 0, 0), HasReason(Reason::kUsage));

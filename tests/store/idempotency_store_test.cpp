@@ -19,8 +19,8 @@
 #include "clawguard/store/outbox.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_outbox.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 #ifdef CLAWGUARD_TEST_PG
 #include "pg/support/pg_test_db.h"
 #include "postgresql/pg_idempotency_store.h"
@@ -94,7 +94,8 @@ class StoreConformanceTest : public ::testing::Test {
   static ClaimMeta Meta(const std::string& id = "msg_1") {
     return ClaimMeta{"acme-orders", "order.created", 2, id, "client-key-1"};
   }
-  ClaimOutcome MustClaim(const std::string& key, const std::string& fp, const std::string& id = "msg_1") {
+  ClaimOutcome MustClaim(const std::string& key, const std::string& fp,
+                         const std::string& id = "msg_1") {
     auto c = store_->Claim(key, fp, Meta(id), kLease);
     EXPECT_TRUE(c.ok()) << c.error().ToString();
     return c.ok() ? *c : ClaimOutcome{};
@@ -182,7 +183,8 @@ TYPED_TEST(StoreConformanceTest, ClaimsANewKeyWithTokenOne) {
 
 TYPED_TEST(StoreConformanceTest, ReplaysTheCompletedAnswer) {
   const ClaimOutcome c = this->MustClaim(kKey, kFp);
-  auto done = this->store_->Complete(kKey, c.fencing_token, 201, "application/json", std::string("{\"ok\":1}\0x", 10));
+  auto done = this->store_->Complete(kKey, c.fencing_token, 201, "application/json",
+                                     std::string("{\"ok\":1}\0x", 10));
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(*done, FencedWrite::kApplied);
   this->clock_.Advance(3'600'000);
@@ -209,7 +211,8 @@ TYPED_TEST(StoreConformanceTest, OtherFingerprintIsMismatchAndTheRecordIsUntouch
   // Checked first: also on a live in-progress record.
   const std::string key2(64, 'b');
   (void)this->MustClaim(key2, kFp);
-  EXPECT_EQ(this->MustClaim(key2, std::string(64, 'e')).kind, ClaimOutcome::Kind::kFingerprintMismatch);
+  EXPECT_EQ(this->MustClaim(key2, std::string(64, 'e')).kind,
+            ClaimOutcome::Kind::kFingerprintMismatch);
 }
 
 TYPED_TEST(StoreConformanceTest, LiveLeaseIsInProgressWithRetryAfter) {
@@ -241,7 +244,8 @@ TYPED_TEST(StoreConformanceTest, StaleWorkerIsFencedAfterTakeover) {
   ASSERT_EQ(second.fencing_token, 2);
 
   EXPECT_EQ(*this->store_->Renew(kKey, first.fencing_token, kLease), FencedWrite::kFenced);
-  EXPECT_EQ(*this->store_->Complete(kKey, first.fencing_token, 200, "", "stale"), FencedWrite::kFenced);
+  EXPECT_EQ(*this->store_->Complete(kKey, first.fencing_token, 200, "", "stale"),
+            FencedWrite::kFenced);
   EXPECT_EQ(*this->store_->Release(kKey, first.fencing_token), FencedWrite::kFenced);
   auto stale = this->outbox_->Append(this->Row(kKey, first.fencing_token, 1, "{}"));
   ASSERT_TRUE(stale.ok());
@@ -256,11 +260,14 @@ TYPED_TEST(StoreConformanceTest, StaleWorkerIsFencedAfterTakeover) {
   EXPECT_EQ(this->outbox_->Append(this->Row(kKey, second.fencing_token, 1, "{}"))->kind,
             OutboxAppend::Kind::kAppended);
   EXPECT_EQ(*this->store_->Renew(kKey, second.fencing_token, kLease), FencedWrite::kApplied);
-  EXPECT_EQ(*this->store_->Complete(kKey, second.fencing_token, 200, "", "fresh"), FencedWrite::kApplied);
+  EXPECT_EQ(*this->store_->Complete(kKey, second.fencing_token, 200, "", "fresh"),
+            FencedWrite::kApplied);
   EXPECT_EQ((*this->store_->Get(kKey))->body, "fresh");
   // Completed: even the current token cannot complete twice or append.
-  EXPECT_EQ(*this->store_->Complete(kKey, second.fencing_token, 500, "", "x"), FencedWrite::kFenced);
-  EXPECT_EQ(this->outbox_->Append(this->Row(kKey, second.fencing_token, 2, "{}"))->kind, OutboxAppend::Kind::kFenced);
+  EXPECT_EQ(*this->store_->Complete(kKey, second.fencing_token, 500, "", "x"),
+            FencedWrite::kFenced);
+  EXPECT_EQ(this->outbox_->Append(this->Row(kKey, second.fencing_token, 2, "{}"))->kind,
+            OutboxAppend::Kind::kFenced);
 }
 
 TYPED_TEST(StoreConformanceTest, ReleaseLeavesTheKeyRetryable) {
@@ -276,18 +283,23 @@ TYPED_TEST(StoreConformanceTest, ConcurrentClaimsFromEightThreadsHaveOneWinner) 
   for (bool separate_connections : {false, true}) {
     const std::string key = separate_connections ? std::string(64, 'c') : std::string(64, 'd');
     std::vector<std::unique_ptr<IdempotencyStore>> stores;
-    for (int i = 0; i < kThreads && separate_connections; ++i) stores.push_back(this->factory_.OpenStore(this->clock_));
+    for (int i = 0; i < kThreads && separate_connections; ++i)
+      stores.push_back(this->factory_.OpenStore(this->clock_));
     std::atomic<int> claimed{0}, in_progress{0}, errors{0};
     std::atomic<bool> go{false};
     std::vector<std::thread> threads;
     for (int i = 0; i < kThreads; ++i) {
-      IdempotencyStore* s = separate_connections ? stores[static_cast<size_t>(i)].get() : this->store_.get();
+      IdempotencyStore* s =
+          separate_connections ? stores[static_cast<size_t>(i)].get() : this->store_.get();
       threads.emplace_back([&, s] {
         while (!go.load()) std::this_thread::yield();
         auto c = s->Claim(key, kFp, this->Meta(), kLease);
-        if (!c.ok()) ++errors;
-        else if (c->kind == ClaimOutcome::Kind::kClaimed) ++claimed;
-        else if (c->kind == ClaimOutcome::Kind::kInProgress) ++in_progress;
+        if (!c.ok())
+          ++errors;
+        else if (c->kind == ClaimOutcome::Kind::kClaimed)
+          ++claimed;
+        else if (c->kind == ClaimOutcome::Kind::kInProgress)
+          ++in_progress;
       });
     }
     go = true;
@@ -337,7 +349,8 @@ TYPED_TEST(StoreConformanceTest, OutboxRowsMatchMismatchAndMoveThroughStates) {
   EXPECT_EQ(mismatch->kind, OutboxAppend::Kind::kMismatch);
   EXPECT_EQ(mismatch->row.body, "{\"a\":1}");
   // An outbox row of a key that was never claimed is fenced.
-  EXPECT_EQ(this->outbox_->Append(this->Row(std::string(64, '9'), 1, 0, "{}"))->kind, OutboxAppend::Kind::kFenced);
+  EXPECT_EQ(this->outbox_->Append(this->Row(std::string(64, '9'), 1, 0, "{}"))->kind,
+            OutboxAppend::Kind::kFenced);
 
   auto due = this->outbox_->DuePending(kT0 + 10, 10);
   ASSERT_TRUE(due.ok());
@@ -359,7 +372,8 @@ TYPED_TEST(StoreConformanceTest, OutboxRowsMatchMismatchAndMoveThroughStates) {
   EXPECT_EQ((*sent)->attempts, 1);
   EXPECT_EQ((*sent)->claimed_by, "send-a");
   EXPECT_EQ((*sent)->idempotency_key, "erp-key-0");
-  EXPECT_EQ(this->outbox_->DuePending(kT0 + 10, 10)->size(), 1u);  // call 0 is its send's until kT0 + 60 s
+  EXPECT_EQ(this->outbox_->DuePending(kT0 + 10, 10)->size(),
+            1u);  // call 0 is its send's until kT0 + 60 s
   ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, "send-a", 201, "{\"fulfilled\":true}").ok());
   auto answered = this->outbox_->Get(kKey, 0);
   EXPECT_EQ((*answered)->state, OutboxState::kAnswered);
@@ -381,14 +395,17 @@ TYPED_TEST(StoreConformanceTest, OutboxRowsMatchMismatchAndMoveThroughStates) {
 TYPED_TEST(StoreConformanceTest, OneSendOwnsARowUntilItsAnswerOrItsClaimEnds) {
   const ClaimOutcome c = this->MustClaim(kKey, kFp);
   for (int64_t i = 0; i < 2; ++i) {
-    ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, i, "{}"))->kind, OutboxAppend::Kind::kAppended);
+    ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, i, "{}"))->kind,
+              OutboxAppend::Kind::kAppended);
   }
   // Send a owns call 0 until kT0 + 10 s: nobody else may send it, or write its outcome.
   ASSERT_TRUE(this->outbox_->Claim(kKey, 0, kT0, "send-a", kT0 + 10'000)->has_value());
   EXPECT_FALSE(this->outbox_->Claim(kKey, 0, kT0 + 5'000, "send-b", kT0 + 15'000)->has_value());
-  EXPECT_FALSE(this->outbox_->Claim(kKey, 0, kT0 + 9'999, "send-a", kT0 + 15'000)->has_value());  // even a
+  EXPECT_FALSE(
+      this->outbox_->Claim(kKey, 0, kT0 + 9'999, "send-a", kT0 + 15'000)->has_value());  // even a
   EXPECT_EQ(this->outbox_->DuePending(kT0 + 9'999, 10)->size(), 1u);  // call 1 only
-  EXPECT_THAT(this->outbox_->MarkAnswered(kKey, 0, "send-b", 200, "b"), HasReason(Reason::kNotFound));
+  EXPECT_THAT(this->outbox_->MarkAnswered(kKey, 0, "send-b", 200, "b"),
+              HasReason(Reason::kNotFound));
   this->outbox_->NoteAnswer(kKey, 0, "send-b", 200, "b");
   EXPECT_THAT(this->outbox_->Release(kKey, 0, "send-b", kT0), HasReason(Reason::kNotFound));
   EXPECT_THAT(this->outbox_->MarkDead(kKey, 0, "send-b"), HasReason(Reason::kNotFound));
@@ -408,10 +425,12 @@ TYPED_TEST(StoreConformanceTest, OneSendOwnsARowUntilItsAnswerOrItsClaimEnds) {
   EXPECT_EQ((*b)->attempts, 2);
   EXPECT_EQ((*b)->claimed_by, "send-b");
   // a's answer comes late: it changes nothing; b's answer is stored; a later one changes nothing.
-  EXPECT_THAT(this->outbox_->MarkAnswered(kKey, 0, "send-a", 200, "late"), HasReason(Reason::kNotFound));
+  EXPECT_THAT(this->outbox_->MarkAnswered(kKey, 0, "send-a", 200, "late"),
+              HasReason(Reason::kNotFound));
   this->outbox_->NoteAnswer(kKey, 0, "send-a", 200, "late");
   ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, "send-b", 201, "first").ok());
-  EXPECT_THAT(this->outbox_->MarkAnswered(kKey, 0, "send-b", 202, "again"), HasReason(Reason::kNotFound));
+  EXPECT_THAT(this->outbox_->MarkAnswered(kKey, 0, "send-b", 202, "again"),
+              HasReason(Reason::kNotFound));
   row = this->outbox_->Get(kKey, 0);
   EXPECT_EQ((*row)->state, OutboxState::kAnswered);
   EXPECT_EQ((*row)->reply_status, 201);
@@ -421,13 +440,15 @@ TYPED_TEST(StoreConformanceTest, OneSendOwnsARowUntilItsAnswerOrItsClaimEnds) {
   // Release: the send ends without a final answer; the row waits unclaimed, attempts kept.
   ASSERT_TRUE(this->outbox_->Claim(kKey, 1, kT0, "send-c", kT0 + 10'000)->has_value());
   ASSERT_TRUE(this->outbox_->Release(kKey, 1, "send-c", kT0 + 3'000).ok());
-  EXPECT_THAT(this->outbox_->Release(kKey, 1, "send-c", kT0 + 9'000), HasReason(Reason::kNotFound));  // once
+  EXPECT_THAT(this->outbox_->Release(kKey, 1, "send-c", kT0 + 9'000),
+              HasReason(Reason::kNotFound));  // once
   row = this->outbox_->Get(kKey, 1);
   EXPECT_EQ((*row)->state, OutboxState::kSent);
   EXPECT_EQ((*row)->claimed_by, "");
   EXPECT_EQ((*row)->attempts, 1);
   EXPECT_EQ((*row)->next_attempt_ms, kT0 + 3'000);
-  EXPECT_FALSE(this->outbox_->Claim(kKey, 1, kT0 + 2'999, "send-d", kT0 + 20'000)->has_value());  // not due
+  EXPECT_FALSE(
+      this->outbox_->Claim(kKey, 1, kT0 + 2'999, "send-d", kT0 + 20'000)->has_value());  // not due
   ASSERT_TRUE(this->outbox_->Claim(kKey, 1, kT0 + 3'000, "send-d", kT0 + 20'000)->has_value());
   // An owned MarkDead (retries spent) only by the owner.
   EXPECT_THAT(this->outbox_->MarkDead(kKey, 1, "send-c"), HasReason(Reason::kNotFound));
@@ -445,7 +466,8 @@ TYPED_TEST(StoreConformanceTest, OfManyConcurrentClaimsOfARowOneWins) {
   constexpr int64_t kRows = 12;
   const ClaimOutcome c = this->MustClaim(kKey, kFp);
   for (int64_t i = 0; i < kRows; ++i) {
-    ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, i, "{}"))->kind, OutboxAppend::Kind::kAppended);
+    ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, i, "{}"))->kind,
+              OutboxAppend::Kind::kAppended);
   }
   std::vector<std::unique_ptr<Outbox>> outboxes;
   for (int w = 0; w < kWorkers; ++w) {
@@ -459,7 +481,8 @@ TYPED_TEST(StoreConformanceTest, OfManyConcurrentClaimsOfARowOneWins) {
   for (int w = 0; w < kWorkers; ++w) {
     workers.emplace_back([&, w] {
       for (int64_t i = 0; i < kRows; ++i) {
-        auto got = outboxes[static_cast<size_t>(w)]->Claim(kKey, i, kT0, "worker-" + std::to_string(w), kT0 + 1'000);
+        auto got = outboxes[static_cast<size_t>(w)]->Claim(
+            kKey, i, kT0, "worker-" + std::to_string(w), kT0 + 1'000);
         if (!got.ok()) {
           ++errors;
         } else if (got->has_value()) {
@@ -491,8 +514,10 @@ TYPED_TEST(StoreConformanceTest, HeldRowsWaitForConfirmation) {
     EXPECT_THAT(this->outbox_->Append(bad), HasReason(Reason::kInternal)) << OutboxStateName(s);
   }
 
-  EXPECT_TRUE(this->outbox_->DuePending(kT0 + 1'000, 10)->empty());  // held never due; call 1 not yet
-  EXPECT_FALSE(this->outbox_->Claim(kKey, 0, kT0 + 1'000, "send-a", kT0 + 9'000)->has_value());  // held: never
+  EXPECT_TRUE(
+      this->outbox_->DuePending(kT0 + 1'000, 10)->empty());  // held never due; call 1 not yet
+  EXPECT_FALSE(this->outbox_->Claim(kKey, 0, kT0 + 1'000, "send-a", kT0 + 9'000)
+                   ->has_value());  // held: never
   auto listed = this->outbox_->ListEvent(kKey);
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->size(), 2u);
@@ -624,7 +649,8 @@ TYPED_TEST(StoreConformanceTest, RowAppendedAsSentRecordsTheFirstAttempt) {
 
 TYPED_TEST(StoreConformanceTest, DeferMovesTheNextAttemptWithoutCountingOne) {
   const ClaimOutcome c = this->MustClaim(kKey, kFp);
-  ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, 0, "{}"))->kind, OutboxAppend::Kind::kAppended);
+  ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, 0, "{}"))->kind,
+            OutboxAppend::Kind::kAppended);
   // pending → deferred: same state, attempts 0, not due before the new time.
   ASSERT_TRUE(this->outbox_->Defer(kKey, 0, kT0, kT0 + 1'000).ok());
   auto row = this->outbox_->Get(kKey, 0);
@@ -637,7 +663,8 @@ TYPED_TEST(StoreConformanceTest, DeferMovesTheNextAttemptWithoutCountingOne) {
   // Not due (deferred already, or a send owns it): left alone.
   EXPECT_THAT(this->outbox_->Defer(kKey, 0, kT0 + 999, kT0 + 50'000), HasReason(Reason::kNotFound));
   ASSERT_TRUE(this->outbox_->Claim(kKey, 0, kT0 + 1'000, "send-a", kT0 + 2'000)->has_value());
-  EXPECT_THAT(this->outbox_->Defer(kKey, 0, kT0 + 1'500, kT0 + 90'000), HasReason(Reason::kNotFound));
+  EXPECT_THAT(this->outbox_->Defer(kKey, 0, kT0 + 1'500, kT0 + 90'000),
+              HasReason(Reason::kNotFound));
   EXPECT_EQ((*this->outbox_->Get(kKey, 0))->next_attempt_ms, kT0 + 2'000);
   // sent, its claim ended → deferred: attempts kept.
   ASSERT_TRUE(this->outbox_->Defer(kKey, 0, kT0 + 2'000, kT0 + 90'000).ok());
@@ -650,7 +677,8 @@ TYPED_TEST(StoreConformanceTest, DeferMovesTheNextAttemptWithoutCountingOne) {
   ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, "send-b", 200, "{}").ok());
   EXPECT_THAT(this->outbox_->Defer(kKey, 0, INT64_MAX, kT0), HasReason(Reason::kNotFound));
   EXPECT_EQ((*this->outbox_->Get(kKey, 0))->next_attempt_ms, kT0 + 95'000);
-  ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, 1, "{}"))->kind, OutboxAppend::Kind::kAppended);
+  ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, 1, "{}"))->kind,
+            OutboxAppend::Kind::kAppended);
   ASSERT_TRUE(this->outbox_->MarkDead(kKey, 1, /*owner=*/"").ok());
   EXPECT_THAT(this->outbox_->Defer(kKey, 1, INT64_MAX, kT0), HasReason(Reason::kNotFound));
   OutboxRow held = this->Row(kKey, c.fencing_token, 2, "{}");
@@ -695,7 +723,8 @@ TYPED_TEST(StoreConformanceTest, ReviveTurnsDeadOrAnsweredRowsPendingAndDueNow) 
   EXPECT_EQ((*row)->reply_body, "");
   EXPECT_EQ((*row)->attempts, 0);
   // A send of the old life that answers now changes nothing.
-  EXPECT_THAT(this->outbox_->MarkAnswered(kKey, 1, "send-3", 200, "{}"), HasReason(Reason::kNotFound));
+  EXPECT_THAT(this->outbox_->MarkAnswered(kKey, 1, "send-3", 200, "{}"),
+              HasReason(Reason::kNotFound));
 
   // sent / pending / held rows are left as they are.
   EXPECT_FALSE(*this->outbox_->Revive(kKey, 2, kT0 + 70));
@@ -716,7 +745,8 @@ TYPED_TEST(StoreConformanceTest, ReviveTurnsDeadOrAnsweredRowsPendingAndDueNow) 
 
   auto due = this->outbox_->DuePending(kT0 + 100, 10);
   ASSERT_TRUE(due.ok());
-  ASSERT_EQ(due->size(), 3u);  // 0 and 1 revived, 3 pending since append; 2 is owned until kT0 + 7 s
+  ASSERT_EQ(due->size(),
+            3u);  // 0 and 1 revived, 3 pending since append; 2 is owned until kT0 + 7 s
   EXPECT_EQ((*due)[0].call_index, 3);  // next_attempt 0 (appended without one)
 }
 
@@ -734,7 +764,8 @@ TYPED_TEST(StoreConformanceTest, ArbitraryBytesRoundTrip) {
   auto c = this->store_->Claim(kKey, kFp, meta, kLease);
   ASSERT_TRUE(c.ok()) << c.error().ToString();
   const std::string body("\0\x01\xc3(\xff", 5);
-  ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c->fencing_token, 0, body))->kind, OutboxAppend::Kind::kAppended);
+  ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c->fencing_token, 0, body))->kind,
+            OutboxAppend::Kind::kAppended);
   ASSERT_TRUE(this->outbox_->Claim(kKey, 0, kT0, "send-a", kT0 + 1'000)->has_value());
   ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, "send-a", 200, body).ok());
   ASSERT_EQ(*this->store_->Complete(kKey, c->fencing_token, 200, std::string("t\xff", 2), body),
@@ -758,7 +789,8 @@ TYPED_TEST(StoreConformanceTest, TokensOnlyGoUpAcrossTakeoversAndResets) {
     EXPECT_EQ(c.fencing_token, last + 1);
     last = c.fencing_token;
     if (round % 2 == 0) {
-      ASSERT_EQ(*this->store_->Complete(kKey, c.fencing_token, 200, "", "x"), FencedWrite::kApplied);
+      ASSERT_EQ(*this->store_->Complete(kKey, c.fencing_token, 200, "", "x"),
+                FencedWrite::kApplied);
       ASSERT_TRUE(*this->store_->Reset(kKey));
     } else {
       this->clock_.Advance(kLease);

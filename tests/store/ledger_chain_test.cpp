@@ -51,17 +51,20 @@ TEST(LedgerChainTest, RowHashKnownAnswer) {
 }
 
 TEST(LedgerChainTest, KindNamesRoundTripAndUnknownKindsAreTampering) {
-  for (LedgerKind k : {LedgerKind::kRelease, LedgerKind::kDeploy, LedgerKind::kAttempt, LedgerKind::kAllowlist}) {
+  for (LedgerKind k :
+       {LedgerKind::kRelease, LedgerKind::kDeploy, LedgerKind::kAttempt, LedgerKind::kAllowlist}) {
     EXPECT_EQ(LedgerKindFromName(LedgerKindName(k)), k);
   }
   EXPECT_EQ(LedgerKindName(LedgerKind::kAttempt), "attempt");
   EXPECT_EQ(LedgerKindName(LedgerKind::kAllowlist), "allowlist");
   EXPECT_FALSE(LedgerKindFromName("Deploy"));
-  ExpectTampered(LedgerKindFromText("floor", 7).error(), "seq 7: kind 'floor' is not one this build knows");
+  ExpectTampered(LedgerKindFromText("floor", 7).error(),
+                 "seq 7: kind 'floor' is not one this build knows");
 }
 
 // Row is a stored row for the rules (hash fields are not looked at).
-LedgerRow Row(int64_t seq, LedgerKind kind, const std::string& name, const std::string& version, char sha) {
+LedgerRow Row(int64_t seq, LedgerKind kind, const std::string& name, const std::string& version,
+              char sha) {
   LedgerRow r;
   r.seq = seq;
   r.kind = kind;
@@ -79,23 +82,35 @@ TEST(LedgerChainTest, RecordingRulesForPluginRows) {
   const LedgerRecordRules refuse{}, allow{true, {}};
   // Overwrites, of every kind, against every kind.
   for (LedgerKind k : {LedgerKind::kRelease, LedgerKind::kAttempt, LedgerKind::kDeploy}) {
-    EXPECT_THAT(CheckLedgerRecord(rows, k, "acme-orders", "2.0.0", d, allow), HasReason(Reason::kVersionOverwritten));
-    EXPECT_THAT(CheckLedgerRecord(rows, k, "acme-orders", "1.9.0", d, allow), HasReason(Reason::kVersionOverwritten));
+    EXPECT_THAT(CheckLedgerRecord(rows, k, "acme-orders", "2.0.0", d, allow),
+                HasReason(Reason::kVersionOverwritten));
+    EXPECT_THAT(CheckLedgerRecord(rows, k, "acme-orders", "1.9.0", d, allow),
+                HasReason(Reason::kVersionOverwritten));
   }
   // Rollback: deploy rows only are the floor; attempt and deploy are held to it.
-  EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.4.0", d, refuse), HasReason(Reason::kVersionRollback));
-  EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kAttempt, "acme-orders", "1.4.0", d, refuse), HasReason(Reason::kVersionRollback));
-  EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kRelease, "acme-orders", "1.4.0", d, refuse).value());
-  EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.4.0", d, allow).value());
-  EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.6.0", d, refuse).value());
+  EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.4.0", d, refuse),
+              HasReason(Reason::kVersionRollback));
+  EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kAttempt, "acme-orders", "1.4.0", d, refuse),
+              HasReason(Reason::kVersionRollback));
+  EXPECT_TRUE(
+      CheckLedgerRecord(rows, LedgerKind::kRelease, "acme-orders", "1.4.0", d, refuse).value());
+  EXPECT_TRUE(
+      CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.4.0", d, allow).value());
+  EXPECT_TRUE(
+      CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.6.0", d, refuse).value());
   // 1.9.0 was only attempted (say, refused after dlopen): 1.6.0 above is not a rollback.
-  EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.9.0", b, refuse).value());
+  EXPECT_TRUE(
+      CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.9.0", b, refuse).value());
   // Identical rows are no-ops; the same bytes under another kind are appended.
-  EXPECT_FALSE(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.5.0", c, refuse).value());
-  EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kAttempt, "acme-orders", "1.5.0", c, refuse).value());
+  EXPECT_FALSE(
+      CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.5.0", c, refuse).value());
+  EXPECT_TRUE(
+      CheckLedgerRecord(rows, LedgerKind::kAttempt, "acme-orders", "1.5.0", c, refuse).value());
   // Malformed rows are the caller's bug.
-  EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "latest", d, refuse), HasReason(Reason::kInternal));
-  EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.0.0", "ABC", refuse), HasReason(Reason::kInternal));
+  EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "latest", d, refuse),
+              HasReason(Reason::kInternal));
+  EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kDeploy, "acme-orders", "1.0.0", "ABC", refuse),
+              HasReason(Reason::kInternal));
 }
 
 TEST(LedgerChainTest, RecordingRulesForAllowlistRows) {
@@ -104,11 +119,13 @@ TEST(LedgerChainTest, RecordingRulesForAllowlistRows) {
                                        Row(2, LedgerKind::kAllowlist, name, "12", 'b')};
   const std::string d(64, 'd');
   EXPECT_EQ(HighestAllowlistVersion(rows), 12);  // numeric, not text order
-  EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, "11", d, {}), HasReason(Reason::kAllowlistInvalid));
+  EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, "11", d, {}),
+              HasReason(Reason::kAllowlistInvalid));
   EXPECT_FALSE(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, "12", d, {}).value());
   EXPECT_TRUE(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, "13", d, {}).value());
   for (const std::string bad : {"012", "-1", "0", "1.0", "", "99999999999999999999"}) {
-    EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, bad, d, {}), HasReason(Reason::kInternal))
+    EXPECT_THAT(CheckLedgerRecord(rows, LedgerKind::kAllowlist, name, bad, d, {}),
+                HasReason(Reason::kInternal))
         << bad;
   }
   EXPECT_FALSE(HighestAllowlistVersion({}).has_value());
@@ -118,7 +135,8 @@ TEST(LedgerChainTest, IntactChainPassesWithAndWithoutAnchor) {
   auto rows = Chain(5);
   EXPECT_TRUE(VerifyLedgerChain(rows, std::nullopt).ok());
   EXPECT_TRUE(VerifyLedgerChain(rows, LedgerCheckpoint{5, rows[4].hash}).ok());
-  EXPECT_TRUE(VerifyLedgerChain(rows, LedgerCheckpoint{3, rows[2].hash}).ok());  // others appended since
+  EXPECT_TRUE(
+      VerifyLedgerChain(rows, LedgerCheckpoint{3, rows[2].hash}).ok());  // others appended since
   EXPECT_TRUE(VerifyLedgerChain({}, LedgerCheckpoint{0, std::string(64, '0')}).ok());
   EXPECT_TRUE(VerifyLedgerChain({}, std::nullopt).ok());
 }

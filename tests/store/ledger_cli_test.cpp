@@ -62,7 +62,8 @@ class LedgerCliTest : public ::testing::Test {
 TEST_F(LedgerCliTest, ShowPrintsEveryRow) {
   auto r = RunClawguard({"ledger", "show", "--store", "sqlite:" + path_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("1\trelease\tacme-orders\t1.1.0\t" + std::string(64, 'b') + "\t2025-12-02T00:00:00Z"),
+  EXPECT_NE(r.out.find("1\trelease\tacme-orders\t1.1.0\t" + std::string(64, 'b') +
+                       "\t2025-12-02T00:00:00Z"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("4 rows"), std::string::npos);
@@ -77,13 +78,16 @@ TEST_F(LedgerCliTest, ShowPrintsEveryRow) {
 TEST_F(LedgerCliTest, VerifySaysWhetherItIsAnchored) {
   auto plain = RunClawguard({"ledger", "verify", "--store", "sqlite:" + path_});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
-  EXPECT_EQ(plain.out, "ok: 4 rows, head " + head_.head +
-                           " — not anchored (pass --anchor FILE, or --expect-head N:HEX from a ledger anchor or an "
-                           "audit log's ledger_checkpoint)\n");
+  EXPECT_EQ(
+      plain.out,
+      "ok: 4 rows, head " + head_.head +
+          " — not anchored (pass --anchor FILE, or --expect-head N:HEX from a ledger anchor or an "
+          "audit log's ledger_checkpoint)\n");
   auto anchored = RunClawguard({"ledger", "verify", "--expect-head", Anchor(), "--store", path_});
   ASSERT_EQ(anchored.exit_code, 0) << anchored.err;
   EXPECT_EQ(anchored.out, "ok: 4 rows, head " + head_.head + ", anchored at 4\n");
-  auto older = RunClawguard({"ledger", "verify", "--expect-head", "3:" + third_, "--store", path_, "--json"});
+  auto older = RunClawguard(
+      {"ledger", "verify", "--expect-head", "3:" + third_, "--store", path_, "--json"});
   ASSERT_EQ(older.exit_code, 0) << older.err;
   auto doc = nlohmann::json::parse(older.out);
   EXPECT_EQ(doc["verdict"], "ok");
@@ -93,7 +97,8 @@ TEST_F(LedgerCliTest, VerifySaysWhetherItIsAnchored) {
 }
 
 TEST_F(LedgerCliTest, BadExpectHeadIsUsage) {
-  for (const std::string& bad : std::vector<std::string>{"4", "x:" + head_.head, "4:" + head_.head.substr(1), "-1:" + head_.head, "4:XYZ"}) {
+  for (const std::string& bad : std::vector<std::string>{
+           "4", "x:" + head_.head, "4:" + head_.head.substr(1), "-1:" + head_.head, "4:XYZ"}) {
     auto r = RunClawguard({"ledger", "verify", "--expect-head", bad, "--store", path_});
     EXPECT_EQ(r.exit_code, 2) << bad;
     EXPECT_NE(r.err.find("usage"), std::string::npos) << r.err;
@@ -109,7 +114,8 @@ TEST_F(LedgerCliTest, MissingStoreOrPasswordUrlExits2WithoutLeaking) {
   EXPECT_EQ(pw.exit_code, 2);
   EXPECT_EQ(pw.err.find("hunter2"), std::string::npos) << pw.err;
   EXPECT_NE(pw.err.find("postgresql://cg:***@db:5432/cg"), std::string::npos) << pw.err;
-  auto query = RunClawguard({"ledger", "show", "--store", "postgresql://cg@db/cg?sslmode=require&password=hunter2"});
+  auto query = RunClawguard(
+      {"ledger", "show", "--store", "postgresql://cg@db/cg?sslmode=require&password=hunter2"});
   EXPECT_EQ(query.exit_code, 2);
   EXPECT_EQ(query.err.find("hunter2"), std::string::npos) << query.err;
   EXPECT_EQ(RunClawguard({"ledger", "show", "--store", "mysql://cg@db/cg"}).exit_code, 2);
@@ -150,10 +156,12 @@ TEST_F(LedgerCliTest, DetectsARehashedLedgerOnlyWithAnAnchor) {
 // catches a full rewrite.
 TEST_F(LedgerCliTest, WriteAnchorFromAnExpectedHeadThenTheAnchorFileCatchesARewrite) {
   const std::string anchor = dir_.Sub("anchor/ledger-anchor.json");
-  auto written = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", anchor, "--expect-head",
-                               "3:" + third_, "--write-anchor"});
+  auto written = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", anchor,
+                               "--expect-head", "3:" + third_, "--write-anchor"});
   ASSERT_EQ(written.exit_code, 0) << written.err;
-  EXPECT_NE(written.out.find("anchor written: " + anchor + " at 4:" + head_.head), std::string::npos) << written.out;
+  EXPECT_NE(written.out.find("anchor written: " + anchor + " at 4:" + head_.head),
+            std::string::npos)
+      << written.out;
   const auto file = nlohmann::json::parse(ReadFile(anchor));
   EXPECT_EQ(file["schema"], "clawguard/ledger-anchor/v1");
   EXPECT_EQ(file["count"], 4);
@@ -174,26 +182,29 @@ TEST_F(LedgerCliTest, WriteAnchorFromAnExpectedHeadThenTheAnchorFileCatchesARewr
   EXPECT_NE(caught.err.find("ledger_tampered"), std::string::npos) << caught.err;
   EXPECT_NE(caught.err.find("anchor file " + anchor), std::string::npos) << caught.err;
   // A chain that does not hold the expected head is never anchored.
-  auto refused = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", dir_.Sub("other.json"),
-                               "--expect-head", Anchor(), "--write-anchor"});
+  auto refused =
+      RunClawguard({"ledger", "verify", "--store", path_, "--anchor", dir_.Sub("other.json"),
+                    "--expect-head", Anchor(), "--write-anchor"});
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_FALSE(std::filesystem::exists(dir_.Sub("other.json")));
 }
 
 TEST_F(LedgerCliTest, ATrustOnFirstUseAnchorIsShownUntilConfirmed) {
   const std::string anchor = dir_.Sub("ledger-anchor.json");
-  const nlohmann::json checkpoint = {{"count", head_.count}, {"head", head_.head}, {"time", "2025-12-02T00:00:00Z"}};
+  const nlohmann::json checkpoint = {
+      {"count", head_.count}, {"head", head_.head}, {"time", "2025-12-02T00:00:00Z"}};
   nlohmann::json file = checkpoint;  // what a host writes when it trusted the head on first use
   file["schema"] = "clawguard/ledger-anchor/v1";
   file["trust_on_first_use"] = checkpoint;
   WriteFile(anchor, file.dump());
   auto shown = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", anchor});
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
-  EXPECT_NE(shown.out.find("warning: the anchor began by trusting 4:" + head_.head + " on first use, not confirmed"),
+  EXPECT_NE(shown.out.find("warning: the anchor began by trusting 4:" + head_.head +
+                           " on first use, not confirmed"),
             std::string::npos)
       << shown.out;
-  auto confirmed = RunClawguard(
-      {"ledger", "verify", "--store", path_, "--anchor", anchor, "--expect-head", Anchor(), "--write-anchor"});
+  auto confirmed = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", anchor,
+                                 "--expect-head", Anchor(), "--write-anchor"});
   ASSERT_EQ(confirmed.exit_code, 0) << confirmed.err;
   EXPECT_EQ(confirmed.out.find("warning"), std::string::npos) << confirmed.out;
   EXPECT_TRUE(nlohmann::json::parse(ReadFile(anchor))["trust_on_first_use"].is_null());
@@ -203,9 +214,11 @@ TEST_F(LedgerCliTest, MissingAnchorFileWithRowsIsNotAQuietPass) {
   auto r = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", dir_.Sub("gone.json")});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("does not exist while the ledger holds 4 rows"), std::string::npos) << r.err;
-  auto usage = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", dir_.Sub("gone.json"), "--write-anchor"});
+  auto usage = RunClawguard(
+      {"ledger", "verify", "--store", path_, "--anchor", dir_.Sub("gone.json"), "--write-anchor"});
   EXPECT_EQ(usage.exit_code, 2);
-  EXPECT_NE(usage.err.find("--write-anchor needs --anchor FILE and --expect-head N:HEX"), std::string::npos)
+  EXPECT_NE(usage.err.find("--write-anchor needs --anchor FILE and --expect-head N:HEX"),
+            std::string::npos)
       << usage.err;
 }
 
@@ -214,7 +227,8 @@ TEST_F(LedgerCliTest, AnchorThatIsAFifoIsAClearError) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   auto r = RunClawguard({"ledger", "verify", "--store", path_, "--anchor", fifo});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("the ledger anchor '" + fifo + "' is a FIFO, expected a regular file"), std::string::npos)
+  EXPECT_NE(r.err.find("the ledger anchor '" + fifo + "' is a FIFO, expected a regular file"),
+            std::string::npos)
       << r.err;
 }
 

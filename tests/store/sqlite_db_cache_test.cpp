@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "sqlite/sqlite_db.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 
 using ::clawguard::testing::HasReason;
 
@@ -19,7 +19,9 @@ namespace {
 // Statements counts the compiled statements the connection holds (cached or checked out).
 int Statements(const SqliteDb& db) {
   int n = 0;
-  for (sqlite3_stmt* s = sqlite3_next_stmt(db.raw(), nullptr); s != nullptr; s = sqlite3_next_stmt(db.raw(), s)) ++n;
+  for (sqlite3_stmt* s = sqlite3_next_stmt(db.raw(), nullptr); s != nullptr;
+       s = sqlite3_next_stmt(db.raw(), s))
+    ++n;
   return n;
 }
 
@@ -144,12 +146,16 @@ TEST_F(SqliteDbCacheTest, ExecCachesOneStatementAndRunsScriptsWhole) {
   EXPECT_EQ(Statements(*db_), before + 2);
   ASSERT_TRUE(db_->Exec("SAVEPOINT op").ok());
   ASSERT_TRUE(db_->Exec("RELEASE op;  ").ok());  // other text, same statement: cached once more
-  EXPECT_THAT(db_->Exec("RELEASE op;  "), HasReason(Reason::kStoreUnavailable));  // no savepoint left
+  EXPECT_THAT(db_->Exec("RELEASE op;  "),
+              HasReason(Reason::kStoreUnavailable));  // no savepoint left
   EXPECT_EQ(Statements(*db_), before + 3);
 
   // A script runs whole (not only its first statement), and is not cached.
-  ASSERT_TRUE(db_->Exec("CREATE TABLE a (x); INSERT INTO a VALUES (1); -- a comment\n INSERT INTO a VALUES (2);").ok());
-  EXPECT_EQ(Query("SELECT x, 'a' FROM a WHERE x >= ?1", 0), (std::vector<std::string>{"1:a", "2:a"}));
+  ASSERT_TRUE(db_->Exec("CREATE TABLE a (x); INSERT INTO a VALUES (1); -- a comment\n INSERT INTO "
+                        "a VALUES (2);")
+                  .ok());
+  EXPECT_EQ(Query("SELECT x, 'a' FROM a WHERE x >= ?1", 0),
+            (std::vector<std::string>{"1:a", "2:a"}));
   // A statement with a trailing comment or extra semicolons is still one statement.
   ASSERT_TRUE(db_->Exec("INSERT INTO a VALUES (3);; -- trailing\n").ok());
   EXPECT_EQ(Query("SELECT x, 'a' FROM a WHERE x >= ?1", 3), (std::vector<std::string>{"3:a"}));
@@ -184,7 +190,8 @@ TEST_F(SqliteDbCacheTest, ErrorsKeepTheirWords) {
   auto bad = db_->Prepare("SELECT nope FROM t");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad, HasReason(Reason::kStoreUnavailable));
-  EXPECT_EQ(bad.error().message(), "cannot prepare statement on SQLite store '" + path_ + "': no such column: nope");
+  EXPECT_EQ(bad.error().message(),
+            "cannot prepare statement on SQLite store '" + path_ + "': no such column: nope");
 }
 
 // ConfigureSqlite (called by Open) turned SQLite's memory statistics off before SQLite started:
@@ -193,7 +200,8 @@ TEST(SqliteDbConfigTest, MemoryStatisticsAreOff) {
   testing::TempDir dir;
   auto db = SqliteDb::Open(dir.Sub("m.db"));
   ASSERT_TRUE(db.ok()) << db.error().ToString();
-  ASSERT_TRUE((*db)->Exec("CREATE TABLE m (v TEXT); INSERT INTO m VALUES (hex(randomblob(100000)));").ok());
+  ASSERT_TRUE(
+      (*db)->Exec("CREATE TABLE m (v TEXT); INSERT INTO m VALUES (hex(randomblob(100000)));").ok());
   EXPECT_EQ(sqlite3_memory_used(), 0);
 }
 

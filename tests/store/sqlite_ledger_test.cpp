@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "sqlite/sqlite_db.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 #ifdef CLAWGUARD_TEST_PG
 #include "pg/support/pg_test_db.h"
 #include "postgresql/pg_ledger.h"
@@ -47,11 +47,16 @@ class SqliteLedgerFactory {
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE((*db)->Exec(sql).ok()) << sql;
   }
-  std::string NewerSchemaSql() const { return "INSERT INTO ledger_schema_version (version) VALUES (99)"; }
+  std::string NewerSchemaSql() const {
+    return "INSERT INTO ledger_schema_version (version) VALUES (99)";
+  }
   // TriggerSql / ViewSql: an attacker's schema objects that would answer the ledger's reads.
-  std::string TriggerSql() const { return "CREATE TRIGGER cg_trap AFTER INSERT ON ledger BEGIN SELECT 1; END"; }
+  std::string TriggerSql() const {
+    return "CREATE TRIGGER cg_trap AFTER INSERT ON ledger BEGIN SELECT 1; END";
+  }
   std::string ViewSql() const {
-    return "ALTER TABLE ledger RENAME TO chain_orig; CREATE VIEW ledger AS SELECT * FROM chain_orig";
+    return "ALTER TABLE ledger RENAME TO chain_orig; CREATE VIEW ledger AS SELECT * FROM "
+           "chain_orig";
   }
   // SideTableFloorSql puts the database back at schema 1 with |floor| in the old side table.
   std::string SideTableFloorSql(int64_t floor) const {
@@ -72,17 +77,21 @@ class PgLedgerFactory {
   Result<std::unique_ptr<Ledger>> Open(const Clock& clock) {
     pg::PgOptions options;
     options.clock = &clock;
-    CLAWGUARD_ASSIGN_OR_RETURN(std::shared_ptr<pg::PgPool> pool, pg::PgPool::Create(db_.url(), options));
-    CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<pg::PgLedger> l, pg::PgLedger::Open(std::move(pool)));
+    CLAWGUARD_ASSIGN_OR_RETURN(std::shared_ptr<pg::PgPool> pool,
+                               pg::PgPool::Create(db_.url(), options));
+    CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<pg::PgLedger> l,
+                               pg::PgLedger::Open(std::move(pool)));
     return std::unique_ptr<Ledger>(std::move(l));
   }
   void Exec(const std::string& sql) { db_.Exec(sql); }
   std::string TriggerSql() const {
-    return "CREATE FUNCTION cg_trap() RETURNS trigger AS $$ BEGIN RETURN NEW; END $$ LANGUAGE plpgsql; "
+    return "CREATE FUNCTION cg_trap() RETURNS trigger AS $$ BEGIN RETURN NEW; END $$ LANGUAGE "
+           "plpgsql; "
            "CREATE TRIGGER cg_trap BEFORE INSERT ON ledger FOR EACH ROW EXECUTE FUNCTION cg_trap()";
   }
   std::string ViewSql() const {
-    return "ALTER TABLE ledger RENAME TO chain_orig; CREATE VIEW ledger AS SELECT * FROM chain_orig";
+    return "ALTER TABLE ledger RENAME TO chain_orig; CREATE VIEW ledger AS SELECT * FROM "
+           "chain_orig";
   }
   std::string NewerSchemaSql() const {
     return "INSERT INTO clawguard_schema_version (version, applied_ms) VALUES (99, 0)";
@@ -90,8 +99,10 @@ class PgLedgerFactory {
   // SideTableFloorSql puts the database back at schema 3 with |floor| in the old side row (undoing
   // the later migrations too: version 5 added outbox_rows.claimed_by).
   std::string SideTableFloorSql(int64_t floor) const {
-    return "INSERT INTO ledger_meta (key, value) VALUES ('highest_allowlist_version', " + std::to_string(floor) +
-           "); ALTER TABLE outbox_rows DROP COLUMN claimed_by; DELETE FROM clawguard_schema_version WHERE version >= 4";
+    return "INSERT INTO ledger_meta (key, value) VALUES ('highest_allowlist_version', " +
+           std::to_string(floor) +
+           "); ALTER TABLE outbox_rows DROP COLUMN claimed_by; DELETE FROM "
+           "clawguard_schema_version WHERE version >= 4";
   }
 
  private:
@@ -143,7 +154,8 @@ TYPED_TEST(SqliteLedgerTest, AppendsNoOpsAndRefusesOverwritesAcrossKinds) {
   EXPECT_EQ(again->head.count, 1);
   EXPECT_EQ(again->head.head, r1->head.head);
 
-  auto deploy = l->Record(LedgerKind::kDeploy, "acme-orders", "1.4.2", kA);  // same bytes, other kind
+  auto deploy =
+      l->Record(LedgerKind::kDeploy, "acme-orders", "1.4.2", kA);  // same bytes, other kind
   ASSERT_TRUE(deploy.ok());
   EXPECT_TRUE(deploy->appended);
   EXPECT_EQ(deploy->head.count, 2);
@@ -151,9 +163,12 @@ TYPED_TEST(SqliteLedgerTest, AppendsNoOpsAndRefusesOverwritesAcrossKinds) {
   auto over = l->Record(LedgerKind::kDeploy, "acme-orders", "1.4.2", kB);
   ASSERT_FALSE(over.ok());
   EXPECT_THAT(over, HasReason(Reason::kVersionOverwritten));
-  EXPECT_NE(over.error().message().find(kA.substr(0, 16)), std::string::npos) << over.error().message();
-  EXPECT_NE(over.error().message().find(kB.substr(0, 16)), std::string::npos) << over.error().message();
-  EXPECT_NE(over.error().message().find("release row"), std::string::npos) << over.error().message();
+  EXPECT_NE(over.error().message().find(kA.substr(0, 16)), std::string::npos)
+      << over.error().message();
+  EXPECT_NE(over.error().message().find(kB.substr(0, 16)), std::string::npos)
+      << over.error().message();
+  EXPECT_NE(over.error().message().find("release row"), std::string::npos)
+      << over.error().message();
 
   // A release of other bytes is refused because of the deploy row too (both kinds are checked).
   ASSERT_TRUE(l->Record(LedgerKind::kDeploy, "acme-orders", "2.0.0", kC).ok());
@@ -197,7 +212,8 @@ TYPED_TEST(SqliteLedgerTest, AllowlistFloorIsAChainRowThatIsNeverLowered) {
   auto lower = RecordAllowlist(*l, 7, kB);
   ASSERT_FALSE(lower.ok());
   EXPECT_THAT(lower, HasReason(Reason::kAllowlistInvalid));
-  EXPECT_NE(lower.error().message().find("lower than version 12"), std::string::npos) << lower.error().message();
+  EXPECT_NE(lower.error().message().find("lower than version 12"), std::string::npos)
+      << lower.error().message();
   // The same version again is a no-op whatever its bytes: the row keeps the bytes that raised it.
   auto same = RecordAllowlist(*l, 12, kB);
   ASSERT_TRUE(same.ok()) << same.error().ToString();
@@ -214,8 +230,10 @@ TYPED_TEST(SqliteLedgerTest, AllowlistFloorIsAChainRowThatIsNeverLowered) {
   EXPECT_EQ(ReadAllowlistFloor(*l).value(), 13);
   EXPECT_TRUE(VerifyLedgerChain(rows, std::nullopt).ok());
   // Allowlist rows never collide with a plugin's name or SemVer versions.
-  EXPECT_THAT(l->Record(LedgerKind::kDeploy, std::string(kAllowlistLedgerName), "1.0.0", kA), HasReason(Reason::kInternal));
-  EXPECT_THAT(l->Record(LedgerKind::kAllowlist, "acme-orders", "14", kA), HasReason(Reason::kInternal));
+  EXPECT_THAT(l->Record(LedgerKind::kDeploy, std::string(kAllowlistLedgerName), "1.0.0", kA),
+              HasReason(Reason::kInternal));
+  EXPECT_THAT(l->Record(LedgerKind::kAllowlist, "acme-orders", "14", kA),
+              HasReason(Reason::kInternal));
   EXPECT_THAT(RecordAllowlist(*l, 0, kA), HasReason(Reason::kInternal));
 }
 
@@ -228,15 +246,18 @@ TYPED_TEST(SqliteLedgerTest, RecordRefusesADeployBelowTheHighestDeployed) {
   auto rolled = second->Record(LedgerKind::kDeploy, "acme-orders", "1.4.0", kB);
   ASSERT_FALSE(rolled.ok());
   EXPECT_THAT(rolled, HasReason(Reason::kVersionRollback));
-  EXPECT_NE(rolled.error().message().find("1.4.0 is lower than 1.5.0"), std::string::npos) << rolled.error().message();
+  EXPECT_NE(rolled.error().message().find("1.4.0 is lower than 1.5.0"), std::string::npos)
+      << rolled.error().message();
   // An attempt row is held to the same floor (nothing may be opened below it)…
-  EXPECT_THAT(second->Record(LedgerKind::kAttempt, "acme-orders", "1.4.0", kB), HasReason(Reason::kVersionRollback));
+  EXPECT_THAT(second->Record(LedgerKind::kAttempt, "acme-orders", "1.4.0", kB),
+              HasReason(Reason::kVersionRollback));
   // … but raises none itself, and a release row is never a rollback.
   ASSERT_TRUE(second->Record(LedgerKind::kAttempt, "acme-orders", "2.0.0", kC).ok());
   ASSERT_TRUE(second->Record(LedgerKind::kDeploy, "acme-orders", "1.6.0", kC).ok());
   ASSERT_TRUE(second->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kB).ok());
   // The policy may allow it; other names have their own floor.
-  auto allowed = second->Record(LedgerKind::kDeploy, "acme-orders", "1.4.0", kB, LedgerRecordRules{true, {}});
+  auto allowed =
+      second->Record(LedgerKind::kDeploy, "acme-orders", "1.4.0", kB, LedgerRecordRules{true, {}});
   ASSERT_TRUE(allowed.ok()) << allowed.error().ToString();
   EXPECT_TRUE(allowed->appended);
   ASSERT_TRUE(second->Record(LedgerKind::kDeploy, "acme-stock", "0.1.0", kA).ok());
@@ -258,8 +279,10 @@ TYPED_TEST(SqliteLedgerTest, ConcurrentDeploysNeverLeaveALowerDeployAfterAHigher
     std::mutex mu;
     std::condition_variable cv;
     bool go = false;
-    Result<LedgerAppend> high = Status(Reason::kInternal, "not run"), low = Status(Reason::kInternal, "not run");
-    auto run = [&](Ledger& l, const std::string& version, const std::string& sha, Result<LedgerAppend>& out) {
+    Result<LedgerAppend> high = Status(Reason::kInternal, "not run"),
+                         low = Status(Reason::kInternal, "not run");
+    auto run = [&](Ledger& l, const std::string& version, const std::string& sha,
+                   Result<LedgerAppend>& out) {
       std::unique_lock<std::mutex> lock(mu);
       cv.wait(lock, [&] { return go; });
       lock.unlock();
@@ -299,7 +322,8 @@ TYPED_TEST(SqliteLedgerTest, ConcurrentRecordsOfOneVersionHaveExactlyOneWinner) 
         std::unique_ptr<Ledger> own;
         if (separate_connections) own = this->factory_.Open(this->clock_).value();
         Ledger& l = separate_connections ? *own : *shared;
-        auto r = l.Record(LedgerKind::kRelease, "acme-orders", version, std::string(64, static_cast<char>('0' + t)));
+        auto r = l.Record(LedgerKind::kRelease, "acme-orders", version,
+                          std::string(64, static_cast<char>('0' + t)));
         if (r.ok() && r->appended) {
           ++won;
         } else if (!r.ok() && r.error().reason() == Reason::kVersionOverwritten) {
@@ -332,7 +356,8 @@ TYPED_TEST(SqliteLedgerTest, ReopeningPreservesState) {
   EXPECT_EQ(l->Head()->head, head.head);
   EXPECT_EQ(l->Head()->count, 3);
   EXPECT_EQ(ReadAllowlistFloor(*l).value(), 4);
-  EXPECT_THAT(l->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kB), HasReason(Reason::kVersionOverwritten));
+  EXPECT_THAT(l->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kB),
+              HasReason(Reason::kVersionOverwritten));
   EXPECT_TRUE(VerifyLedgerChain(l->ReadAll().value(), head).ok());
 }
 
@@ -348,7 +373,9 @@ TYPED_TEST(SqliteLedgerTest, RefusesANewerSchema) {
 // Upgrading keeps the allowlist floor of the old side table: the migration appends it to the
 // chain as an allowlist row (sha256 unknown: all zeros), and the side value is gone.
 TYPED_TEST(SqliteLedgerTest, MigrationCarriesTheSideTableAllowlistFloorIntoTheChain) {
-  { ASSERT_TRUE(this->OpenLedger()->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kA).ok()); }
+  {
+    ASSERT_TRUE(this->OpenLedger()->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kA).ok());
+  }
   this->Exec(this->factory_.SideTableFloorSql(9));
   auto l = this->OpenLedger();
   ASSERT_NE(l, nullptr);
@@ -358,7 +385,8 @@ TYPED_TEST(SqliteLedgerTest, MigrationCarriesTheSideTableAllowlistFloorIntoTheCh
   EXPECT_EQ(rows[1].name, kAllowlistLedgerName);
   EXPECT_EQ(rows[1].version, "9");
   EXPECT_EQ(rows[1].sha256, std::string(64, '0'));
-  EXPECT_TRUE(VerifyLedgerChain(rows, std::nullopt).ok()) << VerifyLedgerChain(rows, std::nullopt).ToString();
+  EXPECT_TRUE(VerifyLedgerChain(rows, std::nullopt).ok())
+      << VerifyLedgerChain(rows, std::nullopt).ToString();
   EXPECT_EQ(ReadAllowlistFloor(*l).value(), 9);
   EXPECT_THAT(RecordAllowlist(*l, 8, kB), HasReason(Reason::kAllowlistInvalid));
   // Opening again migrates nothing more.
@@ -372,7 +400,8 @@ class SqliteLedgerTamperTest : public SqliteLedgerTest<Factory> {
   void SetUp() override {
     auto l = this->OpenLedger();
     for (int i = 1; i <= 4; ++i) {
-      ASSERT_TRUE(l->Record(LedgerKind::kRelease, "acme-orders", "1." + std::to_string(i) + ".0", kA).ok());
+      ASSERT_TRUE(
+          l->Record(LedgerKind::kRelease, "acme-orders", "1." + std::to_string(i) + ".0", kA).ok());
     }
     anchor_ = l->Head().value();
   }
@@ -387,7 +416,9 @@ class SqliteLedgerTamperTest : public SqliteLedgerTest<Factory> {
 };
 TYPED_TEST_SUITE(SqliteLedgerTamperTest, LedgerEngines);
 
-TYPED_TEST(SqliteLedgerTamperTest, IntactFileVerifies) { EXPECT_TRUE(this->VerifyFile(this->anchor_).ok()); }
+TYPED_TEST(SqliteLedgerTamperTest, IntactFileVerifies) {
+  EXPECT_TRUE(this->VerifyFile(this->anchor_).ok());
+}
 
 TYPED_TEST(SqliteLedgerTamperTest, DetectsAnEditedRow) {
   this->Exec("UPDATE ledger SET sha256 = '" + kB + "' WHERE seq = 2");
@@ -427,7 +458,8 @@ TYPED_TEST(SqliteLedgerTamperTest, UnknownKindIsTamperingWithAMessageThatSaysWha
   this->Exec("UPDATE ledger SET kind = 'rogue' WHERE seq = 1");
   const Status st = this->OpenLedger()->ReadAll().error();
   EXPECT_THAT(st, HasReason(Reason::kLedgerTampered));
-  EXPECT_NE(st.message().find("seq 1: kind 'rogue' is not one this build knows"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("seq 1: kind 'rogue' is not one this build knows"), std::string::npos)
+      << st.message();
   EXPECT_NE(st.message().find("upgrade clawguard"), std::string::npos) << st.message();
 }
 
@@ -440,12 +472,12 @@ TYPED_TEST(SqliteLedgerTamperTest, LoweringOrDeletingTheAllowlistFloorIsTamperin
   this->Exec("UPDATE ledger SET version = '1' WHERE kind = 'allowlist'");
   EXPECT_THAT(ReadAllowlistFloor(*this->OpenLedger()), HasReason(Reason::kLedgerTampered));
   this->Exec("DELETE FROM ledger WHERE kind = 'allowlist'");
-  EXPECT_FALSE(ReadAllowlistFloor(*this->OpenLedger()).value().has_value());  // a valid shorter chain…
-  const Status st = this->VerifyFile(anchored);                               // … that the anchor refuses
+  EXPECT_FALSE(
+      ReadAllowlistFloor(*this->OpenLedger()).value().has_value());  // a valid shorter chain…
+  const Status st = this->VerifyFile(anchored);                      // … that the anchor refuses
   EXPECT_THAT(st, HasReason(Reason::kLedgerTampered));
   EXPECT_NE(st.message().find("seq 5"), std::string::npos) << st.message();
 }
-
 
 namespace {
 
@@ -457,8 +489,9 @@ std::string RewriteSql(std::vector<LedgerRow> rows, size_t from, const std::stri
   for (size_t i = from - 1; i < rows.size(); ++i) {
     rows[i].prev_hash = i == 0 ? std::string(64, '0') : rows[i - 1].hash;
     rows[i].hash = LedgerRowHash(rows[i]);
-    sql += "UPDATE ledger SET version = '" + rows[i].version + "', prev_hash = '" + rows[i].prev_hash +
-           "', hash = '" + rows[i].hash + "' WHERE seq = " + std::to_string(rows[i].seq) + "; ";
+    sql += "UPDATE ledger SET version = '" + rows[i].version + "', prev_hash = '" +
+           rows[i].prev_hash + "', hash = '" + rows[i].hash +
+           "' WHERE seq = " + std::to_string(rows[i].seq) + "; ";
   }
   return sql;
 }
@@ -490,7 +523,9 @@ TYPED_TEST(SqliteLedgerTest, RecordRefusesAChainThatNoLongerHoldsTheCallersAncho
 // A trigger or a view could answer Record's reads with one chain and keep another: the ledger is
 // kept in plain tables only.
 TYPED_TEST(SqliteLedgerTest, RecordRefusesATriggerOnTheLedger) {
-  { ASSERT_TRUE(this->OpenLedger()->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kA).ok()); }
+  {
+    ASSERT_TRUE(this->OpenLedger()->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kA).ok());
+  }
   this->Exec(this->factory_.TriggerSql());
   auto l = this->OpenLedger();
   auto r = l->Record(LedgerKind::kRelease, "acme-orders", "1.1.0", kB);
@@ -499,7 +534,9 @@ TYPED_TEST(SqliteLedgerTest, RecordRefusesATriggerOnTheLedger) {
 }
 
 TYPED_TEST(SqliteLedgerTest, RecordRefusesALedgerThatIsAView) {
-  { ASSERT_TRUE(this->OpenLedger()->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kA).ok()); }
+  {
+    ASSERT_TRUE(this->OpenLedger()->Record(LedgerKind::kRelease, "acme-orders", "1.0.0", kA).ok());
+  }
   this->Exec(this->factory_.ViewSql());
   auto l = this->factory_.Open(this->clock_);
   if (!l.ok()) {  // refusing the database at open is as good

@@ -29,10 +29,11 @@ void Sql(SqliteDb& db, const std::string& sql) {
   ASSERT_TRUE(s.ok()) << sql << ": " << s.ToString();
 }
 
-// Series is a statement prefix naming the rows 1..n as s(value) (no generate_series in Debian's SQLite).
+// Series is a statement prefix naming the rows 1..n as s(value) (no generate_series in Debian's
+// SQLite).
 std::string Series(int64_t n) {
-  return "WITH RECURSIVE s(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM s WHERE value < " + std::to_string(n) +
-         ") ";
+  return "WITH RECURSIVE s(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM s WHERE value < " +
+         std::to_string(n) + ") ";
 }
 
 class SqliteWalVfsTest : public ::testing::Test {
@@ -59,7 +60,8 @@ class SqliteWalVfsTest : public ::testing::Test {
     auto db = SqliteDb::Open(copy + "/w.db");
     EXPECT_TRUE(db.ok()) << db.error().ToString();
     if (!db.ok()) return "";
-    return One(**db, "PRAGMA integrity_check") + " " + One(**db, "SELECT count(*) || ' ' || total(g) FROM t");
+    return One(**db, "PRAGMA integrity_check") + " " +
+           One(**db, "SELECT count(*) || ' ' || total(g) FROM t");
   }
 
   std::string Expected() { return "ok " + One(*db_, "SELECT count(*) || ' ' || total(g) FROM t"); }
@@ -76,13 +78,15 @@ TEST_F(SqliteWalVfsTest, ACommitOfManyFramesIsOneWriteAndNothingStaysBuffered) {
     const WalWriteCounts before = WalWriteCountsForTesting();
     // Rows spread over the table and its index: several pages, so several frames.
     Sql(*db_, "BEGIN");
-    Sql(*db_, Series(6) + "INSERT INTO t (g, v) SELECT " + std::to_string(i) + " * 7 + value % 5, randomblob(900) FROM s");
+    Sql(*db_, Series(6) + "INSERT INTO t (g, v) SELECT " + std::to_string(i) +
+                  " * 7 + value % 5, randomblob(900) FROM s");
     Sql(*db_, "UPDATE t SET g = g + 1 WHERE k = 1");
     Sql(*db_, "COMMIT");
     const WalWriteCounts after = WalWriteCountsForTesting();
     EXPECT_EQ(after.buffered, 0) << "commit " << i;
     EXPECT_EQ(after.writes - before.writes, 1) << "commit " << i;
-    EXPECT_GE(after.bytes - before.bytes, 2 * (24 + 4096)) << "commit " << i;  // at least two frames
+    EXPECT_GE(after.bytes - before.bytes, 2 * (24 + 4096))
+        << "commit " << i;  // at least two frames
   }
   EXPECT_EQ(CrashImage(), Expected());
 }
@@ -98,12 +102,14 @@ TEST_F(SqliteWalVfsTest, OtherConnectionsSeeEveryCommitAtOnce) {
 
 TEST_F(SqliteWalVfsTest, TheFilesAKilledProcessLeavesRecoverEveryCommittedRow) {
   // Small commits.
-  for (int i = 0; i < 30; ++i) Sql(*db_, "INSERT INTO t (g, v) VALUES (" + std::to_string(i) + ", randomblob(500))");
+  for (int i = 0; i < 30; ++i)
+    Sql(*db_, "INSERT INTO t (g, v) VALUES (" + std::to_string(i) + ", randomblob(500))");
   EXPECT_EQ(WalWriteCountsForTesting().buffered, 0);
   EXPECT_EQ(CrashImage(), Expected());
 
   // One commit larger than the buffer (written in runs).
-  Sql(*db_, Series(3 * kWalBufferBytes / 3000) + "INSERT INTO t (g, v) SELECT 1000 + value, randomblob(3000) FROM s");
+  Sql(*db_, Series(3 * kWalBufferBytes / 3000) +
+                "INSERT INTO t (g, v) SELECT 1000 + value, randomblob(3000) FROM s");
   EXPECT_EQ(WalWriteCountsForTesting().buffered, 0);
   EXPECT_EQ(CrashImage(), Expected());
 
@@ -134,7 +140,8 @@ TEST_F(SqliteWalVfsTest, TheFilesAKilledProcessLeavesRecoverEveryCommittedRow) {
   Sql(*db_, "PRAGMA wal_checkpoint(RESTART)");
   for (int i = 0; i < 10; ++i) {
     const WalWriteCounts w0 = WalWriteCountsForTesting();
-    Sql(*db_, Series(3) + "INSERT INTO t (g, v) SELECT " + std::to_string(i) + ", randomblob(2000) FROM s");
+    Sql(*db_, Series(3) + "INSERT INTO t (g, v) SELECT " + std::to_string(i) +
+                  ", randomblob(2000) FROM s");
     const WalWriteCounts w1 = WalWriteCountsForTesting();
     EXPECT_EQ(w1.buffered, 0);
     // The first commit after the restart also writes the WAL header (at once, not buffered).

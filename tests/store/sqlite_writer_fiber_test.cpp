@@ -15,8 +15,8 @@
 
 #include "runtime/fiber.h"
 #include "sqlite/sqlite_writer.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 
 using ::clawguard::testing::HasReason;
 
@@ -55,7 +55,10 @@ std::shared_ptr<SqliteWriter> NewTable(const std::string& path) {
   auto writer = SqliteWriter::ForPath(path);
   EXPECT_TRUE(writer.ok()) << writer.error().ToString();
   if (!writer.ok()) return nullptr;
-  EXPECT_TRUE((*writer)->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  EXPECT_TRUE(
+      (*writer)
+          ->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); })
+          .ok());
   return *writer;
 }
 
@@ -96,8 +99,7 @@ TEST(SqliteWriterFiberTest, FibersWritesRunOnceDurablyShareCommitsAndAreFlushedO
             case 1:
               if (!w->Write(Insert(v), Durability::kLazy).ok()) ++failures;
               break;
-            default:
-              w->Submit(Insert(v));
+            default: w->Submit(Insert(v));
           }
         }
         // A durable write makes every earlier op of this fiber durable too.
@@ -111,7 +113,7 @@ TEST(SqliteWriterFiberTest, FibersWritesRunOnceDurablyShareCommitsAndAreFlushedO
   EXPECT_EQ(CountRows(path), kFibers * kOps);
   const int64_t ops = kFibers * (kOps * 2 / 3 + 1) + kFibers * kOps / 3;
   EXPECT_LT(w->commits() - commits_before, ops);  // commits were shared
-  EXPECT_GT(w->gathers(), 0);                      // fiber leaders yielded to gather
+  EXPECT_GT(w->gathers(), 0);                     // fiber leaders yielded to gather
   std::lock_guard lock(mu);
   EXPECT_EQ(flushed_on, std::set<std::string>{"cg-flush"});  // never on a carrier ("cg-test-carri")
 }
@@ -128,7 +130,8 @@ TEST(SqliteWriterFiberTest, FailedFlushReachesTheFibersWaitingForItAndPoisonsThe
     for (int f = 0; f < 4; ++f) {
       carriers.Spawn([&, f] {
         const Status s = w->Write(Insert(f));
-        if (s.reason() == Reason::kStoreUnavailable && s.message().find("could not be flushed") != std::string::npos) {
+        if (s.reason() == Reason::kStoreUnavailable &&
+            s.message().find("could not be flushed") != std::string::npos) {
           ++unavailable;
         }
         ++done;

@@ -17,8 +17,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <filesystem>
 #include <condition_variable>
+#include <filesystem>
 #include <future>
 #include <iostream>
 #include <mutex>
@@ -29,8 +29,8 @@
 #include "clawguard/clock.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_wal_vfs.h"
-#include "support/temp_dir.h"
 #include "support/reason_matchers.h"
+#include "support/temp_dir.h"
 
 using ::clawguard::testing::HasReason;
 
@@ -50,7 +50,8 @@ int64_t CountRows(const std::string& path, const std::string& table) {
   return s->Int(0);
 }
 
-// SyncLevel is the connection's PRAGMA synchronous as an op sees it (1 NORMAL, 2 FULL; -1 on error).
+// SyncLevel is the connection's PRAGMA synchronous as an op sees it (1 NORMAL, 2 FULL; -1 on
+// error).
 int64_t SyncLevel(SqliteDb& db) {
   auto s = db.Prepare("PRAGMA synchronous");
   if (!s.ok()) return -1;
@@ -80,7 +81,10 @@ std::shared_ptr<SqliteWriter> NewTable(const std::string& path) {
   auto writer = SqliteWriter::ForPath(path);
   EXPECT_TRUE(writer.ok());
   if (!writer.ok()) return nullptr;
-  EXPECT_TRUE((*writer)->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  EXPECT_TRUE(
+      (*writer)
+          ->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); })
+          .ok());
   return *writer;
 }
 
@@ -89,7 +93,10 @@ TEST(SqliteWriterTest, ConcurrentOpsShareCommitsAndAreAllDurable) {
   const std::string path = dir.Sub("w.db");
   auto writer = SqliteWriter::ForPath(path);
   ASSERT_TRUE(writer.ok()) << writer.error().ToString();
-  ASSERT_TRUE((*writer)->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  ASSERT_TRUE(
+      (*writer)
+          ->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); })
+          .ok());
   const int64_t commits_before = (*writer)->commits();
 
   std::atomic<int> failures{0};
@@ -215,13 +222,17 @@ TEST(SqliteWriterTest, FailingOpRollsBackOnlyItself) {
   const std::string path = dir.Sub("w.db");
   auto writer = SqliteWriter::ForPath(path);
   ASSERT_TRUE(writer.ok());
-  ASSERT_TRUE((*writer)->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); }).ok());
+  ASSERT_TRUE(
+      (*writer)
+          ->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE t (v INTEGER PRIMARY KEY)"); })
+          .ok());
   const Status bad = (*writer)->Write([](SqliteDb& db) -> Status {
     CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO t (v) VALUES (1)"));
     return Status(Reason::kNotFound, "refused after a write");
   });
   EXPECT_THAT(bad, HasReason(Reason::kNotFound));
-  EXPECT_TRUE((*writer)->Write([](SqliteDb& db) { return db.Exec("INSERT INTO t (v) VALUES (2)"); }).ok());
+  EXPECT_TRUE(
+      (*writer)->Write([](SqliteDb& db) { return db.Exec("INSERT INTO t (v) VALUES (2)"); }).ok());
   EXPECT_EQ(CountRows(path, "t"), 1);
 }
 
@@ -233,7 +244,8 @@ struct FlushLog {
   bool all_wal = true;
   SqliteWriter::SyncFn Hook(const SqliteWriter& w, const std::string& db_path) {
     return [this, &w, wal = db_path + "-wal"](int fd) {
-      struct stat held {}, at_path {};
+      struct stat held {
+      }, at_path{};
       const bool is_wal = ::fstat(fd, &held) == 0 && ::stat(wal.c_str(), &at_path) == 0 &&
                           held.st_ino == at_path.st_ino && held.st_dev == at_path.st_dev;
       {
@@ -282,11 +294,11 @@ TEST(SqliteWriterTest, EveryBatchCommitsNormalAndDurableWritesWaitForAFlush) {
   std::atomic<int64_t> level{0};
 
   ASSERT_TRUE(w.Write(InsertOp(1, level), Durability::kLazy).ok());
-  EXPECT_EQ(level.load(), 1);  // NORMAL
+  EXPECT_EQ(level.load(), 1);          // NORMAL
   EXPECT_EQ(CountRows(path, "t"), 1);  // committed: another connection sees it
   EXPECT_EQ(w.syncs(), syncs_before);  // a lazy Write does not flush
   for (const int64_t v : {2, 4}) {
-    const int64_t commit = w.commits() + 1;  // the number of this Write's batch
+    const int64_t commit = w.commits() + 1;         // the number of this Write's batch
     ASSERT_TRUE(w.Write(InsertOp(v, level)).ok());  // the default is durable
     EXPECT_EQ(level.load(), 1);  // NORMAL as well: the flush comes after the commit
     {
@@ -297,14 +309,15 @@ TEST(SqliteWriterTest, EveryBatchCommitsNormalAndDurableWritesWaitForAFlush) {
     ASSERT_TRUE(w.Write(InsertOp(v + 1, level), Durability::kLazy).ok());
   }
   EXPECT_EQ(w.syncs() - syncs_before, 2);
-  EXPECT_TRUE(log.all_wal);  // what was flushed is the WAL
+  EXPECT_TRUE(log.all_wal);                      // what was flushed is the WAL
   EXPECT_EQ(w.lazy_commits() - lazy_before, 5);  // every batch
   EXPECT_EQ(CountRows(path, "t"), 5);
 }
 
 // RunQueuedBatch blocks the writer with one op, queues |ops| (in order, each from its own thread)
 // behind it and then lets them all run as ONE batch.
-void RunQueuedBatch(SqliteWriter& w, const std::vector<std::pair<SqliteWriter::Op, Durability>>& ops,
+void RunQueuedBatch(SqliteWriter& w,
+                    const std::vector<std::pair<SqliteWriter::Op, Durability>>& ops,
                     std::vector<Status>& results) {
   std::atomic<bool> started{false}, release{false};
   std::thread blocker([&] {
@@ -340,7 +353,8 @@ TEST(SqliteWriterTest, BatchWithOneDurableOpCommitsInOrderAndFlushesOnce) {
   std::atomic<int64_t> a{0}, b{0};
   std::vector<Status> results;
   int64_t commits = w.commits();
-  RunQueuedBatch(w, {{InsertOp(1, a), Durability::kLazy}, {InsertOp(2, b), Durability::kLazy}}, results);
+  RunQueuedBatch(w, {{InsertOp(1, a), Durability::kLazy}, {InsertOp(2, b), Durability::kLazy}},
+                 results);
   EXPECT_TRUE(results[0].ok() && results[1].ok());
   EXPECT_EQ(a.load(), 1);
   EXPECT_EQ(b.load(), 1);
@@ -356,7 +370,10 @@ TEST(SqliteWriterTest, BatchWithOneDurableOpCommitsInOrderAndFlushesOnce) {
     std::lock_guard lock(mu);
     order.emplace_back(name);
   };
-  const SqliteWriter::Op lazy_first = [&, op = InsertOp(3, c)](SqliteDb& db) { note("lazy3"); return op(db); };
+  const SqliteWriter::Op lazy_first = [&, op = InsertOp(3, c)](SqliteDb& db) {
+    note("lazy3");
+    return op(db);
+  };
   const SqliteWriter::Op failing = [&](SqliteDb& db) -> Status {
     note("failing");
     f = SyncLevel(db);
@@ -369,10 +386,14 @@ TEST(SqliteWriterTest, BatchWithOneDurableOpCommitsInOrderAndFlushesOnce) {
     auto s = db.Prepare("SELECT COUNT(*) FROM t WHERE v IN (3, 99)");
     if (!s.ok()) return s.error();
     auto row = s->Step();
-    if (!row.ok() || !*row || s->Int(0) != 1) return Status(Reason::kInternal, "expected to see only row 3");
+    if (!row.ok() || !*row || s->Int(0) != 1)
+      return Status(Reason::kInternal, "expected to see only row 3");
     return op(db);
   };
-  const SqliteWriter::Op lazy_last = [&, op = InsertOp(5, e)](SqliteDb& db) { note("lazy5"); return op(db); };
+  const SqliteWriter::Op lazy_last = [&, op = InsertOp(5, e)](SqliteDb& db) {
+    note("lazy5");
+    return op(db);
+  };
   const int64_t lazy_commits = w.lazy_commits();
   const int64_t syncs = w.syncs();
   commits = w.commits();
@@ -394,7 +415,7 @@ TEST(SqliteWriterTest, BatchWithOneDurableOpCommitsInOrderAndFlushesOnce) {
   EXPECT_EQ(w.commits() - commits, 2);  // the blocker's batch and this one: the four shared one
   EXPECT_EQ(w.lazy_commits() - lazy_commits, 2);  // every batch commits NORMAL
   EXPECT_EQ(w.syncs() - syncs, 1);                // the durable op's flush; the lazy ones need none
-  EXPECT_EQ(CountRows(path, "t"), 5);  // 1, 2, 3, 4, 5 — not 99
+  EXPECT_EQ(CountRows(path, "t"), 5);             // 1, 2, 3, 4, 5 — not 99
 }
 
 // Gate is a sync hook whose first flush blocks until Open (later ones pass); it returns
@@ -437,7 +458,6 @@ class Gate {
   bool open_ = false;
 };
 
-
 // DrainBatches returns once every batch that started before it has committed (batches run one
 // at a time, in order, and a lazy Write returns when its own batch committed).
 void DrainBatches(SqliteWriter& w) {
@@ -464,10 +484,12 @@ TEST(SqliteWriterTest, LazyWritesCommitWhileAFlushIsBlocked) {
   ASSERT_TRUE(gate.WaitEntered());
   lazy = std::async(std::launch::async, [&] {
     bool ok = true;
-    for (int64_t v = 2; v <= 11; ++v) ok = w->Write(InsertOp(v, level), Durability::kLazy).ok() && ok;
+    for (int64_t v = 2; v <= 11; ++v)
+      ok = w->Write(InsertOp(v, level), Durability::kLazy).ok() && ok;
     return ok;
   });
-  ASSERT_EQ(lazy.wait_for(std::chrono::seconds(60)), std::future_status::ready);  // not behind the flush
+  ASSERT_EQ(lazy.wait_for(std::chrono::seconds(60)),
+            std::future_status::ready);  // not behind the flush
   EXPECT_TRUE(lazy.get());
   EXPECT_EQ(CountRows(path, "t"), 11);  // all committed, the durable one too
   EXPECT_EQ(durable.wait_for(kNow), std::future_status::timeout);  // its flush has not finished
@@ -538,12 +560,13 @@ TEST(SqliteWriterTest, DurableOpsInABatchLedByALazyOpShareOneFlushThatOneOfThemL
         Durability::kLazy);
   });
   while (!in_blocker.load()) std::this_thread::yield();
-  std::future<Status> lazy =
-      std::async(std::launch::async, [&] { return w->Write(InsertOp(100, level), Durability::kLazy); });
+  std::future<Status> lazy = std::async(
+      std::launch::async, [&] { return w->Write(InsertOp(100, level), Durability::kLazy); });
   WaitQueued(*w, 1);  // the lazy op is the oldest queued waiter: it leads the next batch
   std::vector<std::future<Status>> durable;
   for (int64_t v = 1; v <= kThreads; ++v) {
-    durable.push_back(std::async(std::launch::async, [&, v] { return w->Write(InsertOp(v, level)); }));
+    durable.push_back(
+        std::async(std::launch::async, [&, v] { return w->Write(InsertOp(v, level)); }));
   }
   WaitQueued(*w, 1 + kThreads);
   release.set_value();
@@ -551,7 +574,8 @@ TEST(SqliteWriterTest, DurableOpsInABatchLedByALazyOpShareOneFlushThatOneOfThemL
   ASSERT_EQ(lazy.wait_for(std::chrono::seconds(60)), std::future_status::ready);  // no flush for it
   EXPECT_TRUE(lazy.get().ok());
   ASSERT_TRUE(gate.WaitEntered());  // one durable op leads the flush
-  for (auto& f : durable) EXPECT_EQ(f.wait_for(kNow), std::future_status::timeout);  // all wait for it
+  for (auto& f : durable)
+    EXPECT_EQ(f.wait_for(kNow), std::future_status::timeout);  // all wait for it
   gate.Open();
   for (auto& f : durable) EXPECT_TRUE(f.get().ok());
   EXPECT_EQ(w->syncs() - syncs_before, 1);
@@ -588,9 +612,9 @@ TEST(SqliteWriterTest, FailedFlushPoisonsTheWriter) {
   };
   EXPECT_THAT(w->Write(op, Durability::kLazy), HasReason(Reason::kStoreUnavailable));
   EXPECT_THAT(w->Write(op), HasReason(Reason::kStoreUnavailable));
-  w->Submit(op);                                 // dropped
-  EXPECT_FALSE(ran_after.load());                // refused before running
-  EXPECT_EQ(w->syncs() - syncs_before, 1);       // and no retried flush
+  w->Submit(op);                            // dropped
+  EXPECT_FALSE(ran_after.load());           // refused before running
+  EXPECT_EQ(w->syncs() - syncs_before, 1);  // and no retried flush
 }
 
 TEST(SqliteWriterTest, SubmittedOpRunsNowWhenNoBatchRuns) {
@@ -698,9 +722,10 @@ TEST(SqliteWriterTest, OneOpBatchRunsWithoutSavepoint) {
 
   trace.Clear();  // a failing op alone: the whole batch rolls back, nothing is committed
   EXPECT_THAT(w->Write([](SqliteDb& db) -> Status {
-               CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO t (v) VALUES (99)"));
-               return Status(Reason::kNotFound, "refused after a write");
-             }), HasReason(Reason::kNotFound));
+    CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO t (v) VALUES (99)"));
+    return Status(Reason::kNotFound, "refused after a write");
+  }),
+              HasReason(Reason::kNotFound));
   EXPECT_TRUE(trace.Saw("ROLLBACK"));
   EXPECT_FALSE(trace.Saw("SAVEPOINT op"));
   EXPECT_FALSE(trace.Saw("COMMIT"));
@@ -709,7 +734,8 @@ TEST(SqliteWriterTest, OneOpBatchRunsWithoutSavepoint) {
   trace.Clear();  // two ops in one batch: each in its savepoint
   std::atomic<int64_t> a{0}, b{0};
   std::vector<Status> results;
-  RunQueuedBatch(*w, {{InsertOp(2, a), Durability::kLazy}, {InsertOp(3, b), Durability::kLazy}}, results);
+  RunQueuedBatch(*w, {{InsertOp(2, a), Durability::kLazy}, {InsertOp(3, b), Durability::kLazy}},
+                 results);
   EXPECT_TRUE(results[0].ok() && results[1].ok());
   EXPECT_TRUE(trace.Saw("SAVEPOINT op"));
   EXPECT_TRUE(trace.Saw("RELEASE op"));
@@ -746,7 +772,8 @@ TEST(SqliteWriterTest, ReplacedWalIsFlushedWithTheDatabaseFile) {
   const std::string wal = path + "-wal";
   const ino_t old_wal = inode(wal);
   ASSERT_EQ(::rename(wal.c_str(), (wal + ".old").c_str()), 0);
-  clawguard::testing::WriteFile(wal, "");  // SQLite keeps writing to the old file: that is fine here
+  clawguard::testing::WriteFile(wal,
+                                "");  // SQLite keeps writing to the old file: that is fine here
 
   ASSERT_TRUE(w->Write(InsertOp(2, level)).ok());
   EXPECT_EQ(flushed, (std::vector<ino_t>{old_wal, inode(wal), inode(path)}));
@@ -763,8 +790,10 @@ TEST(SqliteWriterTest, CheckpointsRunBesideTheWriter) {
   auto writer = SqliteWriter::ForPath(path);
   ASSERT_TRUE(writer.ok()) << writer.error().ToString();
   std::shared_ptr<SqliteWriter> w = *writer;
-  ASSERT_TRUE(w->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE big (id INTEGER PRIMARY KEY, b BLOB)"); }).ok());
-  const std::string blob(65536, 'x');  // 16+ pages per row
+  ASSERT_TRUE(w->Write([](SqliteDb& db) {
+                 return db.Exec("CREATE TABLE big (id INTEGER PRIMARY KEY, b BLOB)");
+               }).ok());
+  const std::string blob(65536, 'x');                           // 16+ pages per row
   const int rows = SqliteWriter::kCheckpointFrames / 16 + 100;  // past the checkpoint threshold
   for (int i = 0; i < rows; ++i) {
     ASSERT_TRUE(w->Write(
@@ -778,7 +807,8 @@ TEST(SqliteWriterTest, CheckpointsRunBesideTheWriter) {
                     .ok());
   }
   // Bounded wait for the background thread (no wall-clock assertion: only "it happened").
-  for (int i = 0; i < 2000 && w->checkpoints() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (int i = 0; i < 2000 && w->checkpoints() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_GE(w->checkpoints(), 1);
   // The copied pages are in the database file itself: it grew well past its empty size.
   EXPECT_GT(std::filesystem::file_size(path), 1'000'000u);
@@ -819,8 +849,9 @@ TEST(SqliteWriterTest, TheLeaderRestartsTheWalOnceItHoldsTheMarksFrames) {
     EXPECT_TRUE(writer.ok()) << writer.error().ToString();
     std::shared_ptr<SqliteWriter> w = writer.ok() ? *writer : nullptr;
     if (w) {
-      EXPECT_TRUE(
-          w->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE big (id INTEGER PRIMARY KEY, b BLOB)"); }).ok());
+      EXPECT_TRUE(w->Write([](SqliteDb& db) {
+                     return db.Exec("CREATE TABLE big (id INTEGER PRIMARY KEY, b BLOB)");
+                   }).ok());
     }
     return w;
   };
@@ -837,7 +868,8 @@ TEST(SqliteWriterTest, TheLeaderRestartsTheWalOnceItHoldsTheMarksFrames) {
 
   const uint64_t page_frame = 4096 + 24;
   EXPECT_EQ(unbounded_writer->wal_restarts(), 0);
-  EXPECT_GE(std::filesystem::file_size(grows + "-wal"), kRows * page_frame);  // every row's page, at least
+  EXPECT_GE(std::filesystem::file_size(grows + "-wal"),
+            kRows * page_frame);  // every row's page, at least
   EXPECT_GE(bounded_writer->wal_restarts(), 2);
   // The mark (50) plus the batches committed before the leader's checkpoint ran: 4 writers, each
   // op a few pages.
@@ -851,7 +883,8 @@ TEST(SqliteWriterTest, EachBatchReachesTheWalWithOneWriteThroughTheWalVfs) {
   const std::string path = dir.Sub("w.db");
   std::shared_ptr<SqliteWriter> writer = NewTable(path);
   ASSERT_NE(writer, nullptr);
-  ASSERT_TRUE(writer->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE pad (x BLOB)"); }).ok());
+  ASSERT_TRUE(
+      writer->Write([](SqliteDb& db) { return db.Exec("CREATE TABLE pad (x BLOB)"); }).ok());
   const int64_t commits0 = writer->commits();
   const WalWriteCounts before = WalWriteCountsForTesting();
   std::vector<std::thread> threads;
@@ -886,7 +919,8 @@ TEST(SqliteWriterTest, ALoneWriterNeverWaitsToGather) {
   std::shared_ptr<SqliteWriter> writer = NewTable(dir.Sub("w.db"));
   ASSERT_NE(writer, nullptr);
   std::atomic<int64_t> level{0};
-  for (int i = 0; i < 50; ++i) ASSERT_TRUE(writer->Write(InsertOp(i, level), Durability::kLazy).ok());
+  for (int i = 0; i < 50; ++i)
+    ASSERT_TRUE(writer->Write(InsertOp(i, level), Durability::kLazy).ok());
   EXPECT_EQ(writer->gathers(), 0);
 }
 
@@ -904,11 +938,13 @@ TEST(SqliteWriterTest, AfterABatchOfSeveralOpsTheNextLeaderGathers) {
   std::promise<void> batch2_runs;
   std::vector<std::thread> threads;
   threads.emplace_back([&] {
-    EXPECT_TRUE(writer->Write([&](SqliteDb& db) -> Status {
-                        batch1_runs.set_value();
-                        WaitQueued(*writer, 4);  // the leader runs ops without the writer's lock
-                        return InsertOp(1, level)(db);
-                      }).ok());
+    EXPECT_TRUE(writer
+                    ->Write([&](SqliteDb& db) -> Status {
+                      batch1_runs.set_value();
+                      WaitQueued(*writer, 4);  // the leader runs ops without the writer's lock
+                      return InsertOp(1, level)(db);
+                    })
+                    .ok());
   });
   batch1_runs.get_future().wait();
   for (int64_t v = 2; v <= 5; ++v) {
@@ -917,11 +953,13 @@ TEST(SqliteWriterTest, AfterABatchOfSeveralOpsTheNextLeaderGathers) {
         EXPECT_TRUE(writer->Write(InsertOp(v, level)).ok());
         return;
       }
-      EXPECT_TRUE(writer->Write([&](SqliteDb& db) -> Status {
-                          batch2_runs.set_value();
-                          WaitQueued(*writer, 1);
-                          return InsertOp(2, level)(db);
-                        }).ok());
+      EXPECT_TRUE(writer
+                      ->Write([&](SqliteDb& db) -> Status {
+                        batch2_runs.set_value();
+                        WaitQueued(*writer, 1);
+                        return InsertOp(2, level)(db);
+                      })
+                      .ok());
     });
   }
   batch2_runs.get_future().wait();

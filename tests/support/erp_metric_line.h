@@ -9,7 +9,8 @@ namespace clawguard::testing {
 
 // ErpCallsLine returns the erp_calls_total{…} line of |text| labelled with |endpoint| and
 // outcome=|outcome|, or "" when there is none.
-inline std::string ErpCallsLine(const std::string& text, std::string_view endpoint, std::string_view outcome) {
+inline std::string ErpCallsLine(const std::string& text, std::string_view endpoint,
+                                std::string_view outcome) {
   size_t start = 0;
   while (start < text.size()) {
     size_t end = text.find('\n', start);

@@ -1,6 +1,6 @@
-// gate.h — small synchronisation helpers for tests of threads, pools and runners: Gate (a one-shot latch) and
-// WaitFor (bounded polling: a broken pool or runner fails the test instead of hanging it). Neither
-// measures time; no test asserts a duration.
+// gate.h — small synchronisation helpers for tests of threads, pools and runners: Gate (a one-shot
+// latch) and WaitFor (bounded polling: a broken pool or runner fails the test instead of hanging
+// it). Neither measures time; no test asserts a duration.
 #ifndef CLAWGUARD_TESTS_SUPPORT_GATE_H_
 #define CLAWGUARD_TESTS_SUPPORT_GATE_H_
 

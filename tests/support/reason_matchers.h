@@ -43,7 +43,9 @@ class HasReasonMatcher {
     return match;
   }
   void DescribeTo(std::ostream* os) const { *os << "has reason " << ReasonName(want_); }
-  void DescribeNegationTo(std::ostream* os) const { *os << "does not have reason " << ReasonName(want_); }
+  void DescribeNegationTo(std::ostream* os) const {
+    *os << "does not have reason " << ReasonName(want_);
+  }
 
  private:
   Reason want_;

@@ -96,8 +96,9 @@ TestPki MakeTestPki(const std::string& dir);
 // IssueLeaf makes a CSR for |key| with `clawguard keys csr --subject |subject|`, has
 // ci/make-test-pki issue leaf |name| for it (|extra_args|, e.g. {"--eku", "none"} or
 // {"--startdate", …, "--enddate", …}) and returns the path of NAME-chain.pem (leaf + intermediate).
-std::string IssueLeaf(const SoftHsmToken& hsm, const TestKey& key, const TestPki& pki, const std::string& name,
-                      const std::string& subject, const std::vector<std::string>& extra_args = {});
+std::string IssueLeaf(const SoftHsmToken& hsm, const TestKey& key, const TestPki& pki,
+                      const std::string& name, const std::string& subject,
+                      const std::vector<std::string>& extra_args = {});
 
 }  // namespace clawguard::testing
 

@@ -51,7 +51,8 @@ constexpr std::pair<HostileMode, std::string_view> kNames[] = {
 
 bool IEquals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
          });
 }
 
@@ -61,9 +62,12 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-std::string Answer(int status, std::string_view reason, std::string_view body, std::string_view extra, bool close) {
-  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) +
-                    "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+std::string Answer(int status, std::string_view reason, std::string_view body,
+                   std::string_view extra, bool close) {
+  std::string out =
+      "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) +
+      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n";
   out += extra;
   if (close) out += "Connection: close\r\n";
   out += "\r\n";
@@ -122,7 +126,8 @@ class HostileErp::Link {
     while (!bytes.empty()) {
       ssize_t n = 0;
       if (ssl_) {
-        const int w = SSL_write(ssl_.get(), bytes.data(), static_cast<int>(std::min<size_t>(bytes.size(), INT32_MAX)));
+        const int w = SSL_write(ssl_.get(), bytes.data(),
+                                static_cast<int>(std::min<size_t>(bytes.size(), INT32_MAX)));
         if (w <= 0) {
           ERR_clear_error();
           return false;
@@ -174,10 +179,12 @@ Result<std::unique_ptr<HostileErp>> HostileErp::Start(HostileErpOptions options)
   addr.sin_family = AF_INET;
   addr.sin_port = htons(options.port);
   if (::inet_pton(AF_INET, options.address.c_str(), &addr.sin_addr) != 1) {
-    return Status(Reason::kConfigInvalid, "hostile erp: \"" + options.address + "\" is not an IPv4 address");
+    return Status(Reason::kConfigInvalid,
+                  "hostile erp: \"" + options.address + "\" is not an IPv4 address");
   }
   if (options.tls_cert.empty() != options.tls_key.empty()) {
-    return Status(Reason::kConfigInvalid, "hostile erp: https needs both a certificate and its key");
+    return Status(Reason::kConfigInvalid,
+                  "hostile erp: https needs both a certificate and its key");
   }
   std::unique_ptr<TlsContext> tls;
   if (!options.tls_cert.empty()) {
@@ -187,10 +194,12 @@ Result<std::unique_ptr<HostileErp>> HostileErp::Start(HostileErpOptions options)
       return Status(Reason::kInternal, "hostile erp: TLS setup failed: " + ossl::GetSslErrors());
     }
     if (SSL_CTX_use_certificate_chain_file(tls->ctx.get(), options.tls_cert.c_str()) != 1 ||
-        SSL_CTX_use_PrivateKey_file(tls->ctx.get(), options.tls_key.c_str(), SSL_FILETYPE_PEM) != 1 ||
+        SSL_CTX_use_PrivateKey_file(tls->ctx.get(), options.tls_key.c_str(), SSL_FILETYPE_PEM) !=
+            1 ||
         SSL_CTX_check_private_key(tls->ctx.get()) != 1) {
-      return Status(Reason::kConfigInvalid, "hostile erp: expected a PEM certificate " + options.tls_cert +
-                                                " and its key " + options.tls_key + ": " + ossl::GetSslErrors());
+      return Status(Reason::kConfigInvalid, "hostile erp: expected a PEM certificate " +
+                                                options.tls_cert + " and its key " +
+                                                options.tls_key + ": " + ossl::GetSslErrors());
     }
   }
   std::unique_ptr<HostileErp> erp(new HostileErp(std::move(options)));
@@ -198,12 +207,14 @@ Result<std::unique_ptr<HostileErp>> HostileErp::Start(HostileErpOptions options)
   erp->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const int one = 1;
   socklen_t len = sizeof addr;
-  if (erp->listen_fd_ < 0 || ::setsockopt(erp->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+  if (erp->listen_fd_ < 0 ||
+      ::setsockopt(erp->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
       ::bind(erp->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       ::listen(erp->listen_fd_, 128) != 0 ||
       ::getsockname(erp->listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    return Status(Reason::kInternal, "hostile erp: cannot listen on " + erp->options_.address + ":" +
-                                         std::to_string(erp->options_.port) + ": " + std::strerror(errno));
+    return Status(Reason::kInternal, "hostile erp: cannot listen on " + erp->options_.address +
+                                         ":" + std::to_string(erp->options_.port) + ": " +
+                                         std::strerror(errno));
   }
   erp->port_ = ntohs(addr.sin_port);
   erp->acceptor_ = std::thread([raw = erp.get()] { raw->AcceptLoop(); });
@@ -309,7 +320,8 @@ void HostileErp::Serve(int fd) {
     bool bad = false;
     for (size_t at = line_end; at != std::string_view::npos && at < head.size();) {
       const size_t next = head.find("\r\n", at + 2);
-      std::string_view field = head.substr(at + 2, next == std::string_view::npos ? std::string_view::npos : next - at - 2);
+      std::string_view field = head.substr(
+          at + 2, next == std::string_view::npos ? std::string_view::npos : next - at - 2);
       at = next;
       const size_t colon = field.find(':');
       if (colon == std::string_view::npos) continue;
@@ -317,7 +329,8 @@ void HostileErp::Serve(int fd) {
       const std::string_view value = Trim(field.substr(colon + 1));
       if (IEquals(name, "content-length")) {
         const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
-        bad = bad || ec != std::errc() || p != value.data() + value.size() || length > kMaxBodyBytes;
+        bad =
+            bad || ec != std::errc() || p != value.data() + value.size() || length > kMaxBodyBytes;
       } else if (IEquals(name, "transfer-encoding")) {
         bad = true;  // the host's client always sends Content-Length
       } else if (IEquals(name, "idempotency-key")) {
@@ -375,7 +388,8 @@ std::string HostileErp::Effect(const std::string& key, const std::string& path) 
   auto it = stats_.keys.find(key);
   if (it != stats_.keys.end()) for_key = ++it->second.effects;
   stats_.max_effects_per_key = std::max(stats_.max_effects_per_key, for_key);
-  return nlohmann::json{{"ok", true}, {"key", key}, {"path", path}, {"effect", stats_.effects}}.dump();
+  return nlohmann::json{{"ok", true}, {"key", key}, {"path", path}, {"effect", stats_.effects}}
+      .dump();
 }
 
 bool HostileErp::SleepFor(std::chrono::milliseconds d) {
@@ -412,7 +426,7 @@ bool HostileErp::Handle(Link& link, const Request& r) {
   }
   const std::string& key = r.key;
   std::string body;
-  bool replay = false;   // the stored answer of an earlier request
+  bool replay = false;    // the stored answer of an earlier request
   bool conflict = false;  // conflict-in-flight: another request of the key is in flight
   {
     MutexLock lock(mu_);
@@ -447,11 +461,12 @@ bool HostileErp::Handle(Link& link, const Request& r) {
         options_.conflict_marker
             ? R"({"error":{"message":"There is currently another in-progress request using this Idempotency-Key","type":"idempotency_error"}})"
             : R"({"error":"conflict"})";
-    return link.Send(Answer(409, "Conflict", conflict_body, options_.conflict_marker ? "Retry-After: 1\r\n" : "",
-                            r.close));
+    return link.Send(Answer(409, "Conflict", conflict_body,
+                            options_.conflict_marker ? "Retry-After: 1\r\n" : "", r.close));
   }
   if (!replay && !key.empty() &&
-      (options_.mode == HostileMode::kConflictInFlight || options_.mode == HostileMode::kDedupAfterCompletion)) {
+      (options_.mode == HostileMode::kConflictInFlight ||
+       options_.mode == HostileMode::kDedupAfterCompletion)) {
     // Processing takes |delay|; a real ERP finishes it whether or not the client still waits.
     (void)SleepFor(options_.delay);
     MutexLock lock(mu_);
@@ -465,9 +480,10 @@ bool HostileErp::Handle(Link& link, const Request& r) {
       return link.Send(answer);
     case HostileMode::kInterim: {
       const auto step = options_.delay / 3;
-      for (std::string_view interim : {std::string_view("HTTP/1.1 100 Continue\r\n\r\n"),
-                                       std::string_view("HTTP/1.1 102 Processing\r\n\r\n"),
-                                       std::string_view("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n")}) {
+      for (std::string_view interim :
+           {std::string_view("HTTP/1.1 100 Continue\r\n\r\n"),
+            std::string_view("HTTP/1.1 102 Processing\r\n\r\n"),
+            std::string_view("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n")}) {
         if (!link.Send(interim) || !SleepFor(step)) return false;
       }
       return link.Send(answer);
@@ -491,7 +507,8 @@ bool HostileErp::Handle(Link& link, const Request& r) {
     case HostileMode::kLateSecondAnswer:
       if (!TakeHostile(key)) return link.Send(answer);
       if (!link.Send(answer)) return false;
-      if (!SleepFor(options_.delay.count() > 0 ? options_.delay : std::chrono::milliseconds(20))) return false;
+      if (!SleepFor(options_.delay.count() > 0 ? options_.delay : std::chrono::milliseconds(20)))
+        return false;
       return link.Send(answer) && CountExtraAnswer();
     case HostileMode::kCloseMidBody:
       if (!TakeHostile(key)) return link.Send(answer);
@@ -499,7 +516,8 @@ bool HostileErp::Handle(Link& link, const Request& r) {
       return false;
     case HostileMode::kGarbage: {
       if (!TakeHostile(key)) return link.Send(answer);
-      static constexpr char kGarbage[] = "HTTP/1.1 2OO OKAY\r\n\x01\x02\xff garbage\r\n\r\n{\"ok\":";
+      static constexpr char kGarbage[] =
+          "HTTP/1.1 2OO OKAY\r\n\x01\x02\xff garbage\r\n\r\n{\"ok\":";
       (void)link.Send(std::string_view(kGarbage, sizeof kGarbage - 1));
       return false;
     }
@@ -534,7 +552,9 @@ std::string HostileErp::StatsJson() const {
   const HostileErpStats s = Stats();
   nlohmann::json keys = nlohmann::json::object();
   for (const auto& [key, k] : s.keys) {
-    keys[key] = {{"requests", k.requests}, {"effects", k.effects}, {"overlapping", k.overlapping},
+    keys[key] = {{"requests", k.requests},
+                 {"effects", k.effects},
+                 {"overlapping", k.overlapping},
                  {"conflicts", k.conflicts}};
   }
   return DumpJson(nlohmann::json{{"mode", HostileModeName(options_.mode)},

@@ -24,7 +24,8 @@
 //   double-answer          every answer is written twice on the connection, in one write
 //   double-answer-two-writes
 //                          every answer is written twice, in two writes (over https two TLS
-//                          records) that leave together (TCP_CORK), so both reach the client at once
+//                          records) that leave together (TCP_CORK), so both reach the client at
+//                          once
 //   late-second-answer     every answer is written again |delay| later (default 20 ms)
 //   close-mid-body         the effect happens; the answer is cut after half its body, then closed
 //   garbage                the effect happens; the answer is bytes that are not HTTP, then closed
@@ -76,11 +77,17 @@ enum class HostileMode {
   kDedupAfterCompletion,
   kNeverAnswer,
 };
-inline constexpr HostileMode kAllHostileModes[] = {
-    HostileMode::kNormal,       HostileMode::kSlow,    HostileMode::kInterim,
-    HostileMode::kDoubleAnswer, HostileMode::kDoubleAnswerTwoWrites, HostileMode::kLateSecondAnswer,
-    HostileMode::kCloseMidBody, HostileMode::kGarbage,
-    HostileMode::kConflictInFlight, HostileMode::kDedupAfterCompletion, HostileMode::kNeverAnswer};
+inline constexpr HostileMode kAllHostileModes[] = {HostileMode::kNormal,
+                                                   HostileMode::kSlow,
+                                                   HostileMode::kInterim,
+                                                   HostileMode::kDoubleAnswer,
+                                                   HostileMode::kDoubleAnswerTwoWrites,
+                                                   HostileMode::kLateSecondAnswer,
+                                                   HostileMode::kCloseMidBody,
+                                                   HostileMode::kGarbage,
+                                                   HostileMode::kConflictInFlight,
+                                                   HostileMode::kDedupAfterCompletion,
+                                                   HostileMode::kNeverAnswer};
 
 // HostileModeName returns the mode's name as listed above ("close-mid-body", …).
 std::string_view HostileModeName(HostileMode mode);
@@ -93,8 +100,8 @@ struct HostileErpOptions {
   HostileMode mode = HostileMode::kNormal;
   std::chrono::milliseconds delay{0};  // see the modes
   int hostile_requests = 0;            // see the modes (0: every request)
-  bool conflict_marker = true;         // conflict-in-flight: say "idempotency_error" and Retry-After
-  int close_after_answers = 0;         // see the modes (0: never)
+  bool conflict_marker = true;  // conflict-in-flight: say "idempotency_error" and Retry-After
+  int close_after_answers = 0;  // see the modes (0: never)
   // tls_cert, tls_key: PEM files of the server certificate (chain) and its key; both set: https.
   std::string tls_cert;
   std::string tls_key;
@@ -109,8 +116,8 @@ struct HostileKeyStats {
 };
 
 struct HostileErpStats {
-  size_t connections = 0;  // accepted (over https: with a completed handshake)
-  size_t requests = 0;     // every request but GET /_stats
+  size_t connections = 0;    // accepted (over https: with a completed handshake)
+  size_t requests = 0;       // every request but GET /_stats
   size_t extra_answers = 0;  // second answers written whole (the double-answer modes)
   size_t effects = 0;
   size_t keyless = 0;  // requests without an Idempotency-Key (each one an effect)

@@ -22,24 +22,29 @@ int main(int argc, char** argv) {
   using clawguard::tools::HostileErp;
   using clawguard::tools::HostileModeFromName;
   using clawguard::tools::HostileModeName;
-  CLI::App app{"clawguard-hostile-erp — an ERP that misbehaves as real ERPs do, counting effects per Idempotency-Key"};
+  CLI::App app{
+      "clawguard-hostile-erp — an ERP that misbehaves as real ERPs do, counting effects per "
+      "Idempotency-Key"};
   std::string mode = "normal";
   clawguard::tools::HostileErpOptions options;
   int delay_ms = 0;
   bool bare_409 = false;
   std::string modes;
-  for (auto m : clawguard::tools::kAllHostileModes) modes += (modes.empty() ? "" : ", ") + std::string(HostileModeName(m));
+  for (auto m : clawguard::tools::kAllHostileModes)
+    modes += (modes.empty() ? "" : ", ") + std::string(HostileModeName(m));
   app.add_option("--mode", mode, "one of: " + modes);
   app.add_option("--address", options.address, "IPv4 address to listen on");
   app.add_option("--port", options.port, "port (0: a free port)");
-  app.add_option("--delay-ms", delay_ms, "processing time (slow, conflict-in-flight, dedup-after-completion; "
-                                         "interim: spread over the interim answers)")
+  app.add_option("--delay-ms", delay_ms,
+                 "processing time (slow, conflict-in-flight, dedup-after-completion; "
+                 "interim: spread over the interim answers)")
       ->check(CLI::Range(0, 600'000));
   app.add_option("--hostile-requests", options.hostile_requests,
                  "close-mid-body, garbage, never-answer, double-answer, double-answer-two-writes, "
                  "late-second-answer: the first N requests of each key (0: all)")
       ->check(CLI::Range(0, 1'000'000));
-  app.add_flag("--bare-409", bare_409, "conflict-in-flight: a bare 409 without idempotency_error or Retry-After");
+  app.add_flag("--bare-409", bare_409,
+               "conflict-in-flight: a bare 409 without idempotency_error or Retry-After");
   app.add_option("--close-after-answers", options.close_after_answers,
                  "close every connection right after its N-th answer, unannounced (0: never)")
       ->check(CLI::Range(0, 1'000'000));
@@ -53,7 +58,8 @@ int main(int argc, char** argv) {
   }
   const auto parsed = HostileModeFromName(mode);
   if (!parsed) {
-    std::cerr << "clawguard-hostile-erp: unknown --mode \"" << mode << "\"; expected one of: " << modes << "\n";
+    std::cerr << "clawguard-hostile-erp: unknown --mode \"" << mode
+              << "\"; expected one of: " << modes << "\n";
     return 2;
   }
   options.mode = *parsed;

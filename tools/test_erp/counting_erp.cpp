@@ -45,12 +45,9 @@ std::string CountingErp::StatsJson() const {
     effects[path] = n;
     total += n;
   }
-  return nlohmann::json{{"requests", requests_},
-                        {"effects", effects},
-                        {"effects_total", total},
-                        {"keyless_effects", keyless_effects_},
-                        {"duplicates", duplicates_},
-                        {"duplicate_keys", duplicate_keys_},
+  return nlohmann::json{{"requests", requests_},        {"effects", effects},
+                        {"effects_total", total},       {"keyless_effects", keyless_effects_},
+                        {"duplicates", duplicates_},    {"duplicate_keys", duplicate_keys_},
                         {"keys_dropped", keys_dropped_}}
       .dump();
 }

@@ -21,13 +21,16 @@
 
 int main(int argc, char** argv) {
   using clawguard::host::HttpServer;
-  CLI::App app{"clawguard-test-erp — an idempotent test ERP that counts effects per Idempotency-Key"};
+  CLI::App app{
+      "clawguard-test-erp — an idempotent test ERP that counts effects per Idempotency-Key"};
   std::string address = "127.0.0.1:0";
   int workers = 2;
   bool constant = false;
-  app.add_flag("--static", constant, "answer 200 {} to everything on the I/O thread (benchmark reference)");
+  app.add_flag("--static", constant,
+               "answer 200 {} to everything on the I/O thread (benchmark reference)");
   app.add_option("--address", address, "host:port to listen on (port 0: a free port)");
-  app.add_option("--workers", workers, "I/O threads, and as many handler threads")->check(CLI::Range(1, 64));
+  app.add_option("--workers", workers, "I/O threads, and as many handler threads")
+      ->check(CLI::Range(1, 64));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -46,15 +49,18 @@ int main(int argc, char** argv) {
   options.address = address;
   options.workers = workers;
   auto server =
-      constant ? HttpServer::CreateWithFront(options,
-                                             [](const clawguard::host::HttpRequest&)
-                                                 -> std::variant<clawguard::host::HttpResponse, clawguard::host::Deferred> {
-                                               clawguard::host::HttpResponse r;
-                                               r.headers.Set("Content-Type", "application/json");
-                                               r.body = "{}";
-                                               return r;
-                                             })
-               : HttpServer::Create(options, [&erp](const clawguard::host::HttpRequest& r) { return erp.Handle(r); });
+      constant ? HttpServer::CreateWithFront(
+                     options,
+                     [](const clawguard::host::HttpRequest&)
+                         -> std::variant<clawguard::host::HttpResponse, clawguard::host::Deferred> {
+                       clawguard::host::HttpResponse r;
+                       r.headers.Set("Content-Type", "application/json");
+                       r.body = "{}";
+                       return r;
+                     })
+               : HttpServer::Create(options, [&erp](const clawguard::host::HttpRequest& r) {
+                   return erp.Handle(r);
+                 });
   if (!server.ok()) {
     std::cerr << "clawguard-test-erp: " << server.error().ToString() << "\n";
     return 2;

@@ -10,39 +10,48 @@ namespace clawguard::tools {
 Result<SecretBytes> ReadSecretFromEnv(const std::string& var) {
   const char* value = std::getenv(var.c_str());
   if (value == nullptr || *value == '\0') {
-    return Status(Reason::kConfigInvalid, "environment variable " + var + " (the webhook secret) is not set");
+    return Status(Reason::kConfigInvalid,
+                  "environment variable " + var + " (the webhook secret) is not set");
   }
   auto key = host::DecodeWebhookSecret(value);
   if (!key.ok()) {
     return Status(Reason::kConfigInvalid,
-                  "environment variable " + var + " is not a Standard Webhooks secret (expected whsec_<base64>)");
+                  "environment variable " + var +
+                      " is not a Standard Webhooks secret (expected whsec_<base64>)");
   }
   return std::move(key).value();
 }
 
 Result<std::pair<std::string, std::string>> SplitUrl(std::string_view url) {
   const size_t scheme_end = url.find("://");
-  const std::string_view scheme = scheme_end == std::string_view::npos ? "" : url.substr(0, scheme_end);
+  const std::string_view scheme =
+      scheme_end == std::string_view::npos ? "" : url.substr(0, scheme_end);
   if (scheme != "http" && scheme != "https") {
-    return Status(Reason::kUsage, "expected a URL http(s)://host:port/path, found '" + std::string(url) + "'");
+    return Status(Reason::kUsage,
+                  "expected a URL http(s)://host:port/path, found '" + std::string(url) + "'");
   }
   const size_t slash = url.find('/', scheme_end + 3);
   if (slash == std::string_view::npos || slash == scheme_end + 3) {
-    return Status(Reason::kUsage, "expected a URL with a host and a path (http://host:port/webhooks/PLUGIN/ROUTE), found '" +
-                                      std::string(url) + "'");
+    return Status(
+        Reason::kUsage,
+        "expected a URL with a host and a path (http://host:port/webhooks/PLUGIN/ROUTE), found '" +
+            std::string(url) + "'");
   }
   return std::make_pair(std::string(url.substr(0, slash)), std::string(url.substr(slash)));
 }
 
 Result<std::unique_ptr<WebhookSender>> WebhookSender::Create(std::string_view url, SecretBytes key,
-                                                             std::string ca_file, std::chrono::milliseconds timeout) {
+                                                             std::string ca_file,
+                                                             std::chrono::milliseconds timeout) {
   CLAWGUARD_ASSIGN_OR_RETURN(auto parts, SplitUrl(url));
   host::ErpClientOptions options;
   options.base_url = parts.first;
   options.timeout = timeout;
   options.ca_file = std::move(ca_file);
-  CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<host::ErpClient> client, host::ErpClient::Create(std::move(options)));
-  return std::unique_ptr<WebhookSender>(new WebhookSender(std::move(client), std::move(parts.second), std::move(key)));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<host::ErpClient> client,
+                             host::ErpClient::Create(std::move(options)));
+  return std::unique_ptr<WebhookSender>(
+      new WebhookSender(std::move(client), std::move(parts.second), std::move(key)));
 }
 
 Signed WebhookSender::Sign(std::string id, int64_t timestamp, std::string body) const {

@@ -41,7 +41,8 @@ class WebhookSender {
  public:
   // Create: |url| is the full route URL; |ca_file| is needed for https only. Reasons: kUsage
   // (bad URL), kConfigInvalid (from ErpClient::Create).
-  static Result<std::unique_ptr<WebhookSender>> Create(std::string_view url, SecretBytes key, std::string ca_file,
+  static Result<std::unique_ptr<WebhookSender>> Create(std::string_view url, SecretBytes key,
+                                                       std::string ca_file,
                                                        std::chrono::milliseconds timeout);
 
   // Sign signs |body| for |id| at Unix second |timestamp|.

@@ -7,19 +7,24 @@
 
 namespace clawguard::tools {
 
-Status RunGen(const SecretBytes& key, const GenOptions& options, const std::string& out_path, const Clock& clock) {
+Status RunGen(const SecretBytes& key, const GenOptions& options, const std::string& out_path,
+              const Clock& clock) {
   constexpr std::string_view kSeq = "{{seq}}";
   if (options.count <= 0 || options.count > kMaxGenRequests) {
     return Status(Reason::kUsage, "gen: expected a count of 1.." + std::to_string(kMaxGenRequests));
   }
   const std::string& tpl = options.body_template;
   if (tpl.find(kSeq) == std::string::npos) {
-    return Status(Reason::kUsage, "gen: the body template must contain {{seq}} (each request is a distinct event)");
+    return Status(Reason::kUsage,
+                  "gen: the body template must contain {{seq}} (each request is a distinct event)");
   }
   if (tpl.find_first_of("\t\r\n") != std::string::npos) {
-    return Status(Reason::kUsage, "gen: the body template must be one line without TAB (write the JSON on one line)");
+    return Status(
+        Reason::kUsage,
+        "gen: the body template must be one line without TAB (write the JSON on one line)");
   }
-  if (options.id_prefix.empty() || options.id_prefix.find_first_of("\t\r\n ") != std::string::npos) {
+  if (options.id_prefix.empty() ||
+      options.id_prefix.find_first_of("\t\r\n ") != std::string::npos) {
     return Status(Reason::kUsage, "gen: the id prefix must be non-empty visible ASCII");
   }
   const std::string tmp = out_path + ".tmp";
@@ -39,7 +44,8 @@ Status RunGen(const SecretBytes& key, const GenOptions& options, const std::stri
       pos = at + kSeq.size();
     }
     const std::string id = options.id_prefix + seq;
-    out << id << '\t' << ts_text << '\t' << host::WebhookSignature(key, id, ts, body) << '\t' << body << '\n';
+    out << id << '\t' << ts_text << '\t' << host::WebhookSignature(key, id, ts, body) << '\t'
+        << body << '\n';
   }
   out.close();
   if (!out) return Status(Reason::kInternal, "gen: writing " + tmp + " failed");

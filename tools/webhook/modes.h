@@ -21,10 +21,10 @@ inline constexpr int kMaxStormDeliveries = 1000;
 inline constexpr int64_t kMaxGenRequests = 10'000'000;
 
 struct StormOptions {
-  int deliveries = 17;               // concurrent deliveries of one event
-  std::string id;                    // its webhook-id
-  std::string body;                  // its body (the same bytes every time)
-  int max_attempts = 20;             // per delivery, counting retries after a 409
+  int deliveries = 17;                // concurrent deliveries of one event
+  std::string id;                     // its webhook-id
+  std::string body;                   // its body (the same bytes every time)
+  int max_attempts = 20;              // per delivery, counting retries after a 409
   std::chrono::seconds max_wait{30};  // longest Retry-After honoured (longer ones are cut to this)
 };
 
@@ -39,7 +39,7 @@ struct StormOptions {
 nlohmann::json RunStorm(WebhookSender& sender, const StormOptions& options, const Clock& clock);
 
 struct GenOptions {
-  int64_t count = 0;         // number of requests
+  int64_t count = 0;          // number of requests
   std::string body_template;  // one line of JSON containing "{{seq}}"
   std::string id_prefix = "msg_gen_";
 };
@@ -50,7 +50,8 @@ struct GenOptions {
 // signed at |clock|'s current second (so they are valid for the host's ±tolerance from now).
 // kUsage when the count is out of range or the template lacks "{{seq}}" or holds a TAB, CR or LF;
 // kInternal when the file cannot be written (written to PATH.tmp, then renamed).
-Status RunGen(const SecretBytes& key, const GenOptions& options, const std::string& out_path, const Clock& clock);
+Status RunGen(const SecretBytes& key, const GenOptions& options, const std::string& out_path,
+              const Clock& clock);
 
 }  // namespace clawguard::tools
 

@@ -42,8 +42,10 @@ Outcome Deliver(WebhookSender& sender, const StormOptions& options, const Clock&
       return out;
     }
     ++out.retried_409;
-    const auto wait = std::min<std::chrono::seconds>(std::chrono::seconds(RetryAfterSeconds(*reply)), options.max_wait);
-    std::this_thread::sleep_for(wait);  // a platform's retry: a fresh timestamp and signature follow
+    const auto wait = std::min<std::chrono::seconds>(
+        std::chrono::seconds(RetryAfterSeconds(*reply)), options.max_wait);
+    std::this_thread::sleep_for(
+        wait);  // a platform's retry: a fresh timestamp and signature follow
   }
 }
 
@@ -102,7 +104,8 @@ nlohmann::json RunStorm(WebhookSender& sender, const StormOptions& options, cons
                             {"failures", failures},
                             {"errors", errors}};
   summary["reference"] = reference == nullptr ? nlohmann::json(nullptr)
-                                              : nlohmann::json{{"status", reference->status}, {"body", reference->body}};
+                                              : nlohmann::json{{"status", reference->status},
+                                                               {"body", reference->body}};
   return summary;
 }
 

@@ -32,11 +32,11 @@
 
 namespace clawguard {
 
-inline constexpr uint64_t kMaxDlqDetail = 2048;                  // detail, drop reason, pause reason
-inline constexpr uint64_t kMaxDlqRequestBody = 1024ull * 1024;   // = listen.max_body's default
+inline constexpr uint64_t kMaxDlqDetail = 2048;                 // detail, drop reason, pause reason
+inline constexpr uint64_t kMaxDlqRequestBody = 1024ull * 1024;  // = listen.max_body's default
 inline constexpr uint64_t kMaxDlqContentType = 256;
-inline constexpr int64_t kMaxDlqList = 1000;                     // entries per List / ClaimReplays
-inline constexpr int64_t kDlqEventLevel = -1;                    // call_index of an event-level entry
+inline constexpr int64_t kMaxDlqList = 1000;   // entries per List / ClaimReplays
+inline constexpr int64_t kDlqEventLevel = -1;  // call_index of an event-level entry
 
 // DlqClass is the DLQ class of ARCHITECTURE.md's status table.
 enum class DlqClass {
@@ -53,8 +53,10 @@ enum class DlqClass {
                         // (the plugin was replaced by a version without it, or removed): never sent
 };
 inline constexpr std::array<DlqClass, 10> kAllDlqClasses = {
-    DlqClass::kBreaker,  DlqClass::kUnconfirmed, DlqClass::kCooldown, DlqClass::kTransientExhausted,
-    DlqClass::kAuth,     DlqClass::kNotFound,    DlqClass::kConflict, DlqClass::kMismatch,
+    DlqClass::kBreaker,      DlqClass::kUnconfirmed,
+    DlqClass::kCooldown,     DlqClass::kTransientExhausted,
+    DlqClass::kAuth,         DlqClass::kNotFound,
+    DlqClass::kConflict,     DlqClass::kMismatch,
     DlqClass::kManualReview, DlqClass::kCapabilityRevoked};
 // DlqClassName returns the stable snake_case name ("transient_exhausted").
 inline std::string_view DlqClassName(DlqClass c) {
@@ -80,9 +82,9 @@ inline std::optional<DlqClass> DlqClassFromName(std::string_view name) {
 }
 
 enum class DlqState { kOpen, kReplayRequested, kReplaying, kReplayed, kDropped };
-inline constexpr std::array<DlqState, 5> kAllDlqStates = {DlqState::kOpen, DlqState::kReplayRequested,
-                                                         DlqState::kReplaying, DlqState::kReplayed,
-                                                         DlqState::kDropped};
+inline constexpr std::array<DlqState, 5> kAllDlqStates = {
+    DlqState::kOpen, DlqState::kReplayRequested, DlqState::kReplaying, DlqState::kReplayed,
+    DlqState::kDropped};
 // DlqStateName returns "open", "replay_requested", "replaying", "replayed" or "dropped".
 inline std::string_view DlqStateName(DlqState s) {
   switch (s) {
@@ -115,15 +117,15 @@ struct DlqRequest {
 // DlqNewEntry is what Add records.
 struct DlqNewEntry {
   DlqClass klass = DlqClass::kTransientExhausted;
-  std::string event_key;                   // 64 lowercase hex
+  std::string event_key;  // 64 lowercase hex
   std::string plugin;
   std::string route;
-  int64_t call_index = kDlqEventLevel;     // i of the failed ERP call, or kDlqEventLevel
-  std::string endpoint;                    // the manifest capability string ("" if none)
-  int erp_status = 0;                      // the ERP's answer (0: none / timeout)
-  std::string detail;                      // for a person; NEVER a secret
-  std::optional<DlqRequest> request;       // event-level classes
-  int64_t next_attempt_ms = 0;             // > 0: the host replays it by itself when due (cooldown)
+  int64_t call_index = kDlqEventLevel;  // i of the failed ERP call, or kDlqEventLevel
+  std::string endpoint;                 // the manifest capability string ("" if none)
+  int erp_status = 0;                   // the ERP's answer (0: none / timeout)
+  std::string detail;                   // for a person; NEVER a secret
+  std::optional<DlqRequest> request;    // event-level classes
+  int64_t next_attempt_ms = 0;          // > 0: the host replays it by itself when due (cooldown)
 };
 
 struct DlqEntry {
@@ -134,16 +136,16 @@ struct DlqEntry {
   std::string endpoint;
   int erp_status = 0;
   std::string detail;
-  bool has_request = false;                // a request is stored (List does not load it)
-  bool request_omitted = false;            // the body was over kMaxDlqRequestBody: not stored
-  std::optional<DlqRequest> request;       // loaded by Get and ClaimReplays
+  bool has_request = false;           // a request is stored (List does not load it)
+  bool request_omitted = false;       // the body was over kMaxDlqRequestBody: not stored
+  std::optional<DlqRequest> request;  // loaded by Get and ClaimReplays
   DlqState state = DlqState::kOpen;
-  int64_t occurrences = 1;                 // Adds folded into this entry
-  int64_t attempts = 0;                    // replay claims so far (the claim's fence)
+  int64_t occurrences = 1;  // Adds folded into this entry
+  int64_t attempts = 0;     // replay claims so far (the claim's fence)
   int64_t next_attempt_ms = 0;
-  int64_t lease_until_ms = 0;              // replaying: the claim's lease
-  std::string claimed_by;                  // replaying: the claimer
-  std::string resolution;                  // replayed / dropped: why (drop reason, replay result)
+  int64_t lease_until_ms = 0;  // replaying: the claim's lease
+  std::string claimed_by;      // replaying: the claimer
+  std::string resolution;      // replayed / dropped: why (drop reason, replay result)
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
 };
@@ -162,7 +164,8 @@ struct DlqFilter {
 
 // DlqAge buckets an unresolved entry's age (now − created): < 1 h, < 24 h, older.
 enum class DlqAge { kUnderHour, kUnderDay, kOlder };
-inline constexpr std::array<DlqAge, 3> kAllDlqAges = {DlqAge::kUnderHour, DlqAge::kUnderDay, DlqAge::kOlder};
+inline constexpr std::array<DlqAge, 3> kAllDlqAges = {DlqAge::kUnderHour, DlqAge::kUnderDay,
+                                                      DlqAge::kOlder};
 inline constexpr int64_t kDlqHourMs = 3'600'000;
 // DlqAgeName returns "lt_1h", "lt_24h" or "older" (metric labels, `dlq list --json`).
 inline std::string_view DlqAgeName(DlqAge a) {
@@ -170,7 +173,9 @@ inline std::string_view DlqAgeName(DlqAge a) {
 }
 // DlqAgeOf buckets an age in milliseconds.
 inline DlqAge DlqAgeOf(int64_t age_ms) {
-  return age_ms < kDlqHourMs ? DlqAge::kUnderHour : age_ms < 24 * kDlqHourMs ? DlqAge::kUnderDay : DlqAge::kOlder;
+  return age_ms < kDlqHourMs        ? DlqAge::kUnderHour
+         : age_ms < 24 * kDlqHourMs ? DlqAge::kUnderDay
+                                    : DlqAge::kOlder;
 }
 
 struct DlqCount {
@@ -224,22 +229,24 @@ class Dlq {
   // due next_attempt_ms (> 0 and ≤ now), or replaying with an expired lease: each becomes
   // replaying, attempts + 1, lease until now + |lease_ms|, claimed_by |owner|. Returned with
   // their requests, oldest first. A claim is held by (id, attempts).
-  virtual Result<std::vector<DlqEntry>> ClaimReplays(const std::string& owner, int64_t limit, int64_t lease_ms) = 0;
+  virtual Result<std::vector<DlqEntry>> ClaimReplays(const std::string& owner, int64_t limit,
+                                                     int64_t lease_ms) = 0;
   // MarkReplayed (hosts) ends the claim (id, |attempt|): succeeded → replayed with |detail| as
   // resolution; failed → open again with |detail| and |next_attempt_ms| (0: wait for an
   // operator). Returns false (nothing written) if the claim is no longer held.
-  virtual Result<bool> MarkReplayed(int64_t id, int64_t attempt, bool succeeded, const std::string& detail,
-                                    int64_t next_attempt_ms) = 0;
+  virtual Result<bool> MarkReplayed(int64_t id, int64_t attempt, bool succeeded,
+                                    const std::string& detail, int64_t next_attempt_ms) = 0;
 
   // Resolve (hosts) marks the unresolved entry of (|event_key|, |klass|) replayed with |detail|
   // as resolution — e.g. a cooldown entry once the outbox retry of its call succeeded. Returns
   // false if there is none.
-  virtual Result<bool> Resolve(const std::string& event_key, DlqClass klass, const std::string& detail) = 0;
+  virtual Result<bool> Resolve(const std::string& event_key, DlqClass klass,
+                               const std::string& detail) = 0;
 
   // Pause marks |capability| of |plugin| paused (ERP 401/403 or an operator); false if it already
   // was (reason kept). Resume lifts it; false if it was not paused. Both are audited.
-  virtual Result<bool> Pause(const std::string& plugin, const std::string& capability, const std::string& reason,
-                             const std::string& actor) = 0;
+  virtual Result<bool> Pause(const std::string& plugin, const std::string& capability,
+                             const std::string& reason, const std::string& actor) = 0;
   virtual Result<bool> Resume(const std::string& plugin, const std::string& capability,
                               const std::string& actor) = 0;
   virtual Result<bool> IsPaused(const std::string& plugin, const std::string& capability) = 0;

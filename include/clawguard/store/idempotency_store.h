@@ -30,10 +30,12 @@
 namespace clawguard {
 
 enum class IdemState { kInProgress, kCompleted };
-inline std::string_view IdemStateName(IdemState s) { return s == IdemState::kCompleted ? "completed" : "in_progress"; }
+inline std::string_view IdemStateName(IdemState s) {
+  return s == IdemState::kCompleted ? "completed" : "in_progress";
+}
 
 struct IdempotencyRecord {
-  std::string key;          // event key, 64 lowercase hex
+  std::string key;  // event key, 64 lowercase hex
   std::string plugin;
   std::string route;
   int level = 2;            // 1, 2 or 3
@@ -88,11 +90,11 @@ struct ClaimOutcome {
   // delivery that hits one goes to manual review, it never runs again).
   enum class Kind { kClaimed, kCompleted, kInProgress, kFingerprintMismatch, kTombstone };
   Kind kind = Kind::kClaimed;
-  int64_t fencing_token = 0;    // kClaimed: the token this worker holds
-  bool taken_over = false;      // kClaimed: an expired or released lease was taken over
-  int64_t retry_after_ms = 0;   // kInProgress: time left on the live lease (≥ 1)
-  IdempotencyRecord record;     // kCompleted: the stored answer; kTombstone: key, fingerprint, status
-                                // and tombstone_until_ms; otherwise the record after the call
+  int64_t fencing_token = 0;   // kClaimed: the token this worker holds
+  bool taken_over = false;     // kClaimed: an expired or released lease was taken over
+  int64_t retry_after_ms = 0;  // kInProgress: time left on the live lease (≥ 1)
+  IdempotencyRecord record;  // kCompleted: the stored answer; kTombstone: key, fingerprint, status
+                             // and tombstone_until_ms; otherwise the record after the call
 };
 
 // FencedWrite is the result of a write that carries a fencing token.
@@ -105,15 +107,16 @@ class IdempotencyStore {
   virtual ~IdempotencyStore() = default;
 
   // Claim: see the file comment. |fingerprint| must not be empty; |lease_ms| > 0.
-  virtual Result<ClaimOutcome> Claim(const std::string& key, const std::string& fingerprint, const ClaimMeta& meta,
-                                     int64_t lease_ms) = 0;
+  virtual Result<ClaimOutcome> Claim(const std::string& key, const std::string& fingerprint,
+                                     const ClaimMeta& meta, int64_t lease_ms) = 0;
   // Renew extends the lease to now + lease_ms if |token| still holds the in-progress record.
   virtual Result<FencedWrite> Renew(const std::string& key, int64_t token, int64_t lease_ms) = 0;
   // Complete stores the answer and marks the record completed if |token| still holds it in
   // progress; kFenced otherwise (a newer worker took over, or it is already completed). It
   // deletes the stored request and zeroes reconcile_attempts.
   virtual Result<FencedWrite> Complete(const std::string& key, int64_t token, int status,
-                                       const std::string& content_type, const std::string& body) = 0;
+                                       const std::string& content_type,
+                                       const std::string& body) = 0;
   // Release ends the lease at once (5xx, plugin failure): the key stays retryable and the next
   // claim takes it over with token + 1. The record keeps its fingerprint and token.
   virtual Result<FencedWrite> Release(const std::string& key, int64_t token) = 0;
@@ -131,9 +134,11 @@ class IdempotencyStore {
 
   // ClaimFromMemory answers a claim WITHOUT blocking (no store round trip, no disk) when the
   // answer is already final in memory: kCompleted or kFingerprintMismatch of a completed record
-  // held by a cache (see host/intake/record_cache.h). nullopt means "ask Claim". Engines have no memory
-  // of their own and keep the default. The host's I/O threads use it to answer replays inline.
-  virtual std::optional<ClaimOutcome> ClaimFromMemory(const std::string& key, const std::string& fingerprint) {
+  // held by a cache (see host/intake/record_cache.h). nullopt means "ask Claim". Engines have no
+  // memory of their own and keep the default. The host's I/O threads use it to answer replays
+  // inline.
+  virtual std::optional<ClaimOutcome> ClaimFromMemory(const std::string& key,
+                                                      const std::string& fingerprint) {
     (void)key;
     (void)fingerprint;
     return std::nullopt;
@@ -147,7 +152,8 @@ class IdempotencyStore {
   // pending, sent or held — into tombstones that live until |tombstone_until_ms|, deleting their
   // answers and outbox rows. It also deletes up to |limit| tombstones whose end is ≤ now.
   // Returns the number of records turned into tombstones.
-  virtual Result<int64_t> Purge(int64_t completed_before_ms, int64_t tombstone_until_ms, int64_t limit);
+  virtual Result<int64_t> Purge(int64_t completed_before_ms, int64_t tombstone_until_ms,
+                                int64_t limit);
   // ClearTombstone (operators, before replaying a manual_review entry) turns the key's tombstone
   // into a reset record (see Reset): the next claim runs the event with the next token. Bumps the
   // generation. Returns false if the key has no tombstone.
@@ -158,7 +164,8 @@ class IdempotencyStore {
   // released lease is 0). Records an operator reset (empty fingerprint) wait for their next
   // delivery and are not listed. Order: fewest reconcile attempts first, then the longest stuck
   // (so records a reconciler gave up on never starve the others), then key.
-  virtual Result<std::vector<IdempotencyRecord>> ListStuck(int64_t now_ms, int64_t stuck_for_ms, int64_t limit);
+  virtual Result<std::vector<IdempotencyRecord>> ListStuck(int64_t now_ms, int64_t stuck_for_ms,
+                                                           int64_t limit);
   // NoteReconcileAttempt adds 1 to the record's reconcile_attempts and returns the new value;
   // kNotFound if the key has no record. It is a write (updated_ms = now), so ListStuck lists the
   // record again only |stuck_for| later: attempts on one record are spaced by stuck_for.
@@ -171,7 +178,8 @@ inline Result<int64_t> IdempotencyStore::Purge(int64_t, int64_t, int64_t) {
 inline Result<bool> IdempotencyStore::ClearTombstone(const std::string&) {
   return Status(Reason::kInternal, "this idempotency store engine has no ClearTombstone");
 }
-inline Result<std::vector<IdempotencyRecord>> IdempotencyStore::ListStuck(int64_t, int64_t, int64_t) {
+inline Result<std::vector<IdempotencyRecord>> IdempotencyStore::ListStuck(int64_t, int64_t,
+                                                                          int64_t) {
   return Status(Reason::kInternal, "this idempotency store engine has no ListStuck");
 }
 inline Result<int64_t> IdempotencyStore::NoteReconcileAttempt(const std::string&) {

@@ -77,13 +77,14 @@ class Ledger {
   // chain and checks it with PrepareLedgerRecord (it verifies and holds rules.anchors, else
   // kLedgerTampered; the SQL objects are plain tables — no view, trigger or rule can answer the
   // reads — else kLedgerTampered), then applies CheckLedgerRecord to the rows of |name| as they
-  // are inside that transaction (so two writers racing cannot both pass a floor): kVersionOverwritten, kVersionRollback (deploy and attempt
-  // below the highest deploy, unless rules.rollback_allowed), kAllowlistInvalid (an allowlist
-  // version below the highest recorded) with nothing written; an identical row → no-op
-  // (appended=false). kInternal for a malformed row, kStoreUnavailable when the store cannot
-  // be reached.
-  virtual Result<LedgerAppend> Record(LedgerKind kind, const std::string& name, const std::string& version,
-                                      const std::string& sha256, const LedgerRecordRules& rules) = 0;
+  // are inside that transaction (so two writers racing cannot both pass a floor):
+  // kVersionOverwritten, kVersionRollback (deploy and attempt below the highest deploy, unless
+  // rules.rollback_allowed), kAllowlistInvalid (an allowlist version below the highest recorded)
+  // with nothing written; an identical row → no-op (appended=false). kInternal for a malformed row,
+  // kStoreUnavailable when the store cannot be reached.
+  virtual Result<LedgerAppend> Record(LedgerKind kind, const std::string& name,
+                                      const std::string& version, const std::string& sha256,
+                                      const LedgerRecordRules& rules) = 0;
   // Record with the default rules (rollback refused).
   Result<LedgerAppend> Record(LedgerKind kind, const std::string& name, const std::string& version,
                               const std::string& sha256) {
@@ -120,9 +121,9 @@ Status CheckLedgerRowInput(LedgerKind kind, const std::string& name, const std::
 //                        version already recorded is a no-op, whatever its bytes: the floor is
 //                        about versions; the row keeps the bytes that first raised it)
 // The engines call it inside Record's transaction; the loader calls it before recording.
-Result<bool> CheckLedgerRecord(const std::vector<LedgerRow>& same_name, LedgerKind kind, const std::string& name,
-                               const std::string& version, const std::string& sha256,
-                               const LedgerRecordRules& rules);
+Result<bool> CheckLedgerRecord(const std::vector<LedgerRow>& same_name, LedgerKind kind,
+                               const std::string& name, const std::string& version,
+                               const std::string& sha256, const LedgerRecordRules& rules);
 
 // HighestAllowlistVersion is the allowlist floor of |rows| (a verified chain): the highest
 // version of its allowlist rows, nullopt when there is none.
@@ -141,7 +142,8 @@ Result<LedgerAppend> RecordAllowlist(Ledger& ledger, int64_t version, const std:
 // VerifyLedgerChain re-walks |rows|: seq 1..N contiguous, each prev_hash = the previous hash,
 // each hash recomputed; and, when |anchor| is given, CheckLedgerAnchor. kLedgerTampered with the
 // first failing seq.
-Status VerifyLedgerChain(const std::vector<LedgerRow>& rows, const std::optional<LedgerCheckpoint>& anchor);
+Status VerifyLedgerChain(const std::vector<LedgerRow>& rows,
+                         const std::optional<LedgerCheckpoint>& anchor);
 
 // LedgerRecordView is what PrepareLedgerRecord found in the chain a Record read.
 struct LedgerRecordView {
@@ -151,7 +153,8 @@ struct LedgerRecordView {
 // PrepareLedgerRecord verifies |all| (the whole chain as read inside Record's transaction) with
 // VerifyLedgerChain against every checkpoint of |rules.anchors| (kLedgerTampered) and returns the
 // rows of |name| and the head the new row will chain onto. Every engine's Record calls it.
-Result<LedgerRecordView> PrepareLedgerRecord(const std::vector<LedgerRow>& all, const std::string& name,
+Result<LedgerRecordView> PrepareLedgerRecord(const std::vector<LedgerRow>& all,
+                                             const std::string& name,
                                              const LedgerRecordRules& rules);
 
 // CheckLedgerAnchor checks |rows| (already walked by VerifyLedgerChain) against |anchor|: the

@@ -51,8 +51,9 @@ inline std::string_view OutboxStateName(OutboxState s) {
   }
   return "pending";
 }
-inline constexpr OutboxState kAllOutboxStates[] = {OutboxState::kPending, OutboxState::kSent, OutboxState::kAnswered,
-                                                   OutboxState::kDead, OutboxState::kHeld};
+inline constexpr OutboxState kAllOutboxStates[] = {OutboxState::kPending, OutboxState::kSent,
+                                                   OutboxState::kAnswered, OutboxState::kDead,
+                                                   OutboxState::kHeld};
 // OutboxStateFromName is the inverse of OutboxStateName; nullopt for any other text (engines
 // read the stored state column with it).
 inline std::optional<OutboxState> OutboxStateFromName(std::string_view name) {
@@ -63,15 +64,16 @@ inline std::optional<OutboxState> OutboxStateFromName(std::string_view name) {
 }
 
 struct OutboxRow {
-  std::string event_key;       // 64 lowercase hex
-  int64_t fencing_token = 0;   // the claim's token when written (updated when a takeover re-meets it)
-  int64_t call_index = 0;      // i, from 0 within one delivery
+  std::string event_key;  // 64 lowercase hex
+  int64_t fencing_token =
+      0;                   // the claim's token when written (updated when a takeover re-meets it)
+  int64_t call_index = 0;  // i, from 0 within one delivery
   std::string method;
   std::string path;
   std::string body;
-  std::string body_sha256;     // lowercase hex of body
+  std::string body_sha256;  // lowercase hex of body
   OutboxState state = OutboxState::kPending;
-  int reply_status = 0;        // answered: the ERP's status
+  int reply_status = 0;  // answered: the ERP's status
   std::string reply_body;
   int64_t attempts = 0;
   // When the row is next due; while a send owns it (claimed_by not empty), the end of its claim.
@@ -93,12 +95,13 @@ struct OutboxAppend {
 inline Status CheckNewOutboxRow(const OutboxRow& row) {
   const bool sent = row.state == OutboxState::kSent;
   if (!sent && row.state != OutboxState::kPending && row.state != OutboxState::kHeld) {
-    return Status(Reason::kInternal,
-                  "outbox: a new row must be pending, sent or held, not " + std::string(OutboxStateName(row.state)));
+    return Status(Reason::kInternal, "outbox: a new row must be pending, sent or held, not " +
+                                         std::string(OutboxStateName(row.state)));
   }
   if (sent == row.claimed_by.empty()) {
-    return Status(Reason::kInternal, sent ? "outbox: a row appended sent must name the send that owns it"
-                                          : "outbox: only a row appended sent may be owned by a send");
+    return Status(Reason::kInternal,
+                  sent ? "outbox: a row appended sent must name the send that owns it"
+                       : "outbox: only a row appended sent may be owned by a send");
   }
   return Status::Ok();
 }
@@ -119,25 +122,29 @@ class Outbox {
   // attempts included); kExisting and kMismatch keep the existing row's state, attempts and claim,
   // whatever |row| asked for (a re-run plugin's call never takes a row over from its send).
   virtual Result<OutboxAppend> Append(const OutboxRow& row) = 0;
-  virtual Result<std::optional<OutboxRow>> Get(const std::string& event_key, int64_t call_index) = 0;
+  virtual Result<std::optional<OutboxRow>> Get(const std::string& event_key,
+                                               int64_t call_index) = 0;
   // Claim takes the row for one send by |owner| (unique to that send, not empty), atomically: if
   // it is pending or sent and due at |now_ms| (next_attempt_ms ≤ now_ms: no send owns it, or its
   // claim ran out), it becomes sent, attempts + 1, claimed_by |owner|, next_attempt_ms |until_ms|,
   // and the row as claimed is returned. nullopt when it is not (another send owns it, it is
   // answered, dead, held, or not due yet) or does not exist: nothing changed, nothing may be sent.
-  virtual Result<std::optional<OutboxRow>> Claim(const std::string& event_key, int64_t call_index, int64_t now_ms,
-                                                 const std::string& owner, int64_t until_ms) = 0;
+  virtual Result<std::optional<OutboxRow>> Claim(const std::string& event_key, int64_t call_index,
+                                                 int64_t now_ms, const std::string& owner,
+                                                 int64_t until_ms) = 0;
   // MarkAnswered stores the ERP's answer to |owner|'s send (state answered, claim cleared): only
   // while the row is sent and claimed by |owner|, else kNotFound and nothing changes.
-  virtual Status MarkAnswered(const std::string& event_key, int64_t call_index, const std::string& owner,
-                              int reply_status, const std::string& reply_body) = 0;
+  virtual Status MarkAnswered(const std::string& event_key, int64_t call_index,
+                              const std::string& owner, int reply_status,
+                              const std::string& reply_body) = 0;
   // NoteAnswer is MarkAnswered for a caller that does not need its result (the gateway and the
   // retry worker: a lost answer is fetched again by a resend with the same Idempotency-Key). An
   // engine may apply it after returning, in order with its later writes: every later write to the
   // same store sees it, and a later durable write makes it durable; until then a read may still
   // see the row sent. Guarded like MarkAnswered. The default applies it at once.
-  virtual void NoteAnswer(const std::string& event_key, int64_t call_index, const std::string& owner,
-                          int reply_status, const std::string& reply_body) {
+  virtual void NoteAnswer(const std::string& event_key, int64_t call_index,
+                          const std::string& owner, int reply_status,
+                          const std::string& reply_body) {
     (void)MarkAnswered(event_key, call_index, owner, reply_status, reply_body);
   }
   // Release ends |owner|'s send without a final answer: the row stays sent (attempts unchanged),
@@ -150,12 +157,14 @@ class Outbox {
   // |owner| (retries spent): only while the row is sent and claimed by it, else kNotFound. With an
   // empty |owner| (a mismatch: the recorded call must never be sent again): whatever its state
   // and claim — a send still in flight then finds the row dead and its answer changes nothing.
-  virtual Status MarkDead(const std::string& event_key, int64_t call_index, const std::string& owner) = 0;
+  virtual Status MarkDead(const std::string& event_key, int64_t call_index,
+                          const std::string& owner) = 0;
   // Defer gives a pending or sent row that is due at |now_ms| (no send owns it) a new next attempt
   // at |next_attempt_ms| WITHOUT counting an attempt (state and attempts unchanged): the call was
   // not sent because its capability is paused or its endpoint's breaker is open. A row owned by a
   // send, any other state, or no row is kNotFound (nothing changed).
-  virtual Status Defer(const std::string& event_key, int64_t call_index, int64_t now_ms, int64_t next_attempt_ms) = 0;
+  virtual Status Defer(const std::string& event_key, int64_t call_index, int64_t now_ms,
+                       int64_t next_attempt_ms) = 0;
   // Revive turns a dead or answered row pending again: due at |now_ms|, attempts 0, reply and
   // claim cleared (an operator's `dlq replay` of a call-level entry). Returns true if it changed
   // the row; a pending, sent or held row is left as it is (false). No row is kNotFound.

@@ -76,19 +76,23 @@ void CloseFd(int* fd) {
 }  // namespace
 
 Result<std::unique_ptr<LossyProxy>> LossyProxy::Create(LossyProxyOptions options) {
-  if (options.upstream_port == 0) return Status(Reason::kConfigInvalid, "lossy proxy: upstream_port is required");
+  if (options.upstream_port == 0)
+    return Status(Reason::kConfigInvalid, "lossy proxy: upstream_port is required");
   if (options.loss_percent < 0 || options.loss_percent > 100) {
     return Status(Reason::kConfigInvalid, "lossy proxy: loss_percent must be 0..100, found " +
                                               std::to_string(options.loss_percent));
   }
-  if (options.max_connections == 0) return Status(Reason::kConfigInvalid, "lossy proxy: max_connections is 0");
+  if (options.max_connections == 0)
+    return Status(Reason::kConfigInvalid, "lossy proxy: max_connections is 0");
   std::unique_ptr<LossyProxy> proxy(new LossyProxy(options));
   proxy->rng_.seed(options.seed);
   proxy->loss_percent_ = options.loss_percent;
   proxy->wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (proxy->wake_fd_ < 0) return Status(Reason::kInternal, std::string("lossy proxy: eventfd: ") + strerror(errno));
+  if (proxy->wake_fd_ < 0)
+    return Status(Reason::kInternal, std::string("lossy proxy: eventfd: ") + strerror(errno));
   proxy->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (proxy->listen_fd_ < 0) return Status(Reason::kInternal, std::string("lossy proxy: socket: ") + strerror(errno));
+  if (proxy->listen_fd_ < 0)
+    return Status(Reason::kInternal, std::string("lossy proxy: socket: ") + strerror(errno));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = 0;
@@ -97,7 +101,8 @@ Result<std::unique_ptr<LossyProxy>> LossyProxy::Create(LossyProxyOptions options
   if (::bind(proxy->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       ::listen(proxy->listen_fd_, 128) != 0 ||
       ::getsockname(proxy->listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    return Status(Reason::kInternal, std::string("lossy proxy: listen on 127.0.0.1:0: ") + strerror(errno));
+    return Status(Reason::kInternal,
+                  std::string("lossy proxy: listen on 127.0.0.1:0: ") + strerror(errno));
   }
   proxy->port_ = ntohs(addr.sin_port);
   try {
@@ -146,21 +151,16 @@ void LossyProxy::Stop() {
 LossyProxy::Action LossyProxy::Draw() {
   std::lock_guard lock(mu_);
   const uint64_t roll = rng_() % 100;
-  const uint64_t kind = rng_() % 3;  // drawn every time, so the sequence does not depend on the loss
+  const uint64_t kind =
+      rng_() % 3;  // drawn every time, so the sequence does not depend on the loss
   if (roll >= static_cast<uint64_t>(loss_percent_.load())) {
     ++counts_.forwarded;
     return Action::kForward;
   }
   switch (kind) {
-    case 0:
-      ++counts_.dropped;
-      return Action::kDrop;
-    case 1:
-      ++counts_.stalled;
-      return Action::kStall;
-    default:
-      ++counts_.answers_lost;
-      return Action::kLoseAnswer;
+    case 0: ++counts_.dropped; return Action::kDrop;
+    case 1: ++counts_.stalled; return Action::kStall;
+    default: ++counts_.answers_lost; return Action::kLoseAnswer;
   }
 }
 
@@ -215,7 +215,8 @@ void LossyProxy::Serve(int client_fd, Conn* self) {
   bool answered = false;  // answer bytes were relayed since the client last sent bytes
   std::vector<char> buf(kChunk);
   while (action != Action::kDrop) {
-    std::array<pollfd, 3> fds{pollfd{wake_fd_, POLLIN, 0}, pollfd{client, POLLIN, 0}, pollfd{upstream, POLLIN, 0}};
+    std::array<pollfd, 3> fds{pollfd{wake_fd_, POLLIN, 0}, pollfd{client, POLLIN, 0},
+                              pollfd{upstream, POLLIN, 0}};
     const nfds_t n = upstream >= 0 ? 3 : 2;
     if (::poll(fds.data(), n, -1) < 0) {
       if (errno == EINTR) continue;
@@ -232,7 +233,8 @@ void LossyProxy::Serve(int client_fd, Conn* self) {
         if (action == Action::kDrop) break;
         if (action == Action::kStall) CloseFd(&upstream);
       }
-      if (action != Action::kStall && !SendAll(upstream, buf.data(), static_cast<size_t>(got))) break;
+      if (action != Action::kStall && !SendAll(upstream, buf.data(), static_cast<size_t>(got)))
+        break;
     }
     if (n == 3 && fds[2].revents != 0) {
       const ssize_t got = ReadSome(upstream, buf.data(), buf.size());

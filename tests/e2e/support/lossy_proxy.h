@@ -37,7 +37,7 @@ namespace clawguard::host::testing {
 struct LossyProxyOptions {
   uint16_t upstream_port = 0;  // on 127.0.0.1; required
   uint64_t seed = 20261202;
-  int loss_percent = 0;        // 0..100
+  int loss_percent = 0;  // 0..100
   size_t max_connections = 64;
 };
 
@@ -89,10 +89,10 @@ class LossyProxy {
   std::atomic<int> loss_percent_{0};
   std::thread accept_thread_;
   mutable std::mutex mu_;
-  std::mt19937_64 rng_;           // guarded by mu_
-  LossyProxyCounts counts_;       // guarded by mu_
-  std::list<Conn> conns_;         // guarded by mu_
-  bool stopped_ = false;          // guarded by mu_
+  std::mt19937_64 rng_;      // guarded by mu_
+  LossyProxyCounts counts_;  // guarded by mu_
+  std::list<Conn> conns_;    // guarded by mu_
+  bool stopped_ = false;     // guarded by mu_
 };
 
 }  // namespace clawguard::host::testing

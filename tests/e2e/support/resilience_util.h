@@ -26,7 +26,8 @@ bool WaitFor(Fn done, std::chrono::milliseconds guard = std::chrono::seconds(30)
 
 // ReplaceInHostYaml replaces the first |from| in the fixture's host.yaml with |to|; false if
 // |from| is not there.
-inline bool ReplaceInHostYaml(const HostFixture& f, const std::string& from, const std::string& to) {
+inline bool ReplaceInHostYaml(const HostFixture& f, const std::string& from,
+                              const std::string& to) {
   const std::string path = f.dir().Sub("host.yaml");
   std::string yaml = clawguard::testing::ReadFile(path);
   const size_t at = yaml.find(from);

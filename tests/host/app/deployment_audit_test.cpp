@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "deployment_fixture.h"
 #include "clawguard/clock.h"
+#include "deployment_fixture.h"
 #include "sqlite/sqlite_ledger.h"
 #include "support/temp_dir.h"
 
@@ -129,7 +129,8 @@ TEST(DeploymentAuditTest, PluginsOnDiskAreComparedWithTheAllowlist) {
   Deployment d(s);
   auto a = Audit(d);
   EXPECT_EQ(a.SeverityOf("plugin.not_allowlisted"), Severity::kMedium) << a.report.ToText();
-  EXPECT_EQ(a.Find("plugin.not_allowlisted")[0].subject, "acme-orders 1.4.2 (acme-orders-1.4.2.claw)");
+  EXPECT_EQ(a.Find("plugin.not_allowlisted")[0].subject,
+            "acme-orders 1.4.2 (acme-orders-1.4.2.claw)");
   ASSERT_EQ(a.Find("allowlist.not_on_disk").size(), 1u);
   EXPECT_EQ(a.Find("allowlist.not_on_disk")[0].subject, "acme-billing 2.0.0");
   EXPECT_EQ(a.Find("allowlist.not_on_disk")[0].severity, Severity::kLow);
@@ -235,7 +236,8 @@ TEST(DeploymentAuditTest, AuditLogThatIsAFifoIsHighAndDoesNotHang) {
   ASSERT_EQ(::mkfifo(d.Sub("logs/audit.jsonl").c_str(), 0600), 0);
   auto a = Audit(d);
   EXPECT_EQ(a.SeverityOf("log.audit_unreadable"), Severity::kHigh) << a.report.ToText();
-  EXPECT_FALSE(a.SeverityOf("ledger.tampered")) << a.report.ToText();  // the anchor file still holds
+  EXPECT_FALSE(a.SeverityOf("ledger.tampered"))
+      << a.report.ToText();  // the anchor file still holds
 }
 
 TEST(DeploymentAuditTest, AllowlistBelowTheLedgerFloorIsHigh) {
@@ -244,7 +246,8 @@ TEST(DeploymentAuditTest, AllowlistBelowTheLedgerFloorIsHigh) {
   Deployment d(s);
   auto a = Audit(d);
   EXPECT_EQ(a.SeverityOf("allowlist.below_floor"), Severity::kHigh) << a.report.ToText();
-  EXPECT_NE(a.Find("allowlist.below_floor")[0].detail.find("version 2 is lower than version 5"), std::string::npos);
+  EXPECT_NE(a.Find("allowlist.below_floor")[0].detail.find("version 2 is lower than version 5"),
+            std::string::npos);
 }
 
 TEST(DeploymentAuditTest, UnavailableLedgerIsHigh) {
@@ -252,9 +255,11 @@ TEST(DeploymentAuditTest, UnavailableLedgerIsHigh) {
   auto config = d.Load();
   ASSERT_TRUE(config);
   const FixedClock clock(kNow * 1000);
-  auto r = RunDeploymentAudit(*config, LedgerSource(Status(Reason::kStoreUnavailable, "no such store")), clock);
+  auto r = RunDeploymentAudit(
+      *config, LedgerSource(Status(Reason::kStoreUnavailable, "no such store")), clock);
   bool found = false;
-  for (const auto& f : r.findings) found |= f.id == "ledger.unavailable" && f.severity == Severity::kHigh;
+  for (const auto& f : r.findings)
+    found |= f.id == "ledger.unavailable" && f.severity == Severity::kHigh;
   EXPECT_TRUE(found) << r.ToText();
 }
 
@@ -303,7 +308,8 @@ TEST(DeploymentAuditTest, UnloadableTrustPolicyIsHigh) {
 TEST(AuditCliTest, JsonAndExitCodes) {
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   Deployment clean(Spec(now));
-  auto r = testing::RunClawguard({"audit", "--config", clean.host_yaml(), "--json"}, clean.env_pairs());
+  auto r =
+      testing::RunClawguard({"audit", "--config", clean.host_yaml(), "--json"}, clean.env_pairs());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["config"], clean.host_yaml());
@@ -311,7 +317,9 @@ TEST(AuditCliTest, JsonAndExitCodes) {
   ASSERT_TRUE(j["findings"].is_array());
   bool ledger_ok = false;
   for (const auto& f : j["findings"]) {
-    ASSERT_TRUE(f.contains("id") && f.contains("severity") && f.contains("subject") && f.contains("detail")) << f;
+    ASSERT_TRUE(f.contains("id") && f.contains("severity") && f.contains("subject") &&
+                f.contains("detail"))
+        << f;
     ledger_ok |= f["id"] == "ledger.ok";
   }
   EXPECT_TRUE(ledger_ok) << r.out;

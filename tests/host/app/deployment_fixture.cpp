@@ -35,7 +35,8 @@ struct KeyCert {
 };
 
 // MakeCert makes a self-signed Ed25519 certificate O=|o|, CN=|cn| valid [not_before, not_after].
-KeyCert MakeCert(const std::string& o, const std::string& cn, int64_t not_before, int64_t not_after) {
+KeyCert MakeCert(const std::string& o, const std::string& cn, int64_t not_before,
+                 int64_t not_after) {
   KeyCert kc;
   kc.key.reset(EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519"));
   kc.cert.reset(X509_new());
@@ -46,9 +47,11 @@ KeyCert MakeCert(const std::string& o, const std::string& cn, int64_t not_before
   ASN1_TIME_set(X509_getm_notBefore(x), static_cast<time_t>(not_before));
   ASN1_TIME_set(X509_getm_notAfter(x), static_cast<time_t>(not_after));
   X509_NAME* name = X509_get_subject_name(x);  // get0: owned by |x|
-  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(o.c_str()), -1, -1, 0);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
-  X509_set_issuer_name(x, name);   // copies
+  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8,
+                             reinterpret_cast<const unsigned char*>(o.c_str()), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
+                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  X509_set_issuer_name(x, name);     // copies
   X509_set_pubkey(x, kc.key.get());  // up-refs
   EXPECT_GT(X509_sign(x, kc.key.get(), nullptr), 0);
   return kc;
@@ -94,13 +97,17 @@ Deployment::Deployment(const DeploymentSpec& s) : anchor_in_state_dir_(s.anchor_
           {"CG_AUDIT_ERP_TOKEN", "erp-token-never-printed-0123456789"}};
 
   // Trust: a pinned root and (optionally) a pinned allowlist signer.
-  KeyCert root = MakeCert("ClawHub", "ClawHub test root", now - 10 * kDay, now + s.root_valid_days * kDay);
+  KeyCert root =
+      MakeCert("ClawHub", "ClawHub test root", now - 10 * kDay, now + s.root_valid_days * kDay);
   KeyCert signer = MakeCert("ClawHub", "allowlist signer", now - 10 * kDay, now + 365 * kDay);
   WriteFile(dir_.Sub("policies/root.pem"), Pem(root.cert.get()));
   WriteFile(dir_.Sub("policies/signer.pem"), Pem(signer.cert.get()));
-  std::string trust = "schema: clawguard/trust/v1\nmode: " + s.mode + "\nroots:\n  - " + Pin("root.pem", root.cert.get()) +
-                      "\nrequire_eku: codeSigning\npublishers:\n  acme: [\"acme-*\"]\nthreshold: 1\n";
-  if (s.signed_allowlist) trust += "allowlist_signer: " + Pin("signer.pem", signer.cert.get()) + "\n";
+  std::string trust =
+      "schema: clawguard/trust/v1\nmode: " + s.mode + "\nroots:\n  - " +
+      Pin("root.pem", root.cert.get()) +
+      "\nrequire_eku: codeSigning\npublishers:\n  acme: [\"acme-*\"]\nthreshold: 1\n";
+  if (s.signed_allowlist)
+    trust += "allowlist_signer: " + Pin("signer.pem", signer.cert.get()) + "\n";
   WriteFile(dir_.Sub("policies/trust.yaml"), trust);
 
   // One package on disk whose bundle carries a leaf with the chosen expiry (its signature bytes
@@ -132,7 +139,9 @@ Deployment::Deployment(const DeploymentSpec& s) : anchor_in_state_dir_(s.anchor_
                           FormatRfc3339Utc(now + s.allowlist_expires_days * kDay) + "\nplugins:\n";
   const std::string listed_sha = s.package_allowlisted ? Sha256Hex(package) : std::string(64, 'a');
   allowlist += "  - { name: acme-orders, version: 1.4.2, sha256: " + listed_sha + " }\n";
-  if (s.extra_allowlist_entry) allowlist += "  - { name: acme-billing, version: 2.0.0, sha256: " + std::string(64, 'b') + " }\n";
+  if (s.extra_allowlist_entry)
+    allowlist +=
+        "  - { name: acme-billing, version: 2.0.0, sha256: " + std::string(64, 'b') + " }\n";
   WriteFile(dir_.Sub("policies/allowlist.yaml"), allowlist);
   if (s.signed_allowlist) {
     Bundle ab;
@@ -158,7 +167,10 @@ Deployment::Deployment(const DeploymentSpec& s) : anchor_in_state_dir_(s.anchor_
   std::string log = "{\"event\":\"verified\",\"name\":\"acme-orders\"}\n";
   if (s.write_checkpoint) {
     const std::string head = s.tamper_checkpoint ? std::string(64, 'f') : rec->head.head;
-    log += nlohmann::json{{"event", "ledger_checkpoint"}, {"count", rec->head.count}, {"head", head}}.dump() + "\n";
+    log +=
+        nlohmann::json{{"event", "ledger_checkpoint"}, {"count", rec->head.count}, {"head", head}}
+            .dump() +
+        "\n";
   }
   WriteFile(dir_.Sub("logs/audit.jsonl"), log);
   if (s.anchor_fifo) {
@@ -166,7 +178,8 @@ Deployment::Deployment(const DeploymentSpec& s) : anchor_in_state_dir_(s.anchor_
   } else if (s.write_anchor) {
     const std::optional<LedgerCheckpoint> tofu =
         s.anchor_trusted_on_first_use ? std::optional<LedgerCheckpoint>(rec->head) : std::nullopt;
-    EXPECT_TRUE(LedgerAnchorFile(anchor_path()).Write(LedgerAnchor{rec->head, now, tofu, now}).ok());
+    EXPECT_TRUE(
+        LedgerAnchorFile(anchor_path()).Write(LedgerAnchor{rec->head, now, tofu, now}).ok());
   }
   if (s.rehash_ledger) {
     auto db = sqlite::SqliteDb::Open(store_path());
@@ -178,51 +191,64 @@ Deployment::Deployment(const DeploymentSpec& s) : anchor_in_state_dir_(s.anchor_
       row.prev_hash = prev;
       row.hash = LedgerRowHash(row);
       prev = row.hash;
-      EXPECT_TRUE((*db)->Exec("UPDATE ledger SET sha256 = '" + row.sha256 + "', prev_hash = '" + row.prev_hash +
-                              "', hash = '" + row.hash + "' WHERE seq = " + std::to_string(row.seq))
+      EXPECT_TRUE((*db)
+                      ->Exec("UPDATE ledger SET sha256 = '" + row.sha256 + "', prev_hash = '" +
+                             row.prev_hash + "', hash = '" + row.hash +
+                             "' WHERE seq = " + std::to_string(row.seq))
                       .ok());
     }
   }
 
   // host.yaml in the shape of ARCHITECTURE.md.
   host_yaml_ = dir_.Sub("host.yaml");
-  WriteFile(host_yaml_,
-            "schema: clawguard/host/v1\n"
-            "listen: { address: \"" + s.listen_address + "\", tls: null, max_body: 1MiB, max_headers: 16KiB, workers: 2 }\n"
-            "admin:  { address: \"" + s.admin_address + "\", token: env:CG_AUDIT_ADMIN_TOKEN, tls: null }\n"
-            "store: sqlite:state/state.db\n"
-            "plugins: { dir: plugins, trust: policies/trust.yaml, allowlist: policies/allowlist.yaml, handler_timeout: 10s }\n"
-            "webhooks:\n"
-            "  tolerance: 300s\n"
-            "  clock_skew: 5m\n"
-            "  platform_retry: { schedule: [1m, 2m, 4m, 8m, 16m, 32m, 64m, 128m, 256m, 512m] }\n"
-            "  routes:\n"
-            "    acme-orders/order.created:\n"
-            "      current: env:CG_AUDIT_ORDER_SECRET\n"
-            "      current_since: " + FormatRfc3339Utc(now - s.secret_since_days * kDay) + "\n"
-            "      previous: env:CG_AUDIT_ORDER_SECRET_OLD\n"
-            "      previous_until: " + FormatRfc3339Utc(now + s.previous_until_days * kDay) + "\n"
-            "  rate_limit: { per_plugin: 200/s, burst: 400 }\n"
-            "idempotency: { retention: 7d, lease: 30s, tombstones: 30d, intent_expiry: 24h }\n"
-            "erp:\n"
-            "  base_url: https://erp.internal:8443\n"
-            "  timeout: 5s\n"
-            "  ca: policies/root.pem\n"
-            "  auth: env:CG_AUDIT_ERP_TOKEN\n"
-            "  retry: { base: 1s, max: 10m, attempts: 8, jitter: 20%, floor_429: 60s }\n"
-            "breaker:\n"
-            "  key: { failures: 3, window: 5s, cooldown: 30s }\n"
-            "  erp: { failures: 10, window: 30s, cooldown: 60s, half_open_probes: 1 }\n"
-            "log: { audit: logs/audit.jsonl, redact: [password, token, card]" +
-                std::string(s.anchor_in_state_dir ? ", anchor: state/ledger-anchor.json" : "") + " }\n");
+  WriteFile(
+      host_yaml_,
+      "schema: clawguard/host/v1\n"
+      "listen: { address: \"" +
+          s.listen_address +
+          "\", tls: null, max_body: 1MiB, max_headers: 16KiB, workers: 2 }\n"
+          "admin:  { address: \"" +
+          s.admin_address +
+          "\", token: env:CG_AUDIT_ADMIN_TOKEN, tls: null }\n"
+          "store: sqlite:state/state.db\n"
+          "plugins: { dir: plugins, trust: policies/trust.yaml, allowlist: "
+          "policies/allowlist.yaml, handler_timeout: 10s }\n"
+          "webhooks:\n"
+          "  tolerance: 300s\n"
+          "  clock_skew: 5m\n"
+          "  platform_retry: { schedule: [1m, 2m, 4m, 8m, 16m, 32m, 64m, 128m, 256m, 512m] }\n"
+          "  routes:\n"
+          "    acme-orders/order.created:\n"
+          "      current: env:CG_AUDIT_ORDER_SECRET\n"
+          "      current_since: " +
+          FormatRfc3339Utc(now - s.secret_since_days * kDay) +
+          "\n"
+          "      previous: env:CG_AUDIT_ORDER_SECRET_OLD\n"
+          "      previous_until: " +
+          FormatRfc3339Utc(now + s.previous_until_days * kDay) +
+          "\n"
+          "  rate_limit: { per_plugin: 200/s, burst: 400 }\n"
+          "idempotency: { retention: 7d, lease: 30s, tombstones: 30d, intent_expiry: 24h }\n"
+          "erp:\n"
+          "  base_url: https://erp.internal:8443\n"
+          "  timeout: 5s\n"
+          "  ca: policies/root.pem\n"
+          "  auth: env:CG_AUDIT_ERP_TOKEN\n"
+          "  retry: { base: 1s, max: 10m, attempts: 8, jitter: 20%, floor_429: 60s }\n"
+          "breaker:\n"
+          "  key: { failures: 3, window: 5s, cooldown: 30s }\n"
+          "  erp: { failures: 10, window: 30s, cooldown: 60s, half_open_probes: 1 }\n"
+          "log: { audit: logs/audit.jsonl, redact: [password, token, card]" +
+          std::string(s.anchor_in_state_dir ? ", anchor: state/ledger-anchor.json" : "") + " }\n");
 }
 
 std::shared_ptr<const host::HostConfig> Deployment::Load() const {
   const auto env = env_;
-  auto c = host::HostConfig::Parse(ReadFile(host_yaml_), host_yaml_, [env](const std::string& name) {
-    auto it = env.find(name);
-    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
-  });
+  auto c =
+      host::HostConfig::Parse(ReadFile(host_yaml_), host_yaml_, [env](const std::string& name) {
+        auto it = env.find(name);
+        return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+      });
   EXPECT_TRUE(c.ok()) << c.error().ToString();
   return c.ok() ? *c : nullptr;
 }

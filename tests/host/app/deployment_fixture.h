@@ -34,14 +34,14 @@ struct DeploymentSpec {
   int64_t previous_until_days = 5;       // previous_until = now + this (negative: past)
   std::string admin_address = "127.0.0.1:9091";
   std::string listen_address = "127.0.0.1:8080";
-  bool write_checkpoint = true;          // the audit log holds the ledger's checkpoint
-  bool tamper_checkpoint = false;        // … but with another head
-  bool write_anchor = true;              // logs/ledger-anchor.json holds the ledger's head
+  bool write_checkpoint = true;              // the audit log holds the ledger's checkpoint
+  bool tamper_checkpoint = false;            // … but with another head
+  bool write_anchor = true;                  // logs/ledger-anchor.json holds the ledger's head
   bool anchor_trusted_on_first_use = false;  // … marked as adopted on first use, not confirmed
-  bool anchor_fifo = false;              // a FIFO where the anchor file belongs
-  bool rehash_ledger = false;            // after anchoring: the whole ledger re-hashed, other bytes
-  int64_t allowlist_floor = 0;           // > 0: an allowlist row of this version (the file's is 2)
-  bool anchor_in_state_dir = false;      // host.yaml log.anchor: state/ledger-anchor.json
+  bool anchor_fifo = false;                  // a FIFO where the anchor file belongs
+  bool rehash_ledger = false;        // after anchoring: the whole ledger re-hashed, other bytes
+  int64_t allowlist_floor = 0;       // > 0: an allowlist row of this version (the file's is 2)
+  bool anchor_in_state_dir = false;  // host.yaml log.anchor: state/ledger-anchor.json
 };
 
 class Deployment {
@@ -55,7 +55,9 @@ class Deployment {
   }
   // env holds the CG_AUDIT_* secrets host.yaml names.
   const std::map<std::string, std::string>& env() const { return env_; }
-  std::vector<std::pair<std::string, std::string>> env_pairs() const { return {env_.begin(), env_.end()}; }
+  std::vector<std::pair<std::string, std::string>> env_pairs() const {
+    return {env_.begin(), env_.end()};
+  }
   // Load parses host.yaml with env(); fails the test (and returns null) if it does not load.
   std::shared_ptr<const host::HostConfig> Load() const;
   std::string Sub(const std::string& name) const { return dir_.Sub(name); }

@@ -28,7 +28,8 @@ using clawguard::testing::WriteFile;
 constexpr const char* kAdminToken = "admin-token-0123456789-abcdefghijklmnop";
 
 Result<HostStores> OpenSqlite(const std::string& url, const Clock& clock) {
-  if (url.rfind("sqlite:", 0) != 0) return Status(Reason::kStoreUnavailable, "only sqlite: in this test");
+  if (url.rfind("sqlite:", 0) != 0)
+    return Status(Reason::kStoreUnavailable, "only sqlite: in this test");
   const std::string path = url.substr(7);
   HostStores s;
   CLAWGUARD_ASSIGN_OR_RETURN(s.idempotency, sqlite::SqliteIdempotencyStore::Open(path, clock));
@@ -45,37 +46,48 @@ class HostAppTest : public ::testing::Test {
     WriteFile(dir_.Sub("plugins/.keep"), "");
     WriteFile(dir_.Sub("state/.keep"), "");
     WriteFile(dir_.Sub("policies/.keep"), "");
-    auto made = RunCommand({"sh", "-c",
-                            "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout \"$1/k.pem\" "
-                            "-out \"$1/root.pem\" -subj /O=ClawHub/CN=root -days 30 "
-                            "-addext basicConstraints=critical,CA:true 2>/dev/null && "
-                            "openssl x509 -in \"$1/root.pem\" -outform DER | sha256sum | cut -d' ' -f1",
-                            "sh", dir_.Sub("policies")});
+    auto made =
+        RunCommand({"sh", "-c",
+                    "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "
+                    "\"$1/k.pem\" "
+                    "-out \"$1/root.pem\" -subj /O=ClawHub/CN=root -days 30 "
+                    "-addext basicConstraints=critical,CA:true 2>/dev/null && "
+                    "openssl x509 -in \"$1/root.pem\" -outform DER | sha256sum | cut -d' ' -f1",
+                    "sh", dir_.Sub("policies")});
     ASSERT_EQ(made.exit_code, 0) << made.err;
     const std::string pin = made.out.substr(0, 64);
-    WriteFile(dir_.Sub("policies/trust.yaml"),
-              "schema: clawguard/trust/v1\nmode: enforce\nroots:\n  - file: root.pem\n    sha256: " + pin +
-                  "\nrequire_eku: codeSigning\npublishers:\n  acme: [\"acme-*\"]\nthreshold: 1\n"
-                  "revoked: { certificates: [], keys: [], crls: [] }\nallowlist_signer: null\nrollback: refuse\n"
-                  "limits: { max_package: 16MiB, max_unpacked: 64MiB, max_entries: 8, max_ratio: 100 }\n"
-                  "elf: { allowed_needed: [libc.so.6] }\n");
-    WriteFile(dir_.Sub("policies/allowlist.yaml"),
-              "schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2099-12-31T00:00:00Z\nplugins: []\n");
+    WriteFile(
+        dir_.Sub("policies/trust.yaml"),
+        "schema: clawguard/trust/v1\nmode: enforce\nroots:\n  - file: root.pem\n    sha256: " +
+            pin +
+            "\nrequire_eku: codeSigning\npublishers:\n  acme: [\"acme-*\"]\nthreshold: 1\n"
+            "revoked: { certificates: [], keys: [], crls: [] }\nallowlist_signer: null\nrollback: "
+            "refuse\n"
+            "limits: { max_package: 16MiB, max_unpacked: 64MiB, max_entries: 8, max_ratio: 100 }\n"
+            "elf: { allowed_needed: [libc.so.6] }\n");
+    WriteFile(
+        dir_.Sub("policies/allowlist.yaml"),
+        "schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2099-12-31T00:00:00Z\nplugins: []\n");
     WriteFile(dir_.Sub("plugins/acme-orders-1.0.0.claw"), "not a package");  // no .sig: unsigned
   }
 
   std::string HostYaml(const std::string& store) const {
     return "schema: clawguard/host/v1\n"
-           "listen: { address: 127.0.0.1:0, tls: null, max_body: 1MiB, max_headers: 16KiB, workers: 2 }\n"
+           "listen: { address: 127.0.0.1:0, tls: null, max_body: 1MiB, max_headers: 16KiB, "
+           "workers: 2 }\n"
            "admin: { address: 127.0.0.1:0, token: env:T_ADMIN, tls: null }\n"
-           "store: " + store + "\n"
-           "plugins: { dir: plugins, trust: policies/trust.yaml, allowlist: policies/allowlist.yaml, "
+           "store: " +
+           store +
+           "\n"
+           "plugins: { dir: plugins, trust: policies/trust.yaml, allowlist: "
+           "policies/allowlist.yaml, "
            "handler_timeout: 2s }\n"
            "webhooks:\n  tolerance: 300s\n  clock_skew: 5m\n  platform_retry: { schedule: [1m] }\n"
            "  routes:\n    acme-orders/order.created: { current: env:T_SECRET }\n"
            "  rate_limit: { per_plugin: 200/s, burst: 400 }\n"
            "idempotency: { retention: 1h, lease: 30s, tombstones: 30d, intent_expiry: 24h }\n"
-           "erp:\n  base_url: http://127.0.0.1:9\n  timeout: 2s\n  ca: policies/root.pem\n  auth: env:T_ERP\n"
+           "erp:\n  base_url: http://127.0.0.1:9\n  timeout: 2s\n  ca: policies/root.pem\n  auth: "
+           "env:T_ERP\n"
            "  retry: { base: 1s, max: 1m, attempts: 3, jitter: 20%, floor_429: 60s }\n"
            "breaker:\n  key: { failures: 3, window: 5s, cooldown: 30s }\n"
            "  erp: { failures: 10, window: 30s, cooldown: 60s, half_open_probes: 1 }\n"
@@ -153,7 +165,8 @@ TEST_F(HostAppTest, ServesHealthReadinessAndReportsRefusedPackages) {
   auto metrics = Get(admin, "GET", "/metrics", kAdminToken);
   ASSERT_TRUE(metrics.ok());
   EXPECT_EQ(metrics->status, 200);
-  EXPECT_NE(metrics->body.find("clawguard_plugin_load_refusals_total{reason=\"unsigned\"} 1\n"), std::string::npos)
+  EXPECT_NE(metrics->body.find("clawguard_plugin_load_refusals_total{reason=\"unsigned\"} 1\n"),
+            std::string::npos)
       << metrics->body;
   EXPECT_EQ((*app)->metrics().registry().CounterTotal("clawguard_plugin_load_refusals_total"), 1u);
   auto ops = Get(admin, "GET", "/ops", kAdminToken);
@@ -175,13 +188,15 @@ TEST_F(HostAppTest, ServesHealthReadinessAndReportsRefusedPackages) {
 }
 
 TEST_F(HostAppTest, UnavailableStoreRefusesToStart) {
-  auto app = HostApp::Create(Config("postgresql://cg@127.0.0.1:5432/cg"), SystemClock::Instance(), &OpenSqlite);
+  auto app = HostApp::Create(Config("postgresql://cg@127.0.0.1:5432/cg"), SystemClock::Instance(),
+                             &OpenSqlite);
   ASSERT_FALSE(app.ok());
   EXPECT_THAT(app, HasReason(Reason::kStoreUnavailable));
 }
 
 TEST_F(HostAppTest, StoreWithoutDlqRefusesToStart) {
-  const StoreFactory without_dlq = [](const std::string& url, const Clock& clock) -> Result<HostStores> {
+  const StoreFactory without_dlq = [](const std::string& url,
+                                      const Clock& clock) -> Result<HostStores> {
     CLAWGUARD_ASSIGN_OR_RETURN(HostStores s, OpenSqlite(url, clock));
     s.dlq.reset();
     return s;
@@ -206,13 +221,15 @@ TEST_F(HostAppTest, CommandExitsTwoOnConfigurationErrors) {
 TEST_F(HostAppTest, CommandPrintsListeningAddressesAndStopsOnSigterm) {
   WriteFile(dir_.Sub("host.yaml"), HostYaml("sqlite:state/state.db"));
   // Start the host in the background, read its first stdout line, then SIGTERM it.
-  auto r = RunCommand({"sh", "-c",
-                       "\"$1\" host --config \"$2\" > \"$3\" 2>/dev/null & pid=$!; "
-                       "i=0; while [ ! -s \"$3\" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done; "
-                       "kill -TERM $pid; wait $pid; echo \"rc=$?\"",
-                       "sh", CLAWGUARD_CLI_PATH, dir_.Sub("host.yaml"), dir_.Sub("out.txt")},
-                      {{"T_ADMIN", kAdminToken}, {"T_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
-                       {"T_ERP", "Bearer erp-token-0123456789abcdefghij"}});
+  auto r =
+      RunCommand({"sh", "-c",
+                  "\"$1\" host --config \"$2\" > \"$3\" 2>/dev/null & pid=$!; "
+                  "i=0; while [ ! -s \"$3\" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done; "
+                  "kill -TERM $pid; wait $pid; echo \"rc=$?\"",
+                  "sh", CLAWGUARD_CLI_PATH, dir_.Sub("host.yaml"), dir_.Sub("out.txt")},
+                 {{"T_ADMIN", kAdminToken},
+                  {"T_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+                  {"T_ERP", "Bearer erp-token-0123456789abcdefghij"}});
   EXPECT_NE(r.out.find("rc=0"), std::string::npos) << r.out << r.err;
   const std::string line = clawguard::testing::ReadFile(dir_.Sub("out.txt"));
   const auto j = nlohmann::json::parse(line.substr(0, line.find('\n')));

@@ -34,11 +34,13 @@ std::map<std::string, std::string> Env() {
           {"CG_TEST_ERP_TOKEN", kErpToken}};
 }
 
-Result<std::shared_ptr<const HostConfig>> ParseWith(const std::string& text, const std::map<std::string, std::string>& env) {
-  return HostConfig::Parse(text, DataPath(), [env](const std::string& name) -> std::optional<std::string> {
-    auto it = env.find(name);
-    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
-  });
+Result<std::shared_ptr<const HostConfig>> ParseWith(const std::string& text,
+                                                    const std::map<std::string, std::string>& env) {
+  return HostConfig::Parse(
+      text, DataPath(), [env](const std::string& name) -> std::optional<std::string> {
+        auto it = env.find(name);
+        return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+      });
 }
 
 std::string Data() { return clawguard::testing::ReadFile(DataPath()); }
@@ -72,8 +74,8 @@ TEST(HostConfigSecretsTest, LoadTakesEverySecretOutOfTheEnvironment) {
   ASSERT_TRUE(c.ok()) << c.error().ToString();
   for (const auto& [k, v] : Env()) EXPECT_EQ(std::getenv(k.c_str()), nullptr) << k;
   // Read once: CG_TEST_ORDER_SECRET is named by two routes, both got it.
-  EXPECT_TRUE((*c)->webhooks.routes.at("acme-orders/order.cancelled").current.Equals(
-      (*c)->webhooks.routes.at("acme-orders/order.created").current));
+  EXPECT_TRUE((*c)->webhooks.routes.at("acme-orders/order.cancelled")
+                  .current.Equals((*c)->webhooks.routes.at("acme-orders/order.created").current));
   EXPECT_TRUE((*c)->erp.auth.Equals(SecretBytes(kErpToken)));
 }
 
@@ -123,22 +125,25 @@ TEST(HostConfigSecretsTest, SecretsUnder24BytesAreRefusedNamingTheSettingNeverTh
   env["CG_TEST_ADMIN_TOKEN"] = std::string(31, 'a');
   auto admin = ParseWith(Data(), env);
   ASSERT_FALSE(admin.ok());
-  EXPECT_NE(admin.error().message().find("admin.token"), std::string::npos) << admin.error().message();
+  EXPECT_NE(admin.error().message().find("admin.token"), std::string::npos)
+      << admin.error().message();
 }
 
 TEST(HostConfigSecretsTest, PlaintextErpOffTheMachineNeedsAllowPlaintext) {
   const std::string https = "base_url: https://erp.internal:8443";
-  for (const std::string url : {"http://erp.internal:8080", "http://10.1.2.3", "http://[2001:db8::1]:80/x",
-                                "http://user@erp.internal"}) {
+  for (const std::string url : {"http://erp.internal:8080", "http://10.1.2.3",
+                                "http://[2001:db8::1]:80/x", "http://user@erp.internal"}) {
     auto refused = ParseWith(Replace(Data(), https, "base_url: " + url), Env());
     ASSERT_FALSE(refused.ok()) << url;
-    EXPECT_NE(refused.error().message().find("erp.allow_plaintext"), std::string::npos) << refused.error().message();
-    auto allowed = ParseWith(Replace(Data(), https, "base_url: " + url + "\n  allow_plaintext: true"), Env());
+    EXPECT_NE(refused.error().message().find("erp.allow_plaintext"), std::string::npos)
+        << refused.error().message();
+    auto allowed =
+        ParseWith(Replace(Data(), https, "base_url: " + url + "\n  allow_plaintext: true"), Env());
     ASSERT_TRUE(allowed.ok()) << url << ": " << allowed.error().ToString();
     EXPECT_TRUE((*allowed)->erp.allow_plaintext);
   }
-  for (const std::string url : {"http://127.0.0.1:9000", "http://127.8.9.10", "http://localhost:80", "http://[::1]:80",
-                                "https://erp.internal:8443"}) {
+  for (const std::string url : {"http://127.0.0.1:9000", "http://127.8.9.10", "http://localhost:80",
+                                "http://[::1]:80", "https://erp.internal:8443"}) {
     auto ok = ParseWith(Replace(Data(), https, "base_url: " + url), Env());
     ASSERT_TRUE(ok.ok()) << url << ": " << ok.error().ToString();
     EXPECT_FALSE((*ok)->erp.allow_plaintext);
@@ -153,19 +158,23 @@ TEST(HostConfigSecretsTest, ListenConnectionBoundsHaveDefaultsAndLimits) {
   EXPECT_EQ((*c)->listen.max_connections, limits::kDefaultMaxConnections);
   EXPECT_EQ((*c)->listen.max_connections_per_peer, limits::kDefaultMaxConnectionsPerPeer);
   const std::string workers = "workers: 4 }";
-  auto set = ParseWith(Replace(Data(), workers, "workers: 4, max_connections: 500, max_connections_per_peer: 20 }"), Env());
+  auto set = ParseWith(
+      Replace(Data(), workers, "workers: 4, max_connections: 500, max_connections_per_peer: 20 }"),
+      Env());
   ASSERT_TRUE(set.ok()) << set.error().ToString();
   EXPECT_EQ((*set)->listen.max_connections, 500u);
   EXPECT_EQ((*set)->listen.max_connections_per_peer, 20u);
   auto small = ParseWith(Replace(Data(), workers, "workers: 4, max_connections: 100 }"), Env());
   ASSERT_TRUE(small.ok()) << small.error().ToString();
   EXPECT_EQ((*small)->listen.max_connections_per_peer, 100u);  // the default, lowered to the bound
-  for (const std::string bad : {"max_connections: 15", "max_connections: 0", "max_connections_per_peer: 0",
-                                "max_connections: 100, max_connections_per_peer: 101"}) {
+  for (const std::string bad :
+       {"max_connections: 15", "max_connections: 0", "max_connections_per_peer: 0",
+        "max_connections: 100, max_connections_per_peer: 101"}) {
     auto r = ParseWith(Replace(Data(), workers, "workers: 4, " + bad + " }"), Env());
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_THAT(r, HasReason(Reason::kConfigInvalid));
-    EXPECT_NE(r.error().message().find("max_connections"), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().message().find("max_connections"), std::string::npos)
+        << r.error().message();
   }
 }
 

@@ -1,4 +1,5 @@
-// host_config_test.cpp — host.yaml: every key read, strictness, secrets from env, start-up refusals.
+// host_config_test.cpp — host.yaml: every key read, strictness, secrets from env, start-up
+// refusals.
 #include "host/app/host_config.h"
 
 #include <gtest/gtest.h>
@@ -49,8 +50,8 @@ std::string Replace(std::string text, const std::string& from, const std::string
   return text;
 }
 
-Result<std::shared_ptr<const HostConfig>> ParseText(const std::string& text,
-                                                    const std::map<std::string, std::string>& env = DefaultEnv()) {
+Result<std::shared_ptr<const HostConfig>> ParseText(
+    const std::string& text, const std::map<std::string, std::string>& env = DefaultEnv()) {
   return HostConfig::Parse(text, DataPath(), LookupIn(env));
 }
 
@@ -115,8 +116,9 @@ TEST(HostConfigTest, RefusesRetentionShorterThanRetrySpanWithBothNumbers) {
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(c.error().message().find("host.yaml:26:"), std::string::npos) << c.error().message();
-  EXPECT_NE(c.error().message().find("idempotency.retention 10h (36000 s) is shorter than the platform retry span "
-                                     "1023m (61380 s) + 2 × clock_skew 5m (600 s) = 61980 s"),
+  EXPECT_NE(c.error().message().find(
+                "idempotency.retention 10h (36000 s) is shorter than the platform retry span "
+                "1023m (61380 s) + 2 × clock_skew 5m (600 s) = 61980 s"),
             std::string::npos)
       << c.error().message();
 }
@@ -130,7 +132,8 @@ TEST(HostConfigTest, AcceptsRetentionEqualToTheSpanPlusSkew) {
 }
 
 TEST(HostConfigTest, RefusesDuplicateKey) {
-  auto c = ParseText(Replace(DataText(), "  tolerance: 300s\n", "  tolerance: 300s\n  tolerance: 30s\n"));
+  auto c = ParseText(
+      Replace(DataText(), "  tolerance: 300s\n", "  tolerance: 300s\n  tolerance: 30s\n"));
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(c.error().message().find("host.yaml:"), std::string::npos) << c.error().message();
@@ -140,7 +143,8 @@ TEST(HostConfigTest, RefusesUnknownKey) {
   auto c = ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, colour: red }"));
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
-  EXPECT_NE(c.error().message().find("unknown key 'colour'"), std::string::npos) << c.error().message();
+  EXPECT_NE(c.error().message().find("unknown key 'colour'"), std::string::npos)
+      << c.error().message();
 }
 
 TEST(HostConfigTest, HandlerThreadsDefaultAndAreBounded) {
@@ -160,7 +164,8 @@ TEST(HostConfigTest, ExecutionIsThreadsByDefaultAndFibersOnlyWithTheSqliteStore)
   auto plain = ParseText(DataText());
   ASSERT_TRUE(plain.ok()) << plain.error().ToString();
   EXPECT_FALSE((*plain)->listen.fibers);
-  auto fibers = ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, execution: fibers, carriers: 3 }"));
+  auto fibers = ParseText(
+      Replace(DataText(), "workers: 4 }", "workers: 4, execution: fibers, carriers: 3 }"));
   ASSERT_TRUE(fibers.ok()) << fibers.error().ToString();
   EXPECT_TRUE((*fibers)->listen.fibers);
   EXPECT_EQ((*fibers)->listen.carriers, 3);
@@ -178,7 +183,8 @@ TEST(HostConfigTest, ExecutionIsThreadsByDefaultAndFibersOnlyWithTheSqliteStore)
   ASSERT_TRUE(threads.ok()) << threads.error().ToString();
   EXPECT_FALSE((*threads)->listen.fibers);
 
-  const auto refused = [](const Result<std::shared_ptr<const HostConfig>>& c, const std::string& what) {
+  const auto refused = [](const Result<std::shared_ptr<const HostConfig>>& c,
+                          const std::string& what) {
     ASSERT_FALSE(c.ok()) << what;
     EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
     EXPECT_NE(c.error().message().find(what), std::string::npos) << c.error().message();
@@ -187,9 +193,11 @@ TEST(HostConfigTest, ExecutionIsThreadsByDefaultAndFibersOnlyWithTheSqliteStore)
           "expected threads or fibers, found 'green'");
   refused(ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, carriers: 2 }")),
           "carriers applies only to execution: fibers");
-  refused(ParseText(Replace(DataText(), "workers: 4 }", "workers: 4, execution: fibers, carriers: 0 }")),
+  refused(ParseText(
+              Replace(DataText(), "workers: 4 }", "workers: 4, execution: fibers, carriers: 0 }")),
           "carriers");
-  const std::string pg = Replace(DataText(), "store: sqlite:state/state.db", "store: postgresql://cg@127.0.0.1:5432/cg");
+  const std::string pg = Replace(DataText(), "store: sqlite:state/state.db",
+                                 "store: postgresql://cg@127.0.0.1:5432/cg");
   refused(ParseText(Replace(pg, "workers: 4 }", "workers: 4, execution: fibers }")),
           "listen.execution fibers needs the SQLite store");
 }
@@ -200,7 +208,8 @@ TEST(HostConfigTest, RefusesMissingEnvVarNamingItNeverAValue) {
   auto c = ParseText(DataText(), env);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
-  EXPECT_NE(c.error().message().find("CG_TEST_ERP_TOKEN"), std::string::npos) << c.error().message();
+  EXPECT_NE(c.error().message().find("CG_TEST_ERP_TOKEN"), std::string::npos)
+      << c.error().message();
   EXPECT_EQ(c.error().message().find(kAdminToken), std::string::npos);
 }
 
@@ -215,7 +224,8 @@ TEST(HostConfigTest, RefusesShortAdminTokenWithoutPrintingIt) {
 }
 
 TEST(HostConfigTest, RefusesLiteralSecret) {
-  auto c = ParseText(Replace(DataText(), "auth: env:CG_TEST_ERP_TOKEN", "auth: plain-token-in-file"));
+  auto c =
+      ParseText(Replace(DataText(), "auth: env:CG_TEST_ERP_TOKEN", "auth: plain-token-in-file"));
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(c.error().message().find("env:VAR"), std::string::npos);
@@ -227,16 +237,19 @@ TEST(HostConfigTest, RefusesWebhookSecretThatIsNotBase64NamingTheVariable) {
   auto c = ParseText(DataText(), env);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
-  EXPECT_NE(c.error().message().find("CG_TEST_ORDER_SECRET"), std::string::npos) << c.error().message();
+  EXPECT_NE(c.error().message().find("CG_TEST_ORDER_SECRET"), std::string::npos)
+      << c.error().message();
   EXPECT_EQ(c.error().message().find("not*base64"), std::string::npos);
 }
 
 TEST(HostConfigTest, RefusesStoreUrlWithPasswordWithoutEchoingIt) {
-  auto c = ParseText(Replace(DataText(), "store: sqlite:state/state.db", "store: postgresql://cg:hunter2@db:5432/cg"));
+  auto c = ParseText(Replace(DataText(), "store: sqlite:state/state.db",
+                             "store: postgresql://cg:hunter2@db:5432/cg"));
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
   EXPECT_EQ(c.error().message().find("hunter2"), std::string::npos) << c.error().message();
-  auto ok = ParseText(Replace(DataText(), "store: sqlite:state/state.db", "store: postgresql://cg@db:5432/cg"));
+  auto ok = ParseText(
+      Replace(DataText(), "store: sqlite:state/state.db", "store: postgresql://cg@db:5432/cg"));
   ASSERT_TRUE(ok.ok()) << ok.error().ToString();
   EXPECT_EQ((*ok)->store, "postgresql://cg@db:5432/cg");
 }
@@ -245,7 +258,8 @@ TEST(HostConfigTest, RefusesHandlerTimeoutNotShorterThanLease) {
   auto c = ParseText(Replace(DataText(), "handler_timeout: 10s", "handler_timeout: 30s"));
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
-  EXPECT_NE(c.error().message().find("shorter than idempotency.lease 30s"), std::string::npos) << c.error().message();
+  EXPECT_NE(c.error().message().find("shorter than idempotency.lease 30s"), std::string::npos)
+      << c.error().message();
 }
 
 TEST(HostConfigTest, RefusesPreviousSecretWithoutPreviousUntil) {
@@ -262,13 +276,15 @@ TEST(HostConfigTest, RefusesBadRateSchemaAndRouteName) {
   auto schema = ParseText(Replace(DataText(), "clawguard/host/v1", "clawguard/host/v2"));
   ASSERT_FALSE(schema.ok());
   EXPECT_THAT(schema, HasReason(Reason::kConfigInvalid));
-  auto route = ParseText(Replace(DataText(), "acme-orders/order.cancelled:", "Acme/order.cancelled:"));
+  auto route =
+      ParseText(Replace(DataText(), "acme-orders/order.cancelled:", "Acme/order.cancelled:"));
   ASSERT_FALSE(route.ok());
   EXPECT_THAT(route, HasReason(Reason::kConfigInvalid));
   auto jitter = ParseText(Replace(DataText(), "jitter: 20%", "jitter: 120%"));
   ASSERT_FALSE(jitter.ok());
   EXPECT_THAT(jitter, HasReason(Reason::kConfigInvalid));
-  auto address = ParseText(Replace(DataText(), "address: 127.0.0.1:0, tls", "address: 127.0.0.1:99999, tls"));
+  auto address =
+      ParseText(Replace(DataText(), "address: 127.0.0.1:0, tls", "address: 127.0.0.1:99999, tls"));
   ASSERT_FALSE(address.ok());
   EXPECT_THAT(address, HasReason(Reason::kConfigInvalid));
   auto body = ParseText(Replace(DataText(), "max_body: 1MiB", "max_body: yes"));
@@ -277,7 +293,8 @@ TEST(HostConfigTest, RefusesBadRateSchemaAndRouteName) {
 }
 
 TEST(HostConfigTest, LoadOfMissingFileIsFileUnreadable) {
-  auto c = HostConfig::Load(std::string(CLAWGUARD_SOURCE_DIR) + "/tests/host/data/no-such-host.yaml");
+  auto c =
+      HostConfig::Load(std::string(CLAWGUARD_SOURCE_DIR) + "/tests/host/data/no-such-host.yaml");
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c, HasReason(Reason::kFileUnreadable));
 }

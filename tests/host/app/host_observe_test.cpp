@@ -58,7 +58,8 @@ class HostObserverTest : public ::testing::Test {
     fixed.plugins = {OpsPlugin{"acme-orders", "1.4.2", "acme", std::string(64, 'a'), true, "", ""}};
     fixed.leaves = {OpsLeaf{"acme-orders", "/O=acme/CN=acme release", kT0 / 1000 + 86400}};
     fixed.endpoints = names.endpoints;
-    auto observer = HostObserver::Create({metrics_.get(), endpoints_.get(), keys_.get(), dlq_.get(), &clock_}, fixed);
+    auto observer = HostObserver::Create(
+        {metrics_.get(), endpoints_.get(), keys_.get(), dlq_.get(), &clock_}, fixed);
     ASSERT_TRUE(observer.ok()) << observer.error().ToString();
     observer_ = std::move(observer).value();
   }

@@ -39,7 +39,8 @@ constexpr int64_t kT0 = 1'800'000'000'000;
 // open it fails at once (no ERP in this test).
 class GateErp final : public ErpSender {
  public:
-  Result<ErpReply> Send(std::string_view, std::string_view, const HttpHeaders&, std::string_view) override {
+  Result<ErpReply> Send(std::string_view, std::string_view, const HttpHeaders&,
+                        std::string_view) override {
     std::unique_lock lock(mu_);
     ++entered_;
     cv_.notify_all();
@@ -96,8 +97,9 @@ class HostOpsLoopTest : public ::testing::Test {
     auto retry = RetryWorker::Create(env);
     ASSERT_TRUE(retry.ok()) << retry.error().ToString();
     retry_ = std::move(retry).value();
-    auto pipeline = WebhookPipeline::Create(PipelineOptions{1 << 20, 16 << 10, std::chrono::seconds(30)}, {}, *idem_,
-                                            [](const DispatchContext&) { return PluginOutcome::Failed("none"); });
+    auto pipeline = WebhookPipeline::Create(
+        PipelineOptions{1 << 20, 16 << 10, std::chrono::seconds(30)}, {}, *idem_,
+        [](const DispatchContext&) { return PluginOutcome::Failed("none"); });
     ASSERT_TRUE(pipeline.ok()) << pipeline.error().ToString();
     pipeline_ = std::move(pipeline).value();
     auto metrics = HostMetrics::Create(MetricsNames{});
@@ -110,9 +112,10 @@ class HostOpsLoopTest : public ::testing::Test {
     spec.half_open_probes = 1;
     endpoints_ = std::move(EndpointBreaker::Create(spec, clock_)).value();
     keys_ = std::move(KeyBreaker::Create(spec, clock_)).value();
-    observer_ = std::move(
-                    HostObserver::Create({metrics_.get(), endpoints_.get(), keys_.get(), dlq_.get(), &clock_}, {}))
-                    .value();
+    observer_ =
+        std::move(HostObserver::Create(
+                      {metrics_.get(), endpoints_.get(), keys_.get(), dlq_.get(), &clock_}, {}))
+            .value();
 
     OpsLoopDeps deps;
     deps.idempotency = idem_.get();
@@ -138,7 +141,8 @@ class HostOpsLoopTest : public ::testing::Test {
 
   // AppendDueRow claims an event and appends its call 0 (POST /orders/1/fulfil) pending, due now.
   void AppendDueRow(const std::string& key) {
-    auto claim = idem_->Claim(key, "fp", ClaimMeta{kPlugin, "order.created", 2, "msg_1", ""}, 30'000);
+    auto claim =
+        idem_->Claim(key, "fp", ClaimMeta{kPlugin, "order.created", 2, "msg_1", ""}, 30'000);
     ASSERT_TRUE(claim.ok() && claim->kind == ClaimOutcome::Kind::kClaimed);
     OutboxRow row;
     row.event_key = key;
@@ -234,13 +238,15 @@ TEST_F(HostOpsLoopTest, ReplayWithoutStoredRequestIsRetriedThenLeftToAnOperator)
   }
   entry = dlq_->Get(added->id);
   ASSERT_TRUE(entry.ok() && entry->has_value());
-  EXPECT_EQ((*entry)->next_attempt_ms, 0) << "after kMaxAutoReplays claims it waits for an operator";
+  EXPECT_EQ((*entry)->next_attempt_ms, 0)
+      << "after kMaxAutoReplays claims it waits for an operator";
   clock_.Advance(kReplayRetryMs);
   EXPECT_EQ(loop_->ReplayDue().claimed, 0);
 }
 
 TEST_F(HostOpsLoopTest, RetentionAdviceIsAuditedAtMostOnceAnHour) {
-  for (uint64_t i = 0; i < kMinRetentionSamples; ++i) advisor_.Observe(2 * 3'600'000);  // 2 h gaps > 1 h
+  for (uint64_t i = 0; i < kMinRetentionSamples; ++i)
+    advisor_.Observe(2 * 3'600'000);  // 2 h gaps > 1 h
   loop_->Tick();
   ASSERT_EQ(Events("retention_advice").size(), 1u);
   EXPECT_EQ(Events("retention_advice")[0]["configured_ms"], 3'600'000);
@@ -298,7 +304,8 @@ TEST_F(HostOpsLoopTest, TheLoopKeepsTickingAndReReadingPausesWhileTheOutboxWorke
   EXPECT_EQ(status["last_tick_ms"], clock_.NowMillis());
   EXPECT_EQ(status["workers"]["outbox"]["busy"], true) << "still in the same send";
   EXPECT_EQ(status["workers"]["outbox"]["busy_since_ms"], busy_since);
-  EXPECT_GE(status["workers"]["outbox"]["coalesced"].get<int64_t>(), 1) << "one request queued, the rest folded";
+  EXPECT_GE(status["workers"]["outbox"]["coalesced"].get<int64_t>(), 1)
+      << "one request queued, the rest folded";
   EXPECT_EQ(Events("capability_pauses").size(), 1u);
 
   sender_.Open();  // the send ends without an answer; the row waits for its backoff
@@ -324,7 +331,8 @@ TEST_F(HostOpsLoopTest, StopWorkersAbandonsAWorkerStillWaitingOnTheErpPastTheBou
   // tearing down what the pass uses).
   sender_.Open();
   const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (loop_->StatusJson()["workers"]["outbox"]["busy"] == true && std::chrono::steady_clock::now() < guard) {
+  while (loop_->StatusJson()["workers"]["outbox"]["busy"] == true &&
+         std::chrono::steady_clock::now() < guard) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ(loop_->StatusJson()["workers"]["outbox"]["busy"], false);

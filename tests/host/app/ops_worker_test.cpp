@@ -48,7 +48,8 @@ FixedClock clock{1'800'000'000'000};
 
 TEST(OpsWorkerTest, APostWhileOneIsQueuedIsCoalescedAndAPostWhileRunningQueuesOneMore) {
   auto gate = std::make_shared<Gate>();
-  auto w = OpsWorker::Start("cg-test", [gate](const std::atomic<bool>&) { gate->Pass(); }, clock);
+  auto w = OpsWorker::Start(
+      "cg-test", [gate](const std::atomic<bool>&) { gate->Pass(); }, clock);
   ASSERT_TRUE(w.ok()) << w.error().ToString();
   EXPECT_FALSE((*w)->stats().busy);
   EXPECT_TRUE((*w)->Post());
@@ -92,7 +93,8 @@ TEST(OpsWorkerTest, StopSetsTheJobsFlagAndJoinsOnceTheJobEnds) {
 
 TEST(OpsWorkerTest, AJobStuckPastTheBoundIsAbandonedAndItsThreadEndsByItself) {
   auto gate = std::make_shared<Gate>();
-  auto w = OpsWorker::Start("cg-test", [gate](const std::atomic<bool>&) { gate->Pass(); }, clock);
+  auto w = OpsWorker::Start(
+      "cg-test", [gate](const std::atomic<bool>&) { gate->Pass(); }, clock);
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE((*w)->Post());
   ASSERT_TRUE(gate->WaitFor([&] { return gate->reached == 1; }));
@@ -105,7 +107,8 @@ TEST(OpsWorkerTest, AJobStuckPastTheBoundIsAbandonedAndItsThreadEndsByItself) {
 }
 
 TEST(OpsWorkerTest, AWorkerNeverPostedStopsAtOnce) {
-  auto w = OpsWorker::Start("cg-test", [](const std::atomic<bool>&) {}, clock);
+  auto w = OpsWorker::Start(
+      "cg-test", [](const std::atomic<bool>&) {}, clock);
   ASSERT_TRUE(w.ok());
   EXPECT_TRUE((*w)->Stop(std::chrono::seconds(30)));
   EXPECT_EQ((*w)->stats().runs, 0);

@@ -48,9 +48,8 @@ class ReconcilerTest : public ::testing::Test {
     return o;
   }
   std::unique_ptr<Reconciler> Make(ReconcilerOptions options = Options()) {
-    auto r = Reconciler::Create(*store_, *dlq_, clock_, options, [this](const IdempotencyRecord& rec) {
-      return Redrive(rec);
-    });
+    auto r = Reconciler::Create(*store_, *dlq_, clock_, options,
+                                [this](const IdempotencyRecord& rec) { return Redrive(rec); });
     EXPECT_TRUE(r.ok()) << r.error().ToString();
     return r.ok() ? std::move(r).value() : nullptr;
   }
@@ -59,10 +58,12 @@ class ReconcilerTest : public ::testing::Test {
   bool Redrive(const IdempotencyRecord& rec) {
     redriven_.push_back(rec.key);
     bodies_.push_back(rec.request_body);
-    auto c = store_->Claim(rec.key, rec.fingerprint, ClaimMeta{rec.plugin, rec.route, rec.level, rec.webhook_id, ""},
-                           kLease);
+    auto c = store_->Claim(rec.key, rec.fingerprint,
+                           ClaimMeta{rec.plugin, rec.route, rec.level, rec.webhook_id, ""}, kLease);
     if (!c.ok() || c->kind != ClaimOutcome::Kind::kClaimed) return false;
-    if (succeed_) return *store_->Complete(rec.key, c->fencing_token, 200, "text/plain", "ok") == FencedWrite::kApplied;
+    if (succeed_)
+      return *store_->Complete(rec.key, c->fencing_token, 200, "text/plain", "ok") ==
+             FencedWrite::kApplied;
     (void)store_->Release(rec.key, c->fencing_token);
     return false;
   }
@@ -178,22 +179,26 @@ TEST_F(ReconcilerTest, EachRunHandlesAtMostOneBatch) {
   EXPECT_EQ(Run(*r).redriven, 2);
   EXPECT_EQ(Run(*r).redriven, 1);
   EXPECT_EQ(Run(*r).redriven, 0);
-  EXPECT_EQ(redriven_, (std::vector<std::string>{std::string(64, '1'), std::string(64, '2'), std::string(64, '3'),
-                                                 std::string(64, '4'), std::string(64, '5')}));
+  EXPECT_EQ(redriven_, (std::vector<std::string>{std::string(64, '1'), std::string(64, '2'),
+                                                 std::string(64, '3'), std::string(64, '4'),
+                                                 std::string(64, '5')}));
 }
 
 TEST_F(ReconcilerTest, PurgesCompletedRecordsPastTheRetention) {
   const std::string key(64, 'd');
-  auto c = store_->Claim(key, kFp, ClaimMeta{"acme-orders", "order.created", 2, "msg_1", ""}, kLease);
+  auto c =
+      store_->Claim(key, kFp, ClaimMeta{"acme-orders", "order.created", 2, "msg_1", ""}, kLease);
   ASSERT_TRUE(c.ok());
-  ASSERT_EQ(*store_->Complete(key, c->fencing_token, 200, "text/plain", "ok"), FencedWrite::kApplied);
+  ASSERT_EQ(*store_->Complete(key, c->fencing_token, 200, "text/plain", "ok"),
+            FencedWrite::kApplied);
   auto r = Make();
   ASSERT_NE(r, nullptr);
   clock_.Advance(7LL * 24 * 3'600'000);
   EXPECT_EQ(Run(*r).purged, 0);  // exactly the retention: kept
   clock_.Advance(1);
   EXPECT_EQ(Run(*r).purged, 1);
-  auto hit = store_->Claim(key, kFp, ClaimMeta{"acme-orders", "order.created", 2, "msg_1", ""}, kLease);
+  auto hit =
+      store_->Claim(key, kFp, ClaimMeta{"acme-orders", "order.created", 2, "msg_1", ""}, kLease);
   ASSERT_TRUE(hit.ok());
   EXPECT_EQ(hit->kind, ClaimOutcome::Kind::kTombstone);
   EXPECT_EQ(hit->record.tombstone_until_ms, clock_.NowMillis() + 30LL * 24 * 3'600'000);
@@ -202,16 +207,21 @@ TEST_F(ReconcilerTest, PurgesCompletedRecordsPastTheRetention) {
 TEST_F(ReconcilerTest, CreateRefusesBadOptions) {
   const auto redrive = [](const IdempotencyRecord&) { return true; };
   ReconcilerOptions o = Options(0);
-  EXPECT_THAT(Reconciler::Create(*store_, *dlq_, clock_, o, redrive), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(Reconciler::Create(*store_, *dlq_, clock_, o, redrive),
+              HasReason(Reason::kConfigInvalid));
   o = Options(kMaxIdemBatch + 1);
-  EXPECT_THAT(Reconciler::Create(*store_, *dlq_, clock_, o, redrive), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(Reconciler::Create(*store_, *dlq_, clock_, o, redrive),
+              HasReason(Reason::kConfigInvalid));
   o = Options();
   o.stuck_for = std::chrono::milliseconds(0);
-  EXPECT_THAT(Reconciler::Create(*store_, *dlq_, clock_, o, redrive), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(Reconciler::Create(*store_, *dlq_, clock_, o, redrive),
+              HasReason(Reason::kConfigInvalid));
   o = Options();
   o.max_attempts = 0;
-  EXPECT_THAT(Reconciler::Create(*store_, *dlq_, clock_, o, redrive), HasReason(Reason::kConfigInvalid));
-  EXPECT_THAT(Reconciler::Create(*store_, *dlq_, clock_, Options(), nullptr), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(Reconciler::Create(*store_, *dlq_, clock_, o, redrive),
+              HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(Reconciler::Create(*store_, *dlq_, clock_, Options(), nullptr),
+              HasReason(Reason::kConfigInvalid));
   EXPECT_TRUE(Reconciler::Create(*store_, *dlq_, clock_, Options(kMaxIdemBatch), redrive).ok());
 }
 

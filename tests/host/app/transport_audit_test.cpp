@@ -20,21 +20,24 @@ std::shared_ptr<const HostConfig> Load(const std::string& from, const std::strin
   const size_t at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   if (at != std::string::npos) text.replace(at, from.size(), to);
-  const std::map<std::string, std::string> env = {{"CG_TEST_ADMIN_TOKEN", "adm-0123456789abcdef0123456789abcdef"},
-                                                  {"CG_TEST_ORDER_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
-                                                  {"CG_TEST_ORDER_SECRET_OLD", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
-                                                  {"CG_TEST_ERP_TOKEN", "Bearer erp-token-0123456789abcdefgh"}};
-  auto c = HostConfig::Parse(text, DataPath(), [env](const std::string& name) -> std::optional<std::string> {
-    auto it = env.find(name);
-    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
-  });
+  const std::map<std::string, std::string> env = {
+      {"CG_TEST_ADMIN_TOKEN", "adm-0123456789abcdef0123456789abcdef"},
+      {"CG_TEST_ORDER_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+      {"CG_TEST_ORDER_SECRET_OLD", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+      {"CG_TEST_ERP_TOKEN", "Bearer erp-token-0123456789abcdefgh"}};
+  auto c = HostConfig::Parse(
+      text, DataPath(), [env](const std::string& name) -> std::optional<std::string> {
+        auto it = env.find(name);
+        return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+      });
   EXPECT_TRUE(c.ok()) << c.error().ToString();
   return c.ok() ? *c : nullptr;
 }
 
 std::vector<AuditFinding> Findings(const HostConfig& c, const std::string& id) {
   const FixedClock clock(1'796'000'000'000);
-  const AuditReport report = RunDeploymentAudit(c, LedgerSource(Status(Reason::kStoreUnavailable, "not opened")), clock);
+  const AuditReport report =
+      RunDeploymentAudit(c, LedgerSource(Status(Reason::kStoreUnavailable, "not opened")), clock);
   std::vector<AuditFinding> out;
   for (const auto& f : report.findings) {
     if (f.id == id) out.push_back(f);
@@ -52,7 +55,8 @@ TEST(DeploymentTransportAuditTest, PlaintextErpOffTheMachineIsHigh) {
   EXPECT_EQ(f[0].subject, "erp erp.internal");
   EXPECT_NE(f[0].detail.find("in clear"), std::string::npos) << f[0].detail;
   EXPECT_EQ(f[0].detail.find("erp-token"), std::string::npos);
-  for (const std::string url : {"https://erp.internal:8443", "http://127.0.0.1:9000", "http://[::1]:9000"}) {
+  for (const std::string url :
+       {"https://erp.internal:8443", "http://127.0.0.1:9000", "http://[::1]:9000"}) {
     auto ok = Load(https, "base_url: " + url);
     ASSERT_NE(ok, nullptr) << url;
     EXPECT_TRUE(Findings(*ok, "erp.plaintext_nonloopback").empty()) << url;

@@ -45,8 +45,9 @@ TEST(CallHandlesTest, AnythingElseFindsNothing) {
   EXPECT_EQ(handles.Find(nullptr), nullptr);
   EXPECT_EQ(handles.Find(a.get()), nullptr);  // the real address is no handle
   const auto value = reinterpret_cast<uintptr_t>(h);
-  EXPECT_EQ(handles.Find(reinterpret_cast<cg_call*>(value + 1)), nullptr);                    // never issued
-  EXPECT_EQ(handles.Find(reinterpret_cast<cg_call*>(value & 0x0000FFFFFFFFFFFFull)), nullptr);  // untagged
+  EXPECT_EQ(handles.Find(reinterpret_cast<cg_call*>(value + 1)), nullptr);  // never issued
+  EXPECT_EQ(handles.Find(reinterpret_cast<cg_call*>(value & 0x0000FFFFFFFFFFFFull)),
+            nullptr);       // untagged
   handles.Retire(nullptr);  // harmless
   handles.Retire(a.get());
   EXPECT_EQ(handles.Find(h), a);
@@ -67,7 +68,8 @@ TEST(CallHandlesTest, HandlesAreUnpredictableAndNeverCanonicalAddresses) {
   }
   std::sort(values.begin(), values.end());
   for (size_t i = 1; i < values.size(); ++i) {
-    EXPECT_GT(values[i] - values[i - 1], uint64_t{1} << 20) << "two handles within 2^20 of each other";
+    EXPECT_GT(values[i] - values[i - 1], uint64_t{1} << 20)
+        << "two handles within 2^20 of each other";
   }
   for (const uint64_t v : values) {
     EXPECT_NE(v >> 47, 0u);

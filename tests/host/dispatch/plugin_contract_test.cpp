@@ -18,8 +18,8 @@
 
 #include "host/dispatch/plugin_dispatch.h"
 #include "host/http/http_server.h"
-#include "host/intake/webhook_pipeline.h"
 #include "host/intake/webhook_auth.h"
+#include "host/intake/webhook_pipeline.h"
 #include "plugins/erp_harness.h"
 #include "runtime/fiber.h"
 #include "support/gate.h"
@@ -30,9 +30,9 @@ namespace clawguard::host {
 namespace {
 
 namespace ht = clawguard::host::testing;
+using clawguard::testing::WaitFor;
 using ht::ErpHarness;
 using ht::TestPlugins;
-using clawguard::testing::WaitFor;
 
 constexpr const char* kPlugin = "acme-orders";
 constexpr const char* kRoute = "order.created";
@@ -49,7 +49,8 @@ class BarrierSender final : public ErpSender {
   Result<ErpReply> Send(std::string_view method, std::string_view path, const HttpHeaders& headers,
                         std::string_view body) override {
     ++arrived_;
-    for (int i = 0; i < 20'000 && arrived_.load() < expected_; ++i) fiber::SleepFor(std::chrono::milliseconds(1));
+    for (int i = 0; i < 20'000 && arrived_.load() < expected_; ++i)
+      fiber::SleepFor(std::chrono::milliseconds(1));
     return inner_.Send(method, path, headers, body);
   }
 
@@ -63,7 +64,8 @@ class PluginContractTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(h_.Init()); }
 
-  std::shared_ptr<PluginDispatcher> Dispatcher(const std::string& plugin_file, ErpSender* sender = nullptr) {
+  std::shared_ptr<PluginDispatcher> Dispatcher(const std::string& plugin_file,
+                                               ErpSender* sender = nullptr) {
     const cg_plugin* p = TestPlugins::Get().Open(plugin_file);
     CLAWGUARD_CHECK(p != nullptr);
     DispatchOptions o;
@@ -76,15 +78,17 @@ class PluginContractTest : public ::testing::Test {
     return std::move(d).value();
   }
   std::unique_ptr<WebhookPipeline> Pipeline(const std::shared_ptr<PluginDispatcher>& d,
-                                           fiber::Carriers* carriers = nullptr) {
-    auto verifier = WebhookVerifier::Create(DecodeWebhookSecret(kHookSecret).value(), std::nullopt, std::nullopt,
-                                            std::chrono::milliseconds(300'000), h_.clock);
+                                            fiber::Carriers* carriers = nullptr) {
+    auto verifier =
+        WebhookVerifier::Create(DecodeWebhookSecret(kHookSecret).value(), std::nullopt,
+                                std::nullopt, std::chrono::milliseconds(300'000), h_.clock);
     CLAWGUARD_CHECK(verifier.ok());
     std::vector<PipelineRoute> routes;
     routes.push_back(PipelineRoute{kPlugin, kRoute, 2, std::nullopt, std::move(verifier).value()});
-    auto pipeline = WebhookPipeline::Create(
-        PipelineOptions{4096, 8192, std::chrono::milliseconds(30'000), 0, carriers, std::chrono::milliseconds(0)},
-        std::move(routes), h_.idem(), d->AsDispatcher());
+    auto pipeline =
+        WebhookPipeline::Create(PipelineOptions{4096, 8192, std::chrono::milliseconds(30'000), 0,
+                                                carriers, std::chrono::milliseconds(0)},
+                                std::move(routes), h_.idem(), d->AsDispatcher());
     CLAWGUARD_CHECK(pipeline.ok());
     return std::move(pipeline).value();
   }
@@ -93,28 +97,32 @@ class PluginContractTest : public ::testing::Test {
     ServerOptions o;
     o.workers = 1;
     o.handler_threads = 1;
-    auto server = HttpServer::CreateWithFront(std::move(o), [&pipeline](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
-      auto front = pipeline.Front(r);
-      if (auto* h = std::get_if<WebhookPipeline::Handled>(&front)) return std::move(h->response);
-      Deferred later;
-      later.start = [&pipeline, admitted = std::get<WebhookPipeline::Admitted>(std::move(front))](HttpRequest req,
-                                                                                                   Responder respond) {
-        pipeline.FinishAsync(std::move(req), admitted, std::move(respond));
-      };
-      return later;
-    });
+    auto server = HttpServer::CreateWithFront(
+        std::move(o), [&pipeline](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
+          auto front = pipeline.Front(r);
+          if (auto* h = std::get_if<WebhookPipeline::Handled>(&front))
+            return std::move(h->response);
+          Deferred later;
+          later.start = [&pipeline, admitted = std::get<WebhookPipeline::Admitted>(
+                                        std::move(front))](HttpRequest req, Responder respond) {
+            pipeline.FinishAsync(std::move(req), admitted, std::move(respond));
+          };
+          return later;
+        });
     CLAWGUARD_CHECK(server.ok());
     CLAWGUARD_CHECK((*server)->Start().ok());
     return std::move(server).value();
   }
   // SignedWire renders a signed delivery of |body| as |id| for the wire, with |extra| headers.
-  std::string SignedWire(const std::string& id, const std::string& body, const std::string& extra = "") {
+  std::string SignedWire(const std::string& id, const std::string& body,
+                         const std::string& extra = "") {
     const int64_t ts = h_.clock.NowSeconds();
-    return ht::SimpleRequest("POST", kPath, body,
-                             "webhook-id: " + id + "\r\nwebhook-timestamp: " + std::to_string(ts) +
-                                 "\r\nwebhook-signature: " +
-                                 WebhookSignature(DecodeWebhookSecret(kHookSecret).value(), id, ts, body) + "\r\n" +
-                                 extra);
+    return ht::SimpleRequest(
+        "POST", kPath, body,
+        "webhook-id: " + id + "\r\nwebhook-timestamp: " + std::to_string(ts) +
+            "\r\nwebhook-signature: " +
+            WebhookSignature(DecodeWebhookSecret(kHookSecret).value(), id, ts, body) + "\r\n" +
+            extra);
   }
   ht::RawResponse Post(uint16_t port, const std::string& wire) {
     auto c = ht::RawConnection::Connect(port);
@@ -126,7 +134,8 @@ class PluginContractTest : public ::testing::Test {
     HttpRequest r{"POST", kPath, {}, body};
     r.headers.Add("webhook-id", id);
     r.headers.Add("webhook-timestamp", std::to_string(ts));
-    r.headers.Add("webhook-signature", WebhookSignature(DecodeWebhookSecret(kHookSecret).value(), id, ts, body));
+    r.headers.Add("webhook-signature",
+                  WebhookSignature(DecodeWebhookSecret(kHookSecret).value(), id, ts, body));
     return r;
   }
 
@@ -141,8 +150,9 @@ TEST_F(PluginContractTest, AnAnswerTheHttpLayerCannotServeIsAPluginFailureNeverS
   auto pipeline = Pipeline(d);
   auto server = Serve(*pipeline);
   int n = 0;
-  for (const std::string body : {"status=204;body=not allowed", "status=304;body=x", "status=205;body=x",
-                                 "status=199;body=", "status=100;body=", "status=600;body="}) {
+  for (const std::string body :
+       {"status=204;body=not allowed", "status=304;body=x", "status=205;body=x",
+        "status=199;body=", "status=100;body=", "status=600;body="}) {
     const std::string id = "msg_bad_" + std::to_string(++n);
     for (int attempt = 0; attempt < 2; ++attempt) {
       const ht::RawResponse r = Post(server->port(), SignedWire(id, body));
@@ -164,17 +174,20 @@ TEST_F(PluginContractTest, AValidEmptyAnswerIsServedFirstAndReplayed) {
   auto server = Serve(*pipeline);
   for (const std::string status : {"204", "304"}) {
     const std::string id = "msg_empty_" + status;
-    const ht::RawResponse first = Post(server->port(), SignedWire(id, "status=" + status + ";body="));
+    const ht::RawResponse first =
+        Post(server->port(), SignedWire(id, "status=" + status + ";body="));
     ASSERT_TRUE(first.ok);
     EXPECT_EQ(first.status, std::stoi(status));
-    const ht::RawResponse replay = Post(server->port(), SignedWire(id, "status=" + status + ";body="));
+    const ht::RawResponse replay =
+        Post(server->port(), SignedWire(id, "status=" + status + ";body="));
     ASSERT_TRUE(replay.ok);
     EXPECT_EQ(replay.status, std::stoi(status)) << "304 is not stored (not 2xx/4xx): it runs again";
     if (status == "204") {
       EXPECT_EQ(replay.headers.Get("Idempotent-Replayed").value_or(""), "true");
     }
   }
-  const ht::RawResponse created = Post(server->port(), SignedWire("msg_ok", "status=201;body=made"));
+  const ht::RawResponse created =
+      Post(server->port(), SignedWire("msg_ok", "status=201;body=made"));
   ASSERT_TRUE(created.ok);
   EXPECT_EQ(created.status, 201);
   EXPECT_EQ(created.body, "made");
@@ -222,7 +235,8 @@ TEST_F(PluginContractTest, ACgCallKeptPastItsDeliveryNamesNothing) {
   }
 }
 
-// DeliveryContext is a claimed delivery of |request| for the dispatcher (inline when |inline_dispatch|).
+// DeliveryContext is a claimed delivery of |request| for the dispatcher (inline when
+// |inline_dispatch|).
 DispatchContext DeliveryContext(const std::string& key, int64_t token, const std::string& id,
                                 const HttpRequest* request) {
   DispatchContext ctx;
@@ -256,7 +270,8 @@ TEST_F(PluginContractTest, NoPluginCanGuessAnotherDeliverysHandle) {
   const HttpRequest victim_request = Signed("msg_victim", "{}");
   DispatchReport victim_report;
   std::thread victim_thread([&] {
-    victim_report = victim->DispatchDetailed(DeliveryContext(victim_key, victim_token, "msg_victim", &victim_request));
+    victim_report = victim->DispatchDetailed(
+        DeliveryContext(victim_key, victim_token, "msg_victim", &victim_request));
   });
   ASSERT_TRUE(WaitFor([&] { return __atomic_load_n(entered, __ATOMIC_SEQ_CST) != 0; }));
 
@@ -264,7 +279,8 @@ TEST_F(PluginContractTest, NoPluginCanGuessAnotherDeliverysHandle) {
   const int64_t token = h_.Claim(key);
   ASSERT_NE(token, 0);
   const HttpRequest request = Signed("msg_snoop", "{}");
-  const DispatchReport report = snoop->DispatchDetailed(DeliveryContext(key, token, "msg_snoop", &request));
+  const DispatchReport report =
+      snoop->DispatchDetailed(DeliveryContext(key, token, "msg_snoop", &request));
   ASSERT_EQ(report.outcome.kind, PluginOutcome::Kind::kAnswered) << report.outcome.detail;
   EXPECT_EQ(report.outcome.body, "{\"probes\":131072,\"hits\":0}");
   EXPECT_EQ(*TestPlugins::Get().Symbol<volatile int>("snoop", "snoop_oracle_differs"), 0);
@@ -273,9 +289,10 @@ TEST_F(PluginContractTest, NoPluginCanGuessAnotherDeliverysHandle) {
 
   __atomic_store_n(release, 1, __ATOMIC_SEQ_CST);
   victim_thread.join();
-  ASSERT_EQ(victim_report.outcome.kind, PluginOutcome::Kind::kAnswered) << victim_report.outcome.detail;
+  ASSERT_EQ(victim_report.outcome.kind, PluginOutcome::Kind::kAnswered)
+      << victim_report.outcome.detail;
   EXPECT_EQ(victim_report.outcome.body, "{\"late\":true}");  // its own answer, not the snoop's
-  EXPECT_EQ(h_.erp().requests_total(), 1u);                   // only its own call
+  EXPECT_EQ(h_.erp().requests_total(), 1u);                  // only its own call
   auto rows = h_.outbox().ListEvent(victim_key);
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->size(), 1u);
@@ -291,7 +308,8 @@ TEST_F(PluginContractTest, APathRewrittenDuringTheCallIsNeverSentUnchecked) {
   const int64_t token = h_.Claim(key);
   ASSERT_NE(token, 0);
   const HttpRequest request = Signed("msg_flip", "{}");
-  const DispatchReport report = d->DispatchDetailed(DeliveryContext(key, token, "msg_flip", &request));
+  const DispatchReport report =
+      d->DispatchDetailed(DeliveryContext(key, token, "msg_flip", &request));
   ASSERT_EQ(report.outcome.kind, PluginOutcome::Kind::kAnswered) << report.outcome.detail;
   const int denied = *TestPlugins::Get().Symbol<volatile int>("flip", "flip_denied");
   const std::vector<ht::RecordedRequest> sent = h_.erp().requests();
@@ -320,7 +338,8 @@ TEST_F(PluginContractTest, StoppingOnACallTheOutboxOwnsIs503ErpPendingNotAFailur
     EXPECT_NE(r.body.find("erp_pending"), std::string::npos) << r.body;
     const std::string retry_after(r.headers.Get("Retry-After").value_or(""));
     EXPECT_FALSE(retry_after.empty());
-    ASSERT_TRUE(!retry_after.empty() && retry_after.find_first_not_of("0123456789") == std::string::npos &&
+    ASSERT_TRUE(!retry_after.empty() &&
+                retry_after.find_first_not_of("0123456789") == std::string::npos &&
                 retry_after.size() <= 3)
         << retry_after;
     EXPECT_GE(std::stoi(retry_after), 1) << retry_after;
@@ -349,20 +368,21 @@ TEST_F(PluginContractTest, PluginsSeeOnlyTheAuthenticatedHeaders) {
   auto pipeline = Pipeline(d);
   auto server = Serve(*pipeline);
   const int64_t ts = h_.clock.NowSeconds();
-  const ht::RawResponse r =
-      Post(server->port(), SignedWire("msg_headers", "{}",
-                                      "Content-Type: application/json\r\nX-Idempotency-Key: forged\r\n"
-                                      "X-Role: admin\r\n"));
+  const ht::RawResponse r = Post(
+      server->port(), SignedWire("msg_headers", "{}",
+                                 "Content-Type: application/json\r\nX-Idempotency-Key: forged\r\n"
+                                 "X-Role: admin\r\n"));
   ASSERT_TRUE(r.ok);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body, "webhook-id=msg_headers\nwebhook-timestamp=" + std::to_string(ts) + "\n");
   const std::string body = "{\"svix\":1}";
   const ht::RawResponse svix = Post(
       server->port(),
-      ht::SimpleRequest("POST", kPath, body,
-                        "svix-id: msg_svix\r\nsvix-timestamp: " + std::to_string(ts) + "\r\nsvix-signature: " +
-                            WebhookSignature(DecodeWebhookSecret(kHookSecret).value(), "msg_svix", ts, body) +
-                            "\r\nX-Role: admin\r\n"));
+      ht::SimpleRequest(
+          "POST", kPath, body,
+          "svix-id: msg_svix\r\nsvix-timestamp: " + std::to_string(ts) + "\r\nsvix-signature: " +
+              WebhookSignature(DecodeWebhookSecret(kHookSecret).value(), "msg_svix", ts, body) +
+              "\r\nX-Role: admin\r\n"));
   ASSERT_TRUE(svix.ok);
   ASSERT_EQ(svix.status, 200) << svix.body;
   EXPECT_EQ(svix.body, "webhook-id=msg_svix\nwebhook-timestamp=" + std::to_string(ts) + "\n");

@@ -30,9 +30,9 @@ using ::clawguard::testing::HasReason;
 namespace clawguard::host {
 namespace {
 
+using clawguard::testing::WaitFor;
 using testing::ErpHarness;
 using testing::TestPlugins;
-using clawguard::testing::WaitFor;
 namespace fs = std::filesystem;
 
 constexpr const char* kPlugin = "acme-orders";
@@ -44,9 +44,10 @@ class PluginDispatchTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(h_.Init()); }
 
-  std::shared_ptr<PluginDispatcher> Dispatcher(const std::string& plugin_file, std::vector<std::string> caps = kCaps,
-                                               std::chrono::milliseconds timeout = std::chrono::milliseconds(5000),
-                                               std::chrono::milliseconds lease = std::chrono::milliseconds(30'000)) {
+  std::shared_ptr<PluginDispatcher> Dispatcher(
+      const std::string& plugin_file, std::vector<std::string> caps = kCaps,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(5000),
+      std::chrono::milliseconds lease = std::chrono::milliseconds(30'000)) {
     const cg_plugin* p = TestPlugins::Get().Open(plugin_file);
     CLAWGUARD_CHECK(p != nullptr);
     DispatchOptions o;
@@ -78,17 +79,19 @@ class PluginDispatchTest : public ::testing::Test {
     return __atomic_load_n(result, __ATOMIC_SEQ_CST);
   }
   // Pipeline is the whole gate in front of |d| (one level-2 route signed with kHookSecret).
-  std::unique_ptr<WebhookPipeline> Pipeline(const std::shared_ptr<PluginDispatcher>& d, int64_t max_in_flight = 0,
-                                           fiber::Carriers* carriers = nullptr,
-                                           std::chrono::milliseconds answer_deadline = std::chrono::milliseconds(0)) {
-    auto verifier = WebhookVerifier::Create(DecodeWebhookSecret(kHookSecret).value(), std::nullopt, std::nullopt,
-                                            std::chrono::milliseconds(300'000), h_.clock);
+  std::unique_ptr<WebhookPipeline> Pipeline(
+      const std::shared_ptr<PluginDispatcher>& d, int64_t max_in_flight = 0,
+      fiber::Carriers* carriers = nullptr,
+      std::chrono::milliseconds answer_deadline = std::chrono::milliseconds(0)) {
+    auto verifier =
+        WebhookVerifier::Create(DecodeWebhookSecret(kHookSecret).value(), std::nullopt,
+                                std::nullopt, std::chrono::milliseconds(300'000), h_.clock);
     CLAWGUARD_CHECK(verifier.ok());
     std::vector<PipelineRoute> routes;
     routes.push_back(PipelineRoute{kPlugin, kRoute, 2, std::nullopt, std::move(verifier).value()});
     auto pipeline =
-        WebhookPipeline::Create(PipelineOptions{4096, 4096, std::chrono::milliseconds(30'000), max_in_flight,
-                                                carriers, answer_deadline},
+        WebhookPipeline::Create(PipelineOptions{4096, 4096, std::chrono::milliseconds(30'000),
+                                                max_in_flight, carriers, answer_deadline},
                                 std::move(routes), h_.idem(), d->AsDispatcher());
     CLAWGUARD_CHECK(pipeline.ok());
     return std::move(pipeline).value();
@@ -100,7 +103,8 @@ class PluginDispatchTest : public ::testing::Test {
     std::map<std::string, HttpResponse> by_id;  // guarded by mu
   };
   // StartAll admits and starts a delivery of {"order_id":9} per id through |pipeline|.
-  void StartAll(WebhookPipeline& pipeline, std::initializer_list<std::string> ids, AsyncAnswers& answers) {
+  void StartAll(WebhookPipeline& pipeline, std::initializer_list<std::string> ids,
+                AsyncAnswers& answers) {
     for (const std::string& id : ids) {
       const HttpRequest r = Signed(id, R"({"order_id":9})");
       auto front = pipeline.Front(r);
@@ -119,35 +123,48 @@ class PluginDispatchTest : public ::testing::Test {
     HttpRequest r{"POST", "/webhooks/acme-orders/order.created", {}, body};
     r.headers.Add("webhook-id", id);
     r.headers.Add("webhook-timestamp", std::to_string(ts));
-    r.headers.Add("webhook-signature", WebhookSignature(DecodeWebhookSecret(kHookSecret).value(), id, ts, body));
+    r.headers.Add("webhook-signature",
+                  WebhookSignature(DecodeWebhookSecret(kHookSecret).value(), id, ts, body));
     return r;
   }
   void ResetHang(int release) {
     TestPlugins::Get().Open("hang");
-    __atomic_store_n(TestPlugins::Get().Symbol<volatile int>("hang", "hang_erp_result"), 1, __ATOMIC_SEQ_CST);
-    __atomic_store_n(TestPlugins::Get().Symbol<volatile int>("hang", "hang_release"), release, __ATOMIC_SEQ_CST);
+    __atomic_store_n(TestPlugins::Get().Symbol<volatile int>("hang", "hang_erp_result"), 1,
+                     __ATOMIC_SEQ_CST);
+    __atomic_store_n(TestPlugins::Get().Symbol<volatile int>("hang", "hang_release"), release,
+                     __ATOMIC_SEQ_CST);
   }
 
   ErpHarness h_;
   const std::string key_ = Sha256Hex("delivery-1");
-  HttpRequest request_{"POST", "/webhooks/acme-orders/order.created", {{"webhook-id", "msg_1"}}, R"({"order_id":42})"};
+  HttpRequest request_{"POST",
+                       "/webhooks/acme-orders/order.created",
+                       {{"webhook-id", "msg_1"}},
+                       R"({"order_id":42})"};
   std::atomic<bool> lease_held_{true};
 };
 
 // A plugin's log line is rendered without a DOM for ASCII text; it must be the line nlohmann's
 // dump gave before (sorted members, its escapes, invalid UTF-8 replaced).
 TEST(PluginLogLineTest, IsTheLineNlohmannRenders) {
-  std::vector<std::string> messages = {"order fulfilled", "", "quote \" backslash \\ slash /",
-                                       "tabs\tand\nnew\rlines\b\f", "caf\xc3\xa9 \xe2\x82\xac",
-                                       "bad \xff utf8 \xe2\x82 cut", "\x7f del"};
+  std::vector<std::string> messages = {"order fulfilled",
+                                       "",
+                                       "quote \" backslash \\ slash /",
+                                       "tabs\tand\nnew\rlines\b\f",
+                                       "caf\xc3\xa9 \xe2\x82\xac",
+                                       "bad \xff utf8 \xe2\x82 cut",
+                                       "\x7f del"};
   std::string every_ascii;
   for (int c = 1; c < 128; ++c) every_ascii.push_back(static_cast<char>(c));
   messages.push_back(every_ascii);
-  for (const std::string& plugin : {std::string(kPlugin), std::string("pl\"ug\x01in"), std::string("pl\xc3\xa9")}) {
+  for (const std::string& plugin :
+       {std::string(kPlugin), std::string("pl\"ug\x01in"), std::string("pl\xc3\xa9")}) {
     for (const std::string& message : messages) {
       for (const int level : {0, 1, -3, 2147483647}) {
-        const nlohmann::json j = {{"event", "plugin_log"}, {"plugin", plugin}, {"level", level}, {"message", message}};
-        EXPECT_EQ(PluginLogLine(plugin, level, message), j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+        const nlohmann::json j = {
+            {"event", "plugin_log"}, {"plugin", plugin}, {"level", level}, {"message", message}};
+        EXPECT_EQ(PluginLogLine(plugin, level, message),
+                  j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
             << message;
       }
     }
@@ -160,7 +177,8 @@ TEST_F(PluginDispatchTest, WellBehavedPluginAnswersWithItsErpResults) {
   ASSERT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
   EXPECT_EQ(r.outcome.status, 200);
   EXPECT_EQ(r.outcome.content_type, "application/json");
-  EXPECT_EQ(r.outcome.body, R"({"fulfil":200,"adjust":200,"key":")" + key_ + R"(","route":"order.created"})");
+  EXPECT_EQ(r.outcome.body,
+            R"({"fulfil":200,"adjust":200,"key":")" + key_ + R"(","route":"order.created"})");
   EXPECT_EQ(r.erp.calls, 2);
   EXPECT_EQ(h_.erp().effects_total(), 2u);
   EXPECT_EQ(h_.AuditCount("\"plugin_log\""), 1u);
@@ -170,7 +188,8 @@ TEST_F(PluginDispatchTest, Level3CallsAreHeldAndNothingIsSent) {
   auto d = Dispatcher("good");
   const DispatchReport r = d->DispatchDetailed(Context(h_.Claim(key_, 3), /*level=*/3));
   ASSERT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
-  EXPECT_EQ(r.outcome.body, R"({"fulfil":-1,"adjust":-1,"key":")" + key_ + R"(","route":"order.created"})");
+  EXPECT_EQ(r.outcome.body,
+            R"({"fulfil":-1,"adjust":-1,"key":")" + key_ + R"(","route":"order.created"})");
   EXPECT_EQ(r.erp.held, 2);
   EXPECT_EQ(h_.erp().requests_total(), 0u);
 }
@@ -210,7 +229,8 @@ TEST_F(PluginDispatchTest, HungPluginTimesOutAndItsLateCallsAreFenced) {
 TEST_F(PluginDispatchTest, AbandonedThreadIsCountedUntilItReturnsAndOwnsTheDispatcher) {
   ResetHang(/*release=*/0);
   auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(100));
-  EXPECT_EQ(d->DispatchDetailed(Context(h_.Claim(key_))).outcome.kind, PluginOutcome::Kind::kTimedOut);
+  EXPECT_EQ(d->DispatchDetailed(Context(h_.Claim(key_))).outcome.kind,
+            PluginOutcome::Kind::kTimedOut);
   EXPECT_EQ(d->running_threads(), 1);
   EXPECT_FALSE(d->WaitIdle(std::chrono::milliseconds(50)));
   std::weak_ptr<PluginDispatcher> weak = d;
@@ -218,7 +238,8 @@ TEST_F(PluginDispatchTest, AbandonedThreadIsCountedUntilItReturnsAndOwnsTheDispa
   EXPECT_FALSE(weak.expired());  // the plugin thread holds it
   ResetHang(/*release=*/1);
   EXPECT_EQ(WaitForHangResult(), CG_FENCED);
-  for (int i = 0; i < 2000 && !weak.expired(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (int i = 0; i < 2000 && !weak.expired(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_TRUE(weak.expired());
   EXPECT_EQ(h_.erp().requests_total(), 0u);
 }
@@ -233,7 +254,8 @@ TEST_F(PluginDispatchTest, WaitIdleIsTrueWhenEveryThreadReturned) {
 TEST_F(PluginDispatchTest, LostLeaseStopsTheDispatch) {
   ResetHang(/*release=*/0);
   lease_held_ = false;  // the first renewal finds the lease taken over
-  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(60'000), std::chrono::milliseconds(30));
+  auto d =
+      Dispatcher("hang", kCaps, std::chrono::milliseconds(60'000), std::chrono::milliseconds(30));
   const DispatchReport r = d->DispatchDetailed(Context(h_.Claim(key_)));
   EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kFailed);
   EXPECT_EQ(r.outcome.detail, "the lease was taken over while the plugin ran");
@@ -275,7 +297,9 @@ TEST_F(PluginDispatchTest, PluginChangingCallOrderOnRetryIsDeadLettered) {
 TEST_F(PluginDispatchTest, DeadLetteredEventIsAnswered202OnceAndReplayedWithoutRerun) {
   auto d = Dispatcher("reorder");
   std::unique_ptr<WebhookPipeline> pipeline = Pipeline(d);
-  const auto deliver = [&] { return pipeline->HandleDetailed(Signed("msg_reorder", R"({"order_id":7})")); };
+  const auto deliver = [&] {
+    return pipeline->HandleDetailed(Signed("msg_reorder", R"({"order_id":7})"));
+  };
 
   h_.sender().down = true;
   const auto failed = deliver();
@@ -299,7 +323,8 @@ TEST_F(PluginDispatchTest, DeadLetteredEventIsAnswered202OnceAndReplayedWithoutR
   }
   EXPECT_EQ(h_.AuditCount("\"erp_call_mismatch\""), 1u);  // the plugin never ran again
   // The recorded call 0 is dead: the retry worker never sends it, nothing reached the ERP.
-  auto rows = h_.outbox().ListEvent(DeriveEventKey(2, kPlugin, kRoute, "msg_reorder", "", R"({"order_id":7})").key);
+  auto rows = h_.outbox().ListEvent(
+      DeriveEventKey(2, kPlugin, kRoute, "msg_reorder", "", R"({"order_id":7})").key);
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->size(), 1u);
   EXPECT_EQ((*rows)[0].state, OutboxState::kDead);
@@ -319,12 +344,15 @@ TEST_F(PluginDispatchTest, UnknownPluginIsFailed) {
 TEST_F(PluginDispatchTest, CreateRefusesBadTargets) {
   DispatchOptions o;
   o.erp = h_.env;
-  EXPECT_THAT(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, nullptr, kCaps}}), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, nullptr, kCaps}}),
+              HasReason(Reason::kConfigInvalid));
   const cg_plugin* p = TestPlugins::Get().Open("good");
   ASSERT_NE(p, nullptr);
-  EXPECT_THAT(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, p, {"POST orders"}}}), HasReason(Reason::kManifestInvalid));
+  EXPECT_THAT(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, p, {"POST orders"}}}),
+              HasReason(Reason::kManifestInvalid));
   o.handler_timeout = std::chrono::milliseconds(0);
-  EXPECT_THAT(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, p, kCaps}}), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, p, kCaps}}),
+              HasReason(Reason::kConfigInvalid));
 }
 
 // Inline mode (DispatchContext::on_abandon, what the host's FinishAsync uses): the plugin runs
@@ -376,7 +404,8 @@ TEST_F(PluginDispatchTest, InlineHungPluginIsGivenUpByTheWatchdogWhileItsThreadS
 // plugin that returns in time is answered normally and on_abandon is never called.
 TEST_F(PluginDispatchTest, InlineDeliveryHasItsLeaseRenewedWhileItRunsAndAnswersNormally) {
   ResetHang(/*release=*/0);
-  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(60'000), std::chrono::milliseconds(30));
+  auto d =
+      Dispatcher("hang", kCaps, std::chrono::milliseconds(60'000), std::chrono::milliseconds(30));
   DispatchContext ctx = Context(h_.Claim(key_));
   std::atomic<int> renewals{0};
   std::atomic<int> abandons{0};
@@ -387,7 +416,8 @@ TEST_F(PluginDispatchTest, InlineDeliveryHasItsLeaseRenewedWhileItRunsAndAnswers
   ctx.on_abandon = [&](const PluginOutcome&) { ++abandons; };
   DispatchReport r;
   std::thread delivery([&] { r = d->DispatchDetailed(ctx); });
-  for (int i = 0; i < 20'000 && renewals.load() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 20'000 && renewals.load() < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_GE(renewals.load(), 3);
   ResetHang(/*release=*/1);
   delivery.join();
@@ -403,7 +433,8 @@ TEST_F(PluginDispatchTest, InlineDeliveryHasItsLeaseRenewedWhileItRunsAndAnswers
 TEST_F(PluginDispatchTest, InlineLostLeaseIsGivenUpWithPluginFailed) {
   ResetHang(/*release=*/0);
   lease_held_ = false;  // the first renewal finds the lease taken over
-  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(60'000), std::chrono::milliseconds(30));
+  auto d =
+      Dispatcher("hang", kCaps, std::chrono::milliseconds(60'000), std::chrono::milliseconds(30));
   DispatchContext ctx = Context(h_.Claim(key_));
   std::promise<PluginOutcome> gave_up;
   ctx.on_abandon = [&](const PluginOutcome& out) { gave_up.set_value(out); };
@@ -430,7 +461,8 @@ TEST_F(PluginDispatchTest, FinishAsyncAnswersAHungDeliveryAtTheTimeoutAndTheNext
   ASSERT_NO_FATAL_FAILURE(StartAll(*pipeline, {"msg_a", "msg_b"}, answers));
   {
     std::unique_lock lock(answers.mu);
-    ASSERT_TRUE(answers.cv.wait_for(lock, std::chrono::seconds(60), [&] { return answers.by_id.size() == 2; }));
+    ASSERT_TRUE(answers.cv.wait_for(lock, std::chrono::seconds(60),
+                                    [&] { return answers.by_id.size() == 2; }));
     for (const auto& [id, a] : answers.by_id) {
       EXPECT_EQ(a.status, 503) << id;
       EXPECT_NE(a.body.find("plugin_timeout"), std::string::npos) << a.body;
@@ -451,7 +483,8 @@ TEST_F(PluginDispatchTest, FinishAsyncAnswersAHungDeliveryAtTheTimeoutAndTheNext
 // the held carrier, where no plugin watchdog covers it yet: the answer deadline answers it 503
 // (nothing claimed) and it never runs. (A delivery that had started, e.g. parked in its claim, is
 // answered the same way, "still running"; the e2e tests cover the restart after such answers.)
-TEST_F(PluginDispatchTest, WithFibersADeliveryHeldBehindAHungPluginIsAnsweredByTheDeadlineAndNeverRuns) {
+TEST_F(PluginDispatchTest,
+       WithFibersADeliveryHeldBehindAHungPluginIsAnsweredByTheDeadlineAndNeverRuns) {
   ResetHang(/*release=*/0);
   auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(100));
   fiber::Carriers carriers(1, "cg-test-carrier");
@@ -462,7 +495,8 @@ TEST_F(PluginDispatchTest, WithFibersADeliveryHeldBehindAHungPluginIsAnsweredByT
     ASSERT_NO_FATAL_FAILURE(StartAll(*pipeline, {"msg_a", "msg_b"}, answers));
     {
       std::unique_lock lock(answers.mu);
-      ASSERT_TRUE(answers.cv.wait_for(lock, std::chrono::seconds(60), [&] { return answers.by_id.size() == 2; }));
+      ASSERT_TRUE(answers.cv.wait_for(lock, std::chrono::seconds(60),
+                                      [&] { return answers.by_id.size() == 2; }));
       const HttpResponse& a = answers.by_id.at("msg_a");
       EXPECT_EQ(a.status, 503);
       EXPECT_EQ(a.headers.Get("Retry-After").value_or(""), "30");  // the watchdog's answer

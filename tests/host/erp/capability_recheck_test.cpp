@@ -71,7 +71,8 @@ TEST_F(CapabilityRecheckTest, AResendOfACallTheLoadedVersionNoLongerDeclaresIsRe
   EXPECT_EQ(revoked[0].call_index, 0);
   EXPECT_EQ(revoked[0].endpoint, "");
   EXPECT_NE(revoked[0].detail.find("1.5.0"), std::string::npos) << revoked[0].detail;
-  EXPECT_NE(revoked[0].detail.find("POST /orders/21/fulfil"), std::string::npos) << revoked[0].detail;
+  EXPECT_NE(revoked[0].detail.find("POST /orders/21/fulfil"), std::string::npos)
+      << revoked[0].detail;
   EXPECT_NE(revoked[0].detail.find("never sent"), std::string::npos) << revoked[0].detail;
   EXPECT_EQ(AuditCount("\"erp_call_revoked\""), 1u);
   EXPECT_EQ(MetricCount("_unknown", "denied"), 1);
@@ -82,7 +83,8 @@ TEST_F(CapabilityRecheckTest, AResendOfACallTheLoadedVersionNoLongerDeclaresIsRe
   EXPECT_EQ(erp_->requests_total(), 1u);
 }
 
-TEST_F(CapabilityRecheckTest, AResendOfACallWhosePluginIsNoLongerLoadedIsRevokedAndNamedFromItsRecord) {
+TEST_F(CapabilityRecheckTest,
+       AResendOfACallWhosePluginIsNoLongerLoadedIsRevokedAndNamedFromItsRecord) {
   ASSERT_NO_FATAL_FAILURE(LeaveUnsent(key_, "22"));
   auto none = WorkerFor({});  // the plugin was removed
   clock_.Advance(60'000);

@@ -10,7 +10,8 @@ namespace clawguard::host {
 namespace {
 
 CapabilitySet Caps() {
-  auto c = CapabilitySet::Create({"POST /orders/{id}/fulfil", "GET /orders/{id}", "PUT /inventory/v1.2/items/{sku}"});
+  auto c = CapabilitySet::Create(
+      {"POST /orders/{id}/fulfil", "GET /orders/{id}", "PUT /inventory/v1.2/items/{sku}"});
   EXPECT_TRUE(c.ok()) << c.error().ToString();
   return std::move(c).value();
 }
@@ -36,12 +37,12 @@ TEST(CapabilityTest, RefusesPathConfusionAndUndeclaredCalls) {
       {"POST", "/orders/../fulfil"},
       {"POST", "/orders/1/fulfil/"},
       {"POST", "orders/1/fulfil"},
-      {"POST", "/orders/1.5/fulfil"},           // '.' is not in a {name} segment
+      {"POST", "/orders/1.5/fulfil"},  // '.' is not in a {name} segment
       {"POST", "/orders/1%2F2/fulfil"},
       {"POST", "/orders/1/fulfil/extra"},
       {"POST", "/Orders/1/fulfil"},
-      {"post", "/orders/1/fulfil"},             // method exact
-      {"DELETE", "/orders/1/fulfil"},           // undeclared method
+      {"post", "/orders/1/fulfil"},    // method exact
+      {"DELETE", "/orders/1/fulfil"},  // undeclared method
       {"PUT", "/orders/1001"},
       {"GET", "/orders/1 /x"},
       {"GET", std::string("/orders/1\0", 10)},
@@ -51,8 +52,8 @@ TEST(CapabilityTest, RefusesPathConfusionAndUndeclaredCalls) {
 }
 
 TEST(CapabilityTest, CreateRefusesMalformedTemplates) {
-  for (const char* bad : {"POST", "FETCH /x", "POST x", "POST /a/../b", "POST /a//b", "POST /{Id}", "POST /a b",
-                          "POST /%2e"}) {
+  for (const char* bad : {"POST", "FETCH /x", "POST x", "POST /a/../b", "POST /a//b", "POST /{Id}",
+                          "POST /a b", "POST /%2e"}) {
     auto r = CapabilitySet::Create({bad});
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_THAT(r, HasReason(Reason::kManifestInvalid)) << bad;

@@ -39,7 +39,8 @@ namespace {
 
 namespace ht = clawguard::host::testing;
 
-Result<std::unique_ptr<ErpClient>> Make(const std::string& base_url, const std::string& ca_file = "",
+Result<std::unique_ptr<ErpClient>> Make(const std::string& base_url,
+                                        const std::string& ca_file = "",
                                         std::string_view auth = "token") {
   ErpClientOptions options;
   options.base_url = base_url;
@@ -58,7 +59,8 @@ class RawPeer {
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof addr;
-    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listen_fd_, 4) != 0 ||
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(listen_fd_, 4) != 0 ||
         ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
       ADD_FAILURE() << "cannot listen on loopback";
       return;
@@ -103,7 +105,8 @@ class RawPeer {
   std::thread thread_;
 };
 
-Result<std::unique_ptr<ErpClient>> MakeWithTimeout(const std::string& base_url, std::chrono::milliseconds timeout) {
+Result<std::unique_ptr<ErpClient>> MakeWithTimeout(const std::string& base_url,
+                                                   std::chrono::milliseconds timeout) {
   ErpClientOptions options;
   options.base_url = base_url;
   options.timeout = timeout;
@@ -111,8 +114,9 @@ Result<std::unique_ptr<ErpClient>> MakeWithTimeout(const std::string& base_url, 
 }
 
 TEST(ErpClientTest, CreateRefusesBadOptions) {
-  for (const char* url : {"", "ftp://erp:1", "http://", "http://erp:0", "http://erp:99999", "http://erp:x",
-                                 "http://user@erp:80", "http://erp:80/p?q=1", "http://[::1"}) {
+  for (const char* url :
+       {"", "ftp://erp:1", "http://", "http://erp:0", "http://erp:99999", "http://erp:x",
+        "http://user@erp:80", "http://erp:80/p?q=1", "http://[::1"}) {
     auto c = Make(url);
     ASSERT_FALSE(c.ok()) << url;
     EXPECT_THAT(c, HasReason(Reason::kConfigInvalid)) << url;
@@ -160,7 +164,8 @@ TEST(ErpClientTest, MalformedCallsAreRefusedBeforeSending) {
   ASSERT_TRUE(erp.ok());
   auto client = Make((*erp)->base_url());
   ASSERT_TRUE(client.ok());
-  EXPECT_EQ(ErpFailureOf((*client)->Send("POST", "no-slash", {}, "").error()), ErpFailure::kProtocol);
+  EXPECT_EQ(ErpFailureOf((*client)->Send("POST", "no-slash", {}, "").error()),
+            ErpFailure::kProtocol);
   EXPECT_EQ(ErpFailureOf((*client)->Send("POST", "/a b", {}, "").error()), ErpFailure::kProtocol);
   EXPECT_EQ(ErpFailureOf((*client)->Send("PO ST", "/a", {}, "").error()), ErpFailure::kProtocol);
   HttpHeaders split{{"X-A", "1\r\nX-B: 2"}};
@@ -227,7 +232,8 @@ TEST(ErpClientTest, ReusedConnectionDroppedByTheErpIsRetriedOnceOnlyWhenRepeatab
 TEST(ErpClientTest, AnswerArrivingInPiecesIsReadWhole) {
   RawPeer peer([](int fd) {
     RawPeer::ReadRequest(fd);
-    for (std::string_view piece : {"HTTP/1.1 200 OK\r\nContent-Le", "ngth: 11\r\nX-Erp: yes\r\n\r\n", "hello", " world"}) {
+    for (std::string_view piece :
+         {"HTTP/1.1 200 OK\r\nContent-Le", "ngth: 11\r\nX-Erp: yes\r\n\r\n", "hello", " world"}) {
       RawPeer::SendAll(fd, piece);
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
     }
@@ -277,7 +283,8 @@ TEST(ErpClientTest, RequestTheErpNeverReadsTimesOutWhileSending) {
   release = true;
   ASSERT_FALSE(reply.ok());
   EXPECT_EQ(ErpFailureOf(reply.error()), ErpFailure::kTimeout) << reply.error().ToString();
-  EXPECT_NE(reply.error().message().find("sending timed out"), std::string::npos) << reply.error().ToString();
+  EXPECT_NE(reply.error().message().find("sending timed out"), std::string::npos)
+      << reply.error().ToString();
 }
 
 // ScriptPeer is a loopback TCP peer that accepts any number of connections and runs |serve| on
@@ -285,13 +292,15 @@ TEST(ErpClientTest, RequestTheErpNeverReadsTimesOutWhileSending) {
 // client reused a connection or opened another.
 class ScriptPeer {
  public:
-  explicit ScriptPeer(std::function<void(int fd, int connection)> serve) : serve_(std::move(serve)) {
+  explicit ScriptPeer(std::function<void(int fd, int connection)> serve)
+      : serve_(std::move(serve)) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof addr;
-    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listen_fd_, 16) != 0 ||
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(listen_fd_, 16) != 0 ||
         ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
       ADD_FAILURE() << "cannot listen on loopback";
       return;
@@ -342,7 +351,8 @@ class ScriptPeer {
     return true;
   }
   static std::string Ok(std::string_view body) {
-    return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + std::string(body);
+    return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+           std::string(body);
   }
 
  private:
@@ -373,7 +383,8 @@ TEST(ErpClientFramingTest, InterimAnswersAreSkippedAndTheConnectionCarriesTheNex
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
     RawPeer::SendAll(fd, ScriptPeer::Ok("first"));
     if (!ScriptPeer::ReadRequest(fd, buffer)) return;
-    RawPeer::SendAll(fd, "HTTP/1.1 102 Processing\r\n\r\n" + ScriptPeer::Ok("second"));  // in one read
+    RawPeer::SendAll(fd,
+                     "HTTP/1.1 102 Processing\r\n\r\n" + ScriptPeer::Ok("second"));  // in one read
     if (!ScriptPeer::ReadRequest(fd, buffer)) return;
     RawPeer::SendAll(fd, ScriptPeer::Ok("third"));
   });
@@ -388,13 +399,15 @@ TEST(ErpClientFramingTest, InterimAnswersAreSkippedAndTheConnectionCarriesTheNex
   EXPECT_EQ(peer.connections(), 1);  // well framed: kept alive throughout
 }
 
-TEST(ErpClientFramingTest, SwitchingProtocolsAndEndlessInterimAnswersAreRefusedAndTheConnectionClosed) {
+TEST(ErpClientFramingTest,
+     SwitchingProtocolsAndEndlessInterimAnswersAreRefusedAndTheConnectionClosed) {
   ScriptPeer peer([](int fd, int connection) {
     std::string buffer;
     if (!ScriptPeer::ReadRequest(fd, buffer)) return;
     if (connection == 0) {
-      RawPeer::SendAll(fd, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n" +
-                               ScriptPeer::Ok("not for you"));
+      RawPeer::SendAll(
+          fd, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n" +
+                  ScriptPeer::Ok("not for you"));
     } else if (connection == 1) {
       std::string many;
       for (int i = 0; i <= kMaxErpInterimAnswers; ++i) many += "HTTP/1.1 102 Processing\r\n\r\n";
@@ -409,11 +422,13 @@ TEST(ErpClientFramingTest, SwitchingProtocolsAndEndlessInterimAnswersAreRefusedA
   auto switched = Call(**client, "/a");
   ASSERT_FALSE(switched.ok());
   EXPECT_EQ(ErpFailureOf(switched.error()), ErpFailure::kProtocol);
-  EXPECT_NE(switched.error().message().find("101"), std::string::npos) << switched.error().ToString();
+  EXPECT_NE(switched.error().message().find("101"), std::string::npos)
+      << switched.error().ToString();
   auto endless = Call(**client, "/b");
   ASSERT_FALSE(endless.ok());
   EXPECT_EQ(ErpFailureOf(endless.error()), ErpFailure::kProtocol);
-  EXPECT_NE(endless.error().message().find("interim"), std::string::npos) << endless.error().ToString();
+  EXPECT_NE(endless.error().message().find("interim"), std::string::npos)
+      << endless.error().ToString();
   auto own = Call(**client, "/c");
   ASSERT_TRUE(own.ok()) << own.error().ToString();
   EXPECT_EQ(own->body, "own");
@@ -444,12 +459,14 @@ TEST(ErpClientFramingTest, ASecondAnswerReadWithTheFirstClosesTheConnection) {
 // A second answer that arrives after the first was read whole and the connection pooled is found
 // before the connection is reused: never read as the next call's answer. It also suspends
 // keep-alive (no connection is pooled for a while), so a late one cannot slip in either.
-TEST(ErpClientFramingTest, AnAnswerArrivingOnAnIdleConnectionIsFoundBeforeReuseAndSuspendsKeepAlive) {
+TEST(ErpClientFramingTest,
+     AnAnswerArrivingOnAnIdleConnectionIsFoundBeforeReuseAndSuspendsKeepAlive) {
   std::atomic<bool> stray_sent{false};
   ScriptPeer peer([&](int fd, int connection) {
     std::string buffer;
     while (ScriptPeer::ReadRequest(fd, buffer)) {
-      RawPeer::SendAll(fd, ScriptPeer::Ok(connection == 0 ? "first" : "own-" + std::to_string(connection)));
+      RawPeer::SendAll(
+          fd, ScriptPeer::Ok(connection == 0 ? "first" : "own-" + std::to_string(connection)));
       if (connection == 0) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         RawPeer::SendAll(fd, ScriptPeer::Ok("stray"));
@@ -463,7 +480,8 @@ TEST(ErpClientFramingTest, AnAnswerArrivingOnAnIdleConnectionIsFoundBeforeReuseA
   ASSERT_TRUE(first.ok()) << first.error().ToString();
   EXPECT_EQ(first->body, "first");
   while (!stray_sent.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the stray answer reaches the socket
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(50));  // the stray answer reaches the socket
   for (int i = 2; i <= 3; ++i) {
     auto reply = Call(**client, "/" + std::to_string(i));
     ASSERT_TRUE(reply.ok()) << reply.error().ToString();
@@ -574,7 +592,8 @@ TEST(ErpClientTest, NameResolutionCountsAgainstTheCallsDeadline) {
   if (pid == 0) {
     const auto write_file = [](const char* path, const std::string& text) {
       const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-      const bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      const bool ok =
+          fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
       if (fd >= 0) ::close(fd);
       return ok;
     };
@@ -600,7 +619,8 @@ TEST(ErpClientTest, NameResolutionCountsAgainstTheCallsDeadline) {
     addr.sin_port = htons(53);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (dns < 0 || ::bind(dns, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) ::_exit(14);
-    auto client = MakeWithTimeout("http://erp.resolver-never-answers.test:8080", std::chrono::milliseconds(300));
+    auto client = MakeWithTimeout("http://erp.resolver-never-answers.test:8080",
+                                  std::chrono::milliseconds(300));
     if (!client.ok()) ::_exit(15);
     auto reply = (*client)->Send("GET", "/orders/1", {{"Idempotency-Key", "k"}}, "");
     if (reply.ok()) ::_exit(16);

@@ -72,8 +72,9 @@ class ErpClientDoubleAnswerTest : public ::testing::TestWithParam<Transport> {
 
   // Call sends one keyed call and checks that its reply is the ERP's answer for |key|.
   void Call(const std::string& key) {
-    auto reply = client_->Send("POST", "/orders/1/fulfil",
-                               HttpHeaders{{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, "{}");
+    auto reply = client_->Send(
+        "POST", "/orders/1/fulfil",
+        HttpHeaders{{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, "{}");
     ASSERT_TRUE(reply.ok()) << key << ": " << reply.error().ToString();
     EXPECT_EQ(reply->status, 200) << key;
     const auto body = nlohmann::json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
@@ -109,8 +110,8 @@ TEST_P(ErpClientDoubleAnswerTest, EveryReplyIsItsOwnAnswerWhenEachAnswerComesTwi
   const auto s = erp_->Stats();
   EXPECT_EQ(s.requests, static_cast<size_t>(kCalls)) << erp_->StatsJson();
   EXPECT_EQ(s.effects, static_cast<size_t>(kCalls)) << erp_->StatsJson();
-  EXPECT_EQ(s.connections, static_cast<size_t>(kCalls)) << "a connection with a second answer was reused: "
-                                                        << erp_->StatsJson();
+  EXPECT_EQ(s.connections, static_cast<size_t>(kCalls))
+      << "a connection with a second answer was reused: " << erp_->StatsJson();
 }
 
 // Two writes that arrive together (over TLS two records): the second record sits as ciphertext in
@@ -122,8 +123,8 @@ TEST_P(ErpClientDoubleAnswerTest, EveryReplyIsItsOwnAnswerWhenEachAnswerComesTwi
   const auto s = erp_->Stats();
   EXPECT_EQ(s.requests, static_cast<size_t>(kCalls)) << erp_->StatsJson();
   EXPECT_EQ(s.effects, static_cast<size_t>(kCalls)) << erp_->StatsJson();
-  EXPECT_EQ(s.connections, static_cast<size_t>(kCalls)) << "a connection with a second answer was reused: "
-                                                        << erp_->StatsJson();
+  EXPECT_EQ(s.connections, static_cast<size_t>(kCalls))
+      << "a connection with a second answer was reused: " << erp_->StatsJson();
 }
 
 // Only the first call is answered twice; the later ones (the same key, replayed once each) are
@@ -135,12 +136,14 @@ TEST_P(ErpClientDoubleAnswerTest, ASecondAnswerAfterTheFirstSuspendsKeepAlive) {
   const auto s = erp_->Stats();
   EXPECT_EQ(s.extra_answers, 1u) << erp_->StatsJson();
   EXPECT_EQ(s.effects, 1u) << erp_->StatsJson();
-  EXPECT_EQ(s.connections, static_cast<size_t>(kCalls)) << "keep-alive was not suspended: " << erp_->StatsJson();
+  EXPECT_EQ(s.connections, static_cast<size_t>(kCalls))
+      << "keep-alive was not suspended: " << erp_->StatsJson();
 }
 
 // The second answer arrives on the pooled connection after the call is over (over TLS a record the
 // raw socket shows as ciphertext): found before reuse, and keep-alive is suspended as for plain.
-TEST_P(ErpClientDoubleAnswerTest, ASecondAnswerOnAnIdleConnectionIsFoundBeforeReuseAndSuspendsKeepAlive) {
+TEST_P(ErpClientDoubleAnswerTest,
+       ASecondAnswerOnAnIdleConnectionIsFoundBeforeReuseAndSuspendsKeepAlive) {
   ASSERT_NO_FATAL_FAILURE(Start(HostileMode::kLateSecondAnswer, /*hostile_requests=*/1));
   ASSERT_NO_FATAL_FAILURE(Call("late"));
   ASSERT_NO_FATAL_FAILURE(WaitForExtraAnswers(1));
@@ -149,8 +152,8 @@ TEST_P(ErpClientDoubleAnswerTest, ASecondAnswerOnAnIdleConnectionIsFoundBeforeRe
   EXPECT_EQ(s.effects, 1u) << erp_->StatsJson();
   // Every call after the stray answer on a connection of its own; at most one reuse, should the
   // kernel hand the late answer to the client's socket only after the second call took it.
-  EXPECT_GE(s.connections, static_cast<size_t>(kCalls - 1)) << "keep-alive was not suspended: "
-                                                           << erp_->StatsJson();
+  EXPECT_GE(s.connections, static_cast<size_t>(kCalls - 1))
+      << "keep-alive was not suspended: " << erp_->StatsJson();
 }
 
 // A well-behaved ERP: one connection for every call (over TLS 1.3 the session tickets that follow
@@ -165,7 +168,8 @@ TEST_P(ErpClientDoubleAnswerTest, AWellBehavedErpKeepsOneConnection) {
 // then FIN), as an idle timeout does: the client drops it as closed, not as a misbehaving peer, so
 // keep-alive stays on and each new connection serves two calls again.
 TEST_P(ErpClientDoubleAnswerTest, AnUnannouncedCloseIsNoStrayDataAndKeepsKeepAlive) {
-  ASSERT_NO_FATAL_FAILURE(Start(HostileMode::kNormal, /*hostile_requests=*/0, /*close_after_answers=*/2));
+  ASSERT_NO_FATAL_FAILURE(
+      Start(HostileMode::kNormal, /*hostile_requests=*/0, /*close_after_answers=*/2));
   for (int i = 0; i < kCalls; ++i) ASSERT_NO_FATAL_FAILURE(Call("closing-" + std::to_string(i)));
   const auto s = erp_->Stats();
   EXPECT_EQ(s.requests, static_cast<size_t>(kCalls)) << erp_->StatsJson();
@@ -175,7 +179,9 @@ TEST_P(ErpClientDoubleAnswerTest, AnUnannouncedCloseIsNoStrayDataAndKeepsKeepAli
 const Transport kTransports[] = {{"Plain", false}, {"Tls", true}};
 
 INSTANTIATE_TEST_SUITE_P(Transports, ErpClientDoubleAnswerTest, ::testing::ValuesIn(kTransports),
-                         [](const ::testing::TestParamInfo<Transport>& i) { return std::string(i.param.name); });
+                         [](const ::testing::TestParamInfo<Transport>& i) {
+                           return std::string(i.param.name);
+                         });
 
 }  // namespace
 }  // namespace clawguard::host

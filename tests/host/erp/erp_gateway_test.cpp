@@ -42,13 +42,14 @@ class CountingOutbox final : public Outbox {
   Result<std::optional<OutboxRow>> Get(const std::string& event_key, int64_t call_index) override {
     return inner_.Get(event_key, call_index);
   }
-  Result<std::optional<OutboxRow>> Claim(const std::string& event_key, int64_t call_index, int64_t now_ms,
-                                         const std::string& owner, int64_t until_ms) override {
+  Result<std::optional<OutboxRow>> Claim(const std::string& event_key, int64_t call_index,
+                                         int64_t now_ms, const std::string& owner,
+                                         int64_t until_ms) override {
     ++claimed;
     return inner_.Claim(event_key, call_index, now_ms, owner, until_ms);
   }
-  Status MarkAnswered(const std::string& event_key, int64_t call_index, const std::string& owner, int reply_status,
-                      const std::string& reply_body) override {
+  Status MarkAnswered(const std::string& event_key, int64_t call_index, const std::string& owner,
+                      int reply_status, const std::string& reply_body) override {
     ++marked_answered;
     return inner_.MarkAnswered(event_key, call_index, owner, reply_status, reply_body);
   }
@@ -57,11 +58,13 @@ class CountingOutbox final : public Outbox {
     ++released;
     return inner_.Release(event_key, call_index, owner, next_attempt_ms);
   }
-  Status MarkDead(const std::string& event_key, int64_t call_index, const std::string& owner) override {
+  Status MarkDead(const std::string& event_key, int64_t call_index,
+                  const std::string& owner) override {
     ++marked_dead;
     return inner_.MarkDead(event_key, call_index, owner);
   }
-  Status Defer(const std::string& event_key, int64_t call_index, int64_t now_ms, int64_t next_attempt_ms) override {
+  Status Defer(const std::string& event_key, int64_t call_index, int64_t now_ms,
+               int64_t next_attempt_ms) override {
     ++deferred;
     return inner_.Defer(event_key, call_index, now_ms, next_attempt_ms);
   }
@@ -78,7 +81,8 @@ class CountingOutbox final : public Outbox {
     return inner_.DuePending(now_ms, limit);
   }
 
-  std::atomic<int> appends{0}, claimed{0}, marked_answered{0}, released{0}, marked_dead{0}, deferred{0};
+  std::atomic<int> appends{0}, claimed{0}, marked_answered{0}, released{0}, marked_dead{0},
+      deferred{0};
   std::atomic<OutboxState> last_appended_state{OutboxState::kPending};
   std::atomic<int64_t> last_appended_next_attempt_ms{0};
 
@@ -99,7 +103,8 @@ class ErpGatewayTest : public ::testing::Test {
     CLAWGUARD_CHECK(g.ok());
     return std::move(g).value();
   }
-  int Call(ErpGateway& g, const char* method, const char* path, std::string_view body, std::string* reply_out) {
+  int Call(ErpGateway& g, const char* method, const char* path, std::string_view body,
+           std::string* reply_out) {
     cg_bytes reply{nullptr, 0};
     const int r = g.Call(method, path, body, &reply);
     if (reply_out != nullptr) reply_out->assign(reply.data == nullptr ? "" : reply.data, reply.len);
@@ -127,7 +132,8 @@ TEST_F(ErpGatewayTest, DeniesUndeclaredCallsAndPathTricksWithoutSending) {
       {"DELETE", "/orders/1"},
   };
   for (const auto& [method, path] : calls) {
-    EXPECT_EQ(Call(*g, method, path, R"({"sku":"ALL","qty":-1000})", nullptr), CG_DENIED) << method << " " << path;
+    EXPECT_EQ(Call(*g, method, path, R"({"sku":"ALL","qty":-1000})", nullptr), CG_DENIED)
+        << method << " " << path;
   }
   EXPECT_EQ(h_.erp().requests_total(), 0u);
   EXPECT_EQ(g->outcome().denied, static_cast<int64_t>(calls.size()));
@@ -215,7 +221,8 @@ TEST_F(ErpGatewayTest, ABodyOverTheLimitIsDeniedByItsLength) {
   EXPECT_EQ(h_.erp().requests_total(), 0u);
   EXPECT_EQ(h_.AuditCount("erp_call_denied"), 1u);
   const std::string fits(limits::kMaxErpRequestBody, 'x');
-  EXPECT_NE(Call(*g, "POST", "/orders/7/fulfil", fits, nullptr), CG_DENIED);  // sent, whatever the ERP says
+  EXPECT_NE(Call(*g, "POST", "/orders/7/fulfil", fits, nullptr),
+            CG_DENIED);  // sent, whatever the ERP says
   EXPECT_EQ(h_.erp().requests_total(), 1u);
 }
 
@@ -349,10 +356,12 @@ class ErpGatewayWritesTest : public ErpGatewayTest {
     ASSERT_NO_FATAL_FAILURE(ErpGatewayTest::SetUp());
     counting_ = std::make_unique<CountingOutbox>(h_.outbox());
     auto breaker = EndpointBreaker::Create(
-        BreakerSpec{1, std::chrono::milliseconds(5'000), std::chrono::milliseconds(30'000), 1}, h_.clock);
+        BreakerSpec{1, std::chrono::milliseconds(5'000), std::chrono::milliseconds(30'000), 1},
+        h_.clock);
     ASSERT_TRUE(breaker.ok()) << breaker.error().ToString();
     breaker_ = std::move(breaker).value();
-    auto metrics = HostMetrics::Create(MetricsNames{{}, {kPlugin}, {kFulfilCap, "GET /orders/{id}"}});
+    auto metrics =
+        HostMetrics::Create(MetricsNames{{}, {kPlugin}, {kFulfilCap, "GET /orders/{id}"}});
     ASSERT_TRUE(metrics.ok()) << metrics.error().ToString();
     metrics_ = std::move(metrics).value();
     h_.env.outbox = counting_.get();
@@ -365,7 +374,8 @@ class ErpGatewayWritesTest : public ErpGatewayTest {
   }
   // MetricCount is erp_calls_total{endpoint=|endpoint|,outcome=|outcome|}, −1 when not found.
   double MetricCount(std::string_view endpoint, std::string_view outcome) const {
-    const std::string line = clawguard::testing::ErpCallsLine(metrics_->RenderPrometheus(), endpoint, outcome);
+    const std::string line =
+        clawguard::testing::ErpCallsLine(metrics_->RenderPrometheus(), endpoint, outcome);
     return line.empty() ? -1 : std::stod(line.substr(line.rfind(' ') + 1));
   }
   OutboxRow Row(int64_t i = 0) {
@@ -547,7 +557,8 @@ TEST_F(ErpGatewayWritesTest, ASendInFlightOwnsItsRowSoNoWorkerSendsItAgain) {
     ASSERT_TRUE(drained.ok());
     EXPECT_EQ(drained->answered + drained->retry_later + drained->dead + drained->busy, 0) << t;
   }
-  auto taken = h_.outbox().Claim(key_, 0, testing::kT0 + 2'000, "another-host", testing::kT0 + 20'000);
+  auto taken =
+      h_.outbox().Claim(key_, 0, testing::kT0 + 2'000, "another-host", testing::kT0 + 20'000);
   ASSERT_TRUE(taken.ok());
   EXPECT_FALSE(taken->has_value());
   delivery.join();

@@ -13,7 +13,9 @@
 namespace clawguard::host {
 namespace {
 
-std::chrono::steady_clock::time_point In(std::chrono::milliseconds d) { return std::chrono::steady_clock::now() + d; }
+std::chrono::steady_clock::time_point In(std::chrono::milliseconds d) {
+  return std::chrono::steady_clock::now() + d;
+}
 
 TEST(ErpResolveTest, LiteralsAreTheirOwnAddressWithoutALookup) {
   // A deadline already past: a literal never waits for anything.
@@ -40,13 +42,15 @@ TEST(ErpResolveTest, ANameIsLookedUpAndAPastDeadlineIsATimeout) {
     EXPECT_TRUE(a.storage.ss_family == AF_INET || a.storage.ss_family == AF_INET6);
   }
   // The deadline has passed before the lookup could answer: the caller does not wait for it.
-  const Resolution late = ResolveBefore("localhost", 9, std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  const Resolution late =
+      ResolveBefore("localhost", 9, std::chrono::steady_clock::now() - std::chrono::seconds(1));
   EXPECT_EQ(late.outcome, Resolution::Outcome::kTimedOut);
 }
 
 TEST(ErpResolveTest, ANameNobodyKnowsIsNotFound) {
   // RFC 6761: .invalid never resolves (failed, or timed out when no resolver answers here).
-  const Resolution none = ResolveBefore("erp.clawguard-test.invalid", 80, In(std::chrono::seconds(5)));
+  const Resolution none =
+      ResolveBefore("erp.clawguard-test.invalid", 80, In(std::chrono::seconds(5)));
   EXPECT_NE(none.outcome, Resolution::Outcome::kFound);
   EXPECT_TRUE(none.addresses.empty());
 }

@@ -66,7 +66,8 @@ class ErpTriageFixture : public ::testing::Test {
     auto breaker = EndpointBreaker::Create(o.breaker, clock_);
     ASSERT_TRUE(breaker.ok()) << breaker.error().ToString();
     breaker_ = std::move(breaker).value();
-    auto metrics = HostMetrics::Create(MetricsNames{{}, {kTriagePlugin}, {kFulfil, "GET /orders/{id}"}});
+    auto metrics =
+        HostMetrics::Create(MetricsNames{{}, {kTriagePlugin}, {kFulfil, "GET /orders/{id}"}});
     ASSERT_TRUE(metrics.ok()) << metrics.error().ToString();
     metrics_ = std::move(metrics).value();
     auto caps = CapabilitySet::Create({kFulfil, "GET /orders/{id}"});
@@ -76,9 +77,10 @@ class ErpTriageFixture : public ::testing::Test {
     env_.outbox = outbox_.get();
     env_.sender = sender_.get();
     env_.clock = &clock_;
-    env_.send_timeout = std::chrono::milliseconds(250);  // erp.timeout, as the client's deadline above
-    env_.retry = ErpRetryPolicy{std::chrono::milliseconds(1000), std::chrono::milliseconds(60'000), o.attempts,
-                                o.jitter_percent, o.floor_429};
+    env_.send_timeout =
+        std::chrono::milliseconds(250);  // erp.timeout, as the client's deadline above
+    env_.retry = ErpRetryPolicy{std::chrono::milliseconds(1000), std::chrono::milliseconds(60'000),
+                                o.attempts, o.jitter_percent, o.floor_429};
     env_.audit = [this](const std::string& line) {
       std::lock_guard lock(audit_mu_);
       audit_.push_back(line);
@@ -100,7 +102,8 @@ class ErpTriageFixture : public ::testing::Test {
 
   // Claim claims |key| at level 2 and returns the fencing token.
   int64_t Claim(const std::string& key) {
-    auto c = idem_->Claim(key, "fp", ClaimMeta{kTriagePlugin, "order.created", 2, "msg_1", ""}, 30'000);
+    auto c =
+        idem_->Claim(key, "fp", ClaimMeta{kTriagePlugin, "order.created", 2, "msg_1", ""}, 30'000);
     EXPECT_TRUE(c.ok()) << c.error().ToString();
     EXPECT_TRUE(c.ok() && c->kind == ClaimOutcome::Kind::kClaimed);
     return c.ok() ? c->fencing_token : 0;
@@ -111,7 +114,8 @@ class ErpTriageFixture : public ::testing::Test {
     return std::move(g).value();
   }
   // Call makes one erp_call through a fresh delivery of |key|; |reply| gets the reply body.
-  int Call(const std::string& key, const char* method, const char* path, std::string* reply = nullptr) {
+  int Call(const std::string& key, const char* method, const char* path,
+           std::string* reply = nullptr) {
     auto g = Gateway(key);
     cg_bytes out{nullptr, 0};
     const int r = g->Call(method, path, "{\"qty\":1}", &out);

@@ -41,7 +41,8 @@ TEST(ErpTriageTest, ClassifiesEveryKindOfAnswer) {
       {401, ErpVerdict::kAuth, false, false, ErpCallOutcome::kClientError},
       {403, ErpVerdict::kAuth, false, false, ErpCallOutcome::kClientError},
       {404, ErpVerdict::kNotFound, true, false, ErpCallOutcome::kClientError},
-      {409, ErpVerdict::kConflict, true, false, ErpCallOutcome::kClientError},  // a first send, no sign
+      {409, ErpVerdict::kConflict, true, false,
+       ErpCallOutcome::kClientError},  // a first send, no sign
       {400, ErpVerdict::kRejected, true, false, ErpCallOutcome::kClientError},
       {422, ErpVerdict::kRejected, true, false, ErpCallOutcome::kClientError},
       {408, ErpVerdict::kTransient, false, true, ErpCallOutcome::kClientError},
@@ -61,14 +62,16 @@ TEST(ErpTriageTest, ClassifiesEveryKindOfAnswer) {
 }
 
 TEST(ErpTriageTest, NoAnswerIsTransientAndTimeoutIsToldApart) {
-  const ErpTriage timeout =
-      TriageAnswer(Result<ErpReply>(Status(Reason::kInternal, "erp_timeout: POST /orders/1/fulfil: deadline")), 1);
+  const ErpTriage timeout = TriageAnswer(
+      Result<ErpReply>(Status(Reason::kInternal, "erp_timeout: POST /orders/1/fulfil: deadline")),
+      1);
   EXPECT_EQ(timeout.verdict, ErpVerdict::kTransient);
   EXPECT_TRUE(timeout.breaker_failure);
   EXPECT_EQ(timeout.outcome, ErpCallOutcome::kTimeout);
   EXPECT_EQ(timeout.status, 0);
-  const ErpTriage refused =
-      TriageAnswer(Result<ErpReply>(Status(Reason::kInternal, "erp_connect: POST /orders/1/fulfil: refused")), 1);
+  const ErpTriage refused = TriageAnswer(
+      Result<ErpReply>(Status(Reason::kInternal, "erp_connect: POST /orders/1/fulfil: refused")),
+      1);
   EXPECT_EQ(refused.outcome, ErpCallOutcome::kTransportError);
   EXPECT_TRUE(refused.breaker_failure);
 }
@@ -79,11 +82,14 @@ TEST(ErpTriageTest, RetryAfterIsDeltaSecondsOnly) {
   EXPECT_EQ(ParseRetryAfterSeconds("0"), 0);
   EXPECT_EQ(ParseRetryAfterSeconds("99999999999999999999999"), kMaxRetryAfterSeconds);
   EXPECT_EQ(ParseRetryAfterSeconds("200000"), kMaxRetryAfterSeconds);
-  for (const char* bad : {"", " ", "-1", "1.5", "+3", "abc", "Wed, 21 Oct 2026 07:28:00 GMT", "12s"}) {
+  for (const char* bad :
+       {"", " ", "-1", "1.5", "+3", "abc", "Wed, 21 Oct 2026 07:28:00 GMT", "12s"}) {
     EXPECT_FALSE(ParseRetryAfterSeconds(bad).has_value()) << bad;
   }
   EXPECT_EQ(TriageAnswer(Result<ErpReply>(Answer(429, "30")), 1).retry_after_ms, 30'000);
-  EXPECT_EQ(TriageAnswer(Result<ErpReply>(Answer(429, "Wed, 21 Oct 2026 07:28:00 GMT")), 1).retry_after_ms, -1);
+  EXPECT_EQ(TriageAnswer(Result<ErpReply>(Answer(429, "Wed, 21 Oct 2026 07:28:00 GMT")), 1)
+                .retry_after_ms,
+            -1);
   EXPECT_EQ(TriageAnswer(Result<ErpReply>(Answer(429)), 1).retry_after_ms, -1);
 }
 
@@ -100,22 +106,27 @@ TEST(ErpTriageTest, A409SaysItsKeyIsInProgressByRetryAfterOrAnIdempotencyError) 
       R"("type":"idempotency_error"}})";
   const std::string draft = R"({"type":"https://developer.example.com/idempotency",)"
                             R"("title":"A request is outstanding for this Idempotency-Key"})";
-  const std::string sinch = R"({"type":"https://developers.sinch.com/docs/errors/registry/idempotency-conflict",)"
-                            R"("title":"Idempotency Conflict"})";
-  for (const std::string& body : {stripe, draft, sinch, std::string(R"({"title":"IDEMPOTENCY key busy"})")}) {
+  const std::string sinch =
+      R"({"type":"https://developers.sinch.com/docs/errors/registry/idempotency-conflict",)"
+      R"("title":"Idempotency Conflict"})";
+  for (const std::string& body :
+       {stripe, draft, sinch, std::string(R"({"title":"IDEMPOTENCY key busy"})")}) {
     EXPECT_TRUE(SaysKeyInProgress(Conflict(body))) << body;
   }
   EXPECT_TRUE(SaysKeyInProgress(Conflict("", "2")));
-  EXPECT_TRUE(SaysKeyInProgress(Conflict("not json", "Wed, 21 Oct 2026 07:28:00 GMT")));  // any Retry-After
+  EXPECT_TRUE(
+      SaysKeyInProgress(Conflict("not json", "Wed, 21 Oct 2026 07:28:00 GMT")));  // any Retry-After
   // A conflict of the business: none of those signs.
   for (const std::string& body :
-       {std::string(R"({"error":"order 8 is already fulfilled"})"), std::string(R"({"error":{"type":"conflict"}})"),
-        std::string(R"({"type":42,"title":["idempotency"]})"), std::string("idempotency_error"), std::string(""),
-        std::string(R"([{"type":"idempotency_error"}])")}) {
+       {std::string(R"({"error":"order 8 is already fulfilled"})"),
+        std::string(R"({"error":{"type":"conflict"}})"),
+        std::string(R"({"type":42,"title":["idempotency"]})"), std::string("idempotency_error"),
+        std::string(""), std::string(R"([{"type":"idempotency_error"}])")}) {
     EXPECT_FALSE(SaysKeyInProgress(Conflict(body))) << body;
   }
   // A body over the bound is not read.
-  EXPECT_FALSE(SaysKeyInProgress(Conflict(R"({"title":"idempotency")" + std::string(kMaxInProgressBody, ' ') + "}")));
+  EXPECT_FALSE(SaysKeyInProgress(
+      Conflict(R"({"title":"idempotency")" + std::string(kMaxInProgressBody, ' ') + "}")));
 
   // Triage: marked → in progress at any attempt, with its Retry-After; unmarked → a conflict on a
   // row's first send, "in progress" on a resend (its first request may still be running).
@@ -145,8 +156,8 @@ TEST(ErpTriageTest, JitterStaysWithinItsBoundsAnd429NeverComesEarly) {
   EXPECT_EQ(p.JitteredMs(10'000, 0.5), 10'000);
   EXPECT_EQ(p.JitteredMs(10'000, 1.0), 12'000);
   EXPECT_EQ(p.JitteredMs(10'000, 0.75), 11'000);
-  EXPECT_EQ(p.CooldownMs(-1, 0.0), 60'000);       // no Retry-After: the floor
-  EXPECT_EQ(p.CooldownMs(5'000, 0.0), 60'000);    // under the floor: the floor
+  EXPECT_EQ(p.CooldownMs(-1, 0.0), 60'000);        // no Retry-After: the floor
+  EXPECT_EQ(p.CooldownMs(5'000, 0.0), 60'000);     // under the floor: the floor
   EXPECT_EQ(p.CooldownMs(120'000, 0.0), 120'000);  // above it: the ERP's wish
   EXPECT_EQ(p.CooldownMs(120'000, 1.0), 144'000);  // jitter only lengthens
   p.jitter_percent = 0;
@@ -343,13 +354,15 @@ TEST_F(ErpDeadLetterTest, A409ForItsOwnKeyInProgressIsAskedAgainAndTheRealAnswer
   ErpAnswer busy;
   busy.status = 409;
   busy.retry_after = "3";
-  busy.body = R"({"error":{"message":"another in-progress request uses this key","type":"idempotency_error"}})";
+  busy.body =
+      R"({"error":{"message":"another in-progress request uses this key","type":"idempotency_error"}})";
   erp_->SetAnswer("/orders/8/fulfil", busy);
   EXPECT_EQ(Call(key_, "POST", "/orders/8/fulfil"), CG_UNAVAILABLE);  // not the plugin's 409
   OutboxRow row = Row(key_);
   EXPECT_EQ(row.state, OutboxState::kSent);
   EXPECT_EQ(row.claimed_by, "");
-  EXPECT_EQ(row.next_attempt_ms, testing::kTriageT0 + 3'000);  // max(Retry-After, first backoff 1 s)
+  EXPECT_EQ(row.next_attempt_ms,
+            testing::kTriageT0 + 3'000);  // max(Retry-After, first backoff 1 s)
   EXPECT_TRUE(Entries(DlqClass::kConflict).empty());
   EXPECT_EQ(RecentFailures(testing::kFulfil), 0u);
   EXPECT_EQ(AuditCount("\"erp_call_in_progress\""), 1u);
@@ -376,7 +389,8 @@ TEST_F(ErpDeadLetterTest, A409ForItsOwnKeyInProgressIsAskedAgainAndTheRealAnswer
 TEST_F(ErpDeadLetterTest, A409ThatSaysInProgressOnEveryAskEndsDeadNeverAsAConflict) {
   ErpAnswer busy;
   busy.status = 409;
-  busy.body = R"({"type":"https://erp.example/problems/idempotency-key-in-use","title":"Conflict"})";
+  busy.body =
+      R"({"type":"https://erp.example/problems/idempotency-key-in-use","title":"Conflict"})";
   erp_->SetAnswer("/orders/8/fulfil", busy);
   EXPECT_EQ(Call(key_, "POST", "/orders/8/fulfil"), CG_UNAVAILABLE);
   for (int i = 2; i <= 4; ++i) {
@@ -395,7 +409,8 @@ TEST_F(ErpDeadLetterTest, A409ThatSaysInProgressOnEveryAskEndsDeadNeverAsAConfli
   EXPECT_NE(exhausted[0].detail.find("in progress"), std::string::npos) << exhausted[0].detail;
 }
 
-TEST_F(ErpDeadLetterTest, AnUnmarked409ToAResendIsAskedAgainThenTakenAsAConflictWhenAttemptsAreSpent) {
+TEST_F(ErpDeadLetterTest,
+       AnUnmarked409ToAResendIsAskedAgainThenTakenAsAConflictWhenAttemptsAreSpent) {
   // The first send got no answer (503); every resend gets a bare 409: it may be the first request
   // still running, so it is asked again; when every ask got it, it is a real conflict.
   ErpAnswer down;
@@ -441,7 +456,8 @@ TEST_F(ErpDeadLetterTest, ReplayCallRevivesADeadRowAndTheWorkerSendsItWithTheSam
   EXPECT_EQ(*revived, CallReplay::kQueued);
   EXPECT_EQ(Row(key_).state, OutboxState::kPending);
   EXPECT_EQ(Row(key_).attempts, 0);
-  EXPECT_EQ(*worker_->ReplayCall(exhausted[0]), CallReplay::kQueued);  // already pending: nothing changed
+  EXPECT_EQ(*worker_->ReplayCall(exhausted[0]),
+            CallReplay::kQueued);  // already pending: nothing changed
   EXPECT_EQ(Drain().answered, 1);
   const auto reqs = erp_->requests();
   ASSERT_EQ(reqs.size(), 5u);
@@ -476,7 +492,8 @@ class ErpBreakerTest : public ErpTriageFixture {
   void SetUp() override {
     testing::TriageOptions o;
     o.attempts = 8;
-    o.breaker = BreakerSpec{3, std::chrono::milliseconds(5'000), std::chrono::milliseconds(30'000), 1};
+    o.breaker =
+        BreakerSpec{3, std::chrono::milliseconds(5'000), std::chrono::milliseconds(30'000), 1};
     ASSERT_NO_FATAL_FAILURE(Init(o));
   }
 };
@@ -510,14 +527,16 @@ TEST_F(ErpBreakerTest, OpensAfterThreeFailuresAndTheNextCallIsNotSent) {
   const auto held = Drain();
   EXPECT_EQ(held.not_sent, 3);
   EXPECT_EQ(erp_->requests_total(), 4u);
-  for (int i = 0; i < 3; ++i) erp_->SetAnswer("/orders/" + std::to_string(i) + "/fulfil", ErpAnswer{});
+  for (int i = 0; i < 3; ++i)
+    erp_->SetAnswer("/orders/" + std::to_string(i) + "/fulfil", ErpAnswer{});
   clock_.Advance(28'000);
   const auto probe = Drain();
   EXPECT_GE(probe.answered, 1);
   EXPECT_EQ(breaker_->StateOf(testing::kFulfil), EndpointBreaker::State::kClosed);
   clock_.Advance(30'000);
   (void)Drain();
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(Row(Sha256Hex("event-" + std::to_string(i))).state, OutboxState::kAnswered);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(Row(Sha256Hex("event-" + std::to_string(i))).state, OutboxState::kAnswered);
   EXPECT_EQ(Row(next).state, OutboxState::kAnswered);
 }
 

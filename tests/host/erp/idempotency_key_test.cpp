@@ -41,9 +41,10 @@ TEST(IdempotencyKeyVectorsTest, EveryLevel1Vector) {
   for (const json& c : v["level1"]) {
     SCOPED_TRACE(c.dump());
     const std::string bv = BusinessValue(c);
-    EXPECT_EQ(Level1Key(c["plugin"].get<std::string>(), c["route"].get<std::string>(), bv), c["key"]);
-    const EventKey ek = DeriveEventKey(1, c["plugin"].get<std::string>(), c["route"].get<std::string>(), "msg_any", bv,
-                                       "any body");
+    EXPECT_EQ(Level1Key(c["plugin"].get<std::string>(), c["route"].get<std::string>(), bv),
+              c["key"]);
+    const EventKey ek = DeriveEventKey(1, c["plugin"].get<std::string>(),
+                                       c["route"].get<std::string>(), "msg_any", bv, "any body");
     EXPECT_EQ(ek.key, c["key"]);
     EXPECT_EQ(ek.fingerprint, bv);
   }
@@ -77,7 +78,8 @@ TEST(IdempotencyKeyVectorsTest, EveryErpCallVector) {
 }
 
 TEST(IdempotencyKeyTest, FieldsAreLengthPrefixedSoBoundariesMatter) {
-  EXPECT_NE(Level1Key("acme-orders", "order.created", "1"), Level1Key("acme-orders", "order.created1", ""));
+  EXPECT_NE(Level1Key("acme-orders", "order.created", "1"),
+            Level1Key("acme-orders", "order.created1", ""));
   EXPECT_NE(Level2Key("a", "b", "c", ""), Level1Key("a", "b", "c"));
 }
 
@@ -92,20 +94,20 @@ TEST(BusinessKeyTest, StringsAndIntegersOnly) {
 
 TEST(BusinessKeyTest, EverythingElseIsIdempotencyKeyMissing) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {R"({"order":{}})", "/order/id"},                  // absent
-      {R"({"order":{"id":null}})", "/order/id"},         // null
-      {R"({"order":{"id":true}})", "/order/id"},         // bool
-      {R"({"order":{"id":1.5}})", "/order/id"},          // float
-      {R"({"order":{"id":1e3}})", "/order/id"},          // float written as exponent
-      {R"({"order":{"id":{"x":1}}})", "/order/id"},      // object
-      {R"({"order":{"id":[1]}})", "/order/id"},          // array
-      {"not json", "/order/id"},                         // body not JSON
-      {R"({"a":1,"a":2})", "/a"},                        // duplicate key (strict JSON)
-      {R"({"items":[1]})", "/items/x"},                  // non-numeric array index
-      {R"({"items":[1]})", "/items/-"},                  // past-the-end index
-      {R"({"order":{"id":"x"}})", "order/id"},           // malformed pointer
-      {R"({"order":{"id":"x"}})", "/order/id~2"},        // bad escape
-      {R"({"order":{"id":""}})", "/order/id"},           // empty string
+      {R"({"order":{}})", "/order/id"},                      // absent
+      {R"({"order":{"id":null}})", "/order/id"},             // null
+      {R"({"order":{"id":true}})", "/order/id"},             // bool
+      {R"({"order":{"id":1.5}})", "/order/id"},              // float
+      {R"({"order":{"id":1e3}})", "/order/id"},              // float written as exponent
+      {R"({"order":{"id":{"x":1}}})", "/order/id"},          // object
+      {R"({"order":{"id":[1]}})", "/order/id"},              // array
+      {"not json", "/order/id"},                             // body not JSON
+      {R"({"a":1,"a":2})", "/a"},                            // duplicate key (strict JSON)
+      {R"({"items":[1]})", "/items/x"},                      // non-numeric array index
+      {R"({"items":[1]})", "/items/-"},                      // past-the-end index
+      {R"({"order":{"id":"x"}})", "order/id"},               // malformed pointer
+      {R"({"order":{"id":"x"}})", "/order/id~2"},            // bad escape
+      {R"({"order":{"id":""}})", "/order/id"},               // empty string
       {"{\"k\":\"" + std::string(1025, 'k') + "\"}", "/k"},  // over kMaxBusinessKeyBytes
   };
   for (const auto& [body, ptr] : cases) {

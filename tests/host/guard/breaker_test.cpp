@@ -112,9 +112,12 @@ TEST_F(KeyBreakerTest, ConcurrentFailuresReportOneOpening) {
 
 TEST(BreakerCreateTest, RefusesImpossibleSpecs) {
   FixedClock clock(kT0);
-  EXPECT_THAT(KeyBreaker::Create(BreakerSpec{0, Millis(5000), Millis(1000), 0}, clock), HasReason(Reason::kConfigInvalid));
-  EXPECT_THAT(KeyBreaker::Create(BreakerSpec{3, Millis(0), Millis(1000), 0}, clock), HasReason(Reason::kConfigInvalid));
-  EXPECT_THAT(EndpointBreaker::Create(BreakerSpec{3, Millis(5000), Millis(1000), 0}, clock), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(KeyBreaker::Create(BreakerSpec{0, Millis(5000), Millis(1000), 0}, clock),
+              HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(KeyBreaker::Create(BreakerSpec{3, Millis(0), Millis(1000), 0}, clock),
+              HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(EndpointBreaker::Create(BreakerSpec{3, Millis(5000), Millis(1000), 0}, clock),
+              HasReason(Reason::kConfigInvalid));
   EXPECT_EQ(RetryAfterSeconds(0), 1);
   EXPECT_EQ(RetryAfterSeconds(1001), 2);
 }
@@ -149,7 +152,8 @@ TEST_F(EndpointBreakerTest, OpensThenHalfOpensThenClosesOnAProbeSuccess) {
   auto p = b->Acquire(kEp);
   EXPECT_FALSE(p.allowed);
   EXPECT_EQ(p.retry_after_ms, 60'000);
-  EXPECT_EQ(b->StateOf("GET /orders/{id}"), EndpointBreaker::State::kClosed);  // other endpoints unaffected
+  EXPECT_EQ(b->StateOf("GET /orders/{id}"),
+            EndpointBreaker::State::kClosed);  // other endpoints unaffected
 
   clock_.Advance(60'000);
   EXPECT_EQ(b->StateOf(kEp), EndpointBreaker::State::kHalfOpen);

@@ -38,7 +38,8 @@ TEST_F(CapabilityPausesTest, RefreshMirrorsTheStorePausesExactly) {
   EXPECT_TRUE(pauses_.IsPaused("billing", "GET /invoices/{id}"));
   EXPECT_FALSE(pauses_.IsPaused("acme-orders", "GET /invoices/{id}"));  // per plugin
   EXPECT_FALSE(pauses_.IsPaused("billing", kFulfil));
-  EXPECT_FALSE(pauses_.IsPaused("acme-orders", "POST /orders/1/fulfil"));  // the capability, not a path
+  EXPECT_FALSE(
+      pauses_.IsPaused("acme-orders", "POST /orders/1/fulfil"));  // the capability, not a path
   EXPECT_EQ(pauses_.size(), 2u);
 
   ASSERT_TRUE(*dlq_->Resume("acme-orders", kFulfil, "cli:alice"));

@@ -18,7 +18,8 @@ using Millis = std::chrono::milliseconds;
 
 constexpr int64_t kT0 = 1'796'000'000'000;
 
-std::unique_ptr<RateLimiter> Make(const RateLimit& limit, const Clock& clock, size_t max_plugins = 4096) {
+std::unique_ptr<RateLimiter> Make(const RateLimit& limit, const Clock& clock,
+                                  size_t max_plugins = 4096) {
   auto r = RateLimiter::Create(limit, clock, max_plugins);
   EXPECT_TRUE(r.ok()) << r.error().ToString();
   return r.ok() ? std::move(r).value() : nullptr;
@@ -104,9 +105,12 @@ TEST(RateLimiterTest, ConcurrentAcquiresNeverExceedTheBurst) {
 
 TEST(RateLimiterTest, RefusesImpossibleLimits) {
   FixedClock clock(kT0);
-  EXPECT_THAT(RateLimiter::Create(RateLimit{0, Millis(1000), 1}, clock), HasReason(Reason::kConfigInvalid));
-  EXPECT_THAT(RateLimiter::Create(RateLimit{1, Millis(0), 1}, clock), HasReason(Reason::kConfigInvalid));
-  EXPECT_THAT(RateLimiter::Create(RateLimit{1, Millis(1000), 2'000'000'000}, clock), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(RateLimiter::Create(RateLimit{0, Millis(1000), 1}, clock),
+              HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(RateLimiter::Create(RateLimit{1, Millis(0), 1}, clock),
+              HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(RateLimiter::Create(RateLimit{1, Millis(1000), 2'000'000'000}, clock),
+              HasReason(Reason::kConfigInvalid));
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ TEST(RetentionAdvisorTest, P99IsTheNearestRankAndAdviceIsTwentyPercentMore) {
   // Rank ceil(0.99 × 100) = 99; 99 ms sits in bucket [98, 99] (2 ms wide above 64 ms).
   EXPECT_EQ(a.PercentileMs(0.99), 99);
   EXPECT_EQ(a.PercentileMs(0.5), 50);
-  EXPECT_EQ(a.PercentileMs(1.0), 101);  // 100 is in [100, 101]: the upper bound, never less
+  EXPECT_EQ(a.PercentileMs(1.0), 101);     // 100 is in [100, 101]: the upper bound, never less
   EXPECT_EQ(a.AdvisedRetentionMs(), 119);  // ceil(99 × 1.2) = ceil(118.8)
   const RetentionReport r = a.Report(119);
   EXPECT_EQ(r.samples, 100u);
@@ -77,7 +77,7 @@ TEST(RetentionAdvisorTest, BucketsAreExactBelow64AndAtMostOneThirtySecondWideAbo
     const int64_t upper = RetentionAdvisor::BucketUpperMs(b);
     EXPECT_GE(upper, g) << g;
     EXPECT_LE(upper - g, g / 32) << g;
-    EXPECT_EQ(RetentionAdvisor::BucketOf(upper), b) << g;      // the upper bound is in the bucket
+    EXPECT_EQ(RetentionAdvisor::BucketOf(upper), b) << g;  // the upper bound is in the bucket
     EXPECT_EQ(RetentionAdvisor::BucketOf(upper + 1), b + 1) << g;  // and the next value is not
     previous = b;
   }

@@ -46,14 +46,16 @@ HttpRequest WithAuth(std::initializer_list<std::string> values) {
 }
 
 TEST(AdminAuthTest, RefusesATokenShorterThanTheMinimum) {
-  auto h = RequireBearerToken(SecretBytes("short"), [](const HttpRequest&) { return HttpResponse{}; });
+  auto h =
+      RequireBearerToken(SecretBytes("short"), [](const HttpRequest&) { return HttpResponse{}; });
   ASSERT_FALSE(h.ok());
   EXPECT_THAT(h, HasReason(Reason::kConfigInvalid));
   EXPECT_EQ(h.error().message().find("short"), std::string::npos);  // the token is never echoed
 }
 
 TEST(AdminAuthTest, RefusesAnEmptyInnerHandler) {
-  EXPECT_THAT(RequireBearerToken(SecretBytes(kToken), Handler()), HasReason(Reason::kConfigInvalid));
+  EXPECT_THAT(RequireBearerToken(SecretBytes(kToken), Handler()),
+              HasReason(Reason::kConfigInvalid));
 }
 
 TEST(AdminAuthTest, MissingHeaderGets401WithBearerChallenge) {
@@ -68,9 +70,15 @@ TEST(AdminAuthTest, MissingHeaderGets401WithBearerChallenge) {
 
 TEST(AdminAuthTest, WrongOrMalformedTokensGet401InvalidToken) {
   auto gate = MakeGate();
-  const std::vector<std::string> values = {
-      "Bearer wrong", "Bearer " + kToken + "x", "Bearer " + kToken.substr(1), "Basic " + kToken, "Bearer",
-      "Bearer ",      "Bearer" + kToken,        "Bearer " + kToken + " extra", kToken};
+  const std::vector<std::string> values = {"Bearer wrong",
+                                           "Bearer " + kToken + "x",
+                                           "Bearer " + kToken.substr(1),
+                                           "Basic " + kToken,
+                                           "Bearer",
+                                           "Bearer ",
+                                           "Bearer" + kToken,
+                                           "Bearer " + kToken + " extra",
+                                           kToken};
   for (const std::string& value : values) {
     HttpResponse r = gate->handler(WithAuth({value}));
     EXPECT_EQ(r.status, 401) << value;
@@ -114,7 +122,8 @@ TEST(AdminAuthTest, GuardsARealListener) {
   EXPECT_TRUE(conn->WaitForClose());
   conn = ht::RawConnection::Connect((*server)->port());
   ASSERT_NE(conn, nullptr);
-  ASSERT_TRUE(conn->Send(ht::SimpleRequest("GET", "/metrics", "", "Authorization: Bearer " + kToken + "\r\n")));
+  ASSERT_TRUE(conn->Send(
+      ht::SimpleRequest("GET", "/metrics", "", "Authorization: Bearer " + kToken + "\r\n")));
   ht::RawResponse allowed = conn->ReadResponse();
   ASSERT_TRUE(allowed.ok);
   EXPECT_EQ(allowed.status, 200);

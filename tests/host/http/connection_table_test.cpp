@@ -58,7 +58,7 @@ TEST_F(ConnectionTableTest, UnprovenIdleConnectionsGoBeforeProvenOnesAndBusyOnes
   Entry* idle = Connect(t, "p");
   Connect(t, "q");
   ASSERT_EQ(shed_.size(), 1u);
-  EXPECT_EQ(shed_[0], idle);  // unproven, though the proven one is older
+  EXPECT_EQ(shed_[0], idle);   // unproven, though the proven one is older
   EXPECT_FALSE(t.Busy(idle));  // a doomed connection's request is never handled
   Entry* newest = Connect(t, "r");
   ASSERT_EQ(shed_.size(), 2u);

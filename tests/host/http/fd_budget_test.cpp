@@ -49,7 +49,8 @@ TEST(FdBudgetTest, TooFewDescriptorsStopTheHostNamingWhatItNeeds) {
     auto b = ListenerBudget(limits::kDefaultMaxConnections, soft, 64);
     ASSERT_FALSE(b.ok()) << soft;
     EXPECT_THAT(b, HasReason(Reason::kConfigInvalid));
-    EXPECT_NE(b.error().message().find("RLIMIT_NOFILE is " + std::to_string(soft)), std::string::npos)
+    EXPECT_NE(b.error().message().find("RLIMIT_NOFILE is " + std::to_string(soft)),
+              std::string::npos)
         << b.error().message();
     EXPECT_NE(b.error().message().find("at least 400"), std::string::npos) << b.error().message();
   }

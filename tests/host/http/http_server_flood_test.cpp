@@ -64,9 +64,9 @@ HttpResponse Text(int status, std::string body) {
 
 // How the flood's requests are answered (the server under test).
 enum class Answer {
-  kFrontRefusal,        // a FrontHandler answers 401 inline
-  kFrontUnprovenOk,     // a FrontHandler answers 200 inline without the request proving anything
-  kHandlerRefusal,      // a plain Handler answers 401 (as the admin listener without its token)
+  kFrontRefusal,     // a FrontHandler answers 401 inline
+  kFrontUnprovenOk,  // a FrontHandler answers 200 inline without the request proving anything
+  kHandlerRefusal,   // a plain Handler answers 401 (as the admin listener without its token)
 };
 
 std::string Name(Answer a) {
@@ -107,7 +107,9 @@ class HttpServerFloodTest : public ::testing::Test {
           std::move(o), [unproven](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
             if (r.headers.Has("X-Test-Proof")) {
               Deferred later;
-              later.run = [](const HttpRequest& req) { return Text(200, "delivered " + req.target); };
+              later.run = [](const HttpRequest& req) {
+                return Text(200, "delivered " + req.target);
+              };
               return later;
             }
             return unproven(r);
@@ -135,7 +137,8 @@ class HttpServerFloodTest : public ::testing::Test {
     ht::RawResponse r;
     for (*attempts = 1; *attempts <= kAttempts; ++*attempts) {
       auto c = ht::RawConnection::Connect(server_->port());
-      if (c != nullptr && c->Send(ht::SimpleRequest("POST", target, "{}", kProof))) r = c->ReadResponse();
+      if (c != nullptr && c->Send(ht::SimpleRequest("POST", target, "{}", kProof)))
+        r = c->ReadResponse();
       if (r.ok) return r;
     }
     return r;
@@ -146,9 +149,11 @@ class HttpServerFloodTest : public ::testing::Test {
   std::unique_ptr<ht::PipelineFlood> flood_;
 };
 
-class HttpServerFloodAnswersTest : public HttpServerFloodTest, public ::testing::WithParamInterface<Answer> {};
+class HttpServerFloodAnswersTest : public HttpServerFloodTest,
+                                   public ::testing::WithParamInterface<Answer> {};
 
-TEST_P(HttpServerFloodAnswersTest, SignedDeliveriesTakeThePlaceOfUnprovenPeersThatNeverReadTheirAnswers) {
+TEST_P(HttpServerFloodAnswersTest,
+       SignedDeliveriesTakeThePlaceOfUnprovenPeersThatNeverReadTheirAnswers) {
   ASSERT_NO_FATAL_FAILURE(Start(GetParam(), BigAnswerBytes()));
   const std::string target = GetParam() == Answer::kFrontUnprovenOk ? "/healthz" : "/webhooks/p/r";
   flood_ = Flood(ht::SimpleRequest("POST", target, "{}"));
@@ -160,9 +165,11 @@ TEST_P(HttpServerFloodAnswersTest, SignedDeliveriesTakeThePlaceOfUnprovenPeersTh
     ASSERT_TRUE(WaitFor([&] {
       flood_->Refill(kFlood);
       flood_->Pump(0);
-      return flood_->delivered() == kFlood && server_->connection_stats().open == static_cast<uint64_t>(kFlood) &&
+      return flood_->delivered() == kFlood &&
+             server_->connection_stats().open == static_cast<uint64_t>(kFlood) &&
              answered_.load() >= kFlood + d;
-    })) << "open " << server_->connection_stats().open << ", flood delivered " << flood_->delivered()
+    })) << "open "
+        << server_->connection_stats().open << ", flood delivered " << flood_->delivered()
         << ", answered " << answered_.load();
     int attempts = 0;
     const ht::RawResponse r = Deliver("/deliveries/" + std::to_string(d), &attempts);
@@ -173,16 +180,18 @@ TEST_P(HttpServerFloodAnswersTest, SignedDeliveriesTakeThePlaceOfUnprovenPeersTh
     EXPECT_EQ(r.body, "delivered /deliveries/" + std::to_string(d));
   }
   const ConnectionStats s = server_->connection_stats();
-  std::cout << "[ measured ] " << kDeliveries << " of " << kDeliveries << " deliveries answered in " << total_attempts
-            << " attempts; shed " << s.shed_total << ", refused " << s.refused_total << ", flood connections opened "
-            << flood_->opened_total() << ", closed by the server " << flood_->closed_total() << "\n";
+  std::cout << "[ measured ] " << kDeliveries << " of " << kDeliveries << " deliveries answered in "
+            << total_attempts << " attempts; shed " << s.shed_total << ", refused "
+            << s.refused_total << ", flood connections opened " << flood_->opened_total()
+            << ", closed by the server " << flood_->closed_total() << "\n";
   EXPECT_GE(s.shed_total, static_cast<uint64_t>(kDeliveries));
   // No flood connection got a second answer: its first one is still being written.
   EXPECT_LE(static_cast<uint64_t>(answered_.load()), flood_->opened_total());
 }
 
 INSTANTIATE_TEST_SUITE_P(Answers, HttpServerFloodAnswersTest,
-                         ::testing::Values(Answer::kFrontRefusal, Answer::kFrontUnprovenOk, Answer::kHandlerRefusal),
+                         ::testing::Values(Answer::kFrontRefusal, Answer::kFrontUnprovenOk,
+                                           Answer::kHandlerRefusal),
                          AnswerName);
 
 // A refusal ends a connection that has proven nothing: of requests pipelined behind a forged one,
@@ -192,7 +201,8 @@ TEST_F(HttpServerFloodTest, ARefusalEndsAnUnprovenConnectionWithoutAnsweringItsP
   auto c = ht::RawConnection::Connect(server_->port());
   ASSERT_NE(c, nullptr);
   std::string pipelined;
-  for (int i = 0; i < kPipelined; ++i) pipelined += ht::SimpleRequest("POST", "/webhooks/p/r", "{}");
+  for (int i = 0; i < kPipelined; ++i)
+    pipelined += ht::SimpleRequest("POST", "/webhooks/p/r", "{}");
   ASSERT_TRUE(c->Send(pipelined));
   const ht::RawResponse r = c->ReadResponse();
   ASSERT_TRUE(r.ok);

@@ -48,7 +48,8 @@ class HttpServerLimitsTest : public ::testing::Test {
     o.handler_threads = 4;
     o.max_connections = max;
     o.max_connections_per_peer = per_peer;
-    auto server = HttpServer::Create(std::move(o), [this](const HttpRequest& r) { return (*blocking_)(r); });
+    auto server =
+        HttpServer::Create(std::move(o), [this](const HttpRequest& r) { return (*blocking_)(r); });
     ASSERT_TRUE(server.ok()) << server.error().ToString();
     server_ = std::move(server).value();
     ASSERT_TRUE(server_->Start().ok());
@@ -75,7 +76,8 @@ class HttpServerLimitsTest : public ::testing::Test {
     if (!WaitFor([&] { return blocking_->entered.load() > before; })) return nullptr;
     return c;
   }
-  std::unique_ptr<ht::FloodClient> Flood(int n, std::vector<std::string> sources, bool slow_loris = false) {
+  std::unique_ptr<ht::FloodClient> Flood(int n, std::vector<std::string> sources,
+                                         bool slow_loris = false) {
     ht::FloodOptions o;
     o.port = server_->port();
     o.connections = n;
@@ -93,7 +95,8 @@ TEST_F(HttpServerLimitsTest, OptionsOutOfRangeAreRefused) {
     ServerOptions o;
     o.max_connections = max;
     o.max_connections_per_peer = per_peer;
-    auto server = HttpServer::Create(std::move(o), [](const HttpRequest&) { return HttpResponse{}; });
+    auto server =
+        HttpServer::Create(std::move(o), [](const HttpRequest&) { return HttpResponse{}; });
     ASSERT_FALSE(server.ok()) << max << " " << per_peer;
     EXPECT_THAT(server, HasReason(Reason::kConfigInvalid));
   }

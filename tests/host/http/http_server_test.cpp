@@ -56,7 +56,8 @@ TEST(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   auto conn = ht::RawConnection::Connect(server->port());
   ASSERT_NE(conn, nullptr);
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(conn->Send(ht::SimpleRequest("POST", "/r" + std::to_string(i), "body" + std::to_string(i))));
+    ASSERT_TRUE(conn->Send(
+        ht::SimpleRequest("POST", "/r" + std::to_string(i), "body" + std::to_string(i))));
     ht::RawResponse r = conn->ReadResponse();
     ASSERT_TRUE(r.ok) << i;
     EXPECT_EQ(r.status, 200);
@@ -103,7 +104,8 @@ TEST(HttpServerTest, BodyOverTheLimitGets413ProblemAndTheConnectionCloses) {
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.status, 413);
   EXPECT_EQ(r.headers.Get("Content-Type"), "application/problem+json");
-  EXPECT_NE(r.body.find("https://clawguard.dev/problems/request_too_large"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("https://clawguard.dev/problems/request_too_large"), std::string::npos)
+      << r.body;
   EXPECT_EQ(r.headers.Get("Connection"), "close");
   EXPECT_TRUE(conn->WaitForClose());
   EXPECT_EQ(calls.load(), 0);
@@ -117,8 +119,8 @@ TEST(HttpServerTest, ChunkedBodyOverTheLimitGets413) {
   auto conn = ht::RawConnection::Connect(server->port());
   ASSERT_NE(conn, nullptr);
   std::string chunk(2000, 'y');
-  ASSERT_TRUE(conn->Send("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n7d0\r\n" + chunk +
-                         "\r\n0\r\n\r\n"));
+  ASSERT_TRUE(conn->Send("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n7d0\r\n" +
+                         chunk + "\r\n0\r\n\r\n"));
   ht::RawResponse r = conn->ReadResponse();
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.status, 413);
@@ -132,7 +134,8 @@ TEST(HttpServerTest, HeadersOverTheLimitGet413AndTheConnectionCloses) {
   ASSERT_NE(server, nullptr);
   auto conn = ht::RawConnection::Connect(server->port());
   ASSERT_NE(conn, nullptr);
-  ASSERT_TRUE(conn->Send(ht::SimpleRequest("GET", "/", "", "X-Big: " + std::string(4000, 'h') + "\r\n")));
+  ASSERT_TRUE(
+      conn->Send(ht::SimpleRequest("GET", "/", "", "X-Big: " + std::string(4000, 'h') + "\r\n")));
   ht::RawResponse r = conn->ReadResponse();
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.status, 413);
@@ -151,7 +154,8 @@ TEST(HttpServerTest, SlowClientIsDisconnectedAfterTheReadTimeout) {
   ASSERT_NE(server, nullptr);
   auto conn = ht::RawConnection::Connect(server->port());
   ASSERT_NE(conn, nullptr);
-  ASSERT_TRUE(conn->Send("POST /webhooks/a/b HTTP/1.1\r\nHost: h\r\nContent-Le"));  // half, then nothing
+  ASSERT_TRUE(
+      conn->Send("POST /webhooks/a/b HTTP/1.1\r\nHost: h\r\nContent-Le"));  // half, then nothing
   EXPECT_TRUE(conn->WaitForClose());
   EXPECT_EQ(calls.load(), 0);
 }
@@ -181,7 +185,9 @@ TEST(HttpServerTest, MalformedRequestGets400) {
 }
 
 TEST(HttpServerTest, HandlerExceptionBecomes500WithoutItsText) {
-  auto server = Started({}, [](const HttpRequest&) -> HttpResponse { throw std::runtime_error("secret-ish detail"); });
+  auto server = Started({}, [](const HttpRequest&) -> HttpResponse {
+    throw std::runtime_error("secret-ish detail");
+  });
   ASSERT_NE(server, nullptr);
   auto conn = ht::RawConnection::Connect(server->port());
   ASSERT_NE(conn, nullptr);
@@ -211,7 +217,8 @@ TEST(HttpServerTest, HeaderWithLineBreakFromHandlerBecomes500) {
 TEST(HttpServerTest, HeaderTooLargeToRenderBecomes500AndTheServerKeepsServing) {
   auto server = Started({}, [](const HttpRequest& r) {
     HttpResponse res;
-    if (r.target == "/huge") res.headers.Set("X-Huge", std::string(70'000, 'v'));  // over Beast's field limit
+    if (r.target == "/huge")
+      res.headers.Set("X-Huge", std::string(70'000, 'v'));  // over Beast's field limit
     return res;
   });
   ASSERT_NE(server, nullptr);
@@ -228,7 +235,9 @@ TEST(HttpServerTest, HeaderTooLargeToRenderBecomes500AndTheServerKeepsServing) {
 }
 
 TEST(HttpServerTest, AbortStatusClosesWithoutAnAnswer) {
-  auto server = Started({}, [](const HttpRequest&) { return HttpResponse{kAbortConnection, {}, {}}; });
+  auto server = Started({}, [](const HttpRequest&) {
+    return HttpResponse{kAbortConnection, {}, {}};
+  });
   ASSERT_NE(server, nullptr);
   auto conn = ht::RawConnection::Connect(server->port());
   ASSERT_NE(conn, nullptr);
@@ -331,31 +340,33 @@ TEST(HttpServerTest, CreateRefusesBadHandlerThreadCounts) {
 TEST(HttpServerTest, FrontAnswersInlineAndDefersTheRestWithItsState) {
   std::mutex mu;
   std::set<std::thread::id> front_threads, deferred_threads;
-  auto server = HttpServer::CreateWithFront({}, [&](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
-    {
-      std::lock_guard lock(mu);
-      front_threads.insert(std::this_thread::get_id());
-    }
-    if (r.target == "/inline") return Echo(r);
-    const std::string learnt = "front saw " + r.target;
-    Deferred later;
-    later.run = [&, learnt](const HttpRequest& again) {
-      {
-        std::lock_guard lock(mu);
-        deferred_threads.insert(std::this_thread::get_id());
-      }
-      HttpResponse res = Echo(again);
-      res.body += " / " + learnt;
-      return res;
-    };
-    return later;
-  });
+  auto server = HttpServer::CreateWithFront(
+      {}, [&](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
+        {
+          std::lock_guard lock(mu);
+          front_threads.insert(std::this_thread::get_id());
+        }
+        if (r.target == "/inline") return Echo(r);
+        const std::string learnt = "front saw " + r.target;
+        Deferred later;
+        later.run = [&, learnt](const HttpRequest& again) {
+          {
+            std::lock_guard lock(mu);
+            deferred_threads.insert(std::this_thread::get_id());
+          }
+          HttpResponse res = Echo(again);
+          res.body += " / " + learnt;
+          return res;
+        };
+        return later;
+      });
   ASSERT_TRUE(server.ok()) << server.error().ToString();
   ASSERT_TRUE((*server)->Start().ok());
   auto conn = ht::RawConnection::Connect((*server)->port());
   ASSERT_NE(conn, nullptr);
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(conn->Send(ht::SimpleRequest("POST", "/inline", "a") + ht::SimpleRequest("POST", "/later", "b")));
+    ASSERT_TRUE(conn->Send(ht::SimpleRequest("POST", "/inline", "a") +
+                           ht::SimpleRequest("POST", "/later", "b")));
     ht::RawResponse first = conn->ReadResponse();
     ht::RawResponse second = conn->ReadResponse();
     ASSERT_TRUE(first.ok && second.ok) << i;
@@ -365,14 +376,16 @@ TEST(HttpServerTest, FrontAnswersInlineAndDefersTheRestWithItsState) {
   (*server)->Stop();
   std::lock_guard lock(mu);
   ASSERT_FALSE(deferred_threads.empty());
-  for (const std::thread::id& t : deferred_threads) EXPECT_EQ(front_threads.count(t), 0u) << "deferred work ran on an I/O thread";
+  for (const std::thread::id& t : deferred_threads)
+    EXPECT_EQ(front_threads.count(t), 0u) << "deferred work ran on an I/O thread";
 }
 
 TEST(HttpServerTest, FrontExceptionOrEmptyDeferralBecomes500) {
-  auto server = HttpServer::CreateWithFront({}, [](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
-    if (r.target == "/throw") throw std::runtime_error("secret-ish detail");
-    return Deferred{};
-  });
+  auto server = HttpServer::CreateWithFront(
+      {}, [](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
+        if (r.target == "/throw") throw std::runtime_error("secret-ish detail");
+        return Deferred{};
+      });
   ASSERT_TRUE(server.ok()) << server.error().ToString();
   ASSERT_TRUE((*server)->Start().ok());
   for (const char* target : {"/throw", "/empty"}) {
@@ -426,7 +439,6 @@ TEST(HttpServerTest, TlsRoundTripWithAThrowawayCertificate) {
   EXPECT_FALSE(conn->ReadResponse().ok);
 }
 
-
 // Started is a Deferred whose start hands the request and its Responder to |sink|.
 Deferred Started(std::function<void(HttpRequest, Responder)> sink) {
   Deferred later;
@@ -440,14 +452,15 @@ TEST(HttpServerTest, StartedRequestIsAnsweredLaterFromAnotherThreadFirstAnswerWi
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::pair<HttpRequest, Responder>> pending;
-  auto server = HttpServer::CreateWithFront({}, [&](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
-    if (r.target == "/inline") return Echo(r);
-    return Started([&](HttpRequest req, Responder respond) {
-      std::lock_guard lock(mu);
-      pending.emplace_back(std::move(req), std::move(respond));
-      cv.notify_all();
-    });
-  });
+  auto server = HttpServer::CreateWithFront(
+      {}, [&](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
+        if (r.target == "/inline") return Echo(r);
+        return Started([&](HttpRequest req, Responder respond) {
+          std::lock_guard lock(mu);
+          pending.emplace_back(std::move(req), std::move(respond));
+          cv.notify_all();
+        });
+      });
   ASSERT_TRUE(server.ok()) << server.error().ToString();
   ASSERT_TRUE((*server)->Start().ok());
   auto conn = ht::RawConnection::Connect((*server)->port());
@@ -463,7 +476,9 @@ TEST(HttpServerTest, StartedRequestIsAnsweredLaterFromAnotherThreadFirstAnswerWi
     }
     EXPECT_EQ(got.first.body, "b" + std::to_string(i));
     Responder copy = got.second;
-    std::thread([respond = got.second, req = got.first] { EXPECT_TRUE(respond.Answer(Echo(req))); }).join();
+    std::thread([respond = got.second, req = got.first] {
+      EXPECT_TRUE(respond.Answer(Echo(req)));
+    }).join();
     EXPECT_TRUE(copy.answered());
     EXPECT_FALSE(copy.Answer(BlankProblemResponse(503, "too late")));  // ignored: answered already
     ht::RawResponse r = conn->ReadResponse();
@@ -471,7 +486,8 @@ TEST(HttpServerTest, StartedRequestIsAnsweredLaterFromAnotherThreadFirstAnswerWi
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.body, "POST /later b" + std::to_string(i));
   }
-  ASSERT_TRUE(conn->Send(ht::SimpleRequest("POST", "/inline", "c")));  // same connection, still alive
+  ASSERT_TRUE(
+      conn->Send(ht::SimpleRequest("POST", "/inline", "c")));  // same connection, still alive
   ht::RawResponse r = conn->ReadResponse();
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.body, "POST /inline c");
@@ -480,14 +496,18 @@ TEST(HttpServerTest, StartedRequestIsAnsweredLaterFromAnotherThreadFirstAnswerWi
 // A Responder dropped unanswered answers 500; a start that throws answers 500; neither leaks
 // what was thrown.
 TEST(HttpServerTest, StartedRequestWhoseResponderIsLostOrWhoseStartThrowsIs500) {
-  auto server = HttpServer::CreateWithFront({}, [](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
-    if (r.target == "/throw") {
-      return Started([](const HttpRequest&, const Responder&) { throw std::runtime_error("secret-ish detail"); });
-    }
-    return Started([](const HttpRequest&, Responder respond) {
-      std::thread([dropped = std::move(respond)] {}).join();  // the last copy dies on another thread
-    });
-  });
+  auto server = HttpServer::CreateWithFront(
+      {}, [](const HttpRequest& r) -> std::variant<HttpResponse, Deferred> {
+        if (r.target == "/throw") {
+          return Started([](const HttpRequest&, const Responder&) {
+            throw std::runtime_error("secret-ish detail");
+          });
+        }
+        return Started([](const HttpRequest&, Responder respond) {
+          std::thread([dropped = std::move(respond)] {
+          }).join();  // the last copy dies on another thread
+        });
+      });
   ASSERT_TRUE(server.ok()) << server.error().ToString();
   ASSERT_TRUE((*server)->Start().ok());
   auto conn = ht::RawConnection::Connect((*server)->port());
@@ -511,19 +531,20 @@ TEST(HttpServerTest, StopWaitsForTheAnswerNotForTheThreadThatKeepsItsResponder) 
   std::mutex mu;
   std::condition_variable cv;
   bool started = false;
-  auto server = HttpServer::CreateWithFront({}, [&](const HttpRequest&) -> std::variant<HttpResponse, Deferred> {
-    return Started([&](const HttpRequest&, const Responder& respond) {
-      stuck = std::thread([&, respond] {
-        respond.Answer(BlankProblemResponse(503, "given up"));
-        while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        EXPECT_FALSE(respond.Answer(BlankProblemResponse(200, "late")));
-        thread_done.store(true);
+  auto server = HttpServer::CreateWithFront(
+      {}, [&](const HttpRequest&) -> std::variant<HttpResponse, Deferred> {
+        return Started([&](const HttpRequest&, const Responder& respond) {
+          stuck = std::thread([&, respond] {
+            respond.Answer(BlankProblemResponse(503, "given up"));
+            while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            EXPECT_FALSE(respond.Answer(BlankProblemResponse(200, "late")));
+            thread_done.store(true);
+          });
+          std::lock_guard lock(mu);
+          started = true;
+          cv.notify_all();
+        });
       });
-      std::lock_guard lock(mu);
-      started = true;
-      cv.notify_all();
-    });
-  });
   ASSERT_TRUE(server.ok()) << server.error().ToString();
   ASSERT_TRUE((*server)->Start().ok());
   {

@@ -55,7 +55,9 @@ TEST(ProblemTest, BlankProblemHasAboutBlankTypeAndTheStatusPhrase) {
   const HttpResponse r = BlankProblemResponse(400, "malformed \"HTTP\" request");
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.headers.Get("Content-Type"), "application/problem+json");
-  EXPECT_EQ(r.body, R"({"type":"about:blank","title":"Bad Request","status":400,"detail":"malformed \"HTTP\" request"})");
+  EXPECT_EQ(
+      r.body,
+      R"({"type":"about:blank","title":"Bad Request","status":400,"detail":"malformed \"HTTP\" request"})");
 }
 
 }  // namespace

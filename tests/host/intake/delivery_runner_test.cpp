@@ -63,7 +63,7 @@ TEST(DeliveryRunnerTest, AtMostMaxActiveRunTheRestWaitInOrderAndAnEarlyReleaseSt
     ASSERT_NE(first_slot, nullptr);
   }
   first_slot->Release();
-  first_slot->Release();  // idempotent
+  first_slot->Release();                                      // idempotent
   ASSERT_TRUE(WaitFor([&] { return started.load() == 4; }));  // 2 ran, then 3 on the same slot
   EXPECT_EQ(runner.queued(), 0);
   EXPECT_TRUE(WaitFor([&] { return runner.active() == 1; }));  // task 1 only: task 0's slot is gone
@@ -121,9 +121,9 @@ TEST(DeliveryRunnerTest, WithCarriersTasksRunAsFibersWithTheSameBoundAndOrder) {
   fiber::Carriers carriers(1, "cg-test-carrier");  // one carrier: the order is deterministic
   DeliveryRunner runner(2, "cg-test", &carriers);
   std::mutex mu;
-  std::vector<int> order;               // guarded by mu
-  std::vector<fiber::Fiber*> parked;    // guarded by mu
-  bool go = false;                      // guarded by mu
+  std::vector<int> order;             // guarded by mu
+  std::vector<fiber::Fiber*> parked;  // guarded by mu
+  bool go = false;                    // guarded by mu
   std::atomic<int> on_fiber{0}, done{0};
   for (int i = 0; i < 5; ++i) {
     runner.Run([&, i](const std::shared_ptr<DeliveryRunner::Slot>&) {

@@ -35,7 +35,9 @@ constexpr char kPlugin[] = "acme-orders";
 constexpr char kRoute[] = "order.created";
 constexpr char kRequests[] = "clawguard_webhook_requests_total";
 
-std::string OrderBody(const std::string& id) { return R"({"type":"order.created","order":{"id":")" + id + R"("}})"; }
+std::string OrderBody(const std::string& id) {
+  return R"({"type":"order.created","order":{"id":")" + id + R"("}})";
+}
 
 // TombstoneStore is the SQLite store, except that keys in |tombstoned| answer kTombstone (as an
 // engine does once a purged record left only its tombstone).
@@ -52,13 +54,19 @@ class TombstoneStore final : public IdempotencyStore {
     o.record.fingerprint = fp;
     return o;
   }
-  Result<FencedWrite> Renew(const std::string& k, int64_t t, int64_t l) override { return inner_.Renew(k, t, l); }
+  Result<FencedWrite> Renew(const std::string& k, int64_t t, int64_t l) override {
+    return inner_.Renew(k, t, l);
+  }
   Result<FencedWrite> Complete(const std::string& k, int64_t t, int s, const std::string& ct,
                                const std::string& b) override {
     return inner_.Complete(k, t, s, ct, b);
   }
-  Result<FencedWrite> Release(const std::string& k, int64_t t) override { return inner_.Release(k, t); }
-  Result<std::optional<IdempotencyRecord>> Get(const std::string& k) override { return inner_.Get(k); }
+  Result<FencedWrite> Release(const std::string& k, int64_t t) override {
+    return inner_.Release(k, t);
+  }
+  Result<std::optional<IdempotencyRecord>> Get(const std::string& k) override {
+    return inner_.Get(k);
+  }
   Result<bool> Reset(const std::string& k) override { return inner_.Reset(k); }
   Result<int64_t> Generation() override { return inner_.Generation(); }
   Result<int64_t> BumpGeneration() override { return inner_.BumpGeneration(); }
@@ -77,13 +85,20 @@ class DownDlq final : public Dlq {
   Result<std::vector<DlqCount>> CountUnresolved() override { return Down(); }
   Status RequestReplay(int64_t, const std::string&) override { return Down(); }
   Status Drop(int64_t, const std::string&, const std::string&) override { return Down(); }
-  Result<std::vector<DlqEntry>> ClaimReplays(const std::string&, int64_t, int64_t) override { return Down(); }
-  Result<bool> MarkReplayed(int64_t, int64_t, bool, const std::string&, int64_t) override { return Down(); }
-  Result<bool> Resolve(const std::string&, DlqClass, const std::string&) override { return Down(); }
-  Result<bool> Pause(const std::string&, const std::string&, const std::string&, const std::string&) override {
+  Result<std::vector<DlqEntry>> ClaimReplays(const std::string&, int64_t, int64_t) override {
     return Down();
   }
-  Result<bool> Resume(const std::string&, const std::string&, const std::string&) override { return Down(); }
+  Result<bool> MarkReplayed(int64_t, int64_t, bool, const std::string&, int64_t) override {
+    return Down();
+  }
+  Result<bool> Resolve(const std::string&, DlqClass, const std::string&) override { return Down(); }
+  Result<bool> Pause(const std::string&, const std::string&, const std::string&,
+                     const std::string&) override {
+    return Down();
+  }
+  Result<bool> Resume(const std::string&, const std::string&, const std::string&) override {
+    return Down();
+  }
   Result<bool> IsPaused(const std::string&, const std::string&) override { return Down(); }
   Result<std::vector<CapabilityPause>> ListPauses() override { return Down(); }
   Status RecordOperatorAction(const std::string&, const std::string&, const std::string&,
@@ -112,18 +127,26 @@ class PipelineGuardsTest : public ::testing::Test {
     auto m = HostMetrics::Create(MetricsNames{{{kPlugin, kRoute}}, {kPlugin}, {}});
     ASSERT_TRUE(m.ok()) << m.error().ToString();
     metrics_ = std::move(m).value();
-    guards_ = PipelineGuards{limiter_.get(), breaker_.get(), dlq_.get(), metrics_.get(), &advisor_, &clock_,
-                             [this](const std::string& line) { audit_.push_back(nlohmann::json::parse(line)); }};
+    guards_ = PipelineGuards{
+        limiter_.get(),
+        breaker_.get(),
+        dlq_.get(),
+        metrics_.get(),
+        &advisor_,
+        &clock_,
+        [this](const std::string& line) { audit_.push_back(nlohmann::json::parse(line)); }};
     Rebuild();
   }
 
   void Rebuild() {
     std::vector<PipelineRoute> routes;
     auto key = DecodeWebhookSecret(kSecret);
-    auto v = WebhookVerifier::Create(std::move(key).value(), std::nullopt, std::nullopt, milliseconds(300'000), clock_);
+    auto v = WebhookVerifier::Create(std::move(key).value(), std::nullopt, std::nullopt,
+                                     milliseconds(300'000), clock_);
     routes.push_back(PipelineRoute{kPlugin, kRoute, 2, "/order/id", std::move(v).value()});
-    auto p = WebhookPipeline::Create(PipelineOptions{4096, 4096, milliseconds(1000)}, std::move(routes), *store_,
-                                     [this](const DispatchContext& ctx) { return Dispatch(ctx); }, guards_);
+    auto p = WebhookPipeline::Create(
+        PipelineOptions{4096, 4096, milliseconds(1000)}, std::move(routes), *store_,
+        [this](const DispatchContext& ctx) { return Dispatch(ctx); }, guards_);
     ASSERT_TRUE(p.ok()) << p.error().ToString();
     pipeline_ = std::move(p).value();
   }
@@ -136,7 +159,8 @@ class PipelineGuardsTest : public ::testing::Test {
       outcomes_.erase(outcomes_.begin());
       return o;
     }
-    return PluginOutcome::Answered(201, "application/json", R"({"effect":)" + std::to_string(calls_) + "}");
+    return PluginOutcome::Answered(201, "application/json",
+                                   R"({"effect":)" + std::to_string(calls_) + "}");
   }
 
   HttpRequest Request(const std::string& id, const std::string& body, bool forged = false) {
@@ -148,8 +172,8 @@ class PipelineGuardsTest : public ::testing::Test {
     r.headers.Add("Content-Type", "application/json");
     r.headers.Add("webhook-id", id);
     r.headers.Add("webhook-timestamp", std::to_string(t));
-    r.headers.Add("webhook-signature",
-                  forged ? "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=" : WebhookSignature(*key, id, t, body));
+    r.headers.Add("webhook-signature", forged ? "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc="
+                                              : WebhookSignature(*key, id, t, body));
     r.body = body;
     return r;
   }
@@ -157,7 +181,9 @@ class PipelineGuardsTest : public ::testing::Test {
     return pipeline_->HandleDetailed(Request(id, OrderBody(order)));
   }
 
-  static std::string Type(const HttpResponse& r) { return nlohmann::json::parse(r.body).value("type", std::string()); }
+  static std::string Type(const HttpResponse& r) {
+    return nlohmann::json::parse(r.body).value("type", std::string());
+  }
   std::vector<DlqEntry> Entries() {
     DlqFilter f;
     f.limit = 100;
@@ -195,8 +221,10 @@ class PipelineGuardsTest : public ::testing::Test {
 };
 
 TEST_F(PipelineGuardsTest, RateLimitIs429WithRetryAfterAfterAuthenticationAndStoresNothing) {
-  for (int i = 0; i < 5; ++i) {  // forged requests are refused before the bucket: they take no token
-    EXPECT_EQ(pipeline_->Handle(Request("msg_forged", OrderBody("A"), /*forged=*/true)).status, 401);
+  for (int i = 0; i < 5;
+       ++i) {  // forged requests are refused before the bucket: they take no token
+    EXPECT_EQ(pipeline_->Handle(Request("msg_forged", OrderBody("A"), /*forged=*/true)).status,
+              401);
   }
   EXPECT_EQ(Deliver("msg_1", "A").response.status, 201);
   EXPECT_EQ(Deliver("msg_2", "B").response.status, 201);
@@ -245,7 +273,8 @@ TEST_F(PipelineGuardsTest, BreakerOpensAfterThreeFailuresWithOneDlqEntryAndClose
   EXPECT_EQ(entries[0].route, kRoute);
   EXPECT_EQ(entries[0].call_index, kDlqEventLevel);
   EXPECT_EQ(entries[0].occurrences, 1);
-  EXPECT_NE(entries[0].detail.find("plugin failed: returned 3"), std::string::npos) << entries[0].detail;
+  EXPECT_NE(entries[0].detail.find("plugin failed: returned 3"), std::string::npos)
+      << entries[0].detail;
   auto full = dlq_->Get(entries[0].id);
   ASSERT_TRUE(full.ok() && full->has_value() && (*full)->request.has_value());
   EXPECT_EQ((*full)->request->webhook_id, "msg_1");
@@ -377,16 +406,19 @@ TEST_F(PipelineGuardsTest, MetricsCountOutcomesDuplicatesSignatureFailuresAndTak
   EXPECT_EQ(Requests("processed"), 1u);
   EXPECT_EQ(Requests("replayed"), 1u);
   EXPECT_EQ(Requests("auth_failed"), 1u);
-  auto unknown_count = metrics_->registry().FindCounter(kRequests, {kUnknownLabel, kUnknownLabel, "not_found"});
+  auto unknown_count =
+      metrics_->registry().FindCounter(kRequests, {kUnknownLabel, kUnknownLabel, "not_found"});
   ASSERT_TRUE(unknown_count);
   EXPECT_EQ(unknown_count->Value(), 1u);
   EXPECT_EQ(metrics_->DeliveriesTotal(), 5u);
   EXPECT_EQ(metrics_->DuplicatesTotal(), 1u);
   EXPECT_EQ(metrics_->registry().CounterTotal("clawguard_lease_takeovers_total"), 1u);
-  auto sig = metrics_->registry().FindCounter("clawguard_webhook_signature_failures_total", {"signature_invalid"});
+  auto sig = metrics_->registry().FindCounter("clawguard_webhook_signature_failures_total",
+                                              {"signature_invalid"});
   ASSERT_TRUE(sig);
   EXPECT_EQ(sig->Value(), 1u);
-  auto hist = metrics_->registry().FindHistogram("clawguard_webhook_processing_duration_seconds", {kPlugin, kRoute});
+  auto hist = metrics_->registry().FindHistogram("clawguard_webhook_processing_duration_seconds",
+                                                 {kPlugin, kRoute});
   ASSERT_TRUE(hist);
   EXPECT_EQ(hist->Count(), 4u);  // every request of the known route
 }
@@ -396,14 +428,17 @@ TEST_F(PipelineGuardsTest, LaterDeliveriesFeedTheRetentionAdvisor) {
   Rebuild();
   EXPECT_EQ(Deliver("msg_1", "A").response.status, 201);
   clock_.Advance(90'000);
-  EXPECT_EQ(Deliver("msg_1", "A").outcome, WebhookOutcome::kReplayed);  // 90 s after the first delivery
+  EXPECT_EQ(Deliver("msg_1", "A").outcome,
+            WebhookOutcome::kReplayed);  // 90 s after the first delivery
   outcomes_ = {PluginOutcome::TimedOut("10s")};
   EXPECT_EQ(Deliver("msg_2", "B").response.status, 503);  // its 1 s lease is left to expire
   clock_.Advance(500);
   EXPECT_EQ(Deliver("msg_2", "B").outcome, WebhookOutcome::kInProgress);  // 0.5 s after
   EXPECT_EQ(advisor_.Samples(), 2u);
-  EXPECT_EQ(advisor_.PercentileMs(0.5), RetentionAdvisor::BucketUpperMs(RetentionAdvisor::BucketOf(500)));
-  EXPECT_EQ(advisor_.PercentileMs(1.0), RetentionAdvisor::BucketUpperMs(RetentionAdvisor::BucketOf(90'000)));
+  EXPECT_EQ(advisor_.PercentileMs(0.5),
+            RetentionAdvisor::BucketUpperMs(RetentionAdvisor::BucketOf(500)));
+  EXPECT_EQ(advisor_.PercentileMs(1.0),
+            RetentionAdvisor::BucketUpperMs(RetentionAdvisor::BucketOf(90'000)));
   guards_.clock = nullptr;  // no clock: no observations
   Rebuild();
   EXPECT_EQ(Deliver("msg_1", "A").outcome, WebhookOutcome::kReplayed);
@@ -434,14 +469,16 @@ TEST_F(PipelineGuardsTest, RedeliverRunsAClaimedEventOnceWithoutTheSignature) {
 
 TEST_F(PipelineGuardsTest, RedeliverRefusesAWrongKeyAndReportsWhatBlocksIt) {
   const std::string key = Level2Key(kPlugin, kRoute, "msg_1", "A");
-  const RedeliverResult tampered =
-      pipeline_->Redeliver(kPlugin, kRoute, key, DlqRequest{"msg_1", "application/json", OrderBody("B")});
+  const RedeliverResult tampered = pipeline_->Redeliver(
+      kPlugin, kRoute, key, DlqRequest{"msg_1", "application/json", OrderBody("B")});
   EXPECT_FALSE(tampered.done);
   EXPECT_NE(tampered.detail.find("integrity check failed"), std::string::npos) << tampered.detail;
-  const RedeliverResult other_id =
-      pipeline_->Redeliver(kPlugin, kRoute, key, DlqRequest{"msg_2", "application/json", OrderBody("A")});
+  const RedeliverResult other_id = pipeline_->Redeliver(
+      kPlugin, kRoute, key, DlqRequest{"msg_2", "application/json", OrderBody("A")});
   EXPECT_FALSE(other_id.done);
-  EXPECT_FALSE(pipeline_->Redeliver(kPlugin, "order.deleted", key, DlqRequest{"msg_1", "", OrderBody("A")}).done);
+  EXPECT_FALSE(
+      pipeline_->Redeliver(kPlugin, "order.deleted", key, DlqRequest{"msg_1", "", OrderBody("A")})
+          .done);
   const RedeliverResult no_key =
       pipeline_->Redeliver(kPlugin, kRoute, key, DlqRequest{"msg_1", "application/json", "{}"});
   EXPECT_FALSE(no_key.done);
@@ -449,8 +486,8 @@ TEST_F(PipelineGuardsTest, RedeliverRefusesAWrongKeyAndReportsWhatBlocksIt) {
   EXPECT_FALSE(sqlite_->Get(key)->has_value());
 
   store_->tombstoned.insert(key);
-  const RedeliverResult tomb =
-      pipeline_->Redeliver(kPlugin, kRoute, key, DlqRequest{"msg_1", "application/json", OrderBody("A")});
+  const RedeliverResult tomb = pipeline_->Redeliver(
+      kPlugin, kRoute, key, DlqRequest{"msg_1", "application/json", OrderBody("A")});
   EXPECT_FALSE(tomb.done);
   EXPECT_NE(tomb.detail.find("tombstoned"), std::string::npos) << tomb.detail;
   EXPECT_TRUE(Entries().empty());  // a redelivery comes from the DLQ: no new entry
@@ -465,8 +502,8 @@ TEST_F(PipelineGuardsTest, RedeliverSkipsTheOpenBreakerAndTheRateLimit) {
   EXPECT_EQ(Deliver("msg_1", "A").outcome, WebhookOutcome::kRateLimited);  // burst of 2 used up
   for (int i = 0; i < 3; ++i) breaker_->RecordFailure(key);
   ASSERT_FALSE(breaker_->Check(key).allowed);
-  const RedeliverResult r =
-      pipeline_->Redeliver(kPlugin, kRoute, key, DlqRequest{"msg_1", "application/json", OrderBody("A")});
+  const RedeliverResult r = pipeline_->Redeliver(
+      kPlugin, kRoute, key, DlqRequest{"msg_1", "application/json", OrderBody("A")});
   EXPECT_TRUE(r.done) << r.detail;
   EXPECT_EQ(calls_, 3);
 }

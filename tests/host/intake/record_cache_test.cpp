@@ -31,7 +31,8 @@ class RecordCacheTest : public ::testing::Test {
     return std::move(c).value();
   }
   // Completes |key| with fingerprint |fp| through |store|.
-  static void Complete(IdempotencyStore& store, const std::string& key, const std::string& fp, const std::string& body) {
+  static void Complete(IdempotencyStore& store, const std::string& key, const std::string& fp,
+                       const std::string& body) {
     auto c = store.Claim(key, fp, ClaimMeta{"acme", "order.created", 2, "msg", ""}, kLease);
     ASSERT_TRUE(c.ok());
     ASSERT_EQ(c->kind, ClaimOutcome::Kind::kClaimed);
@@ -49,7 +50,8 @@ TEST_F(RecordCacheTest, ReplaysComeFromMemoryAndEqualTheEngine) {
   auto cached = OpenCached();
   ASSERT_NO_FATAL_FAILURE(Complete(*cached, Key('a'), "fp-a", R"({"ok":1})"));
   for (int i = 0; i < 3; ++i) {
-    auto r = cached->Claim(Key('a'), "fp-a", ClaimMeta{"acme", "order.created", 2, "msg", ""}, kLease);
+    auto r =
+        cached->Claim(Key('a'), "fp-a", ClaimMeta{"acme", "order.created", 2, "msg", ""}, kLease);
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->kind, ClaimOutcome::Kind::kCompleted);
     EXPECT_EQ(r->record.status, 200);
@@ -59,7 +61,8 @@ TEST_F(RecordCacheTest, ReplaysComeFromMemoryAndEqualTheEngine) {
   // The first replay filled the cache from the engine; the next two were answered from memory.
   EXPECT_EQ(cached->lookups(), 4u);
   EXPECT_EQ(cached->hits(), 2u);
-  auto other = cached->Claim(Key('a'), "fp-other", ClaimMeta{"acme", "order.created", 2, "msg", ""}, kLease);
+  auto other =
+      cached->Claim(Key('a'), "fp-other", ClaimMeta{"acme", "order.created", 2, "msg", ""}, kLease);
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(other->kind, ClaimOutcome::Kind::kFingerprintMismatch);
 }
@@ -116,7 +119,8 @@ TEST_F(RecordCacheTest, BoundsEvictTheOldestAndInProgressIsNeverCached) {
 
 TEST_F(RecordCacheTest, AnExpiredEntryIsRefreshedFromTheEngineAndStillEvictedInOrder) {
   // A steady time the test moves (the TTL is the cache's only use of time).
-  auto now = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::time_point{});
+  auto now = std::make_shared<std::chrono::steady_clock::time_point>(
+      std::chrono::steady_clock::time_point{});
   RecordCacheOptions options;
   options.max_entries = 2;
   options.ttl = std::chrono::seconds(60);

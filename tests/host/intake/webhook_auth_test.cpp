@@ -31,13 +31,15 @@ json Vectors() {
 WebhookVerifier Verifier(const std::string& secret, const Clock& clock) {
   auto key = DecodeWebhookSecret(secret);
   EXPECT_TRUE(key.ok());
-  auto v = WebhookVerifier::Create(std::move(key).value(), std::nullopt, std::nullopt, kTolerance, clock);
+  auto v = WebhookVerifier::Create(std::move(key).value(), std::nullopt, std::nullopt, kTolerance,
+                                   clock);
   EXPECT_TRUE(v.ok());
   return std::move(v).value();
 }
 
 HttpHeaders Headers(const std::string& id, int64_t ts, const std::string& sig) {
-  return HttpHeaders{{"webhook-id", id}, {"webhook-timestamp", std::to_string(ts)}, {"webhook-signature", sig}};
+  return HttpHeaders{
+      {"webhook-id", id}, {"webhook-timestamp", std::to_string(ts)}, {"webhook-signature", sig}};
 }
 
 TEST(WebhookAuthVectorsTest, EverySignVectorSignsAndVerifies) {
@@ -45,7 +47,8 @@ TEST(WebhookAuthVectorsTest, EverySignVectorSignsAndVerifies) {
   ASSERT_EQ(v["sign"].size(), 2u);
   for (const json& c : v["sign"]) {
     SCOPED_TRACE(c["secret"].get<std::string>());
-    const std::string secret = c["secret"], id = c["msg_id"], body = c["body"], sig = c["signature"];
+    const std::string secret = c["secret"], id = c["msg_id"], body = c["body"],
+                      sig = c["signature"];
     const int64_t ts = c["timestamp"];
     auto key = DecodeWebhookSecret(secret);
     ASSERT_TRUE(key.ok());
@@ -68,7 +71,8 @@ TEST(WebhookAuthVectorsTest, EveryMustFailVectorIsSignatureInvalid) {
   ASSERT_EQ(v["verify_must_fail"].size(), 5u);
   for (const json& c : v["verify_must_fail"]) {
     SCOPED_TRACE(c["why"].get<std::string>());
-    auto r = verifier.Verify(Headers(base["msg_id"], ts, c["signature"]), base["body"].get<std::string>());
+    auto r = verifier.Verify(Headers(base["msg_id"], ts, c["signature"]),
+                             base["body"].get<std::string>());
     ASSERT_FALSE(r.ok());
     EXPECT_THAT(r, HasReason(Reason::kSignatureInvalid));
   }
@@ -83,7 +87,8 @@ TEST(WebhookAuthVectorsTest, EveryMustPassVectorVerifies) {
   ASSERT_EQ(v["verify_must_pass"].size(), 1u);
   for (const json& c : v["verify_must_pass"]) {
     SCOPED_TRACE(c["why"].get<std::string>());
-    auto r = verifier.Verify(Headers(base["msg_id"], ts, c["signature"]), base["body"].get<std::string>());
+    auto r = verifier.Verify(Headers(base["msg_id"], ts, c["signature"]),
+                             base["body"].get<std::string>());
     EXPECT_TRUE(r.ok()) << r.error().ToString();
   }
 }
@@ -117,18 +122,23 @@ TEST_F(WebhookAuthTest, TimestampOutsideToleranceEitherWayIsRefused) {
 TEST_F(WebhookAuthTest, AnOverlongTimestampIsQuotedOnlyAsAPrefix) {
   const WebhookVerifier v = Verifier(base_["secret"], clock_);
   const std::string ts = std::string(15000, '0') + "1";
-  auto r = v.Verify(HttpHeaders{{"webhook-id", id_}, {"webhook-timestamp", ts}, {"webhook-signature", sig_}}, body_);
+  auto r = v.Verify(
+      HttpHeaders{{"webhook-id", id_}, {"webhook-timestamp", ts}, {"webhook-signature", sig_}},
+      body_);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r, HasReason(Reason::kTimestampOutOfTolerance));
   const std::string detail = r.error().message();
-  EXPECT_EQ(detail.find("webhook-timestamp " + std::string(64, '0') + "... (15001 digits) is outside ±300 s"), 0u)
+  EXPECT_EQ(detail.find("webhook-timestamp " + std::string(64, '0') +
+                        "... (15001 digits) is outside ±300 s"),
+            0u)
       << detail.substr(0, 200);
   EXPECT_LT(detail.size(), 160u) << detail.substr(0, 200);
   // A timestamp of ordinary length is quoted whole.
   clock_.Set((ts_ + 1000) * 1000);
   r = v.Verify(Headers(id_, ts_, sig_), body_);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message().find("webhook-timestamp " + std::to_string(ts_) + " is outside"), 0u)
+  EXPECT_EQ(r.error().message().find("webhook-timestamp " + std::to_string(ts_) + " is outside"),
+            0u)
       << r.error().message();
 }
 
@@ -139,7 +149,9 @@ TEST_F(WebhookAuthTest, MissingOrMalformedHeadersAreSignatureInvalid) {
       HttpHeaders{{"webhook-id", id_}, {"webhook-signature", sig_}},
       HttpHeaders{{"webhook-id", id_}, {"webhook-timestamp", std::to_string(ts_)}},
       Headers(id_, ts_, ""),
-      HttpHeaders{{"webhook-id", id_}, {"webhook-timestamp", "+" + std::to_string(ts_)}, {"webhook-signature", sig_}},
+      HttpHeaders{{"webhook-id", id_},
+                  {"webhook-timestamp", "+" + std::to_string(ts_)},
+                  {"webhook-signature", sig_}},
       HttpHeaders{{"webhook-id", id_}, {"webhook-timestamp", "16e8"}, {"webhook-signature", sig_}},
       Headers("", ts_, sig_),
       Headers("msg with space", ts_, sig_),
@@ -160,7 +172,8 @@ TEST_F(WebhookAuthTest, ChangedBodyIdOrTimestampIsSignatureInvalid) {
 
 TEST_F(WebhookAuthTest, SvixAliasesAreAcceptedAndCaseIsIgnored) {
   const WebhookVerifier v = Verifier(base_["secret"], clock_);
-  HttpHeaders svix{{"Svix-Id", id_}, {"SVIX-TIMESTAMP", std::to_string(ts_)}, {"svix-signature", sig_}};
+  HttpHeaders svix{
+      {"Svix-Id", id_}, {"SVIX-TIMESTAMP", std::to_string(ts_)}, {"svix-signature", sig_}};
   EXPECT_TRUE(v.Verify(svix, body_).ok());
   HttpHeaders both = Headers(id_, ts_, sig_);
   both.Add("svix-id", id_);
@@ -190,7 +203,8 @@ TEST_F(WebhookAuthTest, PreviousSecretIsAcceptedOnlyUntilPreviousUntil) {
   auto previous = DecodeWebhookSecret(base_["secret"].get<std::string>());
   ASSERT_TRUE(current.ok() && previous.ok());
   const int64_t until = ts_ + 60;
-  auto v = WebhookVerifier::Create(std::move(current).value(), std::move(previous).value(), until, kTolerance, clock_);
+  auto v = WebhookVerifier::Create(std::move(current).value(), std::move(previous).value(), until,
+                                   kTolerance, clock_);
   ASSERT_TRUE(v.ok());
   auto before = v->Verify(Headers(id_, ts_, sig_), body_);
   ASSERT_TRUE(before.ok()) << before.error().ToString();
@@ -207,8 +221,8 @@ TEST_F(WebhookAuthTest, CurrentSecretWorksDuringRotation) {
   ASSERT_TRUE(cur_key.ok());
   const std::string new_sig = WebhookSignature(*cur_key, id_, ts_, body_);
   auto previous = DecodeWebhookSecret(base_["secret"].get<std::string>());
-  auto v = WebhookVerifier::Create(std::move(cur_key).value(), std::move(previous).value(), ts_ + 60, kTolerance,
-                                   clock_);
+  auto v = WebhookVerifier::Create(std::move(cur_key).value(), std::move(previous).value(),
+                                   ts_ + 60, kTolerance, clock_);
   ASSERT_TRUE(v.ok());
   auto r = v->Verify(Headers(id_, ts_, sig_ + " " + new_sig), body_);
   ASSERT_TRUE(r.ok());
@@ -219,7 +233,8 @@ TEST_F(WebhookAuthTest, OnlyTheFirstSixteenEntriesAreExamined) {
   const WebhookVerifier v = Verifier(base_["secret"], clock_);
   std::string many;
   for (int i = 0; i < 16; ++i) many += "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc= ";
-  EXPECT_THAT(v.Verify(Headers(id_, ts_, many + sig_), body_), HasReason(Reason::kSignatureInvalid));
+  EXPECT_THAT(v.Verify(Headers(id_, ts_, many + sig_), body_),
+              HasReason(Reason::kSignatureInvalid));
   EXPECT_TRUE(v.Verify(Headers(id_, ts_, "  v2,xx  " + sig_ + "  "), body_).ok());
 }
 
@@ -238,7 +253,8 @@ TEST(WebhookSecretTest, DecodesWithOrWithoutPrefixAndRefusesEmpty) {
 
 TEST(WebhookSecretTest, CreateRefusesPreviousWithoutUntil) {
   FixedClock clock(0);
-  auto r = WebhookVerifier::Create(SecretBytes("k"), SecretBytes("p"), std::nullopt, kTolerance, clock);
+  auto r =
+      WebhookVerifier::Create(SecretBytes("k"), SecretBytes("p"), std::nullopt, kTolerance, clock);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r, HasReason(Reason::kConfigInvalid));
 }

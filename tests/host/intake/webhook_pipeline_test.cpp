@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <variant>
-#include <nlohmann/json.hpp>
 
 #include "clawguard/clock.h"
 #include "host/erp/idempotency_key.h"
@@ -42,7 +42,8 @@ class WebhookPipelineTest : public ::testing::Test {
     routes.push_back(Route("order.synced", 1, "/order/id"));
     routes.push_back(Route("order.plain", 2, std::nullopt));
     routes.push_back(Route("order.held", 3, std::nullopt));
-    auto p = WebhookPipeline::Create(PipelineOptions{4096, 4096, milliseconds(30'000)}, std::move(routes), *store_,
+    auto p = WebhookPipeline::Create(PipelineOptions{4096, 4096, milliseconds(30'000)},
+                                     std::move(routes), *store_,
                                      [this](const DispatchContext& ctx) { return Dispatch(ctx); });
     ASSERT_TRUE(p.ok()) << p.error().ToString();
     pipeline_ = std::move(p).value();
@@ -50,7 +51,8 @@ class WebhookPipelineTest : public ::testing::Test {
 
   PipelineRoute Route(const std::string& name, int level, std::optional<std::string> business_key) {
     auto key = DecodeWebhookSecret(kSecret);
-    auto v = WebhookVerifier::Create(std::move(key).value(), std::nullopt, std::nullopt, milliseconds(300'000), clock_);
+    auto v = WebhookVerifier::Create(std::move(key).value(), std::nullopt, std::nullopt,
+                                     milliseconds(300'000), clock_);
     return PipelineRoute{kPlugin, name, level, std::move(business_key), std::move(v).value()};
   }
 
@@ -64,7 +66,8 @@ class WebhookPipelineTest : public ::testing::Test {
       next_outcome_.reset();
       return o;
     }
-    return PluginOutcome::Answered(201, "application/json", R"({"effect":)" + std::to_string(calls_) + "}");
+    return PluginOutcome::Answered(201, "application/json",
+                                   R"({"effect":)" + std::to_string(calls_) + "}");
   }
 
   // Request signs |body| as delivery |id| at the current time (or |ts|).
@@ -109,7 +112,8 @@ TEST_F(WebhookPipelineTest, SeventeenDeliveriesOfOneEventRunThePluginOnce) {
   ASSERT_EQ(first.status, 201);
   EXPECT_FALSE(first.headers.Has("Idempotent-Replayed"));
   for (int i = 1; i < 17; ++i) {
-    clock_.Advance(60'000LL << std::min(i, 9));  // the platform's backoff; re-signed with a fresh timestamp
+    clock_.Advance(
+        60'000LL << std::min(i, 9));  // the platform's backoff; re-signed with a fresh timestamp
     const auto h = pipeline_->HandleDetailed(Request("order.created", "msg_1", body));
     EXPECT_EQ(h.outcome, WebhookOutcome::kReplayed) << i;
     EXPECT_EQ(h.response.status, 201) << i;
@@ -121,11 +125,13 @@ TEST_F(WebhookPipelineTest, SeventeenDeliveriesOfOneEventRunThePluginOnce) {
 }
 
 TEST_F(WebhookPipelineTest, SameKeyWithChangedBodyIs422AndTheRecordIsUntouched) {
-  ASSERT_EQ(pipeline_->Handle(Request("order.created", "msg_1", OrderBody("ORD-1001"))).status, 201);
+  ASSERT_EQ(pipeline_->Handle(Request("order.created", "msg_1", OrderBody("ORD-1001"))).status,
+            201);
   const std::string key = Level2Key(kPlugin, "order.created", "msg_1", "ORD-1001");
   const auto before = Record(key);
   clock_.Advance(1000);
-  const HttpResponse r = pipeline_->Handle(Request("order.created", "msg_1", OrderBody("ORD-1001", "changed")));
+  const HttpResponse r =
+      pipeline_->Handle(Request("order.created", "msg_1", OrderBody("ORD-1001", "changed")));
   EXPECT_EQ(r.status, 422);
   EXPECT_EQ(Type(r), "https://clawguard.dev/problems/fingerprint_mismatch");
   const auto after = Record(key);
@@ -145,13 +151,14 @@ TEST_F(WebhookPipelineTest, FreshXIdempotencyKeyCausesNoNewEffect) {
   EXPECT_EQ(r.status, 201);
   EXPECT_EQ(r.headers.Get("Idempotent-Replayed"), "true");
   EXPECT_EQ(calls_, 1);
-  EXPECT_EQ(Record(Level2Key(kPlugin, "order.created", "msg_1", "ORD-1001"))->x_idempotency_key, "client-1");
+  EXPECT_EQ(Record(Level2Key(kPlugin, "order.created", "msg_1", "ORD-1001"))->x_idempotency_key,
+            "client-1");
 }
 
 TEST_F(WebhookPipelineTest, Level1ClonesWithNewIdsAreOneEffect) {
   for (int i = 0; i < 5; ++i) {
-    const HttpResponse r =
-        pipeline_->Handle(Request("order.synced", "msg_clone_" + std::to_string(i), OrderBody("ORD-7", std::to_string(i))));
+    const HttpResponse r = pipeline_->Handle(Request(
+        "order.synced", "msg_clone_" + std::to_string(i), OrderBody("ORD-7", std::to_string(i))));
     EXPECT_EQ(r.status, 201) << i;
   }
   EXPECT_EQ(calls_, 1);
@@ -162,7 +169,11 @@ TEST_F(WebhookPipelineTest, Level1ClonesWithNewIdsAreOneEffect) {
 TEST_F(WebhookPipelineTest, Level2ClonesAreOneEffectPerId) {
   for (int i = 0; i < 3; ++i) {
     for (int repeat = 0; repeat < 2; ++repeat) {
-      EXPECT_EQ(pipeline_->Handle(Request("order.created", "msg_" + std::to_string(i), OrderBody("ORD-7"))).status, 201);
+      EXPECT_EQ(
+          pipeline_
+              ->Handle(Request("order.created", "msg_" + std::to_string(i), OrderBody("ORD-7")))
+              .status,
+          201);
     }
   }
   EXPECT_EQ(calls_, 3);
@@ -182,8 +193,10 @@ TEST_F(WebhookPipelineTest, BadSignaturesAre401AndStoreNothing) {
       {forged, "signature_invalid"},
       {tampered, "signature_invalid"},
       {missing, "signature_invalid"},
-      {Request("order.created", "msg_1", body, clock_.NowSeconds() - 301), "timestamp_out_of_tolerance"},
-      {Request("order.created", "msg_1", body, clock_.NowSeconds() + 301), "timestamp_out_of_tolerance"},
+      {Request("order.created", "msg_1", body, clock_.NowSeconds() - 301),
+       "timestamp_out_of_tolerance"},
+      {Request("order.created", "msg_1", body, clock_.NowSeconds() + 301),
+       "timestamp_out_of_tolerance"},
   };
   for (const auto& [req, type] : cases) {
     const HttpResponse r = pipeline_->Handle(req);
@@ -219,11 +232,13 @@ TEST_F(WebhookPipelineTest, LimitsAndRoutingComeFirst) {
 }
 
 TEST_F(WebhookPipelineTest, MissingBusinessKeyIs400AndStoresNothing) {
-  const HttpResponse r = pipeline_->Handle(Request("order.created", "msg_1", R"({"order":{"id":12.5}})"));
+  const HttpResponse r =
+      pipeline_->Handle(Request("order.created", "msg_1", R"({"order":{"id":12.5}})"));
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(Type(r), "https://clawguard.dev/problems/idempotency_key_missing");
   EXPECT_EQ(pipeline_->Handle(Request("order.created", "msg_1", "not json")).status, 400);
-  EXPECT_EQ(pipeline_->Handle(Request("order.synced", "msg_1", R"({"order":{"id":""}})")).status, 400);
+  EXPECT_EQ(pipeline_->Handle(Request("order.synced", "msg_1", R"({"order":{"id":""}})")).status,
+            400);
   EXPECT_EQ(calls_, 0);
   // A route without business_key keys on the id alone.
   EXPECT_EQ(pipeline_->Handle(Request("order.plain", "msg_1", "not json")).status, 201);
@@ -238,12 +253,14 @@ TEST_F(WebhookPipelineTest, StoresTwoXxAndFourXxButNotTheRetryableOnes) {
     const auto h = pipeline_->HandleDetailed(Request("order.created", id, OrderBody("A")));
     EXPECT_EQ(h.response.status, status);
     EXPECT_EQ(h.outcome, WebhookOutcome::kNotStored);
-    EXPECT_EQ(pipeline_->Handle(Request("order.created", id, OrderBody("A"))).status, 201) << status;  // re-run
+    EXPECT_EQ(pipeline_->Handle(Request("order.created", id, OrderBody("A"))).status, 201)
+        << status;  // re-run
   }
   EXPECT_EQ(calls_, 14);
   next_outcome_ = PluginOutcome::Answered(400, "application/json", R"({"error":"bad order"})");
   EXPECT_EQ(pipeline_->Handle(Request("order.created", "msg_400", OrderBody("A"))).status, 400);
-  const HttpResponse replay = pipeline_->Handle(Request("order.created", "msg_400", OrderBody("A")));
+  const HttpResponse replay =
+      pipeline_->Handle(Request("order.created", "msg_400", OrderBody("A")));
   EXPECT_EQ(replay.status, 400);
   EXPECT_EQ(replay.headers.Get("Idempotent-Replayed"), "true");
   EXPECT_EQ(calls_, 15);
@@ -356,13 +373,14 @@ TEST_F(WebhookPipelineTest, RenewLeaseWorksUntilFenced) {
   // The dispatcher renews its lease, then a takeover (its lease expired) fences it.
   std::vector<PipelineRoute> routes;
   routes.push_back(Route("order.created", 2, "/order/id"));
-  auto q = WebhookPipeline::Create(PipelineOptions{4096, 4096, milliseconds(30'000)}, std::move(routes), *store_,
-                                   [&](const DispatchContext& ctx) {
+  auto q = WebhookPipeline::Create(PipelineOptions{4096, 4096, milliseconds(30'000)},
+                                   std::move(routes), *store_, [&](const DispatchContext& ctx) {
                                      renewed = ctx.renew_lease();
                                      clock_.Advance(31'000);
-                                     auto other = store_->Claim(std::string(ctx.event_key),
-                                                                Record(std::string(ctx.event_key))->fingerprint,
-                                                                ClaimMeta{kPlugin, "order.created", 2, "x", ""}, 30'000);
+                                     auto other = store_->Claim(
+                                         std::string(ctx.event_key),
+                                         Record(std::string(ctx.event_key))->fingerprint,
+                                         ClaimMeta{kPlugin, "order.created", 2, "x", ""}, 30'000);
                                      EXPECT_EQ(other->fencing_token, 2);
                                      EXPECT_FALSE(ctx.renew_lease());
                                      return PluginOutcome::Answered(200, "", "late");
@@ -378,11 +396,13 @@ TEST_F(WebhookPipelineTest, RenewLeaseWorksUntilFenced) {
 class DownStore final : public IdempotencyStore {
  public:
   Status Down() const { return Status(Reason::kStoreUnavailable, "connection refused"); }
-  Result<ClaimOutcome> Claim(const std::string&, const std::string&, const ClaimMeta&, int64_t) override {
+  Result<ClaimOutcome> Claim(const std::string&, const std::string&, const ClaimMeta&,
+                             int64_t) override {
     return Down();
   }
   Result<FencedWrite> Renew(const std::string&, int64_t, int64_t) override { return Down(); }
-  Result<FencedWrite> Complete(const std::string&, int64_t, int, const std::string&, const std::string&) override {
+  Result<FencedWrite> Complete(const std::string&, int64_t, int, const std::string&,
+                               const std::string&) override {
     return Down();
   }
   Result<FencedWrite> Release(const std::string&, int64_t) override { return Down(); }
@@ -396,8 +416,9 @@ TEST_F(WebhookPipelineTest, StoreUnavailableIs503WithRetryAfterAndNoDispatch) {
   DownStore down;
   std::vector<PipelineRoute> routes;
   routes.push_back(Route("order.created", 2, "/order/id"));
-  auto p = WebhookPipeline::Create(PipelineOptions{4096, 4096, milliseconds(30'000)}, std::move(routes), down,
-                                   [this](const DispatchContext& ctx) { return Dispatch(ctx); });
+  auto p =
+      WebhookPipeline::Create(PipelineOptions{4096, 4096, milliseconds(30'000)}, std::move(routes),
+                              down, [this](const DispatchContext& ctx) { return Dispatch(ctx); });
   ASSERT_TRUE(p.ok());
   const HttpResponse r = (*p)->Handle(Request("order.created", "msg_1", OrderBody("A")));
   EXPECT_EQ(r.status, 503);
@@ -415,7 +436,8 @@ TEST_F(WebhookPipelineTest, FrontAnswersFromMemoryAndAdmitsTheRest) {
   ASSERT_TRUE(cache.ok());
   std::vector<PipelineRoute> routes;
   routes.push_back(Route("order.created", 2, "/order/id"));
-  auto p = WebhookPipeline::Create(PipelineOptions{4096, 4096, milliseconds(30'000)}, std::move(routes), **cache,
+  auto p = WebhookPipeline::Create(PipelineOptions{4096, 4096, milliseconds(30'000)},
+                                   std::move(routes), **cache,
                                    [this](const DispatchContext& ctx) { return Dispatch(ctx); });
   ASSERT_TRUE(p.ok());
   const WebhookPipeline& pipeline = **p;
@@ -467,10 +489,12 @@ TEST(WebhookPipelineCreateTest, RefusesBadRoutes) {
   ASSERT_TRUE(store.ok());
   auto make = [&](int level, std::optional<std::string> bk) {
     std::vector<PipelineRoute> routes;
-    auto v = WebhookVerifier::Create(SecretBytes("k"), std::nullopt, std::nullopt, milliseconds(1000), clock);
+    auto v = WebhookVerifier::Create(SecretBytes("k"), std::nullopt, std::nullopt,
+                                     milliseconds(1000), clock);
     routes.push_back(PipelineRoute{kPlugin, "r", level, std::move(bk), std::move(v).value()});
-    return WebhookPipeline::Create(PipelineOptions{1, 1, milliseconds(1)}, std::move(routes), **store,
-                                   [](const DispatchContext&) { return PluginOutcome::Failed(""); });
+    return WebhookPipeline::Create(
+        PipelineOptions{1, 1, milliseconds(1)}, std::move(routes), **store,
+        [](const DispatchContext&) { return PluginOutcome::Failed(""); });
   };
   EXPECT_THAT(make(1, std::nullopt), HasReason(Reason::kConfigInvalid));
   EXPECT_THAT(make(4, "/id"), HasReason(Reason::kConfigInvalid));

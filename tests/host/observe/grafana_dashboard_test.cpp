@@ -17,8 +17,10 @@ namespace {
 void CollectExprs(const nlohmann::json& j, std::vector<std::string>* out) {
   if (j.is_object()) {
     for (const auto& [k, v] : j.items()) {
-      if (k == "expr" && v.is_string()) out->push_back(v.get<std::string>());
-      else CollectExprs(v, out);
+      if (k == "expr" && v.is_string())
+        out->push_back(v.get<std::string>());
+      else
+        CollectExprs(v, out);
     }
   } else if (j.is_array()) {
     for (const auto& v : j) CollectExprs(v, out);
@@ -28,10 +30,14 @@ void CollectExprs(const nlohmann::json& j, std::vector<std::string>* out) {
 // MetricNames returns the identifiers starting with "clawguard_" in a PromQL expression.
 std::vector<std::string> MetricNames(const std::string& expr) {
   std::vector<std::string> names;
-  for (std::size_t at = expr.find("clawguard_"); at != std::string::npos; at = expr.find("clawguard_", at + 1)) {
-    if (at > 0 && (std::isalnum(static_cast<unsigned char>(expr[at - 1])) || expr[at - 1] == '_')) continue;
+  for (std::size_t at = expr.find("clawguard_"); at != std::string::npos;
+       at = expr.find("clawguard_", at + 1)) {
+    if (at > 0 && (std::isalnum(static_cast<unsigned char>(expr[at - 1])) || expr[at - 1] == '_'))
+      continue;
     std::size_t end = at;
-    while (end < expr.size() && (std::isalnum(static_cast<unsigned char>(expr[end])) || expr[end] == '_')) ++end;
+    while (end < expr.size() &&
+           (std::isalnum(static_cast<unsigned char>(expr[end])) || expr[end] == '_'))
+      ++end;
     names.push_back(expr.substr(at, end - at));
   }
   return names;
@@ -72,11 +78,13 @@ TEST(GrafanaDashboardTest, QueriesOnlyDeclaredMetricsAndCoversThemAll) {
           name.resize(name.size() - s.size());
         }
       }
-      EXPECT_EQ(declared.count(name), 1u) << "the dashboard queries undeclared metric " << name << " in " << expr;
+      EXPECT_EQ(declared.count(name), 1u)
+          << "the dashboard queries undeclared metric " << name << " in " << expr;
       used.insert(name);
     }
   }
-  for (const auto& name : declared) EXPECT_EQ(used.count(name), 1u) << name << " is not on the dashboard";
+  for (const auto& name : declared)
+    EXPECT_EQ(used.count(name), 1u) << name << " is not on the dashboard";
 }
 
 }  // namespace

@@ -27,10 +27,15 @@ PromText MustParse(const std::string& text) {
 
 std::unique_ptr<MetricsRegistry> SmallRegistry() {
   std::vector<MetricFamilySpec> specs;
-  specs.push_back({"t_requests_total", "Requests.\nSecond \\ line.", MetricType::kCounter,
-                   {"plugin", "outcome"}, {{"a\"b\\c d", "ok"}, {"x", "failed"}}, {}});
+  specs.push_back({"t_requests_total",
+                   "Requests.\nSecond \\ line.",
+                   MetricType::kCounter,
+                   {"plugin", "outcome"},
+                   {{"a\"b\\c d", "ok"}, {"x", "failed"}},
+                   {}});
   specs.push_back({"t_ratio", "A ratio.", MetricType::kGauge, {}, {}, {}});
-  specs.push_back({"t_seconds", "Durations.", MetricType::kHistogram, {"route"}, {{"r"}}, {0.5, 2}});
+  specs.push_back(
+      {"t_seconds", "Durations.", MetricType::kHistogram, {"route"}, {{"r"}}, {0.5, 2}});
   auto reg = MetricsRegistry::Create(std::move(specs));
   EXPECT_TRUE(reg.ok()) << reg.error().ToString();
   return std::move(reg).value();
@@ -82,17 +87,18 @@ TEST(MetricsRegistryTest, RefusesBadSpecs) {
   EXPECT_TRUE(refused({"1bad", "h", MetricType::kCounter, {}, {}, {}}));
   EXPECT_TRUE(refused({"ok", "h", MetricType::kCounter, {"__x"}, {{"v"}}, {}}));
   EXPECT_TRUE(refused({"ok", "h", MetricType::kCounter, {"a", "a"}, {{"v", "w"}}, {}}));
-  EXPECT_TRUE(refused({"ok", "h", MetricType::kCounter, {"a"}, {{"v", "w"}}, {}}));       // arity
-  EXPECT_TRUE(refused({"ok", "h", MetricType::kCounter, {"a"}, {{"v"}, {"v"}}, {}}));     // duplicate
-  EXPECT_TRUE(refused({"ok", "h", MetricType::kCounter, {"a"}, {{""}}, {}}));             // empty
-  EXPECT_TRUE(refused({"ok", "h", MetricType::kCounter, {"a"}, {{"x\ny"}}, {}}));        // control
+  EXPECT_TRUE(refused({"ok", "h", MetricType::kCounter, {"a"}, {{"v", "w"}}, {}}));    // arity
+  EXPECT_TRUE(refused({"ok", "h", MetricType::kCounter, {"a"}, {{"v"}, {"v"}}, {}}));  // duplicate
+  EXPECT_TRUE(refused({"ok", "h", MetricType::kCounter, {"a"}, {{""}}, {}}));          // empty
+  EXPECT_TRUE(refused({"ok", "h", MetricType::kCounter, {"a"}, {{"x\ny"}}, {}}));      // control
   EXPECT_TRUE(refused({"ok", "h", MetricType::kCounter, {"a"}, {{std::string(600, 'x')}}, {}}));
-  EXPECT_TRUE(refused({"ok", "h", MetricType::kCounter, {"a"}, {}, {}}));                 // no series
-  EXPECT_TRUE(refused({"ok", "h", MetricType::kHistogram, {}, {}, {}}));                  // no buckets
+  EXPECT_TRUE(refused({"ok", "h", MetricType::kCounter, {"a"}, {}, {}}));  // no series
+  EXPECT_TRUE(refused({"ok", "h", MetricType::kHistogram, {}, {}, {}}));   // no buckets
   EXPECT_TRUE(refused({"ok", "h", MetricType::kHistogram, {}, {}, {2, 1}}));
   EXPECT_TRUE(refused({"ok", "h", MetricType::kHistogram, {"le"}, {{"1"}}, {1}}));
   EXPECT_TRUE(refused({"ok", "h", MetricType::kGauge, {}, {}, {1}}));
-  auto twice = MetricsRegistry::Create({{"a", "h", MetricType::kGauge, {}, {}, {}}, {"a", "h", MetricType::kGauge, {}, {}, {}}});
+  auto twice = MetricsRegistry::Create(
+      {{"a", "h", MetricType::kGauge, {}, {}, {}}, {"a", "h", MetricType::kGauge, {}, {}, {}}});
   EXPECT_FALSE(twice.ok());
 }
 
@@ -164,7 +170,8 @@ TEST(HostMetricsTest, ValuesAfterScriptedSequence) {
 
   const PromText p = MustParse(metrics.RenderPrometheus());
   const auto req = [&](const char* plugin, const char* route, const char* outcome) {
-    return p.Value("clawguard_webhook_requests_total", {{"plugin", plugin}, {"route", route}, {"outcome", outcome}});
+    return p.Value("clawguard_webhook_requests_total",
+                   {{"plugin", plugin}, {"route", route}, {"outcome", outcome}});
   };
   EXPECT_EQ(req("acme-orders", "order.created", "processed"), 1);
   EXPECT_EQ(req("acme-orders", "order.created", "replayed"), 3);
@@ -172,10 +179,16 @@ TEST(HostMetricsTest, ValuesAfterScriptedSequence) {
   EXPECT_EQ(req("acme-orders", "order.created", "auth_failed"), 2);
   EXPECT_EQ(req("acme-orders", "order.paid", "processed"), 0);
   EXPECT_EQ(req("_unknown", "_unknown", "not_found"), 1);
-  EXPECT_EQ(p.Value("clawguard_webhook_duplicate_requests_total", {{"plugin", "acme-orders"}, {"route", "order.created"}}), 4);
-  EXPECT_EQ(p.Value("clawguard_webhook_signature_failures_total", {{"reason", "signature_invalid"}}), 1);
-  EXPECT_EQ(p.Value("clawguard_webhook_signature_failures_total", {{"reason", "timestamp_out_of_tolerance"}}), 1);
-  const std::map<std::string, std::string> route = {{"plugin", "acme-orders"}, {"route", "order.created"}};
+  EXPECT_EQ(p.Value("clawguard_webhook_duplicate_requests_total",
+                    {{"plugin", "acme-orders"}, {"route", "order.created"}}),
+            4);
+  EXPECT_EQ(
+      p.Value("clawguard_webhook_signature_failures_total", {{"reason", "signature_invalid"}}), 1);
+  EXPECT_EQ(p.Value("clawguard_webhook_signature_failures_total",
+                    {{"reason", "timestamp_out_of_tolerance"}}),
+            1);
+  const std::map<std::string, std::string> route = {{"plugin", "acme-orders"},
+                                                    {"route", "order.created"}};
   auto bucket = route;
   bucket["le"] = "0.025";
   EXPECT_EQ(p.Value("clawguard_webhook_processing_duration_seconds_bucket", bucket), 1);
@@ -197,11 +210,16 @@ TEST(HostMetricsTest, ValuesAfterScriptedSequence) {
   EXPECT_EQ(erp("POST /orders/{id}/fulfil", "rate_limited"), 1);
   EXPECT_EQ(erp("POST /orders/{id}/fulfil", "timeout"), 1);
   EXPECT_EQ(erp("_unknown", "denied"), 1);
-  EXPECT_EQ(p.Value("clawguard_circuit_breaker_open", {{"kind", "erp"}, {"endpoint", "POST /orders/{id}/fulfil"}}), 1);
-  EXPECT_EQ(p.Value("clawguard_circuit_breaker_open", {{"kind", "erp"}, {"endpoint", "GET /stock/{sku}"}}), 0);
+  EXPECT_EQ(p.Value("clawguard_circuit_breaker_open",
+                    {{"kind", "erp"}, {"endpoint", "POST /orders/{id}/fulfil"}}),
+            1);
+  EXPECT_EQ(p.Value("clawguard_circuit_breaker_open",
+                    {{"kind", "erp"}, {"endpoint", "GET /stock/{sku}"}}),
+            0);
   EXPECT_EQ(p.Value("clawguard_circuit_breaker_open", {{"kind", "key"}, {"endpoint", "_keys"}}), 2);
   EXPECT_EQ(p.Value("clawguard_lease_takeovers_total"), 1);
-  EXPECT_EQ(p.Value("clawguard_plugin_certificate_expiry_seconds", {{"plugin", "acme-orders"}}), 1'800'000'000);
+  EXPECT_EQ(p.Value("clawguard_plugin_certificate_expiry_seconds", {{"plugin", "acme-orders"}}),
+            1'800'000'000);
   EXPECT_EQ(p.Value("clawguard_ledger_rows"), 42);
   metrics.SetDeliveries(3, 1, 5);
   const PromText d = MustParse(metrics.RenderPrometheus());
@@ -228,28 +246,36 @@ TEST(HostMetricsTest, HostileLabelValuesDoNotGrowTheOutput) {
     (*m)->SetDeadLetterQueueSize(junk, 1);
   }
   const std::string after = (*m)->RenderPrometheus();
-  EXPECT_EQ(std::count(before.begin(), before.end(), '\n'), std::count(after.begin(), after.end(), '\n'));
+  EXPECT_EQ(std::count(before.begin(), before.end(), '\n'),
+            std::count(after.begin(), after.end(), '\n'));
   EXPECT_EQ(after.find("evil"), std::string::npos);
   const PromText p = MustParse(after);
-  EXPECT_EQ(p.Value("clawguard_webhook_requests_total", {{"plugin", "_unknown"}, {"route", "_unknown"}, {"outcome", "_unknown"}}), 2000);
-  EXPECT_EQ(p.Value("clawguard_erp_calls_total", {{"endpoint", "_unknown"}, {"outcome", "success"}}), 2000);
+  EXPECT_EQ(p.Value("clawguard_webhook_requests_total",
+                    {{"plugin", "_unknown"}, {"route", "_unknown"}, {"outcome", "_unknown"}}),
+            2000);
+  EXPECT_EQ(
+      p.Value("clawguard_erp_calls_total", {{"endpoint", "_unknown"}, {"outcome", "success"}}),
+      2000);
 }
 
 TEST(HostMetricsTest, EveryArchitectureMetricIsDeclaredAndParses) {
   auto m = HostMetrics::Create(Names());
   ASSERT_TRUE(m.ok());
   const PromText p = MustParse((*m)->RenderPrometheus());
-  for (const char* name : {"webhook_requests_total", "webhook_duplicate_requests_total",
-                           "webhook_processing_duration_seconds", "idempotency_cache_hit_ratio",
-                           "dead_letter_queue_size", "plugin_load_refusals_total", "erp_calls_total",
-                           "circuit_breaker_open", "lease_takeovers_total", "webhook_signature_failures_total",
-                           "plugin_certificate_expiry_seconds", "ledger_rows", "deliveries_in_flight",
-                           "deliveries_queued", "plugin_threads"}) {
+  for (const char* name :
+       {"webhook_requests_total", "webhook_duplicate_requests_total",
+        "webhook_processing_duration_seconds", "idempotency_cache_hit_ratio",
+        "dead_letter_queue_size", "plugin_load_refusals_total", "erp_calls_total",
+        "circuit_breaker_open", "lease_takeovers_total", "webhook_signature_failures_total",
+        "plugin_certificate_expiry_seconds", "ledger_rows", "deliveries_in_flight",
+        "deliveries_queued", "plugin_threads"}) {
     EXPECT_EQ(p.families.count(std::string("clawguard_") + name), 1u) << name;
   }
   EXPECT_EQ(p.families.at("clawguard_webhook_processing_duration_seconds").type, "histogram");
   // Every webhook outcome of the pipeline has a series per route.
-  EXPECT_EQ(p.Value("clawguard_webhook_requests_total", {{"plugin", "beta"}, {"route", "ping"}, {"outcome", "fenced"}}), 0);
+  EXPECT_EQ(p.Value("clawguard_webhook_requests_total",
+                    {{"plugin", "beta"}, {"route", "ping"}, {"outcome", "fenced"}}),
+            0);
 }
 
 TEST(HostMetricsTest, RefusesDuplicateOrReservedNames) {

@@ -31,8 +31,8 @@ OpsSnapshot Snapshot() {
   s.trust_mode = "enforce";
   s.plugins = {{"acme-orders", "1.4.2", "acme", std::string(64, 'a'), true, "", ""},
                {"beta-stock", "0.9.0", "beta", std::string(64, 'b'), true, "", ""},
-               {"evil<script>window.__pwned=1</script>", "6.6.6", "mallory", std::string(64, 'c'), false,
-                "digest_mismatch", "<img src=x onerror=\"window.__pwned=2\">"}};
+               {"evil<script>window.__pwned=1</script>", "6.6.6", "mallory", std::string(64, 'c'),
+                false, "digest_mismatch", "<img src=x onerror=\"window.__pwned=2\">"}};
   s.breakers = {{"POST /orders/{id}/fulfil", "open", 10}};
   s.dlq = {{"transient_exhausted", 1, 2, 3}};
   s.deliveries = 10;
@@ -62,7 +62,8 @@ class OpsBrowserTest : public ::testing::Test {
     ASSERT_TRUE(server_->Start().ok());
 
     const std::string chromium = testing::FindChromium();
-    ASSERT_FALSE(chromium.empty()) << "chromium is not installed (Debian package `chromium`): run ci/setup-deps";
+    ASSERT_FALSE(chromium.empty())
+        << "chromium is not installed (Debian package `chromium`): run ci/setup-deps";
     std::string error;
     browser_ = HeadlessChromium::Launch(chromium, tmp_.path().string(), &error);
     ASSERT_NE(browser_, nullptr) << error;
@@ -87,20 +88,24 @@ class OpsBrowserTest : public ::testing::Test {
     for (const char* m : {"Network.enable", "Page.enable"}) {
       EXPECT_TRUE(cdp_->Call(m, nlohmann::json::object(), *session, &error).has_value()) << error;
     }
-    EXPECT_TRUE(cdp_->Call("Network.setExtraHTTPHeaders", {{"headers", headers}}, *session, &error)) << error;
+    EXPECT_TRUE(cdp_->Call("Network.setExtraHTTPHeaders", {{"headers", headers}}, *session, &error))
+        << error;
     auto nav = cdp_->Call("Page.navigate", {{"url", Url()}}, *session, &error);
     EXPECT_TRUE(nav.has_value()) << error;
-    auto response = cdp_->WaitForEvent("Network.responseReceived", *session,
-                                       [](const nlohmann::json& p) { return p.value("type", "") == "Document"; }, &error);
+    auto response = cdp_->WaitForEvent(
+        "Network.responseReceived", *session,
+        [](const nlohmann::json& p) { return p.value("type", "") == "Document"; }, &error);
     EXPECT_TRUE(response.has_value()) << error;
-    auto loaded = cdp_->WaitForEvent("Page.loadEventFired", *session, [](const nlohmann::json&) { return true; }, &error);
+    auto loaded = cdp_->WaitForEvent(
+        "Page.loadEventFired", *session, [](const nlohmann::json&) { return true; }, &error);
     EXPECT_TRUE(loaded.has_value()) << error;
     return {*session, response ? (*response)["response"].value("status", 0) : 0};
   }
 
   nlohmann::json Eval(const std::string& session, const std::string& expression) {
     std::string error;
-    auto r = cdp_->Call("Runtime.evaluate", {{"expression", expression}, {"returnByValue", true}}, session, &error);
+    auto r = cdp_->Call("Runtime.evaluate", {{"expression", expression}, {"returnByValue", true}},
+                        session, &error);
     EXPECT_TRUE(r.has_value()) << error;
     return r ? (*r)["result"].value("value", nlohmann::json()) : nlohmann::json();
   }
@@ -117,18 +122,21 @@ TEST_F(OpsBrowserTest, RendersWithBearerTokenAndKeepsScreenshot) {
   ASSERT_FALSE(session.empty());
   EXPECT_EQ(status, 200);
   const std::string text = Eval(session, "document.body.innerText").get<std::string>();
-  for (const char* want : {"acme-orders", "beta-stock", "evil<script>window.__pwned=1</script>", "digest_mismatch",
-                           "POST /orders/{id}/fulfil", "transient_exhausted", "enforce", "40.0 %"}) {
+  for (const char* want :
+       {"acme-orders", "beta-stock", "evil<script>window.__pwned=1</script>", "digest_mismatch",
+        "POST /orders/{id}/fulfil", "transient_exhausted", "enforce", "40.0 %"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   }
   // The hostile name is text: no script or img element exists and nothing ran.
   EXPECT_EQ(Eval(session, "document.querySelectorAll('script,img').length"), 0);
   EXPECT_EQ(Eval(session, "typeof window.__pwned"), "undefined");
   // The CSP admitted the stylesheet by its hash (blocked, the header cells would be transparent).
-  EXPECT_EQ(Eval(session, "getComputedStyle(document.querySelector('th')).backgroundColor"), "rgb(238, 238, 238)");
+  EXPECT_EQ(Eval(session, "getComputedStyle(document.querySelector('th')).backgroundColor"),
+            "rgb(238, 238, 238)");
 
   std::string error;
-  auto shot = cdp_->Call("Page.captureScreenshot", {{"format", "png"}, {"captureBeyondViewport", true}}, session, &error);
+  auto shot = cdp_->Call("Page.captureScreenshot",
+                         {{"format", "png"}, {"captureBeyondViewport", true}}, session, &error);
   ASSERT_TRUE(shot.has_value()) << error;
   const auto png = Base64Decode((*shot)["data"].get<std::string>());
   ASSERT_TRUE(png.has_value());
@@ -147,9 +155,11 @@ TEST_F(OpsBrowserTest, RefusedWithoutToken) {
   ASSERT_FALSE(session.empty());
   EXPECT_EQ(status, 401);
   EXPECT_EQ(served_.load(), 0);  // the gate answered; the page handler never ran
-  const std::string text = Eval(session, "document.body ? document.body.innerText : ''").get<std::string>();
+  const std::string text =
+      Eval(session, "document.body ? document.body.innerText : ''").get<std::string>();
   EXPECT_EQ(text.find("acme-orders"), std::string::npos);
-  const auto [session2, status2] = Load({{"Authorization", "Bearer wrong-token-wrong-token-wrong-token-xx"}});
+  const auto [session2, status2] =
+      Load({{"Authorization", "Bearer wrong-token-wrong-token-wrong-token-xx"}});
   EXPECT_EQ(status2, 401);
   EXPECT_EQ(served_.load(), 0);
 }

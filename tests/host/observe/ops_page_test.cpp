@@ -19,8 +19,8 @@ OpsSnapshot Sample() {
   s.plugins = {
       {"acme-orders", "1.4.2", "acme", std::string(64, 'a'), true, "", ""},
       {"beta-stock", "0.9.0", "beta", std::string(64, 'b'), true, "", ""},
-      {"evil<script>alert(1)</script>", "6.6.6", "\"mallory'&", std::string(64, 'c'), false, "digest_mismatch",
-       "statement says <img src=x onerror=alert(2)>"},
+      {"evil<script>alert(1)</script>", "6.6.6", "\"mallory'&", std::string(64, 'c'), false,
+       "digest_mismatch", "statement says <img src=x onerror=alert(2)>"},
   };
   s.breakers = {{"POST /orders/{id}/fulfil", "open", 10}, {"GET /stock/{sku}", "closed", 0}};
   s.open_key_breakers = 3;
@@ -38,12 +38,13 @@ OpsSnapshot Sample() {
 }
 
 TEST(OpsPageTest, GroupsDlqByClassAndAge) {
-  const auto rows = GroupDlqByAge({{"transient_exhausted", kNowMs - 10 * 60'000},
-                                   {"transient_exhausted", kNowMs - kHour},  // exactly 1 h: not < 1 h
-                                   {"auth", kNowMs - 24 * kHour},            // exactly 24 h: older
-                                   {"transient_exhausted", kNowMs + 5000},   // clock skew: < 1 h
-                                   {"auth", kNowMs - 30 * kHour}},
-                                  kNowMs);
+  const auto rows =
+      GroupDlqByAge({{"transient_exhausted", kNowMs - 10 * 60'000},
+                     {"transient_exhausted", kNowMs - kHour},  // exactly 1 h: not < 1 h
+                     {"auth", kNowMs - 24 * kHour},            // exactly 24 h: older
+                     {"transient_exhausted", kNowMs + 5000},   // clock skew: < 1 h
+                     {"auth", kNowMs - 30 * kHour}},
+                    kNowMs);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].dlq_class, "transient_exhausted");
   EXPECT_EQ(rows[0].under_1h, 2);
@@ -56,10 +57,11 @@ TEST(OpsPageTest, GroupsDlqByClassAndAge) {
 TEST(OpsPageTest, RendersEverySection) {
   const std::string html = RenderOpsPage(Sample());
   EXPECT_NE(html.find(std::string(64, 'a')), std::string::npos);
-  for (const char* want : {"<!DOCTYPE html>", "acme-orders", "1.4.2", "beta-stock",
-                           "digest_mismatch", "Trust mode: <b class=\"ok\" id=\"mode\">enforce</b>",
-                           "POST /orders/{id}/fulfil", "Open per-key breakers: <b>3</b>", "transient_exhausted",
-                           "8.5 %", "in 5 d 0 h", "expired 1 d ago", "Refused plugins (1)", "Loaded plugins (2)"}) {
+  for (const char* want :
+       {"<!DOCTYPE html>", "acme-orders", "1.4.2", "beta-stock", "digest_mismatch",
+        "Trust mode: <b class=\"ok\" id=\"mode\">enforce</b>", "POST /orders/{id}/fulfil",
+        "Open per-key breakers: <b>3</b>", "transient_exhausted", "8.5 %", "in 5 d 0 h",
+        "expired 1 d ago", "Refused plugins (1)", "Loaded plugins (2)"}) {
     EXPECT_NE(html.find(want), std::string::npos) << want;
   }
   // The leaf 400 days out is not near expiry.
@@ -74,7 +76,8 @@ TEST(OpsPageTest, EscapesEveryValue) {
   EXPECT_NE(html.find("evil&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
   EXPECT_NE(html.find("&quot;mallory&#39;&amp;"), std::string::npos);
   EXPECT_NE(html.find("&lt;img src=x onerror=alert(2)&gt;"), std::string::npos);
-  EXPECT_EQ(HtmlEscape(std::string_view("a<b>&\"'\0c", 9)), std::string("a&lt;b&gt;&amp;&quot;&#39;&#xFFFD;c"));
+  EXPECT_EQ(HtmlEscape(std::string_view("a<b>&\"'\0c", 9)),
+            std::string("a&lt;b&gt;&amp;&quot;&#39;&#xFFFD;c"));
   OpsSnapshot s;
   s.trust_mode = "<b>audit</b>";
   EXPECT_EQ(RenderOpsPage(s).find("<b>audit</b>"), std::string::npos);
@@ -82,7 +85,8 @@ TEST(OpsPageTest, EscapesEveryValue) {
 
 TEST(OpsPageTest, HasNoExternalAssetsOrScripts) {
   const std::string html = RenderOpsPage(Sample());
-  for (const char* banned : {"<script", " src=\"", " href=\"", "<img", "<link", "<form", "<iframe", "http://", "https://", "url("}) {
+  for (const char* banned : {"<script", " src=\"", " href=\"", "<img", "<link", "<form", "<iframe",
+                             "http://", "https://", "url("}) {
     EXPECT_EQ(html.find(banned), std::string::npos) << banned;
   }
 }

@@ -1,6 +1,7 @@
 /* answer_as.c — answers what the signed body asks for: "status=NNN;body=TEXT" anywhere in it (TEXT
-   runs to the next '"' or the end, may be empty; in JSON: {"order_id":"1","ask":"status=204;body=x"}).
-   For the answer-rule tests (host/http/responder.h AnswerProblem), in-process and packaged. */
+   runs to the next '"' or the end, may be empty; in JSON:
+   {"order_id":"1","ask":"status=204;body=x"}). For the answer-rule tests (host/http/responder.h
+   AnswerProblem), in-process and packaged. */
 #include <stdlib.h>
 
 #include "common.h"

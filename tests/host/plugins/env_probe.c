@@ -19,7 +19,8 @@ static int init(const cg_host_api *host) {
 static char out[65536];
 
 static int handle(cg_call *call, const char *route, const cg_request *req) {
-  (void)route; (void)req;
+  (void)route;
+  (void)req;
   size_t used = 0;
   int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 1;
@@ -35,7 +36,8 @@ static int handle(cg_call *call, const char *route, const cg_request *req) {
   static const char *const names[] = {"E2E_ADMIN", "E2E_SECRET", "E2E_ERP"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
     const char *v = getenv(names[i]);
-    int n = snprintf(out + used, sizeof out - used, "getenv(%s)=%s\n", names[i], v == NULL ? "(null)" : v);
+    int n = snprintf(out + used, sizeof out - used, "getenv(%s)=%s\n", names[i],
+                     v == NULL ? "(null)" : v);
     if (n < 0 || (size_t)n >= sizeof out - used) return 1;
     used += (size_t)n;
   }

@@ -73,14 +73,16 @@ class ErpHarness {
     env.outbox = outbox_.get();
     env.sender = sender_.get();
     env.clock = &clock;
-    env.retry = ErpRetryPolicy{std::chrono::milliseconds(1000), std::chrono::milliseconds(60'000), attempts};
+    env.retry = ErpRetryPolicy{std::chrono::milliseconds(1000), std::chrono::milliseconds(60'000),
+                               attempts};
     env.audit = [this](const std::string& line) {
       std::lock_guard lock(audit_mu_);
       audit_.push_back(line);
     };
     // The retry worker matches each resend against the loaded plugins: acme-orders with every
     // capability these tests call.
-    auto caps = CapabilitySet::Create({"POST /orders/{id}/fulfil", "GET /orders/{id}", "POST /inventory/adjust"});
+    auto caps = CapabilitySet::Create(
+        {"POST /orders/{id}/fulfil", "GET /orders/{id}", "POST /inventory/adjust"});
     ASSERT_TRUE(caps.ok()) << caps.error().ToString();
     env.plugins = std::make_shared<const std::vector<ErpPluginCaps>>(
         std::vector<ErpPluginCaps>{ErpPluginCaps{"acme-orders", std::move(caps).value(), "1.4.2"}});
@@ -88,7 +90,8 @@ class ErpHarness {
 
   // Claim claims |key| and returns the fencing token (0 on failure).
   int64_t Claim(const std::string& key, int level = 2) {
-    auto c = idem_->Claim(key, "fp", ClaimMeta{"acme-orders", "order.created", level, "msg_1", ""}, 30'000);
+    auto c = idem_->Claim(key, "fp", ClaimMeta{"acme-orders", "order.created", level, "msg_1", ""},
+                          30'000);
     if (!c.ok() || c->kind != ClaimOutcome::Kind::kClaimed) return 0;
     return c->fencing_token;
   }

@@ -2,7 +2,8 @@
 #include "common.h"
 
 static int handle(cg_call *call, const char *route, const cg_request *req) {
-  (void)route; (void)req;
+  (void)route;
+  (void)req;
   test_respond_json(call, 200, "{}");
   return 7;
 }

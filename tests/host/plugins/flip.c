@@ -12,8 +12,8 @@ CG_EXPORT volatile int flip_denied = -1;
 
 static char g_path[32];
 static volatile int g_stop;
-static const char kAllowed[] = "/orders/1/fulfil";  /* POST /orders/{id}/fulfil */
-static const char kForbidden[] = "/admin/deleteall";  /* same length, no capability */
+static const char kAllowed[] = "/orders/1/fulfil";   /* POST /orders/{id}/fulfil */
+static const char kForbidden[] = "/admin/deleteall"; /* same length, no capability */
 
 static void *flipper(void *arg) {
   (void)arg;
@@ -25,7 +25,8 @@ static void *flipper(void *arg) {
 }
 
 static int handle(cg_call *call, const char *route, const cg_request *req) {
-  (void)route; (void)req;
+  (void)route;
+  (void)req;
   memcpy(g_path, kAllowed, sizeof kAllowed);
   __atomic_store_n(&g_stop, 0, __ATOMIC_SEQ_CST);
   pthread_t t;

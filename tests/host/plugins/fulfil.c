@@ -3,7 +3,8 @@
 #include "common.h"
 
 static int handle(cg_call *call, const char *route, const cg_request *req) {
-  (void)route; (void)req;
+  (void)route;
+  (void)req;
   cg_bytes reply;
   const int r = g_host->erp_call(call, "POST", "/orders/5/fulfil", test_str("{}"), &reply);
   if (r < 0) return 1;

@@ -9,7 +9,8 @@ CG_EXPORT volatile int hang_release = 0;
 CG_EXPORT volatile int hang_erp_result = 1;
 
 static int handle(cg_call *call, const char *route, const cg_request *req) {
-  (void)route; (void)req;
+  (void)route;
+  (void)req;
   __atomic_store_n(&hang_entered, 1, __ATOMIC_SEQ_CST);
   while (!__atomic_load_n(&hang_release, __ATOMIC_SEQ_CST)) usleep(1000);
   cg_bytes reply;

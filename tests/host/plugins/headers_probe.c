@@ -7,7 +7,8 @@ static int handle(cg_call *call, const char *route, const cg_request *req) {
   size_t used = 0;
   for (size_t i = 0; i < req->header_count; ++i) {
     int n = snprintf(out + used, sizeof out - used, "%.*s=%.*s\n", (int)req->header_names[i].len,
-                     req->header_names[i].data, (int)req->header_values[i].len, req->header_values[i].data);
+                     req->header_names[i].data, (int)req->header_values[i].len,
+                     req->header_values[i].data);
     if (n < 0 || (size_t)n >= sizeof out - used) return 1;
     used += (size_t)n;
   }

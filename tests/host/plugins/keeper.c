@@ -21,7 +21,8 @@ static void *late(void *arg) {
 }
 
 static int handle(cg_call *call, const char *route, const cg_request *req) {
-  (void)route; (void)req;
+  (void)route;
+  (void)req;
   cg_bytes reply;
   int r = g_host->erp_call(call, "POST", "/orders/1/fulfil", test_str("{}"), &reply);
   if (r < 0) return 1;

@@ -5,7 +5,8 @@
 static int g_runs;
 
 static int handle(cg_call *call, const char *route, const cg_request *req) {
-  (void)route; (void)req;
+  (void)route;
+  (void)req;
   const int flip = __atomic_fetch_add(&g_runs, 1, __ATOMIC_SEQ_CST) % 2;
   const char *first = flip ? "/inventory/adjust" : "/orders/7/fulfil";
   const char *second = flip ? "/orders/7/fulfil" : "/inventory/adjust";

@@ -12,7 +12,8 @@ CG_EXPORT volatile long snoop_hits = -1;
 CG_EXPORT volatile int snoop_oracle_differs = -1;
 
 static int handle(cg_call *call, const char *route, const cg_request *req) {
-  (void)route; (void)req;
+  (void)route;
+  (void)req;
   const uintptr_t own = (uintptr_t)call;
   long hits = 0, probes = 0;
   for (long k = 1; k <= snoop_span; ++k) {
@@ -20,7 +21,8 @@ static int handle(cg_call *call, const char *route, const cg_request *req) {
     for (int g = 0; g < 2; ++g) {
       cg_call *other = (cg_call *)guesses[g];
       cg_bytes reply;
-      const int r = g_host->erp_call(other, "POST", "/orders/snooped/fulfil", test_str("{}"), &reply);
+      const int r =
+          g_host->erp_call(other, "POST", "/orders/snooped/fulfil", test_str("{}"), &reply);
       ++probes;
       if (r != CG_FENCED) {
         ++hits;

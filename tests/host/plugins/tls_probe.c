@@ -9,8 +9,10 @@ static int handle(cg_call *call, const char *route, const cg_request *req) {
   (void)route;
   char mine[128] = "";
   for (size_t i = 0; i < req->header_count; ++i) {
-    if (req->header_names[i].len == 10 && memcmp(req->header_names[i].data, "webhook-id", 10) == 0) {
-      snprintf(mine, sizeof mine, "%.*s", (int)req->header_values[i].len, req->header_values[i].data);
+    if (req->header_names[i].len == 10 &&
+        memcmp(req->header_names[i].data, "webhook-id", 10) == 0) {
+      snprintf(mine, sizeof mine, "%.*s", (int)req->header_values[i].len,
+               req->header_values[i].data);
     }
   }
   snprintf(owner, sizeof owner, "%s", mine);

@@ -14,7 +14,8 @@
 namespace clawguard::host::testing {
 namespace {
 
-constexpr char kLorisStart[] = "POST /webhooks/acme-orders/order.created HTTP/1.1\r\nHost: flood\r\nX-Slow: ";
+constexpr char kLorisStart[] =
+    "POST /webhooks/acme-orders/order.created HTTP/1.1\r\nHost: flood\r\nX-Slow: ";
 
 bool SendAll(int fd, const char* data, size_t len) {
   while (len > 0) {
@@ -39,7 +40,8 @@ std::unique_ptr<FloodClient> FloodClient::Open(const FloodOptions& options) {
     sockaddr_in from{};
     from.sin_family = AF_INET;
     const std::string& source = options.sources[static_cast<size_t>(i) % options.sources.size()];
-    if (inet_pton(AF_INET, source.c_str(), &from.sin_addr) != 1 || (ntohl(from.sin_addr.s_addr) >> 24) != 127) {
+    if (inet_pton(AF_INET, source.c_str(), &from.sin_addr) != 1 ||
+        (ntohl(from.sin_addr.s_addr) >> 24) != 127) {
       return nullptr;  // loopback sources only
     }
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

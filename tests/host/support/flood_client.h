@@ -1,8 +1,8 @@
 // flood_client.h — FloodClient: opens many connections to a listener on loopback and holds them,
 // as an unauthenticated client exhausting a server's descriptors would: idle (connect, send
 // nothing) or slow loris (send a request's first line and then one header byte at a time,
-// never finishing). Used by the connection-limit tests (tests/host/http/http_server_limits_test.cpp,
-// tests/e2e/host_flood_e2e_test.cpp).
+// never finishing). Used by the connection-limit tests
+// (tests/host/http/http_server_limits_test.cpp, tests/e2e/host_flood_e2e_test.cpp).
 //
 // Connections are spread over |sources| (local addresses in 127.0.0.0/8, bound before connect),
 // so one flood can be one peer or several. Only loopback is ever a target. Open returns when
@@ -20,7 +20,7 @@
 namespace clawguard::host::testing {
 
 struct FloodOptions {
-  uint16_t port = 0;                                  // on 127.0.0.1
+  uint16_t port = 0;  // on 127.0.0.1
   int connections = 0;
   std::vector<std::string> sources = {"127.0.0.2"};  // round robin
   bool slow_loris = false;  // send a partial request (first line) on each connection at once
@@ -51,7 +51,7 @@ class FloodClient {
 
  private:
   FloodClient() = default;
-  std::vector<int> fds_;     // -1 once seen closed
+  std::vector<int> fds_;  // -1 once seen closed
   int connected_ = 0;
   bool slow_loris_ = false;
 };

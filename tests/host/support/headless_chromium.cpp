@@ -25,10 +25,13 @@ namespace beast = boost::beast;
 namespace websocket = boost::beast::websocket;
 using tcp = asio::ip::tcp;
 
-bool IsExecutable(const std::string& path) { return !path.empty() && ::access(path.c_str(), X_OK) == 0; }
+bool IsExecutable(const std::string& path) {
+  return !path.empty() && ::access(path.c_str(), X_OK) == 0;
+}
 
 // RunUntil runs |ioc| until |done| or |deadline|; false when the deadline passed first.
-bool RunUntil(asio::io_context& ioc, const bool& done, std::chrono::steady_clock::time_point deadline) {
+bool RunUntil(asio::io_context& ioc, const bool& done,
+              std::chrono::steady_clock::time_point deadline) {
   ioc.restart();
   while (!done) {
     const auto now = std::chrono::steady_clock::now();
@@ -41,14 +44,16 @@ bool RunUntil(asio::io_context& ioc, const bool& done, std::chrono::steady_clock
 }  // namespace
 
 std::string FindChromium() {
-  if (const char* env = std::getenv("CLAWGUARD_CHROMIUM"); env != nullptr && IsExecutable(env)) return env;
+  if (const char* env = std::getenv("CLAWGUARD_CHROMIUM"); env != nullptr && IsExecutable(env))
+    return env;
   for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
     if (IsExecutable(p)) return p;
   }
   return "";
 }
 
-std::unique_ptr<HeadlessChromium> HeadlessChromium::Launch(const std::string& binary, const std::string& profile_dir,
+std::unique_ptr<HeadlessChromium> HeadlessChromium::Launch(const std::string& binary,
+                                                           const std::string& profile_dir,
                                                            std::string* error) {
   std::unique_ptr<HeadlessChromium> browser(new HeadlessChromium());
   browser->log_path_ = profile_dir + "/chromium.log";
@@ -76,7 +81,8 @@ std::unique_ptr<HeadlessChromium> HeadlessChromium::Launch(const std::string& bi
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
-  const int log_fd = ::open(browser->log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int log_fd =
+      ::open(browser->log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   const pid_t pid = ::fork();
   if (pid < 0) {
     *error = "fork failed";
@@ -116,7 +122,8 @@ std::unique_ptr<HeadlessChromium> HeadlessChromium::Launch(const std::string& bi
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling a file, not timing
   }
-  *error = "chromium did not write DevToolsActivePort within the guard (see " + browser->log_path_ + ")";
+  *error =
+      "chromium did not write DevToolsActivePort within the guard (see " + browser->log_path_ + ")";
   return nullptr;
 }
 
@@ -139,7 +146,8 @@ CdpSession::~CdpSession() {
   beast::get_lowest_layer(impl_->ws).close(ec);
 }
 
-std::unique_ptr<CdpSession> CdpSession::Connect(uint16_t port, const std::string& path, std::string* error) {
+std::unique_ptr<CdpSession> CdpSession::Connect(uint16_t port, const std::string& path,
+                                                std::string* error) {
   auto impl = std::make_unique<Impl>();
   try {
     const auto deadline = std::chrono::steady_clock::now() + kBrowserGuard;
@@ -156,10 +164,11 @@ std::unique_ptr<CdpSession> CdpSession::Connect(uint16_t port, const std::string
     }
     impl->ws.read_message_max(64 * 1024 * 1024);  // screenshots are large
     done = false;
-    impl->ws.async_handshake("127.0.0.1:" + std::to_string(port), path, [&](boost::system::error_code ec) {
-      result = ec;
-      done = true;
-    });
+    impl->ws.async_handshake("127.0.0.1:" + std::to_string(port), path,
+                             [&](boost::system::error_code ec) {
+                               result = ec;
+                               done = true;
+                             });
     if (!RunUntil(impl->ioc, done, deadline) || result) {
       *error = "DevTools WebSocket handshake failed: " + result.message();
       return nullptr;
@@ -171,8 +180,8 @@ std::unique_ptr<CdpSession> CdpSession::Connect(uint16_t port, const std::string
   return std::unique_ptr<CdpSession>(new CdpSession(std::move(impl)));
 }
 
-std::optional<nlohmann::json> CdpSession::ReadMessage(std::chrono::steady_clock::time_point deadline,
-                                                      std::string* error) {
+std::optional<nlohmann::json> CdpSession::ReadMessage(
+    std::chrono::steady_clock::time_point deadline, std::string* error) {
   beast::flat_buffer buffer;
   bool done = false;
   boost::system::error_code result;
@@ -191,7 +200,8 @@ std::optional<nlohmann::json> CdpSession::ReadMessage(std::chrono::steady_clock:
     *error = "DevTools read failed: " + result.message();
     return std::nullopt;
   }
-  auto parsed = nlohmann::json::parse(beast::buffers_to_string(buffer.data()), nullptr, /*allow_exceptions=*/false);
+  auto parsed = nlohmann::json::parse(beast::buffers_to_string(buffer.data()), nullptr,
+                                      /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
     *error = "DevTools sent invalid JSON";
     return std::nullopt;
@@ -199,7 +209,8 @@ std::optional<nlohmann::json> CdpSession::ReadMessage(std::chrono::steady_clock:
   return parsed;
 }
 
-std::optional<nlohmann::json> CdpSession::Call(const std::string& method, const nlohmann::json& params,
+std::optional<nlohmann::json> CdpSession::Call(const std::string& method,
+                                               const nlohmann::json& params,
                                                const std::string& session_id, std::string* error) {
   const int64_t id = next_id_++;
   nlohmann::json msg = {{"id", id}, {"method", method}, {"params", params}};
@@ -234,9 +245,9 @@ std::optional<nlohmann::json> CdpSession::Call(const std::string& method, const 
   }
 }
 
-std::optional<nlohmann::json> CdpSession::WaitForEvent(const std::string& method, const std::string& session_id,
-                                                       const std::function<bool(const nlohmann::json&)>& match,
-                                                       std::string* error) {
+std::optional<nlohmann::json> CdpSession::WaitForEvent(
+    const std::string& method, const std::string& session_id,
+    const std::function<bool(const nlohmann::json&)>& match, std::string* error) {
   const auto matches = [&](const nlohmann::json& e) {
     return e.value("method", "") == method && e.value("sessionId", "") == session_id &&
            match(e.value("params", nlohmann::json::object()));
@@ -260,7 +271,8 @@ std::optional<nlohmann::json> CdpSession::WaitForEvent(const std::string& method
 std::optional<std::string> CdpSession::OpenPage(std::string* error) {
   auto target = Call("Target.createTarget", {{"url", "about:blank"}}, "", error);
   if (!target) return std::nullopt;
-  auto attached = Call("Target.attachToTarget", {{"targetId", (*target)["targetId"]}, {"flatten", true}}, "", error);
+  auto attached = Call("Target.attachToTarget",
+                       {{"targetId", (*target)["targetId"]}, {"flatten", true}}, "", error);
   if (!attached) return std::nullopt;
   return (*attached)["sessionId"].get<std::string>();
 }

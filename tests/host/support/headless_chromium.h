@@ -32,7 +32,8 @@ class HeadlessChromium {
  public:
   // Launch starts |binary| with its profile under |profile_dir| and waits (up to kBrowserGuard)
   // for DevToolsActivePort. nullptr and |error| set on failure (the process is killed).
-  static std::unique_ptr<HeadlessChromium> Launch(const std::string& binary, const std::string& profile_dir,
+  static std::unique_ptr<HeadlessChromium> Launch(const std::string& binary,
+                                                  const std::string& profile_dir,
                                                   std::string* error);
   ~HeadlessChromium();  // SIGKILL to the process group, then reaped
   HeadlessChromium(const HeadlessChromium&) = delete;
@@ -40,7 +41,7 @@ class HeadlessChromium {
 
   uint16_t port() const { return port_; }
   const std::string& browser_path() const { return browser_path_; }  // "/devtools/browser/<id>"
-  const std::string& log_path() const { return log_path_; }         // chromium's stderr
+  const std::string& log_path() const { return log_path_; }          // chromium's stderr
 
  private:
   HeadlessChromium() = default;
@@ -53,7 +54,8 @@ class HeadlessChromium {
 class CdpSession {
  public:
   // Connect opens the browser WebSocket at 127.0.0.1:|port| |path|.
-  static std::unique_ptr<CdpSession> Connect(uint16_t port, const std::string& path, std::string* error);
+  static std::unique_ptr<CdpSession> Connect(uint16_t port, const std::string& path,
+                                             std::string* error);
   ~CdpSession();
   CdpSession(const CdpSession&) = delete;
   CdpSession& operator=(const CdpSession&) = delete;
@@ -65,9 +67,9 @@ class CdpSession {
 
   // WaitForEvent returns the first event (already received or arriving before the guard) named
   // |method| for |session_id| that |match| accepts; nullopt otherwise.
-  std::optional<nlohmann::json> WaitForEvent(const std::string& method, const std::string& session_id,
-                                             const std::function<bool(const nlohmann::json&)>& match,
-                                             std::string* error);
+  std::optional<nlohmann::json> WaitForEvent(
+      const std::string& method, const std::string& session_id,
+      const std::function<bool(const nlohmann::json&)>& match, std::string* error);
 
   // OpenPage creates a blank target and attaches to it (flattened); returns the session id.
   std::optional<std::string> OpenPage(std::string* error);
@@ -76,7 +78,8 @@ class CdpSession {
   struct Impl;
   explicit CdpSession(std::unique_ptr<Impl> impl);
   // ReadMessage reads one message before |deadline|.
-  std::optional<nlohmann::json> ReadMessage(std::chrono::steady_clock::time_point deadline, std::string* error);
+  std::optional<nlohmann::json> ReadMessage(std::chrono::steady_clock::time_point deadline,
+                                            std::string* error);
   std::unique_ptr<Impl> impl_;
   int64_t next_id_ = 1;
   std::vector<nlohmann::json> events_;

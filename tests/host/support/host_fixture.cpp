@@ -32,7 +32,8 @@ using clawguard::testing::WriteFile;
 
 }  // namespace
 
-int SpawnHost(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env,
+int SpawnHost(const std::string& config,
+              const std::vector<std::pair<std::string, std::string>>& env,
               const posix_spawn_file_actions_t* fa, pid_t* pid, uint64_t nofile) {
   std::vector<std::string> envs;
   for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
@@ -42,16 +43,19 @@ int SpawnHost(const std::string& config, const std::vector<std::pair<std::string
   envp.push_back(nullptr);
   std::string bin = CLAWGUARD_CLI_PATH, cmd = "host", flag = "--config", cfg = config;
   if (nofile > 0) {
-    std::string prlimit = "/usr/bin/prlimit", limit = "--nofile=" + std::to_string(nofile) + ":" + std::to_string(nofile),
+    std::string prlimit = "/usr/bin/prlimit",
+                limit = "--nofile=" + std::to_string(nofile) + ":" + std::to_string(nofile),
                 dashes = "--";
-    char* argv[] = {prlimit.data(), limit.data(), dashes.data(), bin.data(), cmd.data(), flag.data(), cfg.data(), nullptr};
+    char* argv[] = {prlimit.data(), limit.data(), dashes.data(), bin.data(),
+                    cmd.data(),     flag.data(),  cfg.data(),    nullptr};
     return posix_spawn(pid, prlimit.c_str(), fa, nullptr, argv, envp.data());
   }
   char* argv[] = {bin.data(), cmd.data(), flag.data(), cfg.data(), nullptr};
   return posix_spawn(pid, bin.c_str(), fa, nullptr, argv, envp.data());
 }
 
-bool HostProcess::Start(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env,
+bool HostProcess::Start(const std::string& config,
+                        const std::vector<std::pair<std::string, std::string>>& env,
                         uint64_t nofile) {
   if (pid_ > 0) return false;
   first_line_.clear();
@@ -99,7 +103,8 @@ void HostFixture::Prepare(const HostFixtureOptions& options) {
   manifest.replace(at, 8, "level: " + std::to_string(options.level));
   WriteFile((root / "manifest.yaml").string(), manifest);
   if (!options.plugin_source.empty()) {
-    const std::string failed = CompilePackagedPlugin(options.plugin_source, (root / "lib/libacme_orders.so").string());
+    const std::string failed =
+        CompilePackagedPlugin(options.plugin_source, (root / "lib/libacme_orders.so").string());
     ASSERT_EQ(failed, "");
   }
   nofile_ = options.nofile;
@@ -108,13 +113,16 @@ void HostFixture::Prepare(const HostFixtureOptions& options) {
   clawguard::testing::SoftHsmToken hsm;
   const auto key = hsm.GenerateKey("acme-release");
   const auto pki = clawguard::testing::MakeTestPki(dir_.Sub("pki"));
-  const std::string chain = clawguard::testing::IssueLeaf(hsm, key, pki, "acme", "/O=acme/CN=acme release");
-  auto packed = RunClawguard({"pack", "--manifest", (root / "manifest.yaml").string(), "--out", dir_.Sub("plugins")});
+  const std::string chain =
+      clawguard::testing::IssueLeaf(hsm, key, pki, "acme", "/O=acme/CN=acme release");
+  auto packed = RunClawguard(
+      {"pack", "--manifest", (root / "manifest.yaml").string(), "--out", dir_.Sub("plugins")});
   ASSERT_EQ(packed.exit_code, 0) << packed.err;
   const std::string pkg = dir_.Sub("plugins/acme-orders-1.4.2.claw");
-  auto signed_ = RunClawguard({"sign", "--module", hsm.module_path(), "--key", key.uri, "--pin-source",
-                               hsm.PinSource(), "--chain", chain, "--no-ledger", pkg},
-                              hsm.Env());
+  auto signed_ =
+      RunClawguard({"sign", "--module", hsm.module_path(), "--key", key.uri, "--pin-source",
+                    hsm.PinSource(), "--chain", chain, "--no-ledger", pkg},
+                   hsm.Env());
   ASSERT_EQ(signed_.exit_code, 0) << signed_.err;
   std::string more_allowed;
   for (const HostFixtureOptions::Version& v : options.more_versions) {
@@ -128,57 +136,68 @@ void HostFixture::Prepare(const HostFixtureOptions& options) {
     for (const std::string& cap : v.drop_capabilities) {
       const std::string line = "    - " + cap + "\n";
       const size_t cat = vmanifest.find(line);
-      ASSERT_NE(cat, std::string::npos) << "the example manifest has no capability line '" << cap << "'";
+      ASSERT_NE(cat, std::string::npos)
+          << "the example manifest has no capability line '" << cap << "'";
       vmanifest.erase(cat, line.size());
     }
     WriteFile((vroot / "manifest.yaml").string(), vmanifest);
-    auto vpacked = RunClawguard({"pack", "--manifest", (vroot / "manifest.yaml").string(), "--out", dir_.Sub("versions")});
+    auto vpacked = RunClawguard(
+        {"pack", "--manifest", (vroot / "manifest.yaml").string(), "--out", dir_.Sub("versions")});
     ASSERT_EQ(vpacked.exit_code, 0) << vpacked.err;
     const std::string vpkg = VersionPackage(v.version);
-    auto vsigned = RunClawguard({"sign", "--module", hsm.module_path(), "--key", key.uri, "--pin-source",
-                                 hsm.PinSource(), "--chain", chain, "--no-ledger", vpkg},
-                                hsm.Env());
+    auto vsigned =
+        RunClawguard({"sign", "--module", hsm.module_path(), "--key", key.uri, "--pin-source",
+                      hsm.PinSource(), "--chain", chain, "--no-ledger", vpkg},
+                     hsm.Env());
     ASSERT_EQ(vsigned.exit_code, 0) << vsigned.err;
-    more_allowed += "  - { name: acme-orders, version: " + v.version + ", sha256: " + Sha256Hex(ReadFile(vpkg)) + " }\n";
+    more_allowed += "  - { name: acme-orders, version: " + v.version +
+                    ", sha256: " + Sha256Hex(ReadFile(vpkg)) + " }\n";
   }
 
-  WriteFile(dir_.Sub("trust.yaml"),
-            "schema: clawguard/trust/v1\nmode: enforce\nroots:\n  - file: " + pki.root_pem + "\n    sha256: " +
-                pki.root_sha256 +
-                "\nrequire_eku: codeSigning\npublishers:\n  acme: [\"acme-*\"]\nthreshold: 1\n"
-                "revoked: { certificates: [], keys: [], crls: [] }\nallowlist_signer: null\nrollback: refuse\n"
-                "limits: { max_package: 16MiB, max_unpacked: 64MiB, max_entries: 8, max_ratio: 100 }\n"
-                "elf: { allowed_needed: [libc.so.6] }\n");
-  WriteFile(dir_.Sub("allowlist.yaml"), "schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2099-12-31T00:00:00Z\n"
-                                        "plugins:\n  - { name: acme-orders, version: 1.4.2, sha256: " +
-                                            Sha256Hex(ReadFile(pkg)) + " }\n" + more_allowed);
+  WriteFile(
+      dir_.Sub("trust.yaml"),
+      "schema: clawguard/trust/v1\nmode: enforce\nroots:\n  - file: " + pki.root_pem +
+          "\n    sha256: " + pki.root_sha256 +
+          "\nrequire_eku: codeSigning\npublishers:\n  acme: [\"acme-*\"]\nthreshold: 1\n"
+          "revoked: { certificates: [], keys: [], crls: [] }\nallowlist_signer: null\nrollback: "
+          "refuse\n"
+          "limits: { max_package: 16MiB, max_unpacked: 64MiB, max_entries: 8, max_ratio: 100 }\n"
+          "elf: { allowed_needed: [libc.so.6] }\n");
+  WriteFile(dir_.Sub("allowlist.yaml"),
+            "schema: clawguard/allowlist/v1\nversion: 1\nexpires: 2099-12-31T00:00:00Z\n"
+            "plugins:\n  - { name: acme-orders, version: 1.4.2, sha256: " +
+                Sha256Hex(ReadFile(pkg)) + " }\n" + more_allowed);
   auto erp = TestErpServer::Create();
   ASSERT_TRUE(erp.ok()) << erp.error().ToString();
   erp_ = std::move(erp).value();
-  WriteFile(dir_.Sub("host.yaml"),
-            "schema: clawguard/host/v1\n"
-            "listen: { address: 127.0.0.1:0, tls: null, max_body: 1MiB, max_headers: 16KiB, workers: " +
-                std::to_string(options.workers) +
-                (options.execution == "fibers" ? ", execution: fibers, carriers: 2" : "") + options.listen_extra +
-                " }\n"
-                "admin: { address: 127.0.0.1:0, token: env:E2E_ADMIN, tls: null }\n"
-                "store: sqlite:state/state.db\n"
-                "plugins: { dir: plugins, trust: trust.yaml, allowlist: allowlist.yaml, handler_timeout: " +
-                options.handler_timeout +
-                " }\n"
-                "webhooks:\n  tolerance: 300s\n  clock_skew: 5m\n  platform_retry: { schedule: [1m] }\n"
-                "  routes:\n    acme-orders/order.created: { current: env:E2E_SECRET }\n"
-                "  rate_limit: { per_plugin: 100000/s, burst: 100000 }\n"  // storms are not rate-limited here
-                "idempotency: { retention: 1h, lease: " +
-                options.lease +
-                ", tombstones: 30d, intent_expiry: 24h }\n"
-                "erp:\n  base_url: " +
-                erp_->base_url() + "\n  timeout: " + options.erp_timeout + "\n  ca: " + pki.root_pem +
-                "\n  auth: env:E2E_ERP\n  retry: " + options.erp_retry +
-                "\n"
-                "breaker:\n  key: { failures: 3, window: 5s, cooldown: 30s }\n"
-                "  erp: { failures: 10, window: 30s, cooldown: 60s, half_open_probes: 1 }\n"
-                "log: { audit: audit.jsonl, redact: [token] }\n");
+  WriteFile(
+      dir_.Sub("host.yaml"),
+      "schema: clawguard/host/v1\n"
+      "listen: { address: 127.0.0.1:0, tls: null, max_body: 1MiB, max_headers: 16KiB, workers: " +
+          std::to_string(options.workers) +
+          (options.execution == "fibers" ? ", execution: fibers, carriers: 2" : "") +
+          options.listen_extra +
+          " }\n"
+          "admin: { address: 127.0.0.1:0, token: env:E2E_ADMIN, tls: null }\n"
+          "store: sqlite:state/state.db\n"
+          "plugins: { dir: plugins, trust: trust.yaml, allowlist: allowlist.yaml, "
+          "handler_timeout: " +
+          options.handler_timeout +
+          " }\n"
+          "webhooks:\n  tolerance: 300s\n  clock_skew: 5m\n  platform_retry: { schedule: [1m] }\n"
+          "  routes:\n    acme-orders/order.created: { current: env:E2E_SECRET }\n"
+          "  rate_limit: { per_plugin: 100000/s, burst: 100000 }\n"  // storms are not rate-limited
+                                                                     // here
+          "idempotency: { retention: 1h, lease: " +
+          options.lease +
+          ", tombstones: 30d, intent_expiry: 24h }\n"
+          "erp:\n  base_url: " +
+          erp_->base_url() + "\n  timeout: " + options.erp_timeout + "\n  ca: " + pki.root_pem +
+          "\n  auth: env:E2E_ERP\n  retry: " + options.erp_retry +
+          "\n"
+          "breaker:\n  key: { failures: 3, window: 5s, cooldown: 30s }\n"
+          "  erp: { failures: 10, window: 30s, cooldown: 60s, half_open_probes: 1 }\n"
+          "log: { audit: audit.jsonl, redact: [token] }\n");
   env_ = {{"E2E_ADMIN", kAdminToken},
           {"E2E_SECRET", "whsec_" + Base64Encode(kHookKey)},
           {"E2E_ERP", kErpAuth}};
@@ -190,7 +209,8 @@ bool HostFixture::StartHost() {
     ADD_FAILURE() << "the host did not start; audit log:\n" << ReadFile(audit_log());
     return false;
   }
-  const auto listening = nlohmann::json::parse(host_->first_line(), nullptr, /*allow_exceptions=*/false);
+  const auto listening =
+      nlohmann::json::parse(host_->first_line(), nullptr, /*allow_exceptions=*/false);
   if (!listening.is_object() || !listening.contains("main")) {
     ADD_FAILURE() << "unexpected first line: " << host_->first_line();
     return false;
@@ -210,13 +230,15 @@ std::string HostFixture::OrderBody(const std::string& order_id) {
 std::string HostFixture::SignedRequest(const std::string& webhook_id, const std::string& body) {
   const SecretBytes hook_key{kHookKey};
   const int64_t ts = SystemClock::Instance().NowSeconds();
-  return SimpleRequest("POST", kRoutePath, body,
-                       "Content-Type: application/json\r\nwebhook-id: " + webhook_id +
-                           "\r\nwebhook-timestamp: " + std::to_string(ts) +
-                           "\r\nwebhook-signature: " + WebhookSignature(hook_key, webhook_id, ts, body) + "\r\n");
+  return SimpleRequest(
+      "POST", kRoutePath, body,
+      "Content-Type: application/json\r\nwebhook-id: " + webhook_id +
+          "\r\nwebhook-timestamp: " + std::to_string(ts) +
+          "\r\nwebhook-signature: " + WebhookSignature(hook_key, webhook_id, ts, body) + "\r\n");
 }
 
-Reply HostFixture::DeliverOn(RawConnection& conn, const std::string& webhook_id, const std::string& body) {
+Reply HostFixture::DeliverOn(RawConnection& conn, const std::string& webhook_id,
+                             const std::string& body) {
   Reply out;
   if (!conn.Send(SignedRequest(webhook_id, body))) return out;
   RawResponse r = conn.ReadResponse();
@@ -233,15 +255,16 @@ Reply HostFixture::Deliver(const std::string& webhook_id, const std::string& bod
   return DeliverOn(*conn, webhook_id, body);
 }
 
-Reply HostFixture::DeliverUntilStored(const std::string& webhook_id, const std::string& body, int max_attempts,
-                                      int pause_ms) const {
+Reply HostFixture::DeliverUntilStored(const std::string& webhook_id, const std::string& body,
+                                      int max_attempts, int pause_ms) const {
   Reply r;
   for (int i = 0; i < max_attempts; ++i) {
     r = Deliver(webhook_id, body);
-    const bool stored = r.ok && ((r.status >= 200 && r.status < 300) || (r.status >= 400 && r.status < 500 &&
-                                                                          r.status != 409));
+    const bool stored = r.ok && ((r.status >= 200 && r.status < 300) ||
+                                 (r.status >= 400 && r.status < 500 && r.status != 409));
     if (stored) return r;
-    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));  // the platform's pacing, not a timing assert
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(pause_ms));  // the platform's pacing, not a timing assert
   }
   return r;
 }

@@ -32,7 +32,8 @@ namespace clawguard::host::testing {
 // environment plus |env| and the file actions |fa|; returns posix_spawn's result (0: started).
 // |nofile| > 0 starts it under `prlimit --nofile=N:N` (RLIMIT_NOFILE soft and hard N; prlimit
 // execs the host, so |pid| is the host's).
-int SpawnHost(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env,
+int SpawnHost(const std::string& config,
+              const std::vector<std::pair<std::string, std::string>>& env,
               const posix_spawn_file_actions_t* fa, pid_t* pid, uint64_t nofile = 0);
 
 // HostProcess runs `clawguard host --config F` with extra environment, reads its first stdout
@@ -46,7 +47,8 @@ class HostProcess {
 
   bool Start(const std::string& config, const std::vector<std::pair<std::string, std::string>>& env,
              uint64_t nofile = 0);
-  // Stop sends SIGTERM and waits; returns the exit code (128 + signal if killed), -1 if not running.
+  // Stop sends SIGTERM and waits; returns the exit code (128 + signal if killed), -1 if not
+  // running.
   int Stop() { return Signal(15); }
   // Kill sends SIGKILL and waits (a crash: nothing is flushed or stopped gracefully).
   int Kill() { return Signal(9); }
@@ -62,15 +64,15 @@ class HostProcess {
 };
 
 struct HostFixtureOptions {
-  int level = 2;                      // the example route's idempotency level in the signed manifest
-  std::string lease = "30s";          // idempotency.lease
+  int level = 2;              // the example route's idempotency level in the signed manifest
+  std::string lease = "30s";  // idempotency.lease
   std::string handler_timeout = "5s";  // plugins.handler_timeout (< lease)
-  std::string erp_timeout = "5s";     // erp.timeout
+  std::string erp_timeout = "5s";      // erp.timeout
   std::string erp_retry = "{ base: 1s, max: 1m, attempts: 3, jitter: 20%, floor_429: 60s }";
   int workers = 4;
   std::string execution = "threads";  // listen.execution: threads or fibers (then 2 carriers)
-  std::string listen_extra;           // more `listen:` settings, e.g. ", max_connections_per_peer: 64"
-  uint64_t nofile = 0;                // > 0: the host runs under RLIMIT_NOFILE N (soft and hard)
+  std::string listen_extra;  // more `listen:` settings, e.g. ", max_connections_per_peer: 64"
+  uint64_t nofile = 0;       // > 0: the host runs under RLIMIT_NOFILE N (soft and hard)
   // plugin_source: package tests/host/plugins/NAME.c (built as a shipped plugin is) in place of
   // the example's library, under the example's manifest (name, route, capabilities).
   std::string plugin_source;
@@ -95,7 +97,9 @@ class ExecutionTest : public ::testing::TestWithParam<std::string> {
     return o;
   }
 };
-inline auto Executions() { return ::testing::Values(std::string("threads"), std::string("fibers")); }
+inline auto Executions() {
+  return ::testing::Values(std::string("threads"), std::string("fibers"));
+}
 inline std::string ExecutionName(const ::testing::TestParamInfo<std::string>& i) { return i.param; }
 
 // Reply is one HTTP answer as a test client saw it.
@@ -108,14 +112,16 @@ struct Reply {
 
 class HostFixture {
  public:
-  static constexpr std::string_view kHookKey = "0123456789abcdef0123456789abcdef";  // the route's HMAC key
+  static constexpr std::string_view kHookKey =
+      "0123456789abcdef0123456789abcdef";  // the route's HMAC key
   static constexpr const char* kAdminToken = "e2e-admin-token-0123456789abcdefghijkl";
   static constexpr const char* kErpAuth = "Bearer e2e-erp-token-0123456789abcdef";
   static constexpr const char* kRoutePath = "/webhooks/acme-orders/order.created";
 
   // Prepare: see the file comment. Use as ASSERT_NO_FATAL_FAILURE(fixture.Prepare(options)).
   void Prepare(const HostFixtureOptions& options = {});
-  // StartHost starts the host process on the prepared config (again after a kill); false on failure.
+  // StartHost starts the host process on the prepared config (again after a kill); false on
+  // failure.
   bool StartHost();
   int StopHost() { return host_->Stop(); }
   int KillHost() { return host_->Kill(); }
@@ -130,7 +136,8 @@ class HostFixture {
   std::string audit_log() const { return dir_.Sub("audit.jsonl"); }
   // PluginPackage is the package Prepare put in plugins.dir (acme-orders 1.4.2).
   std::string PluginPackage() const { return dir_.Sub("plugins/acme-orders-1.4.2.claw"); }
-  // VersionPackage is the package of a HostFixtureOptions::more_versions entry (its .sig beside it).
+  // VersionPackage is the package of a HostFixtureOptions::more_versions entry (its .sig beside
+  // it).
   std::string VersionPackage(const std::string& version) const {
     return dir_.Sub("versions/acme-orders-" + version + ".claw");
   }
@@ -143,11 +150,12 @@ class HostFixture {
   // Deliver sends one delivery on a fresh connection.
   Reply Deliver(const std::string& webhook_id, const std::string& body) const;
   // DeliverOn sends one delivery on a kept-alive |conn|.
-  static Reply DeliverOn(RawConnection& conn, const std::string& webhook_id, const std::string& body);
+  static Reply DeliverOn(RawConnection& conn, const std::string& webhook_id,
+                         const std::string& body);
   // DeliverUntilStored retries (as a platform does, pausing |pause_ms| between attempts) until the
   // answer is 2xx or 4xx other than 409, or |max_attempts| are spent; returns the last answer.
-  Reply DeliverUntilStored(const std::string& webhook_id, const std::string& body, int max_attempts = 300,
-                           int pause_ms = 200) const;
+  Reply DeliverUntilStored(const std::string& webhook_id, const std::string& body,
+                           int max_attempts = 300, int pause_ms = 200) const;
 
  private:
   clawguard::testing::TempDir dir_;

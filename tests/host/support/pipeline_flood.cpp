@@ -38,7 +38,8 @@ bool PipelineFlood::Connect(size_t slot) {
   sockaddr_in from{};
   from.sin_family = AF_INET;
   const std::string& source = options_.sources[slot % options_.sources.size()];
-  if (inet_pton(AF_INET, "127.0.0.1", &to.sin_addr) != 1 || inet_pton(AF_INET, source.c_str(), &from.sin_addr) != 1 ||
+  if (inet_pton(AF_INET, "127.0.0.1", &to.sin_addr) != 1 ||
+      inet_pton(AF_INET, source.c_str(), &from.sin_addr) != 1 ||
       (ntohl(from.sin_addr.s_addr) >> 24) != 127) {
     return false;  // loopback sources only
   }
@@ -46,14 +47,17 @@ bool PipelineFlood::Connect(size_t slot) {
   if (fd < 0) return false;
   const int one = 1;
   // Before connect: the window and the segment size are agreed in the handshake.
-  if ((options_.rcvbuf > 0 && ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &options_.rcvbuf, sizeof options_.rcvbuf) != 0) ||
-      (options_.mss > 0 && ::setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &options_.mss, sizeof options_.mss) != 0) ||
+  if ((options_.rcvbuf > 0 &&
+       ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &options_.rcvbuf, sizeof options_.rcvbuf) != 0) ||
+      (options_.mss > 0 &&
+       ::setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &options_.mss, sizeof options_.mss) != 0) ||
       ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
       ::bind(fd, reinterpret_cast<const sockaddr*>(&from), sizeof from) != 0) {
     ::close(fd);
     return false;
   }
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0 && errno != EINPROGRESS) {
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0 &&
+      errno != EINPROGRESS) {
     ::close(fd);
     ++closed_total_;
     return true;
@@ -67,14 +71,15 @@ bool PipelineFlood::Connect(size_t slot) {
 
 void PipelineFlood::Send(Conn& c) {
   while (c.fd >= 0 && c.sent < options_.payload.size()) {
-    const ssize_t n =
-        ::send(c.fd, options_.payload.data() + c.sent, options_.payload.size() - c.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t n = ::send(c.fd, options_.payload.data() + c.sent,
+                             options_.payload.size() - c.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
       c.sent += static_cast<size_t>(n);
       continue;
     }
     // Not connected yet or the buffers are full: later. Anything else: the server ended it.
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOTCONN || errno == EINTR)) return;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOTCONN || errno == EINTR))
+      return;
     Close(c, /*by_server=*/true);
   }
 }

@@ -25,9 +25,9 @@ struct PipelineFloodOptions {
   uint16_t port = 0;                                 // on 127.0.0.1
   int connections = 0;                               // held at once
   std::vector<std::string> sources = {"127.0.0.2"};  // round robin
-  std::string payload;                               // sent on every connection, e.g. requests back to back
-  int rcvbuf = 4096;                                 // SO_RCVBUF before connect (the kernel doubles it)
-  int mss = 536;                                     // TCP_MAXSEG before connect
+  std::string payload;  // sent on every connection, e.g. requests back to back
+  int rcvbuf = 4096;    // SO_RCVBUF before connect (the kernel doubles it)
+  int mss = 536;        // TCP_MAXSEG before connect
 };
 
 class PipelineFlood {

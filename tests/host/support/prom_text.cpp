@@ -9,7 +9,8 @@ namespace clawguard::host::testing {
 namespace {
 
 bool IsNameChar(char c, bool first, bool colon) {
-  const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon && c == ':');
+  const bool alpha =
+      (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon && c == ':');
   return alpha || (!first && c >= '0' && c <= '9');
 }
 
@@ -51,7 +52,8 @@ std::string BaseFamily(const std::string& name, const std::map<std::string, Prom
 
 }  // namespace
 
-std::optional<double> PromText::Value(std::string_view name, const std::map<std::string, std::string>& labels) const {
+std::optional<double> PromText::Value(std::string_view name,
+                                      const std::map<std::string, std::string>& labels) const {
   for (const auto& s : samples) {
     if (s.name == name && s.labels == labels) return s.value;
   }
@@ -67,7 +69,8 @@ std::size_t PromText::SeriesCount(std::string_view name) const {
 std::optional<PromText> ParsePromText(std::string_view text, std::string* error) {
   PromText out;
   std::set<std::string> helped, seen_series, sampled_families;
-  std::map<std::string, std::pair<double, bool>> last_bucket;  // series (without le) → (value, saw +Inf)
+  std::map<std::string, std::pair<double, bool>>
+      last_bucket;  // series (without le) → (value, saw +Inf)
   int line_no = 0;
   const auto fail = [&](const std::string& why) -> std::optional<PromText> {
     *error = "line " + std::to_string(line_no) + ": " + why;
@@ -92,7 +95,8 @@ std::optional<PromText> ParsePromText(std::string_view text, std::string* error)
         if (!helped.insert(name).second) return fail("second HELP for " + name);
         out.families[name].help = rest;
       } else {
-        static const std::set<std::string> kTypes = {"counter", "gauge", "histogram", "summary", "untyped"};
+        static const std::set<std::string> kTypes = {"counter", "gauge", "histogram", "summary",
+                                                     "untyped"};
         if (kTypes.count(rest) == 0) return fail("unknown type '" + rest + "'");
         if (!out.families[name].type.empty()) return fail("second TYPE for " + name);
         out.families[name].type = rest;
@@ -118,10 +122,14 @@ std::optional<PromText> ParsePromText(std::string_view text, std::string* error)
           if (line[pos] == '\\') {
             if (pos + 1 >= line.size()) return fail("dangling escape");
             const char e = line[pos + 1];
-            if (e == '\\') value += '\\';
-            else if (e == '"') value += '"';
-            else if (e == 'n') value += '\n';
-            else return fail(std::string("bad escape \\") + e);
+            if (e == '\\')
+              value += '\\';
+            else if (e == '"')
+              value += '"';
+            else if (e == 'n')
+              value += '\n';
+            else
+              return fail(std::string("bad escape \\") + e);
             pos += 2;
           } else {
             value += line[pos++];
@@ -143,7 +151,8 @@ std::optional<PromText> ParsePromText(std::string_view text, std::string* error)
     std::string suffix;
     const std::string family = BaseFamily(sample.name, out.families, &suffix);
     auto fam = out.families.find(family);
-    if (fam == out.families.end() || fam->second.type.empty()) return fail("sample of undeclared " + family);
+    if (fam == out.families.end() || fam->second.type.empty())
+      return fail("sample of undeclared " + family);
     sampled_families.insert(family);
     const std::string type = fam->second.type;
     if (type == "histogram" && suffix.empty()) return fail("histogram sample without a suffix");
@@ -164,7 +173,8 @@ std::optional<PromText> ParsePromText(std::string_view text, std::string* error)
       inf = le->second == "+Inf";
     } else if (suffix == "_count") {
       const auto it = last_bucket.find(without_le);
-      if (it == last_bucket.end() || !it->second.second) return fail("_count before a le=\"+Inf\" bucket");
+      if (it == last_bucket.end() || !it->second.second)
+        return fail("_count before a le=\"+Inf\" bucket");
       if (it->second.first != sample.value) return fail("_count differs from the +Inf bucket");
     }
     out.samples.push_back(std::move(sample));

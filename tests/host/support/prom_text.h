@@ -28,7 +28,8 @@ struct PromText {
   std::vector<PromSample> samples;
 
   // Value returns the value of sample |name| whose labels are exactly |labels|, or nullopt.
-  std::optional<double> Value(std::string_view name, const std::map<std::string, std::string>& labels = {}) const;
+  std::optional<double> Value(std::string_view name,
+                              const std::map<std::string, std::string>& labels = {}) const;
   // SeriesCount counts the samples named |name|.
   std::size_t SeriesCount(std::string_view name) const;
 };

@@ -97,7 +97,8 @@ bool RawConnection::WaitForClose() {
 
 std::string SimpleRequest(std::string_view method, std::string_view target, std::string_view body,
                           std::string_view extra) {
-  std::string r = std::string(method) + " " + std::string(target) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  std::string r =
+      std::string(method) + " " + std::string(target) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   r += "Content-Length: " + std::to_string(body.size()) + "\r\n";
   r += extra;
   r += "\r\n";

@@ -13,8 +13,9 @@ Result<std::unique_ptr<TestErpServer>> TestErpServer::Create(TestErpOptions opti
   server_options.workers = options.workers;
   server_options.tls = std::move(options.tls);
   TestErpServer* self = erp.get();
-  CLAWGUARD_ASSIGN_OR_RETURN(erp->server_, HttpServer::Create(std::move(server_options),
-                                                              [self](const HttpRequest& r) { return self->Handle(r); }));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      erp->server_, HttpServer::Create(std::move(server_options),
+                                       [self](const HttpRequest& r) { return self->Handle(r); }));
   CLAWGUARD_RETURN_IF_ERROR(erp->server_->Start());
   return erp;
 }
@@ -43,7 +44,8 @@ HttpResponse TestErpServer::Handle(const HttpRequest& request) {
   std::unique_lock<std::mutex> lock(mu_);
   RecordedRequest record{request.method, request.target, request.headers, request.body, false};
   const std::optional<std::string_view> key_view = request.headers.Get("Idempotency-Key");
-  const std::optional<std::string> key = key_view ? std::optional<std::string>(std::string(*key_view)) : std::nullopt;
+  const std::optional<std::string> key =
+      key_view ? std::optional<std::string>(std::string(*key_view)) : std::nullopt;
   if (key) {
     auto stored = stored_.find(*key);
     if (stored != stored_.end()) {

@@ -30,7 +30,8 @@ std::unique_ptr<ht::TestErpServer> StartErp(ht::TestErpOptions options = {}) {
   return std::move(erp).value();
 }
 
-std::unique_ptr<ErpClient> ClientFor(const std::string& base_url, std::chrono::milliseconds timeout = std::chrono::seconds(5),
+std::unique_ptr<ErpClient> ClientFor(const std::string& base_url,
+                                     std::chrono::milliseconds timeout = std::chrono::seconds(5),
                                      const std::string& ca_file = "") {
   ErpClientOptions options;
   options.base_url = base_url;
@@ -251,14 +252,15 @@ TEST(TestErpServerTest, TlsRefusesACertificateForAnotherName) {
   ht::TestPki pki;
   std::string error;
   // Trusted CA, but the leaf names only erp.example (its subject CN is still "localhost").
-  ASSERT_TRUE(ht::MakeTestPki(dir.path().string(), "named", &pki, &error, "DNS:erp.example")) << error;
+  ASSERT_TRUE(ht::MakeTestPki(dir.path().string(), "named", &pki, &error, "DNS:erp.example"))
+      << error;
   ht::TestErpOptions options;
   options.tls = ServerTls{pki.leaf_cert, pki.leaf_key};
   auto erp = StartErp(std::move(options));
   ASSERT_NE(erp, nullptr);
   for (const std::string& host : {std::string("localhost"), std::string("127.0.0.1")}) {
-    auto client = ClientFor("https://" + host + ":" + std::to_string(erp->port()), std::chrono::seconds(5),
-                            pki.ca_cert);
+    auto client = ClientFor("https://" + host + ":" + std::to_string(erp->port()),
+                            std::chrono::seconds(5), pki.ca_cert);
     ASSERT_NE(client, nullptr);
     auto reply = client->Send("POST", "/orders/1/fulfil", KeyHeaders("name-" + host), "{}");
     ASSERT_FALSE(reply.ok()) << host;
@@ -278,7 +280,8 @@ TEST(TestErpServerTest, ConcurrentCallsFromSeveralThreads) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 25; ++i) {
-        auto r = client->Send("POST", "/c", KeyHeaders(std::to_string(t) + "-" + std::to_string(i)), "{}");
+        auto r = client->Send("POST", "/c", KeyHeaders(std::to_string(t) + "-" + std::to_string(i)),
+                              "{}");
         if (r.ok() && r->status == 200) ++ok;
       }
     });

@@ -17,18 +17,35 @@ bool MakeTestPki(const std::string& dir, const std::string& name, TestPki* out, 
   out->ca_cert = base + "-ca.pem";
   out->leaf_cert = base + "-leaf.pem";
   out->leaf_key = base + "-leaf.key";
-  clawguard::testing::WriteFile(ext,
-                                "subjectAltName=" + san + "\n"
-                                "basicConstraints=critical,CA:FALSE\n"
-                                "extendedKeyUsage=serverAuth\n");
+  clawguard::testing::WriteFile(ext, "subjectAltName=" + san +
+                                         "\n"
+                                         "basicConstraints=critical,CA:FALSE\n"
+                                         "extendedKeyUsage=serverAuth\n");
   const std::vector<std::vector<std::string>> steps = {
-      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
-       ca_key, "-out", out->ca_cert, "-days", "2", "-subj", "/CN=" + name + " Test CA", "-addext",
-       "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"},
-      {"openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
-       out->leaf_key, "-out", csr, "-subj", "/CN=localhost"},
-      {"openssl", "x509", "-req", "-in", csr, "-CA", out->ca_cert, "-CAkey", ca_key, "-CAcreateserial", "-out",
-       out->leaf_cert, "-days", "2", "-extfile", ext},
+      {"openssl",
+       "req",
+       "-x509",
+       "-newkey",
+       "ec",
+       "-pkeyopt",
+       "ec_paramgen_curve:P-256",
+       "-nodes",
+       "-keyout",
+       ca_key,
+       "-out",
+       out->ca_cert,
+       "-days",
+       "2",
+       "-subj",
+       "/CN=" + name + " Test CA",
+       "-addext",
+       "basicConstraints=critical,CA:TRUE",
+       "-addext",
+       "keyUsage=critical,keyCertSign,cRLSign"},
+      {"openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+       "-keyout", out->leaf_key, "-out", csr, "-subj", "/CN=localhost"},
+      {"openssl", "x509", "-req", "-in", csr, "-CA", out->ca_cert, "-CAkey", ca_key,
+       "-CAcreateserial", "-out", out->leaf_cert, "-days", "2", "-extfile", ext},
   };
   for (const auto& argv : steps) {
     auto result = RunCommand(argv);

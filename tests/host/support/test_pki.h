@@ -1,5 +1,6 @@
 // test_pki.h — throwaway TLS material for host tests, made with the openssl CLI in a temp dir:
-// a self-signed CA and a leaf (by default for "localhost" / 127.0.0.1) (P-256, valid for 2 days from now).
+// a self-signed CA and a leaf (by default for "localhost" / 127.0.0.1) (P-256, valid for 2 days
+// from now).
 #ifndef CLAWGUARD_TESTS_HOST_SUPPORT_TEST_PKI_H_
 #define CLAWGUARD_TESTS_HOST_SUPPORT_TEST_PKI_H_
 

@@ -29,9 +29,10 @@ inline std::filesystem::path PluginSource(const std::string& name) {
 inline std::string CompilePackagedPlugin(const std::string& name, const std::string& so) {
   const std::filesystem::path include = std::filesystem::path(CLAWGUARD_SOURCE_DIR) / "include";
   auto r = clawguard::testing::RunCommand(
-      {"cc", "-std=gnu11", "-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-o", so, PluginSource(name).string(),
-       "-I" + include.string(), "-I" + PluginSource(name).parent_path().string(), "-Wl,-z,noexecstack",
-       "-Wl,--as-needed", "-Wl,-z,relro", "-Wl,-z,now", "-Wl,--no-undefined"});
+      {"cc", "-std=gnu11", "-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-o", so,
+       PluginSource(name).string(), "-I" + include.string(),
+       "-I" + PluginSource(name).parent_path().string(), "-Wl,-z,noexecstack", "-Wl,--as-needed",
+       "-Wl,-z,relro", "-Wl,-z,now", "-Wl,--no-undefined"});
   return r.exit_code == 0 ? std::string() : "cc failed for " + name + ": " + r.err;
 }
 
@@ -48,8 +49,9 @@ class TestPlugins {
     if (auto it = loaded_.find(name); it != loaded_.end()) return it->second;
     const std::string so = dir_.Sub(name + ".so");
     const std::filesystem::path include = std::filesystem::path(CLAWGUARD_SOURCE_DIR) / "include";
-    auto r = clawguard::testing::RunCommand({"cc", "-shared", "-fPIC", "-o", so, PluginSource(name).string(),
-                                             "-I" + include.string(), "-I" + PluginSource(name).parent_path().string()});
+    auto r = clawguard::testing::RunCommand({"cc", "-shared", "-fPIC", "-o", so,
+                                             PluginSource(name).string(), "-I" + include.string(),
+                                             "-I" + PluginSource(name).parent_path().string()});
     if (r.exit_code != 0) {
       ADD_FAILURE() << "cc failed for " << name << ": " << r.err;
       return nullptr;

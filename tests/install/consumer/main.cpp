@@ -12,6 +12,7 @@ int main() {
     std::cerr << "unexpected: a loader without a trust policy\n";
     return 1;
   }
-  std::cout << clawguard::ReasonName(loader.error().reason()) << ": " << loader.error().message() << "\n";
+  std::cout << clawguard::ReasonName(loader.error().reason()) << ": " << loader.error().message()
+            << "\n";
   return 0;
 }

@@ -39,11 +39,14 @@ std::string ReplaceDatabase(const std::string& url, const std::string& name) {
 std::string PgClusterUrl() {
   const char* state = std::getenv("CLAWGUARD_PG_STATE");
   if (state == nullptr) {
-    ADD_FAILURE() << "CLAWGUARD_PG_STATE is not set: run this test through ctest (the pg_cluster fixture)";
+    ADD_FAILURE()
+        << "CLAWGUARD_PG_STATE is not set: run this test through ctest (the pg_cluster fixture)";
     return "";
   }
   const std::string url = Trimmed(ReadFile(std::string(state) + "/url"));
-  if (url.empty()) ADD_FAILURE() << "no PostgreSQL fixture cluster: " << state << "/url is missing (pg_cluster_start failed?)";
+  if (url.empty())
+    ADD_FAILURE() << "no PostgreSQL fixture cluster: " << state
+                  << "/url is missing (pg_cluster_start failed?)";
   return url;
 }
 
@@ -51,7 +54,8 @@ PgTestDb::PgTestDb(const std::string& cluster_url) : admin_url_(cluster_url) {
   if (admin_url_.empty()) return;
   static std::atomic<int> counter{0};
   std::random_device rd;
-  name_ = "cg_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + std::to_string(rd() % 100000);
+  name_ = "cg_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
+          std::to_string(rd() % 100000);
   const std::string err = RunSql(admin_url_, "CREATE DATABASE " + name_);
   if (!err.empty()) {
     ADD_FAILURE() << "CREATE DATABASE " << name_ << ": " << err;
@@ -83,8 +87,12 @@ PgCluster::PgCluster() {
 
 PgCluster::~PgCluster() { (void)RunCommand({"bash", kScript, "stop", state_.path().string()}); }
 
-bool PgCluster::Halt() { return RunCommand({"bash", kScript, "halt", state_.path().string()}).exit_code == 0; }
+bool PgCluster::Halt() {
+  return RunCommand({"bash", kScript, "halt", state_.path().string()}).exit_code == 0;
+}
 
-bool PgCluster::Resume() { return RunCommand({"bash", kScript, "resume", state_.path().string()}).exit_code == 0; }
+bool PgCluster::Resume() {
+  return RunCommand({"bash", kScript, "resume", state_.path().string()}).exit_code == 0;
+}
 
 }  // namespace clawguard::testing
