@@ -1,4 +1,4 @@
-// replay_overhead_bench.cpp — issue 5's benchmark: the cost of the failure-handling guards on the
+// replay_overhead_bench.cpp — the cost of the failure-handling guards on the
 // replay path, in one process and one run. Two WebhookPipelines over the same store (the host's
 // CachingIdempotencyStore over SQLite, N completed keys): (A) no guards; (B) every guard the host
 // wires in — rate limiter, per-key breaker, DLQ, HostMetrics, retention advisor. Both replay the

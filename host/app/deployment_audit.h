@@ -1,5 +1,5 @@
 // deployment_audit.h — the findings of `clawguard audit --config host.yaml` (ARCHITECTURE.md
-// "Commands"; issue 7 item 5): what a security reviewer checks on a deployment, computed from the
+// "Commands"): what a security reviewer checks on a deployment, computed from the
 // host's own config, trust policy, allowlist, plugins directory, ledger and audit log.
 //
 // Each finding has a stable id, a severity (high | medium | low | info), a subject (the file,

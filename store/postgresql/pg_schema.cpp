@@ -73,7 +73,7 @@ CREATE INDEX ledger_by_name ON ledger (name, version);
 CREATE TABLE ledger_meta (key text PRIMARY KEY, value bigint NOT NULL);
 INSERT INTO ledger_meta (key, value) VALUES ('chain_lock', 0);
 )sql",
-    // Version 2: the DLQ, capability pauses and operator actions (issue 6; pg_dlq.h). Same
+    // Version 2: the DLQ, capability pauses and operator actions (pg_dlq.h). Same
     // tables as the SQLite engine; no CHECK on class (a new class needs no migration). One
     // unresolved entry per (event key, class) is the partial unique index that Add's
     // `ON CONFLICT … WHERE` names. Free text that may carry outside bytes (details, reasons,
@@ -126,7 +126,7 @@ CREATE TABLE operator_actions (
   detail  bytea  NOT NULL
 );
 )sql",
-    // Version 3: idempotency tombstones and stored requests (issue 5). A tombstone is a purged
+    // Version 3: idempotency tombstones and stored requests. A tombstone is a purged
     // record (state 'tombstone' until tombstone_until_ms); the request is stored by the first
     // claim and deleted by Complete; reconcile_attempts counts the reconciler's re-drives.
     R"sql(
