@@ -42,7 +42,7 @@ class CLAWGUARD_CAPABILITY("mutex") Mutex {
   template <class Pred>
   void Wait(std::condition_variable& cv, Pred pred) CLAWGUARD_REQUIRES(this) {
     std::unique_lock<std::mutex> lock(mu_, std::adopt_lock);
-    cv.wait(lock, std::move(pred));
+    KeepOnThrow(lock, [&] { cv.wait(lock, std::move(pred)); });
     lock.release();  // the caller still owns the lock
   }
   // Wait without a predicate returns after one wakeup, which may be spurious.
@@ -56,7 +56,8 @@ class CLAWGUARD_CAPABILITY("mutex") Mutex {
   bool WaitFor(std::condition_variable& cv, const std::chrono::duration<Rep, Period>& timeout,
                Pred pred) CLAWGUARD_REQUIRES(this) {
     std::unique_lock<std::mutex> lock(mu_, std::adopt_lock);
-    const bool ok = cv.wait_for(lock, timeout, std::move(pred));
+    bool ok = false;
+    KeepOnThrow(lock, [&] { ok = cv.wait_for(lock, timeout, std::move(pred)); });
     lock.release();
     return ok;
   }
@@ -66,7 +67,8 @@ class CLAWGUARD_CAPABILITY("mutex") Mutex {
                  const std::chrono::time_point<Clock, Duration>& deadline, Pred pred)
       CLAWGUARD_REQUIRES(this) {
     std::unique_lock<std::mutex> lock(mu_, std::adopt_lock);
-    const bool ok = cv.wait_until(lock, deadline, std::move(pred));
+    bool ok = false;
+    KeepOnThrow(lock, [&] { ok = cv.wait_until(lock, deadline, std::move(pred)); });
     lock.release();
     return ok;
   }
@@ -76,12 +78,26 @@ class CLAWGUARD_CAPABILITY("mutex") Mutex {
                            const std::chrono::time_point<Clock, Duration>& deadline)
       CLAWGUARD_REQUIRES(this) {
     std::unique_lock<std::mutex> lock(mu_, std::adopt_lock);
-    const std::cv_status status = cv.wait_until(lock, deadline);
+    std::cv_status status = std::cv_status::no_timeout;
+    KeepOnThrow(lock, [&] { status = cv.wait_until(lock, deadline); });
     lock.release();
     return status;
   }
 
  private:
+  // KeepOnThrow runs a wait on |lock| (the caller's lock, adopted). A wait or a predicate that
+  // throws leaves the lock held (the standard re-takes it first); ownership then goes back to the
+  // caller's MutexLock before the exception leaves, so the lock is released once, not twice.
+  template <class Fn>
+  static void KeepOnThrow(std::unique_lock<std::mutex>& lock, Fn&& wait) {
+    try {
+      wait();
+    } catch (...) {
+      if (lock.owns_lock()) lock.release();
+      throw;
+    }
+  }
+
   std::mutex mu_;
 };
 

@@ -137,9 +137,8 @@ void SqliteWriter::LeadSync() {
   const SyncFn sync = sync_;
   const int fd = wal_fd_.get();
   CLAWGUARD_CHECK(fd >= 0);  // a batch with a durable op commits NORMAL only once the WAL is open
-  mu_.Unlock();
-  Status flushed = FlushWal(sync, fd);
-  mu_.Lock();
+  Status flushed;
+  WithoutLock([&] { flushed = FlushWal(sync, fd); });
   syncing_ = false;
   ++syncs_;
   if (flushed.ok()) {
@@ -155,11 +154,7 @@ void SqliteWriter::WakeSyncWaiters() {
   // kDone too: a waiter registered by its batch's leader still sleeps in AwaitDone.
   for (Pending* p : sync_waiters_) Post(p->signal, p->fiber, kSynced | kDone, wakes);
   sync_waiters_.clear();
-  if (!wakes.empty()) {
-    mu_.Unlock();
-    WakeAll(wakes);
-    mu_.Lock();
-  }
+  if (!wakes.empty()) WithoutLock([&] { WakeAll(wakes); });
 }
 
 Status SqliteWriter::FlushWal(const SyncFn& sync, int fd) {

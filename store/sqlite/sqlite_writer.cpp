@@ -19,6 +19,18 @@
 namespace clawguard::sqlite {
 namespace {
 
+// RunOp runs one op; an exception it throws (an allocation failure, a library's) fails that op
+// alone, as a Status would, so the batch and the writer go on.
+Status RunOp(const SqliteWriter::Op& op, SqliteDb& db) {
+  try {
+    return op(db);
+  } catch (const std::exception& e) {
+    return Status(Reason::kInternal, std::string("a store operation threw: ") + e.what());
+  } catch (...) {
+    return Status(Reason::kInternal, "a store operation threw");
+  }
+}
+
 std::string CanonicalPath(const std::string& path) {
   std::error_code ec;
   const std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
@@ -172,9 +184,7 @@ bool SqliteWriter::Gather() {
     for (int i = 0; i < kFiberGatherYields && queue_.size() < kGatherOps; ++i) {
       ++gathers_;
       fiber_leader_ = fiber::Current();
-      mu_.Unlock();
-      fiber::Yield();
-      mu_.Lock();
+      WithoutLock([] { fiber::Yield(); });
       if (lead_epoch_ != epoch) return false;
       fiber_leader_ = nullptr;
     }
@@ -226,10 +236,11 @@ void SqliteWriter::LeadBatch(Pending* self) {
           std::any_of(batch.begin(), batch.end(),
                       [](const Queued& p) { return p->durability == Durability::kBeforeReturn; }) &&
           !WalOpenLocked();
-      mu_.Unlock();
-      Status lost = RunBatch(batch, full);
-      BoundWal();
-      mu_.Lock();
+      Status lost;
+      WithoutLock([&] {
+        lost = RunBatch(batch, full);
+        BoundWal();
+      });
       if (!lost.ok() && !poisoned_) poisoned_ = std::move(lost);
       ++commits_;
       if (normal_sync_) ++lazy_commits_;
@@ -295,11 +306,7 @@ void SqliteWriter::LeadBatch(Pending* self) {
         std::find_if(queue_.begin(), queue_.end(), [](const Queued& p) { return !p->detached; });
     if (waiter != queue_.end()) Post((*waiter)->signal, (*waiter)->fiber, kLead, wakes);
     const bool only_submitted = waiter == queue_.end() && !queue_.empty();
-    if (!wakes.empty()) {
-      mu_.Unlock();
-      WakeAll(wakes);
-      mu_.Lock();
-    }
+    if (!wakes.empty()) WithoutLock([&] { WakeAll(wakes); });
     // Only Submit'ed ops are queued: nobody would lead them, so this caller runs them now (unless
     // someone took the role meanwhile: the loop's condition).
     if (!only_submitted) return;
@@ -343,7 +350,7 @@ Status SqliteWriter::RunBatch(const std::vector<Queued>& batch, bool full) {
 void SqliteWriter::RunOps(const std::vector<Queued>& batch) {
   SqliteDb& db = *db_;
   if (batch.size() == 1) {  // no SAVEPOINT needed: RunBatch rolls back the batch if the op fails
-    batch.front()->result = (*batch.front()->op)(db);
+    batch.front()->result = RunOp(*batch.front()->op, db);
     return;
   }
   for (const Queued& p : batch) {
@@ -351,7 +358,7 @@ void SqliteWriter::RunOps(const std::vector<Queued>& batch) {
       p->result = s;
       continue;
     }
-    p->result = (*p->op)(db);
+    p->result = RunOp(*p->op, db);
     if (!p->result.ok()) (void)db.Exec("ROLLBACK TO op");
     if (Status s = db.Exec("RELEASE op"); !s.ok() && p->result.ok()) p->result = s;
   }

@@ -209,6 +209,19 @@ class SqliteWriter {
   // FlushWal flushes the WAL through |fd| (and more if the WAL was replaced); runs without mu_.
   Status FlushWal(const SyncFn& sync, int fd);
   Status Flush(const SyncFn& sync, int fd, const std::string& file) const;
+  // WithoutLock runs |fn| with mu_ released and takes mu_ back when |fn| returns or throws, so the
+  // caller's MutexLock always finds mu_ held again (never unlocks a mutex it does not hold).
+  template <class Fn>
+  void WithoutLock(Fn&& fn) CLAWGUARD_REQUIRES(mu_) {
+    mu_.Unlock();
+    try {
+      fn();
+    } catch (...) {
+      mu_.Lock();
+      throw;
+    }
+    mu_.Lock();
+  }
   // WalOpenLocked opens the WAL descriptor if it is not open; whether it is open now.
   bool WalOpenLocked() CLAWGUARD_REQUIRES(mu_);
 

@@ -22,6 +22,7 @@
 #include <future>
 #include <iostream>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -234,6 +235,26 @@ TEST(SqliteWriterTest, FailingOpRollsBackOnlyItself) {
   EXPECT_TRUE(
       (*writer)->Write([](SqliteDb& db) { return db.Exec("INSERT INTO t (v) VALUES (2)"); }).ok());
   EXPECT_EQ(CountRows(path, "t"), 1);
+}
+
+// An op that throws fails alone, with kInternal, and the writer goes on: the leader takes its
+// lock back and hands the role on as after any failed op (a throw must never leave the writer
+// led by nobody, nor release a lock twice).
+TEST(SqliteWriterTest, ThrowingOpFailsAloneAndTheWriterGoesOn) {
+  clawguard::testing::TempDir dir;
+  const std::string path = dir.Sub("w.db");
+  std::shared_ptr<SqliteWriter> writer = NewTable(path);
+  ASSERT_NE(writer, nullptr);
+  const Status thrown = writer->Write([](SqliteDb& db) -> Status {
+    CLAWGUARD_RETURN_IF_ERROR(db.Exec("INSERT INTO t (v) VALUES (1)"));
+    throw std::runtime_error("out of something");
+  });
+  EXPECT_THAT(thrown, HasReason(Reason::kInternal));
+  EXPECT_NE(thrown.message().find("out of something"), std::string::npos) << thrown.ToString();
+  writer->Submit([](SqliteDb&) -> Status { throw 7; });  // not even a std::exception
+  EXPECT_TRUE(
+      writer->Write([](SqliteDb& db) { return db.Exec("INSERT INTO t (v) VALUES (2)"); }).ok());
+  EXPECT_EQ(CountRows(path, "t"), 1);  // the throwing op's insert was rolled back
 }
 
 // FlushLog is a sync hook that flushes for real and notes, per flush, how many batches the
