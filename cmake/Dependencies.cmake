@@ -4,6 +4,8 @@ find_package(OpenSSL 3.0 REQUIRED COMPONENTS Crypto SSL)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 pkg_check_modules(P11KIT REQUIRED IMPORTED_TARGET p11-kit-1)
+# libseccomp (2.5.4 on Debian 12): the seccomp filters of plugin workers (host/sandbox).
+pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 find_package(LibArchive REQUIRED)
 find_package(yaml-cpp REQUIRED)            # target: yaml-cpp (0.7 on Debian 12)
 find_package(nlohmann_json 3 REQUIRED)

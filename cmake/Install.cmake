@@ -33,3 +33,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ClawGuardConfig.cmake
 if(TARGET clawguard)
   install(TARGETS clawguard RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+if(TARGET clawguard-worker)
+  # Not for users to run: the host starts it (plugins.isolation: sandbox) and looks for it here.
+  install(TARGETS clawguard-worker RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/clawguard)
+endif()

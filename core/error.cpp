@@ -98,6 +98,8 @@ constexpr std::array kReasons = {
                1},
     ReasonInfo{Reason::kErpPending, "erp_pending",
                "an ERP call of the event is in flight or queued; the host finishes it", 1},
+    ReasonInfo{Reason::kPluginUnavailable, "plugin_unavailable",
+               "the plugin's worker process stopped or the plugin is marked failed", 1},
     ReasonInfo{Reason::kExpiredKeySeen, "expired_key_seen",
                "a delivery arrived for a key past its retention", 1},
     ReasonInfo{Reason::kUsage, "usage", "the command line is not valid", 2},

@@ -449,6 +449,27 @@ Result<Verdict> Loader::Verify(const std::string& package_path, VerifyOptions op
   return std::move(out->verdict);
 }
 
+namespace {
+
+// InProcessRuntime is a plugin dlopen-ed in this process from its sealed memfd.
+class InProcessRuntime final : public PluginRuntime {
+ public:
+  explicit InProcessRuntime(std::unique_ptr<MemfdLibrary> lib) : lib_(std::move(lib)) {}
+  const cg_plugin* plugin() const override { return lib_->plugin(); }
+
+ private:
+  std::unique_ptr<MemfdLibrary> lib_;
+};
+
+Result<std::unique_ptr<PluginRuntime>> OpenInProcess(const CheckedLibrary& lib,
+                                                     const cg_host_api* host) {
+  CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<MemfdLibrary> loaded,
+                             LoadFromMemfd(lib.bytes, lib.memfd_name, lib.manifest->abi, host));
+  return std::unique_ptr<PluginRuntime>(new InProcessRuntime(std::move(loaded)));
+}
+
+}  // namespace
+
 Result<LoadedPlugin> Loader::Load(const std::string& package_path) {
   auto out = LoaderPipeline::Run(*impl_, package_path, Recording::kAttempt);
   if (!out) return out.error();
@@ -468,8 +489,9 @@ Result<LoadedPlugin> Loader::Load(const std::string& package_path) {
     return s;
   };
   const ExtractedPackage& x = *out->extracted;
-  auto lib = LoadFromMemfd(x.entry_bytes, "clawguard:" + v.name + "-" + v.version, x.manifest.abi,
-                           impl_->opts.host_api);
+  const CheckedLibrary checked{x.entry_bytes, "clawguard:" + v.name + "-" + v.version, &x.manifest};
+  auto lib = impl_->opts.opener ? impl_->opts.opener(checked)
+                                : OpenInProcess(checked, impl_->opts.host_api);
   if (!lib) return refused_after_open(lib.error());
   // init returned 0: only now is the version deployed (its floor raised). A deploy refused here
   // (another host deployed a higher version since the attempt row) unloads the plugin.

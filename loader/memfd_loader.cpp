@@ -72,38 +72,55 @@ std::string DlError() {
   return e != nullptr ? e : "unknown dlerror";
 }
 
-// MappingIdentity finds the /proc/self/maps line that holds |addr| and returns its device and
-// inode ("maj:min" in hex, inode in decimal).
+// MappingIdentity finds the line of /proc/self/maps (read from |maps_fd| when it is open — a
+// worker opens it before its sandbox is closed — else opened here) that holds |addr| and returns
+// its device and inode ("maj:min" in hex, inode in decimal).
 struct MapIdentity {
   unsigned major = 0, minor = 0;
   uint64_t inode = 0;
 };
-std::optional<MapIdentity> MappingIdentity(uintptr_t addr) {
-  FILE* f = std::fopen("/proc/self/maps", "re");
-  if (f == nullptr) return std::nullopt;
-  std::optional<MapIdentity> out;
-  char line[4096];
-  while (std::fgets(line, sizeof(line), f) != nullptr) {
+std::optional<MapIdentity> MappingIdentity(uintptr_t addr, int maps_fd) {
+  UniqueFd own;
+  if (maps_fd < 0) {
+    own.Reset(::open("/proc/self/maps", O_RDONLY | O_CLOEXEC));
+    if (!own.valid()) return std::nullopt;
+    maps_fd = own.get();
+  }
+  std::string text;
+  char chunk[16384];
+  for (off_t off = 0;;) {
+    const ssize_t n = ::pread(maps_fd, chunk, sizeof(chunk), off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) break;
+    text.append(chunk, static_cast<size_t>(n));
+    off += n;
+    if (text.size() > (size_t{64} << 20)) return std::nullopt;
+  }
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    const std::string line = text.substr(pos, eol - pos);
+    pos = eol + 1;
     uintptr_t start = 0, end = 0;
     MapIdentity id;
     unsigned long long inode = 0;
     // NOLINTNEXTLINE(cert-err34-c): the kernel writes these fields, each within its type's width
-    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %*s %*s %x:%x %llu", &start, &end, &id.major,
-                    &id.minor, &inode) != 5) {
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " %*s %*s %x:%x %llu", &start, &end,
+                    &id.major, &id.minor, &inode) != 5) {
       continue;
     }
     if (addr >= start && addr < end) {
       id.inode = inode;
-      out = id;
-      break;
+      return id;
     }
   }
-  std::fclose(f);
-  return out;
+  return std::nullopt;
 }
 
 // Confirm proves that |handle| is the object mapped from |fd| under |path| (see the header).
-Status Confirm(void* handle, int fd, const std::string& path) {
+Status Confirm(void* handle, int fd, const std::string& path, int maps_fd) {
   link_map* lm = nullptr;
   if (::dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == nullptr) {
     return LoadFailed("dlinfo(RTLD_DI_LINKMAP) failed: " + DlError());
@@ -116,7 +133,7 @@ Status Confirm(void* handle, int fd, const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0)
     return LoadFailed(std::string("cannot stat the memfd: ") + std::strerror(errno));
-  const auto id = MappingIdentity(reinterpret_cast<uintptr_t>(lm->l_ld));
+  const auto id = MappingIdentity(reinterpret_cast<uintptr_t>(lm->l_ld), maps_fd);
   if (!id)
     return LoadFailed("the loaded object's dynamic array is in no mapping of /proc/self/maps");
   if (id->major != major(st.st_dev) || id->minor != minor(st.st_dev) || id->inode != st.st_ino) {
@@ -174,10 +191,27 @@ size_t RetainedLibraryCount() {
   return g_retained_fds.size();
 }
 
+Result<UniqueFd> CreateSealedMemfd(std::string_view library, std::string_view name) {
+  return MakeSealedMemfd(library, name);
+}
+
 Result<std::unique_ptr<MemfdLibrary>> LoadFromMemfd(std::string_view library, std::string_view name,
                                                     int64_t manifest_abi, const cg_host_api* host) {
+  CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd fd, MakeSealedMemfd(library, name));
+  return LoadFromSealedMemfd(std::move(fd), -1, manifest_abi, host);
+}
+
+Result<std::unique_ptr<MemfdLibrary>> LoadFromSealedMemfd(UniqueFd fd, int maps_fd,
+                                                          int64_t manifest_abi,
+                                                          const cg_host_api* host) {
+  constexpr int kSeals = F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL;
+  const int seals = ::fcntl(fd.get(), F_GET_SEALS);
+  if (seals < 0 || (seals & kSeals) != kSeals) {
+    return LoadFailed("the library's memfd is not sealed against writes (F_GET_SEALS " +
+                      std::to_string(seals) + "); refusing it");
+  }
   auto impl = std::make_unique<MemfdLibrary::Impl>();
-  CLAWGUARD_ASSIGN_OR_RETURN(impl->fd, MakeSealedMemfd(library, name));
+  impl->fd = std::move(fd);
   impl->path = "/proc/self/fd/" + std::to_string(impl->fd.get());
   {
     MutexLock lock(g_mu);
@@ -201,7 +235,7 @@ Result<std::unique_ptr<MemfdLibrary>> LoadFromMemfd(std::string_view library, st
           "library); refusing it");
     }
     impl->handle = handle;
-    CLAWGUARD_RETURN_IF_ERROR(Confirm(handle, impl->fd.get(), impl->path));
+    CLAWGUARD_RETURN_IF_ERROR(Confirm(handle, impl->fd.get(), impl->path, maps_fd));
   }
   (void)::dlerror();
   void* entry_sym = ::dlsym(impl->handle, "clawguard_plugin_v1");

@@ -30,6 +30,7 @@
 
 #include "clawguard/error.h"
 #include "clawguard/plugin.h"
+#include "clawguard/unique_fd.h"
 
 namespace clawguard {
 
@@ -49,8 +50,8 @@ class MemfdLibrary {
   struct Impl;
 
  private:
-  friend Result<std::unique_ptr<MemfdLibrary>> LoadFromMemfd(std::string_view, std::string_view,
-                                                             int64_t, const cg_host_api*);
+  friend Result<std::unique_ptr<MemfdLibrary>> LoadFromSealedMemfd(UniqueFd, int, int64_t,
+                                                                   const cg_host_api*);
   explicit MemfdLibrary(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
   const cg_plugin* plugin_ = nullptr;
@@ -61,6 +62,17 @@ class MemfdLibrary {
 // plugin ignores it). Thread-safe.
 Result<std::unique_ptr<MemfdLibrary>> LoadFromMemfd(std::string_view library, std::string_view name,
                                                     int64_t manifest_abi, const cg_host_api* host);
+
+// CreateSealedMemfd returns a memfd named |name| holding exactly |library|, sealed against
+// writing, growing and shrinking (the first half of LoadFromMemfd; a worker process gets it).
+Result<UniqueFd> CreateSealedMemfd(std::string_view library, std::string_view name);
+
+// LoadFromSealedMemfd is the second half: |fd| must carry the seals CreateSealedMemfd sets (else
+// kLoadFailed). |maps_fd|, when >= 0, is an open /proc/self/maps to read the mapping check from
+// (a sandboxed worker cannot open it once confined); -1 opens it here.
+Result<std::unique_ptr<MemfdLibrary>> LoadFromSealedMemfd(UniqueFd fd, int maps_fd,
+                                                          int64_t manifest_abi,
+                                                          const cg_host_api* host);
 
 // RetainedLibraryCount is how many unloaded plugin libraries stayed mapped after dlclose (their
 // memfds are kept open for the life of the process). Thread-safe.

@@ -30,12 +30,13 @@ nlohmann::json VerdictToJson(const Verdict& v) {
   return j;
 }
 
-LoadedPlugin::LoadedPlugin(std::unique_ptr<MemfdLibrary> lib, Manifest manifest, Verdict verdict)
-    : lib_(std::move(lib)), manifest_(std::move(manifest)), verdict_(std::move(verdict)) {}
+LoadedPlugin::LoadedPlugin(std::unique_ptr<PluginRuntime> runtime, Manifest manifest,
+                           Verdict verdict)
+    : runtime_(std::move(runtime)), manifest_(std::move(manifest)), verdict_(std::move(verdict)) {}
 LoadedPlugin::LoadedPlugin(LoadedPlugin&&) noexcept = default;
 LoadedPlugin& LoadedPlugin::operator=(LoadedPlugin&&) noexcept = default;
 LoadedPlugin::~LoadedPlugin() = default;
 
-const cg_plugin* LoadedPlugin::plugin() const { return lib_ ? lib_->plugin() : nullptr; }
+const cg_plugin* LoadedPlugin::plugin() const { return runtime_ ? runtime_->plugin() : nullptr; }
 
 }  // namespace clawguard

@@ -152,6 +152,11 @@ void HostApp::Stop() {
     // A plugin that timed out may still run; give it (and an ERP call it is in) time to return.
     (void)dispatcher_->WaitIdle(config_->plugins.handler_timeout + config_->erp.timeout);
   }
+  // Sandboxed plugins: their workers end here, before anything their deliveries used is freed
+  // (no fault is reported for them).
+  for (const LoadedPlugin& p : plugins_) {
+    if (std::shared_ptr<PluginWorker> w = WorkerOf(p)) w->Stop();
+  }
 }
 
 void HostApp::BackgroundLoop() {

@@ -61,6 +61,8 @@
 #include "host/app/host_observe.h"
 #include "host/app/host_ops_loop.h"
 #include "host/dispatch/plugin_dispatch.h"
+#include "host/dispatch/plugin_worker.h"
+#include "host/dispatch/sandbox_dispatch.h"
 #include "host/erp/erp_gateway.h"
 #include "host/guard/breaker.h"
 #include "host/guard/capability_pauses.h"
@@ -96,6 +98,9 @@ struct RefusedPackage {
   std::string detail;
   std::string name, version, publisher, sha256;
 };
+
+// WorkerOf is the worker of a plugin loaded with plugins.isolation: sandbox (nullptr otherwise).
+std::shared_ptr<PluginWorker> WorkerOf(const LoadedPlugin& p);
 
 class HostApp {
  public:
@@ -134,8 +139,12 @@ class HostApp {
   // OpenStores: stores_ from |open_store|, the idempotency store behind the replay cache.
   Status OpenStores(const HostConfig& config, const StoreFactory& open_store);
   Status CreateErpSender(const HostConfig& config);
-  // LoadTrustedPlugins: the loader (trust policy, allowlist, ledger) and LoadPlugins.
+  // LoadTrustedPlugins: the loader (trust policy, allowlist, ledger) and LoadPlugins; with
+  // plugins.isolation: sandbox, first the kernel check (fail closed) and the worker options, and
+  // the loader's opener starts a worker per plugin (host_app_plugins.cpp).
   Status LoadTrustedPlugins(const HostConfig& config);
+  Status PrepareSandbox(const HostConfig& config);
+  Result<std::unique_ptr<PluginRuntime>> OpenInWorker(const CheckedLibrary& library);
   // RouteTable: host.yaml routes × loaded manifests' webhooks (a route without a secret is left
   // out, audited, and answers 404).
   struct RouteTable {
@@ -185,7 +194,9 @@ class HostApp {
   std::unique_ptr<CapabilityPauses> pauses_;
   std::unique_ptr<RetentionAdvisor> advisor_;
   std::unique_ptr<RetryWorker> retry_;
-  std::shared_ptr<PluginDispatcher> dispatcher_;
+  std::shared_ptr<PluginDispatcher> dispatcher_;           // plugins.isolation: none
+  std::shared_ptr<SandboxDispatcher> sandbox_dispatcher_;  // plugins.isolation: sandbox
+  WorkerOptions worker_options_;                           // plugins.isolation: sandbox
   std::unique_ptr<fiber::Carriers> carriers_;  // listen.execution: fibers; outlives the pipeline
   std::unique_ptr<WebhookPipeline> pipeline_;
   std::unique_ptr<HostObserver> observer_;

@@ -101,6 +101,10 @@ Status HostApp::LoadTrustedPlugins(const HostConfig& c) {
   if (!c.log.audit.empty()) lo.audit_log_path = c.log.audit;
   if (!c.log.anchor.empty()) lo.anchor_path = c.log.anchor;
   lo.host_api = HostApi();
+  if (c.plugins.sandbox) {
+    CLAWGUARD_RETURN_IF_ERROR(PrepareSandbox(c));
+    lo.opener = [this](const CheckedLibrary& library) { return OpenInWorker(library); };
+  }
   CLAWGUARD_ASSIGN_OR_RETURN(loader_, Loader::Create(std::move(lo)));
   return LoadPlugins(c);
 }
@@ -133,10 +137,15 @@ Result<HostApp::RouteTable> HostApp::BuildRoutes(const HostConfig& c) {
 Status HostApp::CreateDispatch(const HostConfig& c, const AuditFn& audit) {
   // Dispatch targets and the ERP environment every gateway and the retry worker share.
   std::vector<DispatchTarget> targets;
+  std::vector<SandboxTarget> workers;
   auto caps = std::make_shared<std::vector<ErpPluginCaps>>();
   for (const LoadedPlugin& p : plugins_) {
     const Manifest& m = p.manifest();
-    targets.push_back(DispatchTarget{m.name, p.plugin(), m.erp_capabilities});
+    if (c.plugins.sandbox) {
+      workers.push_back(SandboxTarget{m.name, WorkerOf(p), m.erp_capabilities});
+    } else {
+      targets.push_back(DispatchTarget{m.name, p.plugin(), m.erp_capabilities});
+    }
     CLAWGUARD_ASSIGN_OR_RETURN(CapabilitySet set, CapabilitySet::Create(m.erp_capabilities));
     caps->push_back(ErpPluginCaps{m.name, std::move(set), m.version});
   }
@@ -163,6 +172,11 @@ Status HostApp::CreateDispatch(const HostConfig& c, const AuditFn& audit) {
   dopts.handler_timeout = c.plugins.handler_timeout;
   dopts.lease = c.idempotency.lease;
   dopts.erp = env;
+  if (c.plugins.sandbox) {
+    CLAWGUARD_ASSIGN_OR_RETURN(sandbox_dispatcher_,
+                               SandboxDispatcher::Create(std::move(dopts), std::move(workers)));
+    return Status::Ok();
+  }
   CLAWGUARD_ASSIGN_OR_RETURN(dispatcher_,
                              PluginDispatcher::Create(std::move(dopts), std::move(targets)));
   return Status::Ok();
@@ -189,12 +203,14 @@ Status HostApp::CreatePipeline(const HostConfig& c, std::vector<PipelineRoute> r
     }
   }
   CLAWGUARD_ASSIGN_OR_RETURN(
-      pipeline_,
-      WebhookPipeline::Create(
-          PipelineOptions{c.listen.max_body, c.listen.max_headers, c.idempotency.lease,
-                          c.listen.handlers, carriers_.get(),
-                          c.plugins.handler_timeout + std::chrono::seconds(1)},
-          std::move(routes), *stores_.idempotency, dispatcher_->AsDispatcher(), std::move(guards)));
+      pipeline_, WebhookPipeline::Create(
+                     PipelineOptions{c.listen.max_body, c.listen.max_headers, c.idempotency.lease,
+                                     c.listen.handlers, carriers_.get(),
+                                     c.plugins.handler_timeout + std::chrono::seconds(1)},
+                     std::move(routes), *stores_.idempotency,
+                     sandbox_dispatcher_ != nullptr ? sandbox_dispatcher_->AsDispatcher()
+                                                    : dispatcher_->AsDispatcher(),
+                     std::move(guards)));
   return Status::Ok();
 }
 
@@ -230,7 +246,10 @@ Status HostApp::CreateOpsLoop(const HostConfig& c, const AuditFn& audit) {
   deps.reconciler = reconciler_.get();
   deps.cache = cache_;
   deps.metrics = metrics_.get();
-  deps.plugin_threads = [dispatcher = dispatcher_.get()] { return dispatcher->running_threads(); };
+  // Sandboxed plugins run on no host thread.
+  deps.plugin_threads = [dispatcher = dispatcher_.get()] {
+    return dispatcher != nullptr ? dispatcher->running_threads() : 0;
+  };
   CLAWGUARD_ASSIGN_OR_RETURN(ops_loop_, HostOpsLoop::Create(std::move(deps)));
   HostObserver* observer = observer_.get();
   ops_page_ = MakeOpsHandler([observer] { return observer->Snapshot(); });

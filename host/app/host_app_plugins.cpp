@@ -9,8 +9,13 @@
 #include <map>
 #include <optional>
 
+#include <unistd.h>
+
 #include "clawguard/json_dump.h"
 #include "clawguard/semver.h"
+#include "host/app/audit_sink.h"
+#include "host/sandbox/isolation_probe.h"
+#include "loader/memfd_loader.h"
 
 namespace clawguard::host {
 namespace {
@@ -22,7 +27,82 @@ struct Candidate {
   SemVer version;
 };
 
+// WorkerRuntime is a plugin loaded in a worker process (plugins.isolation: sandbox).
+class WorkerRuntime final : public PluginRuntime {
+ public:
+  explicit WorkerRuntime(std::shared_ptr<PluginWorker> worker) : worker_(std::move(worker)) {}
+  const cg_plugin* plugin() const override { return nullptr; }
+  const std::shared_ptr<PluginWorker>& worker() const { return worker_; }
+
+ private:
+  std::shared_ptr<PluginWorker> worker_;
+};
+
+// WorkerExecutable finds clawguard-worker: plugins.worker, else beside this executable, else
+// where the package installs it.
+Result<std::string> WorkerExecutable(const HostConfig& c) {
+  if (!c.plugins.worker.empty()) {
+    if (::access(c.plugins.worker.c_str(), X_OK) != 0) {
+      return Status(Reason::kConfigInvalid,
+                    c.source + ": plugins.worker: " + c.plugins.worker + " is not executable");
+    }
+    return c.plugins.worker;
+  }
+  std::vector<std::string> tried;
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) tried.push_back((self.parent_path() / "clawguard-worker").string());
+  tried.emplace_back(CLAWGUARD_WORKER_INSTALL_PATH);
+  for (const std::string& t : tried) {
+    if (::access(t.c_str(), X_OK) == 0) return t;
+  }
+  std::string list;
+  for (const std::string& t : tried) list += (list.empty() ? "" : ", ") + t;
+  return Status(Reason::kConfigInvalid,
+                c.source +
+                    ": plugins.isolation is sandbox but no clawguard-worker was found (looked at " +
+                    list + "); set plugins.worker");
+}
+
 }  // namespace
+
+std::shared_ptr<PluginWorker> WorkerOf(const LoadedPlugin& p) {
+  const auto* w = dynamic_cast<const WorkerRuntime*>(p.runtime());
+  return w != nullptr ? w->worker() : nullptr;
+}
+
+Status HostApp::PrepareSandbox(const HostConfig& c) {
+  // Fail closed: a kernel without what the worker's confinement needs refuses to start (the
+  // operator may choose plugins.isolation: none, which `clawguard audit` grades high).
+  CLAWGUARD_ASSIGN_OR_RETURN(sandbox::IsolationSupport support, sandbox::ProbeIsolation());
+  if (Status s = support.CheckSufficient(/*require_namespaces=*/false); !s.ok()) {
+    return Status(Reason::kConfigInvalid,
+                  c.source + ": plugins.isolation is sandbox, but " + s.message() +
+                      " (set plugins.isolation: none to run plugins inside the host, unconfined)");
+  }
+  Audit(DumpJson({{"event", "plugin_sandbox"},
+                  {"landlock_abi", support.landlock_abi},
+                  {"namespaces", support.all_namespaces},
+                  {"detail", support.Describe()}}));
+  CLAWGUARD_ASSIGN_OR_RETURN(worker_options_.executable, WorkerExecutable(c));
+  worker_options_.memory_limit = c.plugins.memory_limit;
+  worker_options_.max_faults = c.plugins.max_faults;
+  worker_options_.fault_window = c.plugins.fault_window;
+  worker_options_.audit = [audit = audit_](const std::string& line) { audit->Write(line); };
+  worker_options_.on_fault = [this](const WorkerFault& f) {
+    if (metrics_ != nullptr) metrics_->RecordPluginFault(f.plugin, f.cause);
+  };
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<PluginRuntime>> HostApp::OpenInWorker(const CheckedLibrary& library) {
+  CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd memfd, CreateSealedMemfd(library.bytes, library.memfd_name));
+  CLAWGUARD_ASSIGN_OR_RETURN(
+      std::shared_ptr<PluginWorker> worker,
+      PluginWorker::Start(worker_options_, library.manifest->name, library.manifest->version,
+                          library.manifest->abi, std::move(memfd)));
+  return std::unique_ptr<PluginRuntime>(new WorkerRuntime(std::move(worker)));
+}
 
 Status HostApp::LoadPlugins(const HostConfig& c) {
   std::vector<std::string> packages;

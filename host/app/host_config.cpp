@@ -130,6 +130,27 @@ Result<PluginsConfig> ReadPlugins(Reader& r, YamlMap& top) {
   CLAWGUARD_ASSIGN_OR_RETURN(c.handler_timeout, m.Duration("handler_timeout"));
   if (c.handler_timeout.count() <= 0)
     return m.Error(m.node()["handler_timeout"], "handler_timeout", "must be > 0");
+  if (m.Has("isolation")) {
+    CLAWGUARD_ASSIGN_OR_RETURN(std::string isolation, m.Enum("isolation", {"sandbox", "none"}));
+    c.sandbox = isolation == "sandbox";
+  }
+  if (m.Has("memory_limit")) {
+    CLAWGUARD_ASSIGN_OR_RETURN(c.memory_limit, m.Size("memory_limit", 64 * limits::kGiB));
+    if (c.memory_limit < 64 * limits::kMiB)
+      return m.Error(m.node()["memory_limit"], "memory_limit", "must be at least 64MiB");
+  }
+  if (m.Has("max_faults")) {
+    CLAWGUARD_ASSIGN_OR_RETURN(int64_t n, m.Int("max_faults", 1, 1'000'000));
+    c.max_faults = static_cast<int>(n);
+  }
+  if (m.Has("fault_window")) {
+    CLAWGUARD_ASSIGN_OR_RETURN(c.fault_window, m.Duration("fault_window"));
+    if (c.fault_window.count() <= 0)
+      return m.Error(m.node()["fault_window"], "fault_window", "must be > 0");
+  }
+  if (m.Has("worker")) {
+    CLAWGUARD_ASSIGN_OR_RETURN(c.worker, r.PathOf(m, "worker"));
+  }
   CLAWGUARD_RETURN_IF_ERROR(m.Finish());
   return c;
 }

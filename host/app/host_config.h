@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "clawguard/error.h"
+#include "clawguard/limits.h"
 #include "clawguard/secret_bytes.h"
 #include "host/guard/breaker.h"
 #include "host/guard/rate_limiter.h"
@@ -79,6 +80,16 @@ struct AdminConfig {
 struct PluginsConfig {
   std::string dir, trust, allowlist;  // absolute paths
   Millis handler_timeout{0};
+  // isolation: sandbox (each plugin in a locked-down worker process; the default) or none (in
+  // the host's process: a plugin can read the host's memory; `clawguard audit` grades it high).
+  bool sandbox = true;
+  uint64_t memory_limit = kDefaultPluginMemoryLimit;  // a worker's address space (RLIMIT_AS)
+  std::string worker;  // the clawguard-worker binary; "" = beside this executable, then libexec
+  // A plugin whose worker dies max_faults times within fault_window is failed (its routes 503)
+  // until the host restarts.
+  int max_faults = 5;
+  Millis fault_window{60'000};
+  static constexpr uint64_t kDefaultPluginMemoryLimit = 2 * limits::kGiB;
 };
 
 struct WebhooksConfig {

@@ -25,6 +25,11 @@ struct PluginOutcome {
     // its calls on a re-run). Whatever the plugin answered is dropped; the pipeline stores and
     // answers 202 with a dead_lettered body so the platform's retries stop (see Decisions).
     kDeadLettered,
+    // The plugin cannot run it: its worker process stopped while it ran (a crash, a seccomp
+    // kill, a protocol violation) or could not start, or the plugin is failed. 503
+    // plugin_unavailable with Retry-After; the plugin is known not to run, so the lease is
+    // released.
+    kUnavailable,
   };
   Kind kind = Kind::kFailed;
   int status = 0;
@@ -40,20 +45,37 @@ struct PluginOutcome {
   // Retry-After until that row is due (GatewayOutcome::pending_in_ms); the per-key breaker does
   // not count it. 0: a plain failure.
   int64_t erp_pending_in_ms = 0;
+  // plugin_stopped: the plugin is known not to run this delivery any more (its worker process
+  // was killed at the timeout): a kTimedOut lease is released instead of left to expire.
+  bool plugin_stopped = false;
 
   static PluginOutcome Answered(int status, std::string content_type, std::string body) {
-    return PluginOutcome{Kind::kAnswered, status, std::move(content_type), std::move(body), {}, {},
-                         false,           0};
+    PluginOutcome o;
+    o.kind = Kind::kAnswered;
+    o.status = status;
+    o.content_type = std::move(content_type);
+    o.body = std::move(body);
+    return o;
   }
-  static PluginOutcome Failed(std::string detail) {
-    return PluginOutcome{Kind::kFailed, 0, {}, {}, std::move(detail), {}, false, 0};
-  }
+  static PluginOutcome Failed(std::string detail) { return Of(Kind::kFailed, std::move(detail)); }
   static PluginOutcome TimedOut(std::string detail) {
-    return PluginOutcome{Kind::kTimedOut, 0, {}, {}, std::move(detail), {}, false, 0};
+    return Of(Kind::kTimedOut, std::move(detail));
+  }
+  static PluginOutcome Unavailable(std::string detail) {
+    return Of(Kind::kUnavailable, std::move(detail));
   }
   static PluginOutcome DeadLettered(std::string dlq_class, std::string detail) {
-    return PluginOutcome{Kind::kDeadLettered,  0,     {}, {}, std::move(detail),
-                         std::move(dlq_class), false, 0};
+    PluginOutcome o = Of(Kind::kDeadLettered, std::move(detail));
+    o.dead_letter_class = std::move(dlq_class);
+    return o;
+  }
+
+ private:
+  static PluginOutcome Of(Kind kind, std::string detail) {
+    PluginOutcome o;
+    o.kind = kind;
+    o.detail = std::move(detail);
+    return o;
   }
 };
 

@@ -52,21 +52,9 @@ void RespondFn(cg_call* handle, int status, const char* content_type, cg_bytes b
   if (++call->responds > 1) return;
   const std::string_view ct =
       content_type == nullptr ? std::string_view() : std::string_view(content_type);
-  // A header value with CR/LF would split the stored answer's headers.
-  if (body.data == nullptr && body.len != 0) {
-    call->respond_problem =
-        "respond() got a body of " + std::to_string(body.len) + " bytes at a null pointer";
-    return;
-  }
-  if (ct.size() > kMaxContentType || ct.find_first_of("\r\n") != std::string_view::npos) {
-    call->respond_problem = "respond() got a content type over " + std::to_string(kMaxContentType) +
-                            " bytes or with CR/LF";
-    return;
-  }
-  // The one answer rule (host/http/responder.h): what is stored must be what every replay can
-  // serve.
-  if (std::optional<std::string> problem = AnswerProblem(status, body.len)) {
-    call->respond_problem = "respond() refused: " + *problem;
+  if (std::optional<std::string> problem =
+          RespondProblem(status, ct, body.data == nullptr, body.len)) {
+    call->respond_problem = std::move(*problem);
     return;
   }
   call->status = status;
@@ -116,6 +104,23 @@ void LogFn(cg_call* handle, int level, const char* message) {
 const cg_host_api kHostApi = {CLAWGUARD_PLUGIN_ABI, &ErpCallFn, &RespondFn, &LogFn};
 
 }  // namespace
+
+std::optional<std::string> RespondProblem(int status, std::string_view content_type,
+                                          bool body_is_null, size_t body_len) {
+  if (body_is_null && body_len != 0)
+    return "respond() got a body of " + std::to_string(body_len) + " bytes at a null pointer";
+  // A header value with CR/LF would split the stored answer's headers.
+  if (content_type.size() > kMaxContentType ||
+      content_type.find_first_of("\r\n") != std::string_view::npos) {
+    return "respond() got a content type over " + std::to_string(kMaxContentType) +
+           " bytes or with CR/LF";
+  }
+  // The one answer rule (host/http/responder.h): what is stored must be what every replay can
+  // serve.
+  if (std::optional<std::string> problem = AnswerProblem(status, body_len))
+    return "respond() refused: " + *problem;
+  return std::nullopt;
+}
 
 std::string PluginLogLine(std::string_view plugin, int level, std::string_view message) {
   std::string line =

@@ -8,7 +8,9 @@
 #include <condition_variable>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clawguard/plugin.h"
@@ -27,6 +29,23 @@ inline constexpr const char* kLeaseLostDetail = "the lease was taken over while 
 
 // Audited returns |report| after writing its failure (if any) to the audit sink.
 DispatchReport Audited(const AuditFn& audit, const DispatchContext& ctx, DispatchReport report);
+
+// RespondProblem says why an answer given to respond() is refused (nullopt: it is taken): a body
+// at a null pointer, a content type over kMaxContentType bytes or with CR/LF, the answer rule.
+std::optional<std::string> RespondProblem(int status, std::string_view content_type,
+                                          bool body_is_null, size_t body_len);
+
+// FinishedCall is what a delivery left when handle_webhook returned; ReportFor decides its
+// outcome (the same rules in process and in a worker).
+struct FinishedCall {
+  int rc = 0;
+  int responds = 0;
+  std::string respond_problem;  // why the one respond() was refused; empty: it was taken
+  int status = 0;
+  std::string content_type, answer;
+  GatewayOutcome erp;
+};
+DispatchReport ReportFor(FinishedCall call);
 
 }  // namespace clawguard::host
 

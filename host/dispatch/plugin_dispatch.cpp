@@ -29,6 +29,7 @@ DispatchReport Audited(const AuditFn& audit, const DispatchContext& ctx, Dispatc
   if (audit && report.outcome.kind != PluginOutcome::Kind::kAnswered && !report.outcome.abandoned) {
     const char* event = "plugin_failed";
     if (report.outcome.kind == PluginOutcome::Kind::kTimedOut) event = "plugin_timeout";
+    if (report.outcome.kind == PluginOutcome::Kind::kUnavailable) event = "plugin_unavailable";
     if (report.outcome.erp_pending_in_ms > 0) event = "erp_pending";  // stopped as plugin.h asks
     if (report.outcome.kind == PluginOutcome::Kind::kDeadLettered) event = "event_dead_lettered";
     nlohmann::json j = {{"event", event},
@@ -39,6 +40,31 @@ DispatchReport Audited(const AuditFn& audit, const DispatchContext& ctx, Dispatc
     if (!report.outcome.dead_letter_class.empty())
       j["dlq_class"] = report.outcome.dead_letter_class;
     audit(DumpJson(j));
+  }
+  return report;
+}
+
+DispatchReport ReportFor(FinishedCall call) {
+  DispatchReport report;
+  report.erp = call.erp;
+  if (call.erp.dead_lettered) {
+    report.outcome = PluginOutcome::DeadLettered(
+        call.erp.dead_letter_reason, "event dead-lettered: " + call.erp.dead_letter_reason);
+  } else if (call.rc != 0) {
+    report.outcome = PluginOutcome::Failed("handle_webhook returned " + std::to_string(call.rc));
+    // Stopped on an ERP call the outbox still owns (plugin.h: return at once): not a failure of
+    // the plugin; the host finishes the call and a later delivery is answered from its row.
+    report.outcome.erp_pending_in_ms = call.erp.pending_in_ms;
+    if (call.erp.pending_in_ms != 0)
+      report.outcome.detail += " after an ERP call the outbox still owns";
+  } else if (call.responds != 1) {
+    report.outcome = PluginOutcome::Failed("respond() was called " + std::to_string(call.responds) +
+                                           " times; exactly once is required");
+  } else if (!call.respond_problem.empty()) {
+    report.outcome = PluginOutcome::Failed(std::move(call.respond_problem));
+  } else {
+    report.outcome =
+        PluginOutcome::Answered(call.status, std::move(call.content_type), std::move(call.answer));
   }
   return report;
 }
@@ -128,27 +154,8 @@ void RunPlugin(const cg_plugin* plugin, std::mutex* serial_mu, cg_call& call) {
 
 // ReportOf turns a finished call into its report.
 DispatchReport ReportOf(const cg_call& call) CLAWGUARD_REQUIRES(call.mu) {
-  DispatchReport report;
-  report.erp = call.erp;
-  if (call.erp.dead_lettered) {
-    report.outcome = PluginOutcome::DeadLettered(
-        call.erp.dead_letter_reason, "event dead-lettered: " + call.erp.dead_letter_reason);
-  } else if (call.rc != 0) {
-    report.outcome = PluginOutcome::Failed("handle_webhook returned " + std::to_string(call.rc));
-    // Stopped on an ERP call the outbox still owns (plugin.h: return at once): not a failure of
-    // the plugin; the host finishes the call and a later delivery is answered from its row.
-    report.outcome.erp_pending_in_ms = call.erp.pending_in_ms;
-    if (call.erp.pending_in_ms != 0)
-      report.outcome.detail += " after an ERP call the outbox still owns";
-  } else if (call.responds != 1) {
-    report.outcome = PluginOutcome::Failed("respond() was called " + std::to_string(call.responds) +
-                                           " times; exactly once is required");
-  } else if (!call.respond_problem.empty()) {
-    report.outcome = PluginOutcome::Failed(call.respond_problem);
-  } else {
-    report.outcome = PluginOutcome::Answered(call.status, call.content_type, call.answer);
-  }
-  return report;
+  return ReportFor(FinishedCall{call.rc, call.responds, call.respond_problem, call.status,
+                                call.content_type, call.answer, call.erp});
 }
 
 }  // namespace

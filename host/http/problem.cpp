@@ -13,20 +13,20 @@ int ProblemStatus(Reason reason) {
   switch (reason) {
     case Reason::kRequestTooLarge: return 413;
     case Reason::kNotFound: return 404;
-    case Reason::kHeaderConflict: return 400;
+    case Reason::kHeaderConflict:
     case Reason::kIdempotencyKeyMissing: return 400;
-    case Reason::kSignatureInvalid: return 401;
+    case Reason::kSignatureInvalid:
     case Reason::kTimestampOutOfTolerance: return 401;
     case Reason::kFingerprintMismatch: return 422;
-    case Reason::kInProgress: return 409;
+    case Reason::kInProgress:
     case Reason::kExpiredKeySeen: return 409;
     case Reason::kRateLimited: return 429;
-    case Reason::kBreakerOpen: return 503;
-    case Reason::kStoreUnavailable: return 503;
-    case Reason::kPluginTimeout: return 503;
-    case Reason::kErpPending: return 503;
-    case Reason::kPluginFailed: return 500;
-    default: return 500;
+    case Reason::kBreakerOpen:
+    case Reason::kStoreUnavailable:
+    case Reason::kPluginTimeout:
+    case Reason::kErpPending:
+    case Reason::kPluginUnavailable: return 503;
+    default: return 500;  // kPluginFailed and every other reason
   }
 }
 
@@ -46,6 +46,7 @@ std::string_view ProblemTitle(Reason reason) {
     case Reason::kStoreUnavailable: return "Store unavailable";
     case Reason::kPluginTimeout: return "Plugin timed out";
     case Reason::kErpPending: return "ERP call pending";
+    case Reason::kPluginUnavailable: return "Plugin unavailable";
     case Reason::kPluginFailed: return "Plugin failed";
     default: return "Internal error";
   }

@@ -18,6 +18,10 @@ constexpr size_t kMaxRecordedXIdempotencyKey = 256;
 // when an operator resumes it: platforms still get an answer to come back to).
 constexpr int64_t kMaxErpPendingRetryAfterS = 300;
 
+// kPluginUnavailableRetryAfterS: a plugin whose worker stopped is restarted after a backoff of
+// at least 100 ms; a second is what platforms honour.
+constexpr int64_t kPluginUnavailableRetryAfterS = 1;
+
 int64_t CeilSeconds(int64_t ms) { return std::max<int64_t>(1, (ms + 999) / 1000); }
 
 HttpResponse Answer(int status, const std::string& content_type, const std::string& body) {
@@ -91,6 +95,20 @@ WebhookPipeline::Handled WebhookPipeline::GaveUp(const Delivery& d,
   const auto failure = [&](std::string_view why) {
     if (d.from_platform) RecordKeyFailure(guards_, ev, d.request, d.webhook_id, why);
   };
+  if (out.kind == PluginOutcome::Kind::kUnavailable) {
+    // The plugin does not run this delivery (its worker stopped): the lease is released so the
+    // platform's retry runs it again at once, exactly once.
+    (void)store_.Release(d.key, d.token);
+    failure("plugin unavailable: " + out.detail);
+    return Refuse(WebhookOutcome::kPluginUnavailable, Reason::kPluginUnavailable,
+                  "the plugin is unavailable; retry later", kPluginUnavailableRetryAfterS);
+  }
+  if (out.kind == PluginOutcome::Kind::kTimedOut && out.plugin_stopped) {
+    (void)store_.Release(d.key, d.token);  // its worker was killed: nothing runs it any more
+    failure("plugin timed out: " + out.detail);
+    return Refuse(WebhookOutcome::kPluginTimeout, Reason::kPluginTimeout,
+                  "the plugin timed out; retry later", kPluginUnavailableRetryAfterS);
+  }
   if (out.kind == PluginOutcome::Kind::kTimedOut) {
     // Not released: the hung plugin may still run; its lease expires and is never renewed.
     failure("plugin timed out: " + out.detail);
@@ -151,7 +169,8 @@ WebhookPipeline::Handled WebhookPipeline::Dispatch(const Delivery& d) const {
   };  // best effort: the lease expires anyway
   switch (out.kind) {
     case PluginOutcome::Kind::kFailed:
-    case PluginOutcome::Kind::kTimedOut: return GaveUp(d, out);
+    case PluginOutcome::Kind::kTimedOut:
+    case PluginOutcome::Kind::kUnavailable: return GaveUp(d, out);
     case PluginOutcome::Kind::kDeadLettered:
       // Written whether or not the 202 below can be stored: the outbox row is dead already.
       AddDeadLetter(

@@ -73,6 +73,8 @@ RedeliverResult WebhookPipeline::Redeliver(const std::string& plugin, const std:
               "the plugin answered " + std::to_string(h.response.status) + ", which is not stored"};
     case WebhookOutcome::kPluginFailed: return {false, "the plugin failed"};
     case WebhookOutcome::kPluginTimeout: return {false, "the plugin timed out"};
+    case WebhookOutcome::kPluginUnavailable:
+      return {false, "the plugin's worker stopped or the plugin is failed"};
     case WebhookOutcome::kErpPending:
       return {false, "an ERP call of the event is still in flight or queued; the host finishes it"};
     case WebhookOutcome::kFenced:

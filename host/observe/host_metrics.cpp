@@ -23,6 +23,10 @@ constexpr std::string_view kLedgerRows = "clawguard_ledger_rows";
 constexpr std::string_view kInFlight = "clawguard_deliveries_in_flight";
 constexpr std::string_view kQueued = "clawguard_deliveries_queued";
 constexpr std::string_view kPluginThreads = "clawguard_plugin_threads";
+constexpr std::string_view kPluginFaults = "clawguard_plugin_faults_total";
+// The causes a worker fault is counted under (host/dispatch/plugin_worker.h WorkerFault::cause).
+constexpr std::string_view kFaultCauses[] = {"crash",    "seccomp", "exit",  "timeout",
+                                             "protocol", "queue",   "memory"};
 constexpr std::string_view kKeyBreakers = "_keys";  // endpoint label of the per-key breaker count
 
 constexpr ErpCallOutcome kErpOutcomes[] = {
@@ -111,6 +115,7 @@ std::string_view WebhookOutcomeName(WebhookOutcome o) {
     case WebhookOutcome::kRateLimited: return "rate_limited";
     case WebhookOutcome::kBreakerOpen: return "breaker_open";
     case WebhookOutcome::kExpiredKeySeen: return "expired_key_seen";
+    case WebhookOutcome::kPluginUnavailable: return "plugin_unavailable";
   }
   return "unknown";
 }
@@ -263,6 +268,20 @@ Result<std::unique_ptr<HostMetrics>> HostMetrics::Create(const MetricsNames& nam
                    {},
                    {},
                    {}});
+  {
+    std::vector<std::string> causes;
+    for (std::string_view c : kFaultCauses) causes.emplace_back(c);
+    std::vector<std::string> plugins = names.plugins;
+    plugins.emplace_back(kUnknownLabel);
+    specs.push_back(
+        {n(kPluginFaults),
+         "Plugin worker processes that died, by plugin and cause (crash, seccomp, exit, "
+         "timeout, protocol, queue, memory).",
+         MetricType::kCounter,
+         {"plugin", "cause"},
+         Product(Singles(plugins), causes),
+         {}});
+  }
   specs.push_back(
       {n(kPluginThreads),
        "Threads inside a plugin, including those a timed-out plugin still keeps (hung plugins).",
@@ -320,6 +339,13 @@ void HostMetrics::SetDeadLetterQueueSize(std::string_view dlq_class, int64_t ent
 void HostMetrics::RecordPluginLoadRefusal(Reason reason) const {
   auto c = registry_->FindCounter(kLoadRefusals, {ReasonName(reason)});
   (c ? c : registry_->FindCounter(kLoadRefusals, {kUnknownLabel}))->Inc();
+}
+
+void HostMetrics::RecordPluginFault(std::string_view plugin, std::string_view cause) const {
+  auto c = registry_->FindCounter(kPluginFaults, {plugin, cause});
+  if (!c) c = registry_->FindCounter(kPluginFaults, {kUnknownLabel, cause});
+  if (!c) c = registry_->FindCounter(kPluginFaults, {kUnknownLabel, "crash"});
+  if (c) c->Inc();
 }
 
 void HostMetrics::RecordErpCall(std::string_view endpoint, ErpCallOutcome outcome) const {

@@ -53,9 +53,10 @@ enum class WebhookOutcome {
   kErpPending,
   kFenced,
   kDeadLettered,
-  kRateLimited,     // 429 rate_limited
-  kBreakerOpen,     // 503 breaker_open
-  kExpiredKeySeen,  // 409 expired_key_seen (tombstone hit; manual review)
+  kRateLimited,        // 429 rate_limited
+  kBreakerOpen,        // 503 breaker_open
+  kExpiredKeySeen,     // 409 expired_key_seen (tombstone hit; manual review)
+  kPluginUnavailable,  // 503 plugin_unavailable (the plugin's worker stopped, or it failed)
   // Keep the enum contiguous: HostMetrics declares its outcome series by walking it.
 };
 std::string_view WebhookOutcomeName(WebhookOutcome o);
@@ -113,6 +114,8 @@ class HostMetrics {
   void SetDeadLetterQueueSize(std::string_view dlq_class, int64_t entries) const;
   // plugin_load_refusals_total{reason}; |reason| a loader reason (ARCHITECTURE.md reason codes).
   void RecordPluginLoadRefusal(Reason reason) const;
+  // RecordPluginFault counts a plugin worker's death (clawguard_plugin_faults_total).
+  void RecordPluginFault(std::string_view plugin, std::string_view cause) const;
   // erp_calls_total{endpoint,outcome}.
   void RecordErpCall(std::string_view endpoint, ErpCallOutcome outcome) const;
   // circuit_breaker_open{kind="erp",endpoint}: 1 while the endpoint's breaker is not closed.

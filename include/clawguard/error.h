@@ -69,6 +69,7 @@ enum class Reason {
   kPluginFailed,             // 500: plugin returned non-zero or did not respond exactly once
   kPluginTimeout,            // 503: plugin exceeded handler_timeout
   kErpPending,               // 503: the plugin stopped on an ERP call the outbox still owns
+  kPluginUnavailable,        // 503: the plugin's worker crashed, was killed, or the plugin failed
   kExpiredKeySeen,           // 409: tombstone hit after retention
 
   // ---- Generic (exit 2) ----

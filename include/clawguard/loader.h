@@ -43,6 +43,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,6 +57,29 @@
 
 namespace clawguard {
 
+// PluginRuntime is a checked plugin brought to life: dlopen-ed in this process (the default), or
+// in a worker process of its own (the host's sandbox: host/dispatch/plugin_worker.h).
+class PluginRuntime {
+ public:
+  virtual ~PluginRuntime() = default;
+  // plugin is the entry point's table when the plugin runs in this process; nullptr otherwise.
+  virtual const cg_plugin* plugin() const = 0;
+};
+
+// CheckedLibrary is what Load hands a PluginOpener once every check passed: the exact library
+// bytes it checked (valid during the call), the name for its memfd, and the signed manifest.
+struct CheckedLibrary {
+  std::string_view bytes;
+  std::string memfd_name;
+  const Manifest* manifest = nullptr;
+};
+
+// PluginOpener starts a checked library. It must run the plugin's init and succeed only if init
+// returned 0 (the deploy row is recorded after it returns); refusals are kLoadFailed or
+// kAbiMismatch.
+using PluginOpener =
+    std::function<Result<std::unique_ptr<PluginRuntime>>(const CheckedLibrary& library)>;
+
 struct LoaderOptions {
   std::string trust_policy_path;
   std::string allowlist_path;
@@ -65,7 +89,8 @@ struct LoaderOptions {
   // The ledger anchor file (ledger_anchor.h); unset or empty: ledger-anchor.json beside the audit
   // log, none without an audit log.
   std::optional<std::string> anchor_path;
-  const cg_host_api* host_api = nullptr;  // passed to each plugin's init
+  const cg_host_api* host_api = nullptr;  // passed to each plugin's init (in-process loads)
+  PluginOpener opener;                    // empty: the sealed memfd is dlopen-ed in this process
 };
 
 struct VerifyOptions {
@@ -101,23 +126,24 @@ struct Verdict {
 // VerdictToJson renders the exact `verify --json` object.
 nlohmann::json VerdictToJson(const Verdict& v);
 
-class MemfdLibrary;
-
-// LoadedPlugin owns a loaded plugin: its library, its memfd, its manifest and verdict.
+// LoadedPlugin owns a loaded plugin: its runtime (library and memfd, or worker), its manifest and
+// verdict.
 class LoadedPlugin {
  public:
   LoadedPlugin(LoadedPlugin&&) noexcept;
   LoadedPlugin& operator=(LoadedPlugin&&) noexcept;
   ~LoadedPlugin();
-  // plugin is the entry point's table; valid while this object lives.
+  // plugin is the entry point's table when the plugin runs in this process (valid while this
+  // object lives); nullptr when it runs elsewhere (runtime()).
   const cg_plugin* plugin() const;
+  PluginRuntime* runtime() const { return runtime_.get(); }
   const Manifest& manifest() const { return manifest_; }
   const Verdict& verdict() const { return verdict_; }
 
  private:
   friend class Loader;
-  LoadedPlugin(std::unique_ptr<MemfdLibrary> lib, Manifest manifest, Verdict verdict);
-  std::unique_ptr<MemfdLibrary> lib_;
+  LoadedPlugin(std::unique_ptr<PluginRuntime> runtime, Manifest manifest, Verdict verdict);
+  std::unique_ptr<PluginRuntime> runtime_;
   Manifest manifest_;
   Verdict verdict_;
 };

@@ -21,6 +21,9 @@ TEST(HostSecretsE2eTest, ANosyPluginFindsNoSecretInTheEnvironment) {
   HostFixture fixture;
   HostFixtureOptions o;
   o.plugin_source = "env_probe";
+  // In process: the environment is the host's, scrubbed. (A sandboxed worker starts with an empty
+  // one and cannot open /proc/self/environ: SandboxHandleTest.)
+  o.isolation = "none";
   o.extra_env = {{"E2E_CANARY", kCanary}};
   ASSERT_NO_FATAL_FAILURE(fixture.Prepare(o));
   ASSERT_TRUE(fixture.StartHost());

@@ -12,6 +12,7 @@
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_ledger.h"
 #include "sqlite/sqlite_outbox.h"
+#include "support/host_fixture.h"
 #include "support/reason_matchers.h"
 #include "support/temp_dir.h"
 
@@ -81,7 +82,9 @@ class HostAppTest : public ::testing::Test {
            "\n"
            "plugins: { dir: plugins, trust: policies/trust.yaml, allowlist: "
            "policies/allowlist.yaml, "
-           "handler_timeout: 2s }\n"
+           "handler_timeout: 2s, worker: " +
+           testing::WorkerPath() +
+           " }\n"
            "webhooks:\n  tolerance: 300s\n  clock_skew: 5m\n  platform_retry: { schedule: [1m] }\n"
            "  routes:\n    acme-orders/order.created: { current: env:T_SECRET }\n"
            "  rate_limit: { per_plugin: 200/s, burst: 400 }\n"
@@ -223,6 +226,7 @@ TEST_F(HostAppTest, CommandPrintsListeningAddressesAndStopsOnSigterm) {
   // Start the host in the background, read its first stdout line, then SIGTERM it.
   auto r =
       RunCommand({"sh", "-c",
+                  // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): one script in three lines
                   "\"$1\" host --config \"$2\" > \"$3\" 2>/dev/null & pid=$!; "
                   "i=0; while [ ! -s \"$3\" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done; "
                   "kill -TERM $pid; wait $pid; echo \"rc=$?\"",

@@ -24,6 +24,10 @@
 extern char** environ;
 
 namespace clawguard::host::testing {
+
+std::string WorkerPath() {
+  return (std::filesystem::path(CLAWGUARD_CLI_PATH).parent_path() / "clawguard-worker").string();
+}
 namespace {
 
 using clawguard::testing::ReadFile;
@@ -39,6 +43,7 @@ int SpawnHost(const std::string& config,
   for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
   for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
   std::vector<char*> envp;
+  envp.reserve(envs.size() + 1);
   for (auto& s : envs) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::string bin = CLAWGUARD_CLI_PATH, cmd = "host", flag = "--config", cfg = config;
@@ -182,7 +187,8 @@ void HostFixture::Prepare(const HostFixtureOptions& options) {
           "store: sqlite:state/state.db\n"
           "plugins: { dir: plugins, trust: trust.yaml, allowlist: allowlist.yaml, "
           "handler_timeout: " +
-          options.handler_timeout +
+          options.handler_timeout + ", isolation: " + options.isolation +
+          ", worker: " + WorkerPath() +
           " }\n"
           "webhooks:\n  tolerance: 300s\n  clock_skew: 5m\n  platform_retry: { schedule: [1m] }\n"
           "  routes:\n    acme-orders/order.created: { current: env:E2E_SECRET }\n"

@@ -85,7 +85,12 @@ struct HostFixtureOptions {
     std::vector<std::string> drop_capabilities;  // e.g. "POST /orders/{id}/fulfil"
   };
   std::vector<Version> more_versions;
+  std::string isolation = "sandbox";  // plugins.isolation: sandbox or none
 };
+
+// WorkerPath is the clawguard-worker built beside the clawguard command (plugins.worker for a
+// host that runs inside a test binary, which finds no worker beside itself).
+std::string WorkerPath();
 
 // ExecutionTest runs a host test once per listen.execution: INSTANTIATE_TEST_SUITE_P(Execution,
 // Suite, Executions(), ExecutionName) for `class Suite : public ExecutionTest {}`.

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "clawguard/plugin.h"
 #include "host/dispatch/plugin_dispatch.h"
@@ -25,14 +26,29 @@ inline std::filesystem::path PluginSource(const std::string& name) {
 }
 
 // CompilePackagedPlugin compiles plugin |name| to |so| with the flags a shipped plugin needs to
-// pass the loader's ELF checks (as examples/acme-orders is built). "" on success, else cc's error.
-inline std::string CompilePackagedPlugin(const std::string& name, const std::string& so) {
+// pass the loader's ELF checks (as examples/acme-orders is built), with |extra| flags (e.g.
+// -DNAME=VALUE). "" on success, else cc's error.
+inline std::string CompilePackagedPlugin(const std::string& name, const std::string& so,
+                                         const std::vector<std::string>& extra = {}) {
   const std::filesystem::path include = std::filesystem::path(CLAWGUARD_SOURCE_DIR) / "include";
-  auto r = clawguard::testing::RunCommand(
-      {"cc", "-std=gnu11", "-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-o", so,
-       PluginSource(name).string(), "-I" + include.string(),
-       "-I" + PluginSource(name).parent_path().string(), "-Wl,-z,noexecstack", "-Wl,--as-needed",
-       "-Wl,-z,relro", "-Wl,-z,now", "-Wl,--no-undefined"});
+  std::vector<std::string> argv = {"cc",
+                                   "-std=gnu11",
+                                   "-shared",
+                                   "-fPIC",
+                                   "-O1",
+                                   "-fvisibility=hidden",
+                                   "-o",
+                                   so,
+                                   PluginSource(name).string(),
+                                   "-I" + include.string(),
+                                   "-I" + PluginSource(name).parent_path().string(),
+                                   "-Wl,-z,noexecstack",
+                                   "-Wl,--as-needed",
+                                   "-Wl,-z,relro",
+                                   "-Wl,-z,now",
+                                   "-Wl,--no-undefined"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto r = clawguard::testing::RunCommand(argv);
   return r.exit_code == 0 ? std::string() : "cc failed for " + name + ": " + r.err;
 }
 

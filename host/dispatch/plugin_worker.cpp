@@ -1,0 +1,579 @@
+// plugin_worker.cpp — see plugin_worker.h.
+#include "host/dispatch/plugin_worker.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "clawguard/json_dump.h"
+#include "clawguard/plugin.h"
+#include "host/sandbox/lockdown.h"
+#include "host/sandbox/worker_spawn.h"
+#include "runtime/fiber.h"
+#include "runtime/thread_name.h"
+
+namespace clawguard::host {
+
+using sandbox::Frame;
+using sandbox::FrameType;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+Status Unavailable(std::string m) { return Status(Reason::kPluginUnavailable, std::move(m)); }
+
+int PidfdSignal(int pidfd, int sig) {
+  return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+}
+
+std::string SignalName(int sig) {
+  const char* n = ::sigabbrev_np(sig);
+  return n != nullptr ? std::string("SIG") + n : "signal " + std::to_string(sig);
+}
+
+}  // namespace
+
+// Process is one worker process and the two threads that serve its channel.
+struct PluginWorker::Process {
+  std::weak_ptr<PluginWorker> owner;
+  std::string plugin, version;
+  sandbox::SpawnedProcess proc;
+  UniqueFd channel, fault_read;
+  sandbox::FrameDecoder decoder{sandbox::kMaxWorkerFrame,
+                                {FrameType::kReady, FrameType::kInitFailed, FrameType::kErpCall,
+                                 FrameType::kRespond, FrameType::kLog, FrameType::kDone}};
+  std::thread reader, writer;
+
+  Mutex mu;
+  std::condition_variable send_cv;
+  std::deque<std::string> queue CLAWGUARD_GUARDED_BY(mu);
+  uint64_t queued_bytes CLAWGUARD_GUARDED_BY(mu) = 0;
+  bool dead CLAWGUARD_GUARDED_BY(mu) = false;
+  std::string dead_cause CLAWGUARD_GUARDED_BY(mu);
+  std::map<uint64_t, Session*> sessions CLAWGUARD_GUARDED_BY(mu);
+  std::set<uint64_t> abandoned CLAWGUARD_GUARDED_BY(mu);
+  uint64_t highest_id CLAWGUARD_GUARDED_BY(mu) = 0;
+  std::string kill_cause CLAWGUARD_GUARDED_BY(mu), kill_detail CLAWGUARD_GUARDED_BY(mu);
+  bool shutting_down CLAWGUARD_GUARDED_BY(mu) = false;
+
+  ~Process() {
+    Kill("shutdown", "the host stopped the worker");
+    if (reader.joinable()) reader.join();
+    if (writer.joinable()) writer.join();
+  }
+
+  void Kill(const std::string& cause, const std::string& detail) {
+    {
+      MutexLock lock(mu);
+      if (kill_cause.empty()) {
+        kill_cause = cause;
+        kill_detail = detail;
+      }
+      if (cause == "shutdown") shutting_down = true;
+    }
+    if (proc.pidfd.valid()) (void)PidfdSignal(proc.pidfd.get(), SIGKILL);
+  }
+
+  // Queue adds a frame for the writer; false (and the worker killed when it does not read) if it
+  // cannot be sent.
+  bool Queue(std::string frame) {
+    {
+      MutexLock lock(mu);
+      if (dead) return false;
+      if (queued_bytes + frame.size() <= kMaxQueuedBytes) {
+        queued_bytes += frame.size();
+        queue.push_back(std::move(frame));
+        send_cv.notify_one();
+        return true;
+      }
+    }
+    Kill("queue", "the worker stopped reading its channel");
+    return false;
+  }
+
+  void Push(Session& s, Frame f) {
+    {
+      MutexLock lock(s.mu_);
+      s.inbox_.push_back(std::move(f));
+    }
+    const uint64_t one = 1;
+    (void)::write(s.wake_.get(), &one, sizeof(one));
+  }
+
+  // Route hands a frame to its delivery (mu held by the caller is not needed: it takes it).
+  void Route(Frame f) {
+    Session* s = nullptr;
+    {
+      MutexLock lock(mu);
+      if (f.type == FrameType::kReady || f.type == FrameType::kInitFailed || f.id == 0 ||
+          f.id > highest_id) {
+        lock.Unlock();
+        Kill("protocol", "a frame for no delivery the host sent");
+        return;
+      }
+      auto it = sessions.find(f.id);
+      if (it != sessions.end() && abandoned.count(f.id) == 0) {
+        s = it->second;
+        Push(*s, std::move(f));
+        return;
+      }
+      if (f.type == FrameType::kDone) abandoned.erase(f.id);
+    }
+    // A delivery the host no longer follows: an ERP call is refused (the worker's thread waits
+    // for an answer), anything else is dropped.
+    if (f.type == FrameType::kErpCall) {
+      (void)Queue(sandbox::EncodeFrame(FrameType::kErpReply, f.id,
+                                       sandbox::ErpReplyMsg{CG_FENCED, {}}.Encode()));
+    }
+  }
+
+  void WriterLoop() {
+    NameThisThread("cg-wk-send");
+    for (;;) {
+      std::string frame;
+      {
+        MutexLock lock(mu);
+        mu.Wait(send_cv, [&]() CLAWGUARD_REQUIRES(mu) { return dead || !queue.empty(); });
+        if (dead) return;
+        frame = std::move(queue.front());
+        queue.pop_front();
+        queued_bytes -= frame.size();
+      }
+      if (!sandbox::WriteAll(channel.get(), frame)) {
+        Kill("exit", "the worker's channel closed");
+        return;
+      }
+    }
+  }
+
+  void ReaderLoop() {
+    NameThisThread("cg-wk-recv");
+    std::vector<char> buf(256 * 1024);
+    for (;;) {
+      pollfd fds[2] = {{channel.get(), POLLIN, 0}, {proc.pidfd.get(), POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        const ssize_t n = ::recv(channel.get(), buf.data(), buf.size(), 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        decoder.Feed(std::string_view(buf.data(), static_cast<size_t>(n)));
+        while (std::optional<Frame> f = decoder.Next()) Route(std::move(*f));
+        if (!decoder.error().empty()) {
+          Kill("protocol", decoder.error());
+          break;
+        }
+        continue;
+      }
+      if ((fds[1].revents & POLLIN) != 0) break;
+    }
+    Reap();
+  }
+
+  // Reap ends the process (if it still runs), collects how it ended and tells everyone.
+  void Reap() {
+    (void)PidfdSignal(proc.pidfd.get(), SIGKILL);
+    siginfo_t info{};
+    while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(proc.pidfd.get()), &info,
+                    WEXITED) != 0 &&
+           errno == EINTR) {
+    }
+    WorkerFault fault;
+    fault.plugin = plugin;
+    fault.version = version;
+    sandbox::FaultReport report{};
+    const bool reported =
+        ::read(fault_read.get(), &report, sizeof(report)) == static_cast<ssize_t>(sizeof(report)) &&
+        report.magic == sandbox::kFaultMagic;
+    bool shutdown = false;
+    {
+      MutexLock lock(mu);
+      shutdown = shutting_down;
+      if (info.si_code == CLD_EXITED) {
+        fault.cause = "exit";
+        fault.detail = "the worker exited with status " + std::to_string(info.si_status);
+      } else {
+        fault.signal = info.si_status;
+        fault.cause = "crash";
+        fault.detail = "the worker was killed by " + SignalName(info.si_status);
+      }
+      if (reported || fault.signal == SIGSYS) {
+        fault.cause = "seccomp";
+        if (reported) fault.syscall = report.syscall_nr;
+        fault.detail = reported ? "the worker made a system call its sandbox forbids (syscall " +
+                                      std::to_string(report.syscall_nr) + ")"
+                                : "the worker was killed by SIGSYS (its sandbox)";
+      }
+      if (!kill_cause.empty()) {
+        fault.cause = kill_cause;
+        fault.detail = kill_detail;
+      }
+      dead = true;
+      dead_cause = fault.cause + ": " + fault.detail;
+      for (auto& [id, s] : sessions) {
+        {
+          MutexLock slock(s->mu_);
+          s->gone_ = true;
+          s->gone_cause_ = dead_cause;
+        }
+        const uint64_t one = 1;
+        (void)::write(s->wake_.get(), &one, sizeof(one));
+      }
+    }
+    send_cv.notify_all();
+    (void)::shutdown(channel.get(), SHUT_RDWR);
+    if (shutdown) return;
+    if (std::shared_ptr<PluginWorker> w = owner.lock()) w->OnFault(fault);
+  }
+};
+
+PluginWorker::Session::Session(std::shared_ptr<Process> process, uint64_t id)
+    : process_(std::move(process)), id_(id), wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+PluginWorker::Session::~Session() {
+  MutexLock lock(process_->mu);
+  process_->sessions.erase(id_);
+}
+
+std::optional<Frame> PluginWorker::Session::Next(std::chrono::milliseconds timeout) {
+  const auto deadline = SteadyClock::now() + timeout;
+  for (;;) {
+    {
+      MutexLock lock(mu_);
+      if (!inbox_.empty()) {
+        Frame f = std::move(inbox_.front());
+        inbox_.pop_front();
+        return f;
+      }
+      if (gone_) return std::nullopt;
+    }
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
+    if (left <= 0) return std::nullopt;
+    (void)fiber::WaitFd(wake_.get(), POLLIN, static_cast<int>(std::min<int64_t>(left, 60'000)));
+    uint64_t v = 0;
+    (void)::read(wake_.get(), &v, sizeof(v));
+  }
+}
+
+bool PluginWorker::Session::gone() const {
+  MutexLock lock(mu_);
+  return gone_;
+}
+
+std::string PluginWorker::Session::gone_cause() const {
+  MutexLock lock(mu_);
+  return gone_cause_;
+}
+
+bool PluginWorker::Session::Send(FrameType type, std::string_view payload) {
+  return process_->Queue(sandbox::EncodeFrame(type, id_, payload));
+}
+
+void PluginWorker::Session::Abandon() {
+  MutexLock lock(process_->mu);
+  process_->abandoned.insert(id_);
+  // Frames already routed here are not looked at again; an ERP call among them still waits.
+  MutexLock slock(mu_);
+  for (const Frame& f : inbox_) {
+    if (f.type == FrameType::kErpCall) {
+      process_->queue.push_back(sandbox::EncodeFrame(FrameType::kErpReply, id_,
+                                                     sandbox::ErpReplyMsg{CG_FENCED, {}}.Encode()));
+      process_->send_cv.notify_one();
+    }
+    if (f.type == FrameType::kDone) process_->abandoned.erase(id_);
+  }
+  inbox_.clear();
+}
+
+void PluginWorker::Session::KillWorker(const std::string& cause, const std::string& detail) {
+  process_->Kill(cause, detail);
+}
+
+Result<std::shared_ptr<PluginWorker>> PluginWorker::Start(WorkerOptions options, std::string plugin,
+                                                          std::string version, int64_t abi,
+                                                          UniqueFd memfd) {
+  std::shared_ptr<PluginWorker> w(new PluginWorker(std::move(options), std::move(plugin),
+                                                   std::move(version), abi, std::move(memfd)));
+  auto first = w->Spawn();
+  if (!first.ok()) {
+    if (first.error().reason() == Reason::kPluginUnavailable)
+      return Status(Reason::kLoadFailed, first.error().message());
+    return first.error();
+  }
+  MutexLock lock(w->mu_);
+  w->current_ = std::move(first).value();
+  return w;
+}
+
+PluginWorker::~PluginWorker() {
+  std::shared_ptr<Process> p;
+  {
+    MutexLock lock(mu_);
+    p = std::move(current_);
+  }
+  // ~Process kills the worker and joins its threads once the last Session let it go.
+}
+
+Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    return Status(Reason::kInternal, std::string("worker: socketpair: ") + std::strerror(errno));
+  UniqueFd host_end(sv[0]), worker_end(sv[1]);
+  int fp[2];
+  if (::pipe2(fp, O_CLOEXEC | O_NONBLOCK) != 0)
+    return Status(Reason::kInternal, std::string("worker: pipe: ") + std::strerror(errno));
+  UniqueFd fault_read(fp[0]), fault_write(fp[1]);
+  // The worker gets the library read-only: with the seals, nothing can change the bytes checked.
+  UniqueFd library(
+      ::open(("/proc/self/fd/" + std::to_string(memfd_.get())).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!library.valid())
+    return Status(Reason::kInternal, std::string("worker: cannot reopen the library's memfd: ") +
+                                         std::strerror(errno));
+  sandbox::SpawnRequest req;
+  req.executable = options_.executable;
+  req.argv = {options_.executable,
+              "--plugin",
+              plugin_,
+              "--abi",
+              std::to_string(abi_),
+              "--memory-limit",
+              std::to_string(options_.memory_limit)};
+  req.fds = {worker_end.get(), library.get(), fault_write.get()};
+  req.namespaces = options_.namespaces;
+  CLAWGUARD_ASSIGN_OR_RETURN(sandbox::SpawnedProcess spawned, sandbox::SpawnWorker(req));
+  worker_end.Reset();
+  library.Reset();
+  fault_write.Reset();
+
+  auto p = std::make_shared<Process>();
+  p->owner = weak_from_this();
+  p->plugin = plugin_;
+  p->version = version_;
+  p->proc = std::move(spawned);
+  p->channel = std::move(host_end);
+  p->fault_read = std::move(fault_read);
+
+  // Wait for kReady or kInitFailed.
+  const auto deadline = SteadyClock::now() + options_.start_timeout;
+  std::vector<char> buf(64 * 1024);
+  std::optional<Frame> first;
+  std::string failure;
+  while (!first) {
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
+    if (left <= 0) {
+      failure = "the worker was not ready within " +
+                std::to_string(options_.start_timeout.count()) + " ms";
+      break;
+    }
+    pollfd fds[2] = {{p->channel.get(), POLLIN, 0}, {p->proc.pidfd.get(), POLLIN, 0}};
+    const int r = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(left, 60'000)));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) continue;
+    if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      const ssize_t n = ::recv(p->channel.get(), buf.data(), buf.size(), MSG_DONTWAIT);
+      if (n > 0) {
+        p->decoder.Feed(std::string_view(buf.data(), static_cast<size_t>(n)));
+        first = p->decoder.Next();
+        if (!first && !p->decoder.error().empty()) failure = "protocol: " + p->decoder.error();
+        if (!failure.empty()) break;
+        continue;
+      }
+      if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        failure = "the worker ended before it was ready";
+        break;
+      }
+      continue;
+    }
+    if ((fds[1].revents & POLLIN) != 0) {
+      failure = "the worker ended before it was ready";
+      break;
+    }
+  }
+  const auto refuse = [&](Reason reason, const std::string& why) -> Status {
+    // Reap it here: no threads run yet. Its fault report says more than "ended".
+    p->Kill("start", why);
+    siginfo_t info{};
+    (void)::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(p->proc.pidfd.get()), &info,
+                   WEXITED);
+    sandbox::FaultReport report{};
+    std::string msg = "plugin worker: " + why;
+    if (::read(p->fault_read.get(), &report, sizeof(report)) ==
+            static_cast<ssize_t>(sizeof(report)) &&
+        report.magic == sandbox::kFaultMagic) {
+      msg += " (its sandbox refused system call " + std::to_string(report.syscall_nr) + ")";
+    } else if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
+      msg += " (killed by " + SignalName(info.si_status) + ")";
+    }
+    {
+      MutexLock lock(p->mu);
+      p->dead = true;
+      p->shutting_down = true;
+    }
+    return Status(reason, msg);
+  };
+  if (!first) return refuse(Reason::kLoadFailed, failure);
+  if (first->type == FrameType::kInitFailed) {
+    std::optional<sandbox::InitFailedMsg> m = sandbox::InitFailedMsg::Decode(first->payload);
+    if (!m) return refuse(Reason::kLoadFailed, "a malformed kInitFailed frame");
+    // Only the two codes a load may end with are taken from the worker.
+    const Reason reason = m->reason == "abi_mismatch" ? Reason::kAbiMismatch : Reason::kLoadFailed;
+    return refuse(reason, m->detail);
+  }
+  std::optional<sandbox::ReadyMsg> ready;
+  if (first->type == FrameType::kReady && first->id == 0)
+    ready = sandbox::ReadyMsg::Decode(first->payload);
+  if (!ready) return refuse(Reason::kLoadFailed, "the worker's first frame was not kReady");
+  if (ready->abi != CLAWGUARD_PLUGIN_ABI || static_cast<int64_t>(ready->abi) != abi_)
+    return refuse(Reason::kAbiMismatch, "the plugin reports abi " + std::to_string(ready->abi));
+  if ((ready->flags & ~CG_PLUGIN_SERIAL) != 0)
+    return refuse(Reason::kLoadFailed,
+                  "the plugin sets unknown flag bits " + std::to_string(ready->flags));
+  flags_ = ready->flags;
+  Process* raw = p.get();
+  p->reader = std::thread([raw] { raw->ReaderLoop(); });
+  p->writer = std::thread([raw] { raw->WriterLoop(); });
+  if (options_.audit) {
+    options_.audit(DumpJson({{"event", "plugin_worker_started"},
+                             {"plugin", plugin_},
+                             {"version", version_},
+                             {"pid", p->proc.pid},
+                             {"namespaces", p->proc.namespaces}}));
+  }
+  return p;
+}
+
+void PluginWorker::OnFault(const WorkerFault& fault) {
+  if (options_.audit) {
+    nlohmann::json j = {{"event", "plugin_worker_fault"},
+                        {"plugin", fault.plugin},
+                        {"version", fault.version},
+                        {"cause", fault.cause},
+                        {"detail", fault.detail}};
+    if (fault.signal != 0) j["signal"] = fault.signal;
+    if (fault.syscall >= 0) j["syscall"] = fault.syscall;
+    options_.audit(DumpJson(j));
+  }
+  if (options_.on_fault) options_.on_fault(fault);
+  bool now_failed = false;
+  {
+    MutexLock lock(mu_);
+    ++faults_;
+    const auto now = SteadyClock::now();
+    recent_faults_.push_back(now);
+    while (!recent_faults_.empty() && now - recent_faults_.front() > options_.fault_window)
+      recent_faults_.pop_front();
+    const int n = static_cast<int>(recent_faults_.size());
+    auto backoff = options_.backoff_base * (int64_t{1} << std::min(n - 1, 20));
+    restart_at_ = now + std::min<std::chrono::milliseconds>(backoff, options_.backoff_max);
+    if (n >= options_.max_faults && !failed_) {
+      failed_ = true;
+      now_failed = true;
+    }
+  }
+  if (now_failed && options_.audit) {
+    options_.audit(
+        DumpJson({{"event", "plugin_failed"},
+                  {"plugin", plugin_},
+                  {"version", version_},
+                  {"detail", std::to_string(options_.max_faults) + " worker faults within " +
+                                 std::to_string(options_.fault_window.count()) +
+                                 " ms: the plugin's routes answer 503 until the host restarts"}}));
+  }
+}
+
+Result<std::unique_ptr<PluginWorker::Session>> PluginWorker::Begin(
+    const sandbox::DeliverMsg& delivery) {
+  std::shared_ptr<Process> p;
+  uint64_t id = 0;
+  {
+    MutexLock lock(mu_);
+    if (stopped_) return Unavailable("the host is stopping");
+    if (failed_) return Unavailable("the plugin failed (its worker crashed repeatedly)");
+    bool live = false;
+    if (current_ != nullptr) {
+      MutexLock plock(current_->mu);
+      live = !current_->dead;
+    }
+    if (!live) {
+      const auto now = SteadyClock::now();
+      if (now < restart_at_) {
+        return Unavailable(
+            "the plugin's worker is restarting (in " +
+            std::to_string(
+                std::chrono::ceil<std::chrono::milliseconds>(restart_at_ - now).count()) +
+            " ms)");
+      }
+      auto next = Spawn();
+      if (!next.ok()) {
+        restart_at_ = now + options_.backoff_max;
+        return Unavailable("the plugin's worker did not restart: " + next.error().message());
+      }
+      current_ = std::move(next).value();
+    }
+    p = current_;
+    id = next_id_++;
+  }
+  std::unique_ptr<Session> s(new Session(p, id));
+  if (!s->wake_.valid()) return Unavailable("no eventfd for the delivery");
+  {
+    MutexLock lock(p->mu);
+    if (p->dead) return Unavailable("the plugin's worker stopped");
+    p->sessions.emplace(id, s.get());
+    p->highest_id = std::max(p->highest_id, id);
+  }
+  if (!s->Send(FrameType::kDeliver, delivery.Encode()))
+    return Unavailable("the plugin's worker stopped");
+  return s;
+}
+
+void PluginWorker::Stop() {
+  std::shared_ptr<Process> p;
+  {
+    MutexLock lock(mu_);
+    stopped_ = true;
+    p = std::move(current_);
+  }
+  if (p == nullptr) return;
+  p->Kill("shutdown", "the host stopped the worker");
+  if (p->reader.joinable()) p->reader.join();
+  if (p->writer.joinable()) p->writer.join();
+}
+
+bool PluginWorker::failed() const {
+  MutexLock lock(mu_);
+  return failed_;
+}
+
+pid_t PluginWorker::pid() const {
+  MutexLock lock(mu_);
+  return current_ != nullptr ? current_->proc.pid : -1;
+}
+
+std::vector<std::string> PluginWorker::namespaces() const {
+  MutexLock lock(mu_);
+  return current_ != nullptr ? current_->proc.namespaces : std::vector<std::string>{};
+}
+
+int64_t PluginWorker::faults() const {
+  MutexLock lock(mu_);
+  return faults_;
+}
+
+}  // namespace clawguard::host

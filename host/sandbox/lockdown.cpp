@@ -1,0 +1,421 @@
+// lockdown.cpp — see lockdown.h. References: Documentation/userspace-api/landlock.rst (rights per
+// ABI), Documentation/userspace-api/seccomp_filter.rst (stacked filters: the strictest action
+// wins), seccomp_rule_add(3).
+#include "host/sandbox/lockdown.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+#include "clawguard/unique_fd.h"
+
+namespace clawguard::sandbox {
+namespace {
+
+// ---- Landlock: the UAPI of newer kernels than linux-libc-dev 6.1's header (values are ABI) ----
+constexpr uint64_t kFsRead = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+constexpr uint64_t kFsAbi1 = (1ULL << 13) - 1;            // EXECUTE … MAKE_SYM
+constexpr uint64_t kFsRefer = 1ULL << 13;                 // ABI 2
+constexpr uint64_t kFsTruncate = 1ULL << 14;              // ABI 3
+constexpr uint64_t kFsIoctlDev = 1ULL << 15;              // ABI 5
+constexpr uint64_t kNetBindTcp = 1ULL << 0;               // ABI 4
+constexpr uint64_t kNetConnectTcp = 1ULL << 1;            // ABI 4
+constexpr uint64_t kScopeAbstractUnixSocket = 1ULL << 0;  // ABI 6
+constexpr uint64_t kScopeSignal = 1ULL << 1;              // ABI 6
+
+// struct landlock_ruleset_attr as of ABI 6; the size passed tells the kernel which fields exist.
+struct RulesetAttr {
+  uint64_t handled_access_fs = 0;
+  uint64_t handled_access_net = 0;  // ABI 4
+  uint64_t scoped = 0;              // ABI 6
+};
+
+Status Internal(std::string m) { return Status(Reason::kInternal, std::move(m)); }
+Status Errno(std::string_view what, int e) {
+  return Internal("lockdown: " + std::string(what) + " failed: " + std::strerror(e));
+}
+
+// The directories the dynamic loader searches for DT_NEEDED libraries (ld.so.cache entries and
+// the default paths); where one is a symlink (merged /usr), the rule lands on its target.
+constexpr const char* kLoaderDirs[] = {"/usr/lib", "/lib", "/lib64", "/usr/lib64"};
+constexpr const char* kLoaderCache = "/etc/ld.so.cache";
+
+// AddReadRule allows reading beneath |path| (a directory) or of |path| (a file). Landlock's
+// EXECUTE right is not given: it is checked only when execve opens a file (__FMODE_EXEC), which
+// seccomp refuses anyway; dlopen maps libraries with mmap(PROT_EXEC), which Landlock does not see.
+// |missing_ok|: a path that does not exist is skipped instead of an error.
+Status AddReadRule(int ruleset, const std::string& path, bool missing_ok) {
+  UniqueFd fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (missing_ok && errno == ENOENT) return Status::Ok();
+    const int e = errno;
+    return Status(e == ENOENT ? Reason::kConfigInvalid : Reason::kInternal,
+                  "lockdown: cannot open the Landlock path " + path + ": " + std::strerror(e));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return Errno("fstat of " + path, errno);
+  landlock_path_beneath_attr rule{};
+  rule.allowed_access = S_ISDIR(st.st_mode) ? kFsRead : LANDLOCK_ACCESS_FS_READ_FILE;
+  rule.parent_fd = fd.get();
+  if (::syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
+    return Errno("landlock_add_rule for " + path, errno);
+  }
+  return Status::Ok();
+}
+
+Result<LockdownReport> ApplyLandlock(const std::vector<std::string>& read_paths) {
+  const long abi =
+      ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  if (abi < 1) {
+    return Internal(std::string("lockdown: Landlock is not available (") + std::strerror(errno) +
+                    "); refusing to run a plugin without it");
+  }
+  LockdownReport report;
+  report.landlock_abi = static_cast<int>(abi);
+  RulesetAttr attr;
+  size_t attr_size = sizeof(attr.handled_access_fs);
+  attr.handled_access_fs = kFsAbi1;
+  if (abi >= 2) attr.handled_access_fs |= kFsRefer;
+  if (abi >= 3) attr.handled_access_fs |= kFsTruncate;
+  if (abi >= 5) attr.handled_access_fs |= kFsIoctlDev;
+  if (abi >= 4) {
+    // Handled with no rule: every TCP bind and connect is refused (seccomp refuses socket() too;
+    // this also covers a socket the worker might be handed).
+    attr.handled_access_net = kNetBindTcp | kNetConnectTcp;
+    attr_size = offsetof(RulesetAttr, scoped);
+    report.landlock_net = true;
+  }
+  if (abi >= 6) {
+    attr.scoped = kScopeAbstractUnixSocket | kScopeSignal;
+    attr_size = sizeof(attr);
+    report.landlock_scoped = true;
+  }
+  UniqueFd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0)));
+  if (!ruleset.valid()) return Errno("landlock_create_ruleset", errno);
+  for (const char* dir : kLoaderDirs) {
+    CLAWGUARD_RETURN_IF_ERROR(AddReadRule(ruleset.get(), dir, /*missing_ok=*/true));
+  }
+  CLAWGUARD_RETURN_IF_ERROR(AddReadRule(ruleset.get(), kLoaderCache, /*missing_ok=*/true));
+  for (const auto& p : read_paths) {
+    CLAWGUARD_RETURN_IF_ERROR(AddReadRule(ruleset.get(), p, /*missing_ok=*/false));
+  }
+  if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0) {
+    return Errno("landlock_restrict_self", errno);
+  }
+  return report;
+}
+
+// ---- SIGSYS ----
+// Written once before the handler is installed, read only by the handler.
+int g_fault_fd = -1;
+
+void OnSigsys(int /*sig*/, siginfo_t* info, void* /*ucontext*/) {
+  FaultReport r{};
+  r.magic = kFaultMagic;
+  r.syscall_nr = info->si_syscall;
+  r.arch = info->si_arch;
+  if (g_fault_fd >= 0) (void)::syscall(SYS_write, g_fault_fd, &r, sizeof(r));
+  ::syscall(SYS_exit_group, kFaultExitCode);
+  __builtin_unreachable();
+}
+
+Status InstallSigsysHandler(int fault_fd) {
+  g_fault_fd = fault_fd;
+  struct sigaction sa {};
+  sa.sa_sigaction = OnSigsys;
+  sa.sa_flags = SA_SIGINFO;
+  sigfillset(&sa.sa_mask);  // nothing else runs on this thread during the report
+  if (::sigaction(SIGSYS, &sa, nullptr) != 0) return Errno("sigaction(SIGSYS)", errno);
+  sigset_t sys;
+  sigemptyset(&sys);
+  sigaddset(&sys, SIGSYS);
+  if (::sigprocmask(SIG_UNBLOCK, &sys, nullptr) != 0) return Errno("unblock SIGSYS", errno);
+  return Status::Ok();
+}
+
+// ---- seccomp ----
+// RAII for a libseccomp context.
+class Filter {
+ public:
+  explicit Filter(uint32_t default_action) : ctx_(seccomp_init(default_action)) {}
+  ~Filter() {
+    if (ctx_ != nullptr) seccomp_release(ctx_);
+  }
+  Filter(const Filter&) = delete;
+  Filter& operator=(const Filter&) = delete;
+  scmp_filter_ctx get() const { return ctx_; }
+
+ private:
+  scmp_filter_ctx ctx_;
+};
+
+// Arg builds one argument comparison (libseccomp's SCMP_A* macros are C compound literals).
+scmp_arg_cmp Arg(unsigned arg, scmp_compare op, scmp_datum_t a, scmp_datum_t b = 0) {
+  return scmp_arg_cmp{arg, op, a, b};
+}
+
+Status SeccompError(std::string_view what, int rc) {
+  return Internal("lockdown: seccomp " + std::string(what) + " failed: " + std::strerror(-rc));
+}
+
+// Stage 1: default TRAP. Every call a worker may make, unconditionally, and why. Calls allowed
+// only with some arguments are added in InstallStage1 below, with their conditions.
+//
+// Left out on purpose (each traps): socket, socketpair, connect, bind, listen, accept, accept4
+// (no network and no new channel; the worker only talks on the descriptors it was given); execve,
+// execveat, fork, vfork, clone without CLONE_THREAD (no new program, no child); clone3 (ENOSYS,
+// see below); ptrace, process_vm_readv/writev, kill, tkill (tgkill to itself only), pidfd_* (no
+// reach into other processes); memfd_create, mount, unshare, setns, personality (no new code
+// source, no namespace games, no READ_IMPLIES_EXEC); io_uring_*, bpf, perf_event_open, keyctl,
+// userfaultfd (large kernel attack surface); ioctl but TCGETS; dup, dup2, dup3, pipe, pipe2,
+// eventfd, epoll (a serving loop that needs one adds it here, with its reason); getdents64,
+// readlink, getcwd, access (nothing to discover in a filesystem it cannot read); pwrite64; getuid
+// and the other id calls; prlimit64 and setrlimit (the limits are final).
+struct Allowed {
+  int nr;
+  const char* reason;
+};
+const Allowed kStage1Allowed[] = {
+    {SCMP_SYS(read), "read the host channel and files ld.so opens"},
+    {SCMP_SYS(write), "write the host channel; the fault report"},
+    {SCMP_SYS(readv), "scatter reads on the host channel"},
+    {SCMP_SYS(writev), "gather writes; glibc's fatal-error messages (__libc_message)"},
+    {SCMP_SYS(pread64), "ld.so reads program headers past its first 832-byte read, and notes"},
+    {SCMP_SYS(recvmsg), "receive on the host channel (with SCM_RIGHTS); no socket can be made"},
+    {SCMP_SYS(sendmsg), "send on the host channel"},
+    {SCMP_SYS(recvfrom), "recv() on the host channel"},
+    {SCMP_SYS(sendto), "send() on the host channel (a connected socket: no other peer)"},
+    {SCMP_SYS(close), "ld.so closes a library once mapped; the plugin closes its own"},
+    {SCMP_SYS(fstat), "metadata of an open descriptor"},
+    {SCMP_SYS(newfstatat), "glibc's fstat (AT_EMPTY_PATH) and ld.so's stat of search dirs"},
+    {SCMP_SYS(statx), "the same for runtimes that stat with statx (Rust std)"},
+    {SCMP_SYS(lseek), "ld.so and stdio position in files"},
+    {SCMP_SYS(openat), "ld.so opens the plugin and its DT_NEEDED libraries; Landlock bounds paths"},
+    {SCMP_SYS(mmap), "ld.so maps segments; malloc; thread stacks (PROT_EXEC: stage 2 traps it)"},
+    {SCMP_SYS(munmap), "unmap (dlclose, free, thread stacks)"},
+    {SCMP_SYS(mprotect), "RELRO and stack guards (PROT_EXEC: stage 2 traps it)"},
+    {SCMP_SYS(mremap), "realloc of large blocks"},
+    {SCMP_SYS(madvise), "glibc frees an exited thread's stack (MADV_DONTNEED); malloc trim"},
+    {SCMP_SYS(brk), "malloc's main arena"},
+    {SCMP_SYS(futex), "mutexes, condition variables, thread join"},
+    {SCMP_SYS(rt_sigprocmask), "glibc blocks signals around thread creation and in abort()"},
+    {SCMP_SYS(rt_sigreturn), "return from a signal handler"},
+    {SCMP_SYS(sigaltstack), "runtimes that give threads an alternate signal stack"},
+    {SCMP_SYS(set_robust_list), "every new glibc thread registers its robust-futex list"},
+    {SCMP_SYS(rseq), "every new glibc thread (2.35+) registers restartable sequences"},
+    {SCMP_SYS(gettid), "thread ids (logging, glibc internals)"},
+    {SCMP_SYS(getpid), "own pid (glibc's raise/abort pair it with tgkill)"},
+    {SCMP_SYS(exit), "a thread ends"},
+    {SCMP_SYS(exit_group), "the worker ends (also after a fault report)"},
+    {SCMP_SYS(restart_syscall), "the kernel restarts a call a signal interrupted"},
+    {SCMP_SYS(clock_gettime), "time, when the vDSO falls back to the system call"},
+    {SCMP_SYS(clock_getres), "clock resolution (std::chrono, the vDSO fallback)"},
+    {SCMP_SYS(gettimeofday), "time, vDSO fallback"},
+    {SCMP_SYS(clock_nanosleep), "sleep (std::this_thread::sleep_for)"},
+    {SCMP_SYS(nanosleep), "sleep"},
+    {SCMP_SYS(sched_yield), "spin-wait back-off"},
+    {SCMP_SYS(sched_getaffinity), "CPU count (get_nprocs, hardware_concurrency)"},
+    {SCMP_SYS(getrandom), "randomness (std::random_device, arc4random, hash seeds)"},
+    {SCMP_SYS(poll), "wait on the host channel"},
+    {SCMP_SYS(ppoll), "wait on the host channel with a timeout and mask"},
+    {SCMP_SYS(uname), "gethostname and kernel-version checks in libraries"},
+    {SCMP_SYS(sysinfo), "sysconf(_SC_PHYS_PAGES) (glibc's qsort sizes its buffer with it)"},
+    {SCMP_SYS(seccomp), "stage 2 stacks its filter; a filter can only narrow what is allowed"},
+};
+
+// kCloneThreadMask: the clone flags checked. A thread has CLONE_THREAD, CLONE_VM and
+// CLONE_SIGHAND and no namespace flag (CLONE_NEWTIME is left out: in clone(), 0x80 is part of the
+// exit signal).
+constexpr uint64_t kCloneThreadRequired = CLONE_THREAD | CLONE_VM | CLONE_SIGHAND;
+constexpr uint64_t kCloneThreadMask = kCloneThreadRequired | CLONE_NEWNS | CLONE_NEWCGROUP |
+                                      CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
+                                      CLONE_NEWNET;
+
+Status InstallStage1() {
+  Filter f(SCMP_ACT_TRAP);
+  if (f.get() == nullptr) return Internal("lockdown: seccomp_init failed");
+  int rc = 0;
+  // A call of another architecture (int 0x80, x32 numbers) is reported, with its arch.
+  if ((rc = seccomp_attr_set(f.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_TRAP)) != 0) {
+    return SeccompError("attr BADARCH", rc);
+  }
+  // NO_NEW_PRIVS was set by EnterLoadPhase; libseccomp must not prctl() it again (stage 2 would
+  // trap on that prctl).
+  if ((rc = seccomp_attr_set(f.get(), SCMP_FLTATR_CTL_NNP, 0)) != 0) {
+    return SeccompError("attr NNP", rc);
+  }
+  for (const Allowed& a : kStage1Allowed) {
+    if ((rc = seccomp_rule_add(f.get(), SCMP_ACT_ALLOW, a.nr, 0)) != 0) {
+      return SeccompError(std::string("allow ") + a.reason, rc);
+    }
+  }
+  struct Conditional {
+    const char* what;
+    uint32_t action;
+    int nr;
+    std::vector<scmp_arg_cmp> cmp;
+  };
+  const auto self = static_cast<scmp_datum_t>(::getpid());
+  // Argument comparisons are on the full 64-bit register, while the kernel reads int arguments
+  // from the low 32 bits only: every condition below is written so that garbage in the high half
+  // fails it (equality, or an unsigned range that excludes anything above 2^32).
+  const std::vector<Conditional> conditional = {
+      // Thread creation only (fork, vfork and posix_spawn use clone without CLONE_THREAD).
+      {"clone(CLONE_THREAD)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(clone),
+       {Arg(0, SCMP_CMP_MASKED_EQ, kCloneThreadMask, kCloneThreadRequired)}},
+      // glibc's pthread_create tries clone3 first and falls back to clone on ENOSYS; clone3's
+      // flags are behind a pointer, where seccomp cannot look.
+      {"clone3 → ENOSYS", SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), {}},
+      // Signals to the worker's own threads only (raise, abort, pthread_kill).
+      {"tgkill(own tgid)", SCMP_ACT_ALLOW, SCMP_SYS(tgkill), {Arg(0, SCMP_CMP_EQ, self)}},
+      // Handlers for every signal but SIGSYS: signals 1..30, 32..63 and 64. Replacing the SIGSYS
+      // handler would silence fault reports.
+      {"rt_sigaction(1..30)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(rt_sigaction),
+       {Arg(0, SCMP_CMP_LT, SIGSYS)}},
+      {"rt_sigaction(32..63)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(rt_sigaction),
+       {Arg(0, SCMP_CMP_MASKED_EQ, ~scmp_datum_t{0x1f}, 32)}},
+      {"rt_sigaction(64)", SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), {Arg(0, SCMP_CMP_EQ, 64)}},
+      // Threads name themselves (pthread_setname_np on the calling thread).
+      {"prctl(PR_SET_NAME)", SCMP_ACT_ALLOW, SCMP_SYS(prctl), {Arg(0, SCMP_CMP_EQ, PR_SET_NAME)}},
+      {"prctl(PR_GET_NAME)", SCMP_ACT_ALLOW, SCMP_SYS(prctl), {Arg(0, SCMP_CMP_EQ, PR_GET_NAME)}},
+      // Descriptor flags: CLOEXEC (glibc), O_NONBLOCK on the host channel, seals of a memfd.
+      {"fcntl(F_GETFD)", SCMP_ACT_ALLOW, SCMP_SYS(fcntl), {Arg(1, SCMP_CMP_EQ, F_GETFD)}},
+      {"fcntl(F_SETFD)", SCMP_ACT_ALLOW, SCMP_SYS(fcntl), {Arg(1, SCMP_CMP_EQ, F_SETFD)}},
+      {"fcntl(F_GETFL)", SCMP_ACT_ALLOW, SCMP_SYS(fcntl), {Arg(1, SCMP_CMP_EQ, F_GETFL)}},
+      {"fcntl(F_SETFL)", SCMP_ACT_ALLOW, SCMP_SYS(fcntl), {Arg(1, SCMP_CMP_EQ, F_SETFL)}},
+      {"fcntl(F_GET_SEALS)", SCMP_ACT_ALLOW, SCMP_SYS(fcntl), {Arg(1, SCMP_CMP_EQ, F_GET_SEALS)}},
+      // stdio asks isatty() (TCGETS) of a character device such as /dev/null on its first
+      // write: answer "not a terminal" rather than end the worker. Every other ioctl traps.
+      {"ioctl(TCGETS) → ENOTTY",
+       SCMP_ACT_ERRNO(ENOTTY),
+       SCMP_SYS(ioctl),
+       {Arg(1, SCMP_CMP_EQ, TCGETS)}},
+  };
+  for (const Conditional& c : conditional) {
+    rc = seccomp_rule_add_array(f.get(), c.action, c.nr, static_cast<unsigned>(c.cmp.size()),
+                                c.cmp.empty() ? nullptr : c.cmp.data());
+    if (rc != 0) return SeccompError(std::string("rule ") + c.what, rc);
+  }
+  if ((rc = seccomp_load(f.get())) != 0) return SeccompError("load (stage 1)", rc);
+  return Status::Ok();
+}
+
+// CountThreads counts the entries of /proc/self/task.
+Result<int> CountThreads() {
+  DIR* d = ::opendir("/proc/self/task");
+  if (d == nullptr) return Errno("opendir /proc/self/task", errno);
+  int n = 0;
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  ::closedir(d);
+  return n;
+}
+
+Status CloseOtherFds(std::vector<int> keep) {
+  std::sort(keep.begin(), keep.end());
+  keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+  unsigned next = 3;  // first descriptor not yet handled
+  for (int fd : keep) {
+    const auto u = static_cast<unsigned>(fd);
+    if (u > next && ::close_range(next, u - 1, 0) != 0) return Errno("close_range", errno);
+    next = u + 1;
+  }
+  if (::close_range(next, ~0U, 0) != 0) return Errno("close_range", errno);
+  return Status::Ok();
+}
+
+Status SetLimit(int resource, rlim_t value, std::string_view name) {
+  const rlimit lim{value, value};
+  if (::setrlimit(resource, &lim) != 0) return Errno("setrlimit(" + std::string(name) + ")", errno);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<LockdownReport> EnterLoadPhase(const LockdownOptions& opts) {
+  std::vector<int> keep = opts.keep_fds;
+  if (opts.fault_fd >= 0) keep.push_back(opts.fault_fd);
+  for (int fd : keep) {
+    if (fd <= 2) {
+      return Status(Reason::kConfigInvalid,
+                    "lockdown: kept descriptor " + std::to_string(fd) + " is not above 2");
+    }
+  }
+  if (opts.max_open_files == 0) {
+    return Status(Reason::kConfigInvalid, "lockdown: max_open_files must be at least 1");
+  }
+  CLAWGUARD_ASSIGN_OR_RETURN(const int threads, CountThreads());
+  if (threads != 1) {
+    return Internal("lockdown: the process has " + std::to_string(threads) +
+                    " threads; Landlock would confine only the calling one");
+  }
+  CLAWGUARD_RETURN_IF_ERROR(CloseOtherFds(std::move(keep)));
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return Errno("PR_SET_NO_NEW_PRIVS", errno);
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return Errno("PR_SET_DUMPABLE", errno);
+  if (opts.address_space_bytes != 0) {
+    CLAWGUARD_RETURN_IF_ERROR(SetLimit(RLIMIT_AS, opts.address_space_bytes, "RLIMIT_AS"));
+  }
+  CLAWGUARD_RETURN_IF_ERROR(SetLimit(RLIMIT_CORE, 0, "RLIMIT_CORE"));
+  CLAWGUARD_RETURN_IF_ERROR(SetLimit(RLIMIT_NOFILE, opts.max_open_files, "RLIMIT_NOFILE"));
+  CLAWGUARD_RETURN_IF_ERROR(InstallSigsysHandler(opts.fault_fd));
+  CLAWGUARD_ASSIGN_OR_RETURN(LockdownReport report, ApplyLandlock(opts.read_paths));
+  CLAWGUARD_RETURN_IF_ERROR(InstallStage1());
+  return report;
+}
+
+Status EnterServePhase() {
+  Filter f(SCMP_ACT_ALLOW);
+  if (f.get() == nullptr) return Internal("lockdown: seccomp_init failed");
+  int rc = 0;
+  if ((rc = seccomp_attr_set(f.get(), SCMP_FLTATR_CTL_NNP, 0)) != 0) {
+    return SeccompError("attr NNP", rc);
+  }
+  // Threads made since stage 1 get stage 2 too.
+  if ((rc = seccomp_attr_set(f.get(), SCMP_FLTATR_CTL_TSYNC, 1)) != 0) {
+    return SeccompError("attr TSYNC", rc);
+  }
+  // No file is opened once the plugin is loaded (stage 1 already traps open, openat2 and creat;
+  // they are listed so that this filter alone states the phase).
+  for (int nr : {SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(openat2), SCMP_SYS(creat)}) {
+    if ((rc = seccomp_rule_add(f.get(), SCMP_ACT_TRAP, nr, 0)) != 0) {
+      return SeccompError("trap open", rc);
+    }
+  }
+  // No new executable memory: prot is an unsigned long, compared whole.
+  // prot is argument 2 of all three.
+  for (int nr : {SCMP_SYS(mmap), SCMP_SYS(mprotect), SCMP_SYS(pkey_mprotect)}) {
+    const scmp_arg_cmp cmp{2, SCMP_CMP_MASKED_EQ, PROT_EXEC, PROT_EXEC};
+    if ((rc = seccomp_rule_add_array(f.get(), SCMP_ACT_TRAP, nr, 1, &cmp)) != 0) {
+      return SeccompError("trap PROT_EXEC", rc);
+    }
+  }
+  if ((rc = seccomp_load(f.get())) != 0) return SeccompError("load (stage 2)", rc);
+  return Status::Ok();
+}
+
+}  // namespace clawguard::sandbox

@@ -1,0 +1,86 @@
+// lockdown.h — the worker side of plugin isolation: what a plugin worker calls on itself, single-
+// threaded, right after main() starts and BEFORE the plugin library is dlopen-ed (its constructors
+// then already run confined).
+//
+// EnterLoadPhase, in this order:
+//   1. closes every descriptor above 2 but opts.keep_fds and opts.fault_fd;
+//   2. PR_SET_NO_NEW_PRIVS (Landlock and seccomp need it; no set-id gain through execve either) and
+//      PR_SET_DUMPABLE 0 (no core files, /proc/<pid> owned by root, no ptrace by the host's uid);
+//   3. rlimits: RLIMIT_AS = opts.address_space_bytes when set, RLIMIT_CORE = 0, RLIMIT_NOFILE =
+//      opts.max_open_files (soft and hard, so it can never be raised again);
+//   4. a SIGSYS handler: a system call the filters trap writes one FaultReport to opts.fault_fd
+//      with one write(2) and ends the whole worker with _exit(kFaultExitCode);
+//   5. Landlock (ABI ≥ 1 or an error: fail closed), handling every filesystem right the running
+//      ABI knows and allowing only reads (READ_FILE, READ_DIR) beneath /usr/lib, /lib, /lib64 and
+//      /usr/lib64 (those that exist) and of /etc/ld.so.cache — what the dynamic loader needs to
+//      resolve a plugin's DT_NEEDED libraries — plus opts.read_paths. ABI ≥ 4: TCP bind and connect
+//      handled with no rule (denied). ABI ≥ 6: abstract unix sockets and signals scoped to the
+//      worker's own domain.
+//      A sealed memfd the worker holds still opens as /proc/self/fd/N and dlopen()s: the magic link
+//      resolves to an inode of the kernel's internal tmpfs mount (SB_NOUSER), which Landlock does
+//      not mediate (security/landlock/fs.c, is_nouser_or_private). No rule is needed for it, and
+//      none widens what else the worker can open: /proc/self/maps or another process's
+//      /proc/<pid>/fd are still refused (procfs is path-checked, and Landlock's ptrace hook refuses
+//      reaching a process outside the domain).
+//   6. seccomp stage 1 (see lockdown.cpp for the table of allowed calls and why): default action
+//      TRAP — anything not allowed is reported and ends the worker.
+// EnterServePhase stacks stage 2 on every thread (TSYNC): default ALLOW (stage 1 still applies),
+// trapping open/openat/openat2/creat and mmap/mprotect/pkey_mprotect asking for PROT_EXEC — no file
+// is opened and no executable memory made once the plugin is loaded.
+//
+// A thread that blocks SIGSYS and then makes a trapped call is killed by the kernel's default
+// SIGSYS action instead (force_sig_seccomp): the host then sees death by SIGSYS, not
+// kFaultExitCode. Either way the call never runs.
+//
+// Not thread-safe: EnterLoadPhase must run while the process has one thread (it checks
+// /proc/self/task), since Landlock binds only the calling thread and its future children.
+#ifndef CLAWGUARD_HOST_SANDBOX_LOCKDOWN_H_
+#define CLAWGUARD_HOST_SANDBOX_LOCKDOWN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "clawguard/error.h"
+
+namespace clawguard::sandbox {
+
+struct LockdownOptions {
+  uint64_t address_space_bytes = 0;     // RLIMIT_AS; 0: leave as is
+  uint64_t max_open_files = 16;         // RLIMIT_NOFILE (soft and hard)
+  std::vector<int> keep_fds;            // fds > 2 to keep; every other fd > 2 is closed
+  int fault_fd = -1;                    // the SIGSYS handler writes one FaultReport here (kept)
+  std::vector<std::string> read_paths;  // extra read-only Landlock paths; the defaults always apply
+};
+
+// FaultReport is what the SIGSYS handler writes: fixed 16 bytes, host byte order.
+struct FaultReport {
+  uint32_t magic;      // kFaultMagic
+  int32_t syscall_nr;  // siginfo si_syscall: the trapped call's number for |arch|
+  uint32_t arch;       // siginfo si_arch: AUDIT_ARCH_* of the call (x86-64, or i386 via int 0x80)
+  uint32_t pad;        // 0
+};
+static_assert(sizeof(FaultReport) == 16);
+
+inline constexpr uint32_t kFaultMagic = 0x46534743;  // "CGSF" in little-endian memory order
+
+struct LockdownReport {
+  int landlock_abi = 0;
+  bool landlock_net = false;     // TCP bind/connect denied by Landlock (ABI ≥ 4)
+  bool landlock_scoped = false;  // abstract unix sockets and signals scoped (ABI ≥ 6)
+};
+
+// EnterLoadPhase confines the calling process as described above. Errors: kConfigInvalid for bad
+// options (a kept fd ≤ 2, a missing read path), kInternal when the kernel refuses a step
+// (Landlock unavailable included). On error the process is partly confined and must exit.
+Result<LockdownReport> EnterLoadPhase(const LockdownOptions& opts);
+
+// EnterServePhase stacks seccomp stage 2 on every thread. Call it after the plugin is loaded.
+Status EnterServePhase();
+
+// What the worker exits with after a reported seccomp fault.
+inline constexpr int kFaultExitCode = 159;
+
+}  // namespace clawguard::sandbox
+
+#endif  // CLAWGUARD_HOST_SANDBOX_LOCKDOWN_H_

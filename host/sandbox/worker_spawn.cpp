@@ -1,0 +1,350 @@
+// worker_spawn.cpp — see worker_spawn.h. Kernel references: kernel/fork.c (clone3, CLONE_PIDFD),
+// kernel/user_namespace.c (new_idmap_permitted: an unprivileged writer may map exactly one id, its
+// own effective one, and gid_map only after setgroups is "deny"), fs/exec.c (execve recomputes the
+// capabilities: a non-root uid in the namespace keeps none).
+#include "host/sandbox/worker_spawn.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+namespace clawguard::sandbox {
+namespace {
+
+// The steps of the child, in order; the one that failed is what the child reports.
+enum class Step : uint8_t {
+  kSetgroups = 1,  // write "deny" to /proc/self/setgroups
+  kGidMap,         // write /proc/self/gid_map
+  kUidMap,         // write /proc/self/uid_map
+  kDupHigh,        // move the descriptors to keep above the target range
+  kDupTarget,      // place them at 0, 1, 2 and 3..
+  kCloseRange,     // close every other descriptor
+  kAmbientCaps,    // clear the ambient capability set
+  kSignals,        // reset dispositions and unblock every signal
+  kExecve,
+};
+
+std::string_view StepName(uint8_t step) {
+  switch (static_cast<Step>(step)) {
+    case Step::kSetgroups: return "write /proc/self/setgroups";
+    case Step::kGidMap: return "write /proc/self/gid_map";
+    case Step::kUidMap: return "write /proc/self/uid_map";
+    case Step::kDupHigh: return "duplicate the descriptors to pass";
+    case Step::kDupTarget: return "place the descriptors at 0..2 and 3..";
+    case Step::kCloseRange: return "close_range of the other descriptors";
+    case Step::kAmbientCaps: return "clear ambient capabilities";
+    case Step::kSignals: return "reset signal dispositions and mask";
+    case Step::kExecve: return "execve";
+  }
+  return "unknown step";
+}
+
+// ChildError is what a failing child writes, in one write(2) (smaller than PIPE_BUF, so atomic).
+struct ChildError {
+  uint8_t step = 0;
+  uint8_t pad[3] = {0, 0, 0};
+  int32_t err = 0;
+};
+static_assert(sizeof(ChildError) == 8);
+
+// The kernel's struct sigaction for rt_sigaction (not glibc's, whose mask is 128 bytes).
+struct KernelSigaction {
+  void (*handler)(int);
+  unsigned long flags;
+  void (*restorer)();
+  uint64_t mask;
+};
+
+// The first 64 bytes of struct clone_args (CLONE_ARGS_SIZE_VER0), defined here because
+// <linux/sched.h> redefines glibc's CLONE_* macros.
+struct CloneArgs {
+  uint64_t flags;
+  uint64_t pidfd;
+  uint64_t child_tid;
+  uint64_t parent_tid;
+  uint64_t exit_signal;
+  uint64_t stack;
+  uint64_t stack_size;
+  uint64_t tls;
+};
+static_assert(sizeof(CloneArgs) == 64);
+
+// ChildPlan is everything the child reads. It is filled in before the clone: the child only reads
+// it (its copy of the parent's memory) and writes |temps|, its own scratch.
+struct ChildPlan {
+  const char* executable = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  const int* fds = nullptr;
+  int* temps = nullptr;  // one per fd
+  int nfds = 0;
+  int devnull = -1;
+  int err_fd = -1;
+  bool map_ids = false;
+  const char* uid_map = nullptr;
+  size_t uid_map_len = 0;
+  const char* gid_map = nullptr;
+  size_t gid_map_len = 0;
+};
+
+// The child makes raw system calls only, through glibc's syscall(): no cancellation points, no
+// allocation, no locks (async-signal-safe by construction). The errno it sets is the child's copy.
+long Sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {
+  long r = ::syscall(nr, a, b, c, d, e);
+  return r < 0 ? -errno : r;
+}
+
+[[noreturn]] void ChildFail(int err_fd, Step step, long neg_errno) {
+  ChildError e;
+  e.step = static_cast<uint8_t>(step);
+  e.err = static_cast<int32_t>(-neg_errno);
+  (void)Sys(SYS_write, err_fd, reinterpret_cast<long>(&e), sizeof(e));
+  Sys(SYS_exit_group, 127);
+  __builtin_unreachable();
+}
+
+// WriteProcFile writes |len| bytes of |data| to |path| with one write.
+long WriteProcFile(const char* path, const char* data, size_t len) {
+  long fd = Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return fd;
+  long w = Sys(SYS_write, fd, reinterpret_cast<long>(data), static_cast<long>(len));
+  (void)Sys(SYS_close, fd);
+  if (w < 0) return w;
+  return w == static_cast<long>(len) ? 0 : -EIO;
+}
+
+[[noreturn]] void RunChild(const ChildPlan& p) {
+  int err_fd = p.err_fd;
+  long r = 0;
+  if (p.map_ids) {
+    if ((r = WriteProcFile("/proc/self/setgroups", "deny", 4)) != 0) {
+      ChildFail(err_fd, Step::kSetgroups, r);
+    }
+    if ((r = WriteProcFile("/proc/self/gid_map", p.gid_map, p.gid_map_len)) != 0) {
+      ChildFail(err_fd, Step::kGidMap, r);
+    }
+    if ((r = WriteProcFile("/proc/self/uid_map", p.uid_map, p.uid_map_len)) != 0) {
+      ChildFail(err_fd, Step::kUidMap, r);
+    }
+  }
+  // Descriptors. Targets are 0..2 (/dev/null) and 3..3+n-1 (the request's); the error pipe goes
+  // to 3+n. A source may sit anywhere, including on another source's target, so every descriptor
+  // still needed is first duplicated to >= 3+n+1, where no target is; dup3 onto the targets
+  // then cannot clobber a source, and leaves the targets without CLOEXEC.
+  const int err_target = 3 + p.nfds;
+  const int high = err_target + 1;
+  r = Sys(SYS_fcntl, err_fd, F_DUPFD_CLOEXEC, high);
+  if (r < 0) ChildFail(err_fd, Step::kDupHigh, r);
+  err_fd = static_cast<int>(r);
+  r = Sys(SYS_fcntl, p.devnull, F_DUPFD_CLOEXEC, high);
+  if (r < 0) ChildFail(err_fd, Step::kDupHigh, r);
+  const int devnull = static_cast<int>(r);
+  for (int i = 0; i < p.nfds; ++i) {
+    r = Sys(SYS_fcntl, p.fds[i], F_DUPFD_CLOEXEC, high);
+    if (r < 0) ChildFail(err_fd, Step::kDupHigh, r);
+    p.temps[i] = static_cast<int>(r);
+  }
+  if ((r = Sys(SYS_dup3, err_fd, err_target, O_CLOEXEC)) < 0) {
+    ChildFail(err_fd, Step::kDupTarget, r);
+  }
+  err_fd = err_target;
+  for (int i = 0; i < p.nfds; ++i) {
+    if ((r = Sys(SYS_dup3, p.temps[i], 3 + i, 0)) < 0) ChildFail(err_fd, Step::kDupTarget, r);
+  }
+  for (int std_fd = 0; std_fd <= 2; ++std_fd) {
+    if ((r = Sys(SYS_dup3, devnull, std_fd, 0)) < 0) ChildFail(err_fd, Step::kDupTarget, r);
+  }
+  if ((r = Sys(SYS_close_range, high, ~0U, 0)) < 0) ChildFail(err_fd, Step::kCloseRange, r);
+  // Ambient capabilities would survive execve even for a non-root uid.
+  if ((r = Sys(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)) < 0 && r != -EINVAL) {
+    ChildFail(err_fd, Step::kAmbientCaps, r);
+  }
+  // execve resets caught signals but keeps ignored ones and the mask: reset both. The parent
+  // blocked every signal before the clone, so no host handler has run in the child.
+  KernelSigaction dfl{};
+  dfl.handler = SIG_DFL;
+  for (int sig = 1; sig <= 64; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    r = Sys(SYS_rt_sigaction, sig, reinterpret_cast<long>(&dfl), 0, sizeof(uint64_t));
+    if (r < 0) ChildFail(err_fd, Step::kSignals, r);
+  }
+  const uint64_t empty_mask = 0;
+  r = Sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&empty_mask), 0,
+          sizeof(uint64_t));
+  if (r < 0) ChildFail(err_fd, Step::kSignals, r);
+  r = Sys(SYS_execve, reinterpret_cast<long>(p.executable), reinterpret_cast<long>(p.argv),
+          reinterpret_cast<long>(p.envp));
+  ChildFail(err_fd, Step::kExecve, r);
+}
+
+// CloneChild clones with |flags| | CLONE_PIDFD; returns the pid (0 in the child) or -errno.
+long CloneChild(uint64_t flags, int* pidfd) {
+  CloneArgs args{};
+  args.flags = flags | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(pidfd);
+  args.exit_signal = SIGCHLD;
+  long r = Sys(SYS_clone3, reinterpret_cast<long>(&args), sizeof(args));
+  // clone3 may be refused with ENOSYS by a container's seccomp profile: clone takes the same
+  // flags (x86-64 order: flags, stack, parent_tid — where CLONE_PIDFD stores the pidfd — child_tid,
+  // tls).
+  if (r == -ENOSYS) {
+    r = Sys(SYS_clone, static_cast<long>(flags | CLONE_PIDFD | SIGCHLD), 0,
+            reinterpret_cast<long>(pidfd), 0, 0);
+  }
+  return r;
+}
+
+struct NamespaceSet {
+  uint64_t flags;
+  std::vector<std::string> names;
+};
+
+Status Internal(std::string m) { return Status(Reason::kInternal, std::move(m)); }
+Status Errno(std::string_view what, int e) {
+  return Internal("worker spawn: " + std::string(what) + " failed: " + std::strerror(e));
+}
+
+// BlockSignals blocks every signal of the calling thread for its scope.
+class BlockSignals {
+ public:
+  BlockSignals() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old_);
+  }
+  ~BlockSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  BlockSignals(const BlockSignals&) = delete;
+  BlockSignals& operator=(const BlockSignals&) = delete;
+
+ private:
+  sigset_t old_{};
+};
+
+bool HasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
+
+}  // namespace
+
+Result<SpawnedProcess> SpawnWorker(const SpawnRequest& req) {
+  if (req.executable.empty() || req.executable.front() != '/' || HasNul(req.executable)) {
+    return Status(
+        Reason::kConfigInvalid,
+        "worker spawn: the executable must be an absolute path, got '" + req.executable + "'");
+  }
+  if (req.argv.empty()) return Status(Reason::kConfigInvalid, "worker spawn: argv is empty");
+  for (const auto& a : req.argv) {
+    if (HasNul(a)) return Status(Reason::kConfigInvalid, "worker spawn: an argument holds NUL");
+  }
+  for (int fd : req.fds) {
+    if (fd < 0) {
+      return Status(Reason::kConfigInvalid,
+                    "worker spawn: descriptor " + std::to_string(fd) + " is not valid");
+    }
+  }
+  if (req.fds.size() > 1000) {
+    return Status(Reason::kConfigInvalid, "worker spawn: too many descriptors to pass");
+  }
+
+  // Everything the child touches is built here, before the clone.
+  std::vector<char*> argv;
+  argv.reserve(req.argv.size() + 1);
+  for (const auto& a : req.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  char* envp[] = {nullptr};
+  const std::string uid_map =
+      std::to_string(kWorkerInnerId) + " " + std::to_string(::geteuid()) + " 1\n";
+  const std::string gid_map =
+      std::to_string(kWorkerInnerId) + " " + std::to_string(::getegid()) + " 1\n";
+  std::vector<int> temps(req.fds.size(), -1);
+
+  UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!devnull.valid()) return Errno("open /dev/null", errno);
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Errno("pipe2", errno);
+  UniqueFd err_r(pipe_fds[0]);
+  UniqueFd err_w(pipe_fds[1]);
+
+  ChildPlan plan;
+  plan.executable = req.executable.c_str();
+  plan.argv = argv.data();
+  plan.envp = envp;
+  plan.fds = req.fds.data();
+  plan.temps = temps.data();
+  plan.nfds = static_cast<int>(req.fds.size());
+  plan.devnull = devnull.get();
+  plan.err_fd = err_w.get();
+  plan.uid_map = uid_map.c_str();
+  plan.uid_map_len = uid_map.size();
+  plan.gid_map = gid_map.c_str();
+  plan.gid_map_len = gid_map.size();
+
+  // The ladder of namespace sets, strongest first. Without a user namespace the others need
+  // CAP_SYS_ADMIN, which a root host has.
+  std::vector<NamespaceSet> ladder;
+  if (req.namespaces) {
+    ladder.push_back({CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS,
+                      {"user", "pid", "net", "ipc", "mnt"}});
+    ladder.push_back(
+        {CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS, {"pid", "net", "ipc", "mnt"}});
+  }
+  ladder.push_back({0, {}});
+
+  SpawnedProcess out;
+  int pidfd = -1;
+  long pid = -1;
+  std::string refusals;
+  {
+    BlockSignals blocked;
+    for (const auto& set : ladder) {
+      plan.map_ids = (set.flags & CLONE_NEWUSER) != 0;
+      pid = CloneChild(set.flags, &pidfd);
+      if (pid == 0) RunChild(plan);  // never returns
+      if (pid > 0) {
+        out.namespaces = set.names;
+        break;
+      }
+      const int e = static_cast<int>(-pid);
+      if (e != EPERM && e != EINVAL && e != ENOSPC && e != EUSERS) break;
+      refusals += std::string(refusals.empty() ? "" : "; ") + std::strerror(e);
+    }
+  }
+  if (pid < 0) {
+    return Errno("clone" + (refusals.empty() ? std::string() : " (" + refusals + ")"),
+                 static_cast<int>(-pid));
+  }
+  out.pid = static_cast<pid_t>(pid);
+  out.pidfd.Reset(pidfd);
+  err_w.Reset();  // only the child's copy is left: EOF means execve succeeded
+
+  ChildError ce;
+  size_t got = 0;
+  while (got < sizeof(ce)) {
+    const ssize_t n = ::read(err_r.get(), reinterpret_cast<char*>(&ce) + got, sizeof(ce) - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got == 0) return out;
+
+  // The child failed and is exiting: reap it so that no zombie is left.
+  siginfo_t info{};
+  while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(out.pidfd.get()), &info,
+                  WEXITED) != 0 &&
+         errno == EINTR) {
+  }
+  if (got != sizeof(ce)) return Internal("worker spawn: the child failed before execve");
+  return Internal("worker spawn: " + std::string(StepName(ce.step)) + " of '" + req.executable +
+                  "' failed in the child: " + std::strerror(ce.err));
+}
+
+}  // namespace clawguard::sandbox

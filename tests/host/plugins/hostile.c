@@ -1,0 +1,160 @@
+/* hostile.c — a signed plugin that attacks its host
+   (tests/host/dispatch/sandbox_dispatch_test.cpp). What it does and when:
+     - while handling a delivery: the attack named by the request body's "attack" field, with its
+       "arg" (a path or a pid), e.g. {"attack":"open","arg":"/etc/passwd"};
+     - in a constructor (built with -DHOSTILE_CTOR=\"NAME\") or in init (-DHOSTILE_INIT=\"NAME\"):
+       that attack, with -DHOSTILE_ARG=\"ARG\"; what it got is answered to a later "none".
+   An attack that returns answers 200 {"attack":NAME,"result":"denied: <errno>"|"succeeded"};
+   an attack the sandbox kills never answers. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+
+static char g_load_result[256] = "none";
+
+static void result_of(int ok, char *out, size_t n) {
+  if (ok)
+    snprintf(out, n, "succeeded");
+  else
+    snprintf(out, n, "denied: %s", strerror(errno));
+}
+
+/* attack runs |name| with |arg| and writes what happened to |out|. */
+static void attack(const char *name, const char *arg, char *out, size_t n) {
+  snprintf(out, n, "unknown attack");
+  if (strcmp(name, "none") == 0) {
+    snprintf(out, n, "%s", g_load_result);
+  } else if (strcmp(name, "socket") == 0) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    result_of(fd >= 0, out, n);
+    if (fd >= 0) {
+      struct sockaddr_in a;
+      memset(&a, 0, sizeof a);
+      a.sin_family = AF_INET;
+      a.sin_port = htons((uint16_t)atoi(arg));
+      a.sin_addr.s_addr = htonl(0x7f000001);
+      int c = connect(fd, (struct sockaddr *)&a, sizeof a);
+      snprintf(out, n, c == 0 ? "succeeded: connected" : "socket ok, connect: %s", strerror(errno));
+      close(fd);
+    }
+  } else if (strcmp(name, "open") == 0) {
+    int fd = open(arg, O_RDONLY);
+    result_of(fd >= 0, out, n);
+    if (fd >= 0) close(fd);
+  } else if (strcmp(name, "exec") == 0) {
+    char *const argv[] = {(char *)"/bin/sh", (char *)"-c", (char *)"true", NULL};
+    execve("/bin/sh", argv, NULL);
+    result_of(0, out, n);
+  } else if (strcmp(name, "fork") == 0) {
+    pid_t p = fork();
+    if (p == 0) _exit(0);
+    if (p > 0) waitpid(p, NULL, 0);
+    result_of(p > 0, out, n);
+  } else if (strcmp(name, "ptrace") == 0) {
+    long r = ptrace(PTRACE_ATTACH, (pid_t)atoi(arg), NULL, NULL);
+    if (r == 0) ptrace(PTRACE_DETACH, (pid_t)atoi(arg), NULL, NULL);
+    result_of(r == 0, out, n);
+  } else if (strcmp(name, "rwx") == 0) {
+    void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int ok = page != MAP_FAILED && mprotect(page, 4096, PROT_READ | PROT_WRITE | PROT_EXEC) == 0;
+    if (ok) {
+      ((unsigned char *)page)[0] = 0xc3; /* ret */
+      ((void (*)(void))page)();
+    }
+    result_of(ok, out, n);
+  } else if (strcmp(name, "memfd_write") == 0) {
+    /* fd 4 is the library's memfd in a worker; in process, any descriptor of a memfd */
+    ssize_t w = write(atoi(arg), "x", 1);
+    result_of(w == 1, out, n);
+  } else if (strcmp(name, "kill") == 0) {
+    int r = kill((pid_t)atoi(arg), SIGCONT); /* harmless if it lands; the attempt is the point */
+    result_of(r == 0, out, n);
+  } else if (strcmp(name, "spin") == 0) {
+    for (volatile unsigned long i = 0;; ++i) {
+    }
+  } else if (strcmp(name, "alloc") == 0) {
+    char *p = malloc((size_t)10 << 30);
+    result_of(p != NULL, out, n);
+    free(p);
+  } else if (strcmp(name, "segv") == 0) {
+    *(volatile int *)(uintptr_t)8 = 1;
+  }
+}
+
+#ifdef HOSTILE_ARG
+#define LOAD_ARG HOSTILE_ARG
+#else
+#define LOAD_ARG ""
+#endif
+
+#ifdef HOSTILE_CTOR
+__attribute__((constructor)) static void hostile_ctor(void) {
+  attack(HOSTILE_CTOR, LOAD_ARG, g_load_result, sizeof g_load_result);
+}
+#endif
+
+static int hostile_init(const cg_host_api *host) {
+  g_host = host;
+#ifdef HOSTILE_INIT
+  attack(HOSTILE_INIT, LOAD_ARG, g_load_result, sizeof g_load_result);
+#endif
+  return 0;
+}
+
+/* field copies the JSON string value of "key" in |body| (no escapes) into |out|. */
+static void field(const cg_bytes *body, const char *key, char *out, size_t n) {
+  char pattern[64];
+  snprintf(pattern, sizeof pattern, "\"%s\":\"", key);
+  out[0] = 0;
+  const char *b = body->data;
+  size_t len = body->len, plen = strlen(pattern);
+  for (size_t i = 0; i + plen <= len; ++i) {
+    if (memcmp(b + i, pattern, plen) != 0) continue;
+    size_t j = i + plen, k = 0;
+    while (j < len && b[j] != '"' && k + 1 < n) out[k++] = b[j++];
+    out[k] = 0;
+    return;
+  }
+}
+
+static int handle(cg_call *call, const char *route, const cg_request *req) {
+  (void)route;
+  char name[64], arg[256], result[256], answer[640];
+  field(&req->body, "attack", name, sizeof name);
+  field(&req->body, "arg", arg, sizeof arg);
+  if (strcmp(name, "respond_twice") == 0) {
+    test_respond_json(call, 200, "{}");
+    test_respond_json(call, 200, "{}");
+    return 0;
+  }
+  if (strcmp(name, "bad_status") == 0) {
+    test_respond_json(call, 99, "{}");
+    return 0;
+  }
+  if (strcmp(name, "log_flood") == 0) {
+    for (int i = 0; i < 10000; ++i) g_host->log(call, 1, "flood");
+    test_respond_json(call, 200, "{}");
+    return 0;
+  }
+  attack(name, arg, result, sizeof result);
+  snprintf(answer, sizeof answer, "{\"attack\":\"%s\",\"result\":\"%s\"}", name, result);
+  test_respond_json(call, 200, answer);
+  return 0;
+}
+
+CG_EXPORT const cg_plugin *clawguard_plugin_v1(void) {
+  static const cg_plugin p = {CLAWGUARD_PLUGIN_ABI, 0, hostile_init, handle, NULL};
+  return &p;
+}

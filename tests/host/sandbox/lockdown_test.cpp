@@ -1,0 +1,429 @@
+// lockdown_test.cpp — host/sandbox end to end: SpawnWorker starts lockdown_probe (a stand-in
+// worker) in its namespaces with a sealed memfd of sandbox_test_lib, the probe confines itself with
+// EnterLoadPhase (and EnterServePhase) and performs one allowed or forbidden action; the test reads
+// its result lines, its FaultReport and its exit status.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "host/sandbox/isolation_probe.h"
+#include "host/sandbox/lockdown.h"
+#include "host/sandbox/worker_spawn.h"
+#include "support/temp_dir.h"
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+
+namespace clawguard::sandbox {
+namespace {
+
+using ::clawguard::testing::ReadFile;
+
+// ProbeRun is what one probe run left behind.
+struct ProbeRun {
+  std::vector<std::string> lines;    // result lines (fd 4)
+  std::optional<FaultReport> fault;  // a full FaultReport on fd 5
+  size_t fault_bytes = 0;
+  int exit_code = -1;  // when it exited
+  int signal = 0;      // when a signal ended it
+  std::vector<std::string> namespaces;
+
+  // Line returns the rest of the first line starting with "|key| ", or nullopt.
+  std::optional<std::string> Line(const std::string& key) const {
+    for (const auto& l : lines) {
+      if (l.rfind(key + " ", 0) == 0) return l.substr(key.size() + 1);
+    }
+    return std::nullopt;
+  }
+  std::string Dump() const {
+    std::string s = "exit=" + std::to_string(exit_code) + " signal=" + std::to_string(signal) +
+                    " fault_bytes=" + std::to_string(fault_bytes);
+    if (fault) s += " fault_nr=" + std::to_string(fault->syscall_nr);
+    for (const auto& l : lines) s += "\n  " + l;
+    return s;
+  }
+};
+
+UniqueFd SealedLibraryMemfd() {
+  const std::string bytes = ReadFile(CLAWGUARD_SANDBOX_TEST_LIB);
+  EXPECT_FALSE(bytes.empty());
+  int raw = ::memfd_create("sandbox_test_lib", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+  if (raw < 0 && errno == EINVAL)
+    raw = ::memfd_create("sandbox_test_lib", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  UniqueFd fd(raw);
+  EXPECT_TRUE(fd.valid()) << std::strerror(errno);
+  EXPECT_EQ(::write(fd.get(), bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  EXPECT_EQ(
+      ::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL), 0);
+  return fd;
+}
+
+// ReadAll reads |fd| to EOF, giving up after |deadline_ms| without data.
+std::string ReadAll(int fd, int deadline_ms) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int r = ::poll(&p, 1, deadline_ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// Crosswise places |fds| (three of them) on the descriptors 5, 3 and 4 of this process for its
+// scope, so that each source sits on another one's target in the child; what was on 3..5 is put
+// back afterwards.
+class Crosswise {
+ public:
+  explicit Crosswise(const std::vector<int>& fds) {
+    for (int target = 3; target <= 5; ++target) {
+      const int flags = ::fcntl(target, F_GETFD);
+      saved_[target - 3] = {flags < 0 ? -1 : ::fcntl(target, F_DUPFD_CLOEXEC, 100), flags};
+    }
+    const int place[3] = {5, 3, 4};
+    int high[3];
+    for (size_t i = 0; i < 3; ++i) high[i] = ::fcntl(fds.at(i), F_DUPFD_CLOEXEC, 100);
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(::dup3(high[i], place[i], O_CLOEXEC), place[i]);
+      ::close(high[i]);
+    }
+  }
+  ~Crosswise() {
+    for (int target = 3; target <= 5; ++target) {
+      const auto [saved, flags] = saved_[target - 3];
+      if (saved < 0) {
+        ::close(target);
+        continue;
+      }
+      ::dup3(saved, target, (flags & FD_CLOEXEC) != 0 ? O_CLOEXEC : 0);
+      ::close(saved);
+    }
+  }
+  Crosswise(const Crosswise&) = delete;
+  Crosswise& operator=(const Crosswise&) = delete;
+  std::vector<int> fds() const { return {5, 3, 4}; }
+
+ private:
+  std::pair<int, int> saved_[3];
+};
+
+ProbeRun RunProbe(const std::string& action, const std::vector<std::string>& flags = {},
+                  bool namespaces = true, bool crosswise = false) {
+  ProbeRun run;
+  UniqueFd lib = SealedLibraryMemfd();
+  int p[2];
+  EXPECT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  UniqueFd res_r(p[0]), res_w(p[1]);
+  EXPECT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  UniqueFd fault_r(p[0]), fault_w(p[1]);
+
+  SpawnRequest req;
+  req.executable = CLAWGUARD_SANDBOX_PROBE;
+  req.argv = {CLAWGUARD_SANDBOX_PROBE, action};
+  req.argv.insert(req.argv.end(), flags.begin(), flags.end());
+  req.fds = {lib.get(), res_w.get(), fault_w.get()};
+  req.namespaces = namespaces;
+  Result<SpawnedProcess> spawned = Status(Reason::kInternal, "not spawned");
+  if (crosswise) {
+    // None of this run's descriptors may sit on 3..5, which Crosswise takes over.
+    for (UniqueFd* fd : {&lib, &res_r, &res_w, &fault_r, &fault_w}) {
+      fd->Reset(::fcntl(fd->get(), F_DUPFD_CLOEXEC, 100));
+    }
+    Crosswise placed({lib.get(), res_w.get(), fault_w.get()});
+    req.fds = placed.fds();
+    lib.Reset();
+    res_w.Reset();
+    fault_w.Reset();
+    spawned = SpawnWorker(req);
+  } else {
+    spawned = SpawnWorker(req);
+  }
+  if (!spawned.ok()) {
+    ADD_FAILURE() << spawned.error().ToString();
+    return run;
+  }
+  run.namespaces = spawned->namespaces;
+  res_w.Reset();
+  fault_w.Reset();
+
+  std::istringstream lines(ReadAll(res_r.get(), 30000));
+  for (std::string l; std::getline(lines, l);) run.lines.push_back(l);
+  const std::string fault = ReadAll(fault_r.get(), 30000);
+  run.fault_bytes = fault.size();
+  if (fault.size() == sizeof(FaultReport)) {
+    FaultReport r{};
+    std::memcpy(&r, fault.data(), sizeof(r));
+    run.fault = r;
+  }
+  siginfo_t info{};
+  int rc = 0;
+  while ((rc = ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(spawned->pidfd.get()),
+                        &info, WEXITED)) != 0 &&
+         errno == EINTR) {
+  }
+  EXPECT_EQ(rc, 0) << std::strerror(errno);
+  if (info.si_code == CLD_EXITED) {
+    run.exit_code = info.si_status;
+  } else {
+    run.signal = info.si_status;
+  }
+  return run;
+}
+
+// ExpectResult checks a clean run whose action reported |result|.
+void ExpectResult(const ProbeRun& run, const std::string& result) {
+  EXPECT_EQ(run.exit_code, 0) << run.Dump();
+  EXPECT_EQ(run.Line("result"), result) << run.Dump();
+  EXPECT_FALSE(run.fault) << run.Dump();
+}
+
+// ExpectFault checks a run the filters ended on system call |nr|.
+void ExpectFault(const ProbeRun& run, long nr) {
+  EXPECT_EQ(run.exit_code, kFaultExitCode) << run.Dump();
+  ASSERT_TRUE(run.fault.has_value()) << run.Dump();
+  EXPECT_EQ(run.fault->magic, kFaultMagic);
+  EXPECT_EQ(run.fault->syscall_nr, nr) << run.Dump();
+  EXPECT_EQ(run.fault->arch, 0xC000003EU);  // AUDIT_ARCH_X86_64
+  EXPECT_FALSE(run.Line("result")) << run.Dump();
+}
+
+// ---- the isolation probe and the spawn ----
+
+TEST(IsolationProbe, ReportsSeccompAndLandlock) {
+  auto s = ProbeIsolation();
+  ASSERT_TRUE(s.ok()) << s.error().ToString();
+  EXPECT_TRUE(s->seccomp_filter);
+  EXPECT_TRUE(s->seccomp_trap);
+  EXPECT_GE(s->landlock_abi, 1);
+  EXPECT_TRUE(s->CheckSufficient(/*require_namespaces=*/false).ok()) << s->Describe();
+  EXPECT_NE(s->Describe().find("Landlock: ABI"), std::string::npos) << s->Describe();
+}
+
+TEST(SpawnWorker, NonexistentExecutableNamesExecve) {
+  SpawnRequest req;
+  req.executable = "/nonexistent/clawguard-worker";
+  req.argv = {req.executable};
+  auto r = SpawnWorker(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().reason(), Reason::kInternal);
+  EXPECT_NE(r.error().message().find("execve"), std::string::npos) << r.error().ToString();
+  EXPECT_NE(r.error().message().find(std::strerror(ENOENT)), std::string::npos)
+      << r.error().ToString();
+}
+
+TEST(SpawnWorker, RefusesARelativePathOrEmptyArgv) {
+  SpawnRequest req;
+  req.executable = "worker";
+  req.argv = {"worker"};
+  auto r = SpawnWorker(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().reason(), Reason::kConfigInvalid);
+  req.executable = "/bin/true";
+  req.argv.clear();
+  r = SpawnWorker(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().reason(), Reason::kConfigInvalid);
+}
+
+TEST(SpawnWorker, ChildHasEmptyEnvironmentAndOnlyThePassedFds) {
+  const ProbeRun run = RunProbe("none");
+  ExpectResult(run, "ok");
+  EXPECT_EQ(run.Line("env"), "0") << run.Dump();
+  EXPECT_EQ(run.Line("fds"), "0 1 2 3 4 5") << run.Dump();
+}
+
+TEST(SpawnWorker, FdsLandInOrderEvenWhenTheyOverlapTheTargets) {
+  // The sources sit crosswise on each other's targets (lib on 5, result pipe on 3, fault pipe on
+  // 4).
+  ProbeRun run = RunProbe("write-memfd", {}, true, /*crosswise=*/true);
+  ExpectResult(run, "errno=" + std::to_string(EPERM));  // fd 3 is the sealed memfd
+  ExpectFault(RunProbe("socket", {}, true, /*crosswise=*/true), SYS_socket);  // fd 5 the fault pipe
+}
+
+TEST(SpawnWorker, NamespacesIncludeUserAndNetAndTheWorkerHasNoCapabilities) {
+  auto support = ProbeIsolation();
+  ASSERT_TRUE(support.ok());
+  if (!support->all_namespaces) GTEST_SKIP() << support->Describe();
+  const ProbeRun run = RunProbe("none");
+  ExpectResult(run, "ok");
+  EXPECT_EQ(run.namespaces, (std::vector<std::string>{"user", "pid", "net", "ipc", "mnt"}));
+  EXPECT_EQ(run.Line("ids"), std::to_string(kWorkerInnerId) + " " + std::to_string(kWorkerInnerId))
+      << run.Dump();
+  EXPECT_EQ(run.Line("capeff"), "0000000000000000") << run.Dump();
+}
+
+TEST(SpawnWorker, WithoutNamespacesReportsNone) {
+  const ProbeRun run = RunProbe("none", {}, /*namespaces=*/false);
+  ExpectResult(run, "ok");
+  EXPECT_TRUE(run.namespaces.empty());
+}
+
+// ---- load phase: refusals before anything is confined ----
+
+// These run EnterLoadPhase in the test process itself: each refusal comes before the first step
+// that changes the process (the descriptors are closed only after the checks).
+TEST(Lockdown, RefusesToKeepStandardDescriptors) {
+  LockdownOptions opts;
+  opts.keep_fds = {2};
+  auto r = EnterLoadPhase(opts);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().reason(), Reason::kConfigInvalid);
+}
+
+TEST(Lockdown, RefusesAMultiThreadedProcess) {
+  std::promise<void> stop;
+  std::thread t([f = stop.get_future()]() mutable { f.wait(); });
+  auto r = EnterLoadPhase(LockdownOptions{});
+  stop.set_value();
+  t.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("threads"), std::string::npos) << r.error().ToString();
+}
+
+TEST(Lockdown, MissingReadPathIsAConfigurationError) {
+  const ProbeRun run = RunProbe("none", {"--read=/nonexistent/clawguard"});
+  EXPECT_EQ(run.exit_code, 3) << run.Dump();
+  const auto err = run.Line("lockdown-error");
+  ASSERT_TRUE(err) << run.Dump();
+  EXPECT_EQ(err->rfind("config_invalid:", 0), 0u) << *err;
+}
+
+// ---- load phase: allowed ----
+
+TEST(Lockdown, ReportsLandlockAbi) {
+  const ProbeRun run = RunProbe("none");
+  ExpectResult(run, "ok");
+  const auto l = run.Line("lockdown");
+  ASSERT_TRUE(l) << run.Dump();
+  EXPECT_EQ(l->rfind("abi=", 0), 0u) << *l;
+}
+
+TEST(Lockdown, LoadsTheSealedMemfdThroughProcSelfFdAndCallsIt) {
+  const ProbeRun run = RunProbe("none", {"--load"});
+  ExpectResult(run, "ok");
+  EXPECT_EQ(run.Line("load"), "42") << run.Dump();
+}
+
+TEST(Lockdown, CreatesAThread) { ExpectResult(RunProbe("thread", {"--load"}), "ok"); }
+
+TEST(Lockdown, ReadsLibc) { ExpectResult(RunProbe("read-libc"), "ok"); }
+
+TEST(Lockdown, SignalsItself) { ExpectResult(RunProbe("raise"), "ok"); }
+
+TEST(Lockdown, Clone3AnswersEnosys) {
+  ExpectResult(RunProbe("clone3"), "errno=" + std::to_string(ENOSYS));
+}
+
+TEST(Lockdown, StdioWorksOnDevNull) {
+  ExpectResult(RunProbe("isatty"), "errno=" + std::to_string(ENOTTY));
+  ExpectResult(RunProbe("printf"), "ok");
+}
+
+TEST(Lockdown, SealedMemfdStaysReadOnly) {
+  ExpectResult(RunProbe("write-memfd", {"--load"}), "errno=" + std::to_string(EPERM));
+}
+
+TEST(Lockdown, AddressSpaceLimitFailsABigAllocationWithoutAFault) {
+  const std::string as = "--as=" + std::to_string(size_t{1} << 30);
+  ExpectResult(RunProbe("alloc-small", {as, "--load"}), "ok");
+  ExpectResult(RunProbe("alloc-big", {as}), "null errno=" + std::to_string(ENOMEM));
+}
+
+TEST(Lockdown, OpenFilesAreCapped) {
+  // max_open_files is 16 and 0..5 are open: ten more, then EMFILE.
+  ExpectResult(RunProbe("nofile"), "errno=" + std::to_string(EMFILE) + " opened=10");
+}
+
+// ---- load phase: Landlock refusals (errors, not faults) ----
+
+TEST(Lockdown, LandlockRefusesEtcPasswd) {
+  ExpectResult(RunProbe("open-passwd"), "errno=" + std::to_string(EACCES));
+}
+
+TEST(Lockdown, LandlockRefusesTheProbesOwnExecutable) {
+  ExpectResult(RunProbe("open-self"), "errno=" + std::to_string(EACCES));
+}
+
+TEST(Lockdown, ReadPathsWidenLandlock) {
+  ExpectResult(RunProbe("open-passwd", {"--read=/etc/passwd"}), "ok");
+}
+
+// ---- load phase: seccomp faults ----
+
+TEST(Lockdown, SocketFaults) { ExpectFault(RunProbe("socket"), SYS_socket); }
+TEST(Lockdown, SocketpairFaults) { ExpectFault(RunProbe("socketpair"), SYS_socketpair); }
+TEST(Lockdown, ExecveFaults) { ExpectFault(RunProbe("execve"), SYS_execve); }
+TEST(Lockdown, ForkFaults) { ExpectFault(RunProbe("fork"), SYS_clone); }
+TEST(Lockdown, PtraceFaults) { ExpectFault(RunProbe("ptrace"), SYS_ptrace); }
+TEST(Lockdown, ProcessVmReadvFaults) {
+  ExpectFault(RunProbe("process_vm_readv"), SYS_process_vm_readv);
+}
+TEST(Lockdown, KillFaults) { ExpectFault(RunProbe("kill"), SYS_kill); }
+TEST(Lockdown, MemfdCreateFaults) { ExpectFault(RunProbe("memfd_create"), SYS_memfd_create); }
+TEST(Lockdown, UnshareFaults) { ExpectFault(RunProbe("unshare"), SYS_unshare); }
+TEST(Lockdown, UnlistedCallFaults) { ExpectFault(RunProbe("getuid"), SYS_getuid); }
+TEST(Lockdown, OtherIoctlFaults) { ExpectFault(RunProbe("ioctl-other"), SYS_ioctl); }
+TEST(Lockdown, ReplacingTheSigsysHandlerFaults) {
+  ExpectFault(RunProbe("sigaction-sigsys"), SYS_rt_sigaction);
+  ExpectFault(RunProbe("sigaction-sigsys-high"), SYS_rt_sigaction);
+}
+
+TEST(Lockdown, AnotherArchitectureFaultsWithItsArch) {
+  const ProbeRun run = RunProbe("int80");
+  if (run.signal == SIGSEGV) GTEST_SKIP() << "this kernel runs no 32-bit system calls (int 0x80)";
+  EXPECT_EQ(run.exit_code, kFaultExitCode) << run.Dump();
+  ASSERT_TRUE(run.fault.has_value()) << run.Dump();
+  EXPECT_EQ(run.fault->syscall_nr, 20) << run.Dump();  // getpid on i386
+  EXPECT_EQ(run.fault->arch, 0x40000003U);             // AUDIT_ARCH_I386
+}
+
+// ---- serve phase ----
+
+TEST(ServePhase, StillServesAfterLoading) {
+  const ProbeRun run = RunProbe("thread", {"--load", "--serve"});
+  ExpectResult(run, "ok");
+  EXPECT_EQ(run.Line("serve"), "ok") << run.Dump();
+}
+
+TEST(ServePhase, OpeningAnAllowedLibraryFaults) {
+  ExpectFault(RunProbe("open-lib", {"--load", "--serve"}), SYS_openat);
+}
+
+TEST(ServePhase, ExecutableMmapFaults) {
+  ExpectFault(RunProbe("mmap-exec", {"--load", "--serve"}), SYS_mmap);
+}
+
+TEST(ServePhase, MprotectToExecFaults) {
+  ExpectFault(RunProbe("mprotect-exec", {"--load", "--serve"}), SYS_mprotect);
+}
+
+TEST(ServePhase, LoadPhaseStillAllowsExecutableMemory) {
+  // The contrast: before EnterServePhase, PROT_EXEC is allowed (ld.so needs it).
+  ExpectResult(RunProbe("mmap-exec", {"--load"}), "ok");
+}
+
+}  // namespace
+}  // namespace clawguard::sandbox
