@@ -420,6 +420,14 @@ void Auditor::ErpTransport() {
 }
 
 void Auditor::Execution() {
+  if (!c_.plugins.sandbox) {
+    Add("plugins.isolation_none", Severity::kHigh, "plugins.isolation none",
+        "plugins run inside the host's process, unconfined: a signed plugin that is malicious (a "
+        "stolen publisher key, a poisoned dependency) can read the host's memory — webhook "
+        "secrets, "
+        "the ERP credential, the admin token — open its own sockets to the ERP and crash the host; "
+        "use plugins.isolation: sandbox (ARCHITECTURE.md \"Plugin workers\")");
+  }
   if (!c_.listen.fibers) return;
   Add("listen.fibers_thread_locals", Severity::kMedium, "listen.execution fibers",
       "deliveries run as fibers on " + std::to_string(c_.listen.carriers) +

@@ -180,10 +180,19 @@ std::string HostApp::ReadyJson() const {
   nlohmann::json plugins = nlohmann::json::array();
   for (const LoadedPlugin& p : plugins_) {
     const Verdict& v = p.verdict();
-    plugins.push_back({{"name", v.name},
-                       {"version", v.version},
-                       {"sha256", v.sha256},
-                       {"publisher", v.publisher}});
+    nlohmann::json entry = {{"name", v.name},
+                            {"version", v.version},
+                            {"sha256", v.sha256},
+                            {"publisher", v.publisher},
+                            {"isolation", "none"}};
+    // A sandboxed plugin says how its worker is: serving, or failed after a crash loop (its
+    // routes answer 503 plugin_unavailable until the host restarts).
+    if (std::shared_ptr<PluginWorker> w = WorkerOf(p)) {
+      entry["isolation"] = "sandbox";
+      entry["state"] = w->failed() ? "failed" : "serving";
+      entry["worker_faults"] = w->faults();
+    }
+    plugins.push_back(std::move(entry));
   }
   nlohmann::json refused = nlohmann::json::array();
   for (const RefusedPackage& r : refused_) {

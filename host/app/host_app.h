@@ -119,8 +119,9 @@ class HostApp {
   uint16_t main_port() const;
   uint16_t admin_port() const;
   // ReadyJson is the admin /readyz body: {ready, mode, plugins:[{name, version, sha256,
-  // publisher}], refused:[{package, reason, detail}], ledger_anchor, shedding, connections:{open,
-  // max, max_per_peer, peers, shed_total, refused_total}, fd_limit:{soft, hard, soft_before},
+  // publisher, isolation, and when sandboxed state ("serving" | "failed") and worker_faults}],
+  // refused:[{package, reason, detail}], ledger_anchor, shedding, connections:{open, max,
+  // max_per_peer, peers, shed_total, refused_total}, fd_limit:{soft, hard, soft_before},
   // background} (background: HostOpsLoop::StatusJson — the loop's ticks, the pauses in force, the
   // workers).
   std::string ReadyJson() const;

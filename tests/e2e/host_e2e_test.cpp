@@ -17,7 +17,7 @@ namespace {
 
 // Each test runs with deliveries on threads and as fibers (host.yaml listen.execution).
 class HostEndToEndTest : public testing::ExecutionTest {};
-INSTANTIATE_TEST_SUITE_P(Execution, HostEndToEndTest, testing::Executions(),
+INSTANTIATE_TEST_SUITE_P(Execution, HostEndToEndTest, testing::ExecutionsAndInProcess(),
                          testing::ExecutionName);
 
 using clawguard::testing::ReadFile;

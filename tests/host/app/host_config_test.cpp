@@ -262,6 +262,26 @@ TEST(HostConfigTest, RefusesHandlerTimeoutNotShorterThanLease) {
       << c.error().message();
 }
 
+TEST(HostConfigTest, PluginIsolationIsSandboxUnlessSaidOtherwise) {
+  auto def = ParseText(DataText());
+  ASSERT_TRUE(def.ok()) << def.error().ToString();
+  EXPECT_TRUE((*def)->plugins.sandbox);
+  EXPECT_EQ((*def)->plugins.memory_limit, PluginsConfig::kDefaultPluginMemoryLimit);
+  const std::string t = "handler_timeout: 10s";
+  auto none = ParseText(Replace(DataText(), t, t + "\n  isolation: none\n  memory_limit: 512MiB"));
+  ASSERT_TRUE(none.ok()) << none.error().ToString();
+  EXPECT_FALSE((*none)->plugins.sandbox);
+  EXPECT_EQ((*none)->plugins.memory_limit, 512ull << 20);
+  auto typo = ParseText(Replace(DataText(), t, t + "\n  isolation: sandboxed"));
+  ASSERT_FALSE(typo.ok());
+  EXPECT_THAT(typo, HasReason(Reason::kConfigInvalid));
+  EXPECT_NE(typo.error().message().find("isolation"), std::string::npos) << typo.error().message();
+  auto tiny = ParseText(Replace(DataText(), t, t + "\n  memory_limit: 1MiB"));
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_NE(tiny.error().message().find("at least 64MiB"), std::string::npos)
+      << tiny.error().message();
+}
+
 TEST(HostConfigTest, RefusesPreviousSecretWithoutPreviousUntil) {
   auto c = ParseText(Replace(DataText(), "      previous_until: 2026-12-09T00:00:00Z\n", ""));
   ASSERT_FALSE(c.ok());

@@ -77,5 +77,18 @@ TEST(DeploymentTransportAuditTest, FibersSayThatThreadLocalsAreShared) {
   EXPECT_TRUE(Findings(*threads, "listen.fibers_thread_locals").empty());
 }
 
+TEST(DeploymentTransportAuditTest, PluginsInTheHostsProcessAreHigh) {
+  const std::string timeout = "handler_timeout: 10s";
+  auto none = Load(timeout, timeout + "\n  isolation: none");
+  ASSERT_NE(none, nullptr);
+  const auto f = Findings(*none, "plugins.isolation_none");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kHigh);
+  EXPECT_NE(f[0].detail.find("read the host's memory"), std::string::npos) << f[0].detail;
+  auto sandbox = Load(timeout, timeout + "\n  isolation: sandbox");
+  ASSERT_NE(sandbox, nullptr);
+  EXPECT_TRUE(Findings(*sandbox, "plugins.isolation_none").empty());
+}
+
 }  // namespace
 }  // namespace clawguard::host

@@ -99,11 +99,21 @@ class ExecutionTest : public ::testing::TestWithParam<std::string> {
   HostFixtureOptions Options() const {
     HostFixtureOptions o;
     o.execution = GetParam();
+    if (GetParam() == "threads_in_process") {
+      o.execution = "threads";
+      o.isolation = "none";
+    }
     return o;
   }
 };
 inline auto Executions() {
   return ::testing::Values(std::string("threads"), std::string("fibers"));
+}
+// ExecutionsAndInProcess adds plugins.isolation: none (threads) to Executions: the example plugin
+// runs unchanged in its worker and inside the host.
+inline auto ExecutionsAndInProcess() {
+  return ::testing::Values(std::string("threads"), std::string("fibers"),
+                           std::string("threads_in_process"));
 }
 inline std::string ExecutionName(const ::testing::TestParamInfo<std::string>& i) { return i.param; }
 
