@@ -35,6 +35,8 @@ namespace {
 
 Status Unavailable(std::string m) { return Status(Reason::kPluginUnavailable, std::move(m)); }
 
+constexpr int64_t kStartPollMs = 50;  // how often a start checks whether its worker died
+
 int PidfdSignal(int pidfd, int sig) {
   return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
 }
@@ -71,8 +73,16 @@ struct PluginWorker::Process {
 
   ~Process() {
     Kill("shutdown", "the host stopped the worker");
-    if (reader.joinable()) reader.join();
-    if (writer.joinable()) writer.join();
+    // The last owner is never one of these two threads (they hold no reference), but a join of
+    // oneself would throw: detach then.
+    for (std::thread* t : {&reader, &writer}) {
+      if (!t->joinable()) continue;
+      if (t->get_id() == std::this_thread::get_id()) {
+        t->detach();
+      } else {
+        t->join();
+      }
+    }
   }
 
   void Kill(const std::string& cause, const std::string& detail) {
@@ -93,8 +103,11 @@ struct PluginWorker::Process {
     {
       MutexLock lock(mu);
       if (dead) return false;
-      if (queued_bytes + frame.size() <= kMaxQueuedBytes) {
-        queued_bytes += frame.size();
+      // Each frame costs its bytes plus the queue's own bookkeeping: a flood of tiny frames is
+      // bounded by what it costs, not by its payload.
+      const uint64_t cost = frame.size() + kQueuedFrameOverhead;
+      if (queued_bytes + cost <= kMaxQueuedBytes) {
+        queued_bytes += cost;
         queue.push_back(std::move(frame));
         send_cv.notify_one();
         return true;
@@ -104,13 +117,21 @@ struct PluginWorker::Process {
     return false;
   }
 
-  void Push(Session& s, Frame f) {
+  // Push hands |f| to |s|; false when the delivery already holds kMaxInboxBytes or
+  // kMaxInboxFrames of unread frames (a worker that floods while the host waits on the ERP).
+  bool Push(Session& s, Frame f) {
     {
       MutexLock lock(s.mu_);
+      const uint64_t cost = f.payload.size() + kQueuedFrameOverhead;
+      if (s.inbox_bytes_ + cost > kMaxInboxBytes || s.inbox_.size() >= kMaxInboxFrames) {
+        return false;
+      }
+      s.inbox_bytes_ += cost;
       s.inbox_.push_back(std::move(f));
     }
     const uint64_t one = 1;
     (void)::write(s.wake_.get(), &one, sizeof(one));
+    return true;
   }
 
   // Route hands a frame to its delivery (mu held by the caller is not needed: it takes it).
@@ -127,7 +148,9 @@ struct PluginWorker::Process {
       auto it = sessions.find(f.id);
       if (it != sessions.end() && abandoned.count(f.id) == 0) {
         s = it->second;
-        Push(*s, std::move(f));
+        if (Push(*s, std::move(f))) return;
+        lock.Unlock();
+        Kill("protocol", "a delivery's unread frames exceed what the host holds for it");
         return;
       }
       if (f.type == FrameType::kDone) abandoned.erase(f.id);
@@ -150,7 +173,7 @@ struct PluginWorker::Process {
         if (dead) return;
         frame = std::move(queue.front());
         queue.pop_front();
-        queued_bytes -= frame.size();
+        queued_bytes -= frame.size() + kQueuedFrameOverhead;
       }
       if (!sandbox::WriteAll(channel.get(), frame)) {
         Kill("exit", "the worker's channel closed");
@@ -197,9 +220,12 @@ struct PluginWorker::Process {
     fault.plugin = plugin;
     fault.version = version;
     sandbox::FaultReport report{};
+    // The report is the worker's word (the plugin can write to the pipe too): it is taken only
+    // from a worker that then exited as the SIGSYS handler exits.
     const bool reported =
         ::read(fault_read.get(), &report, sizeof(report)) == static_cast<ssize_t>(sizeof(report)) &&
-        report.magic == sandbox::kFaultMagic;
+        report.magic == sandbox::kFaultMagic && info.si_code == CLD_EXITED &&
+        info.si_status == sandbox::kFaultExitCode;
     bool shutdown = false;
     {
       MutexLock lock(mu);
@@ -225,6 +251,8 @@ struct PluginWorker::Process {
       }
       dead = true;
       dead_cause = fault.cause + ": " + fault.detail;
+      queue.clear();  // nothing more is sent: what a flood queued is freed now
+      queued_bytes = 0;
       for (auto& [id, s] : sessions) {
         {
           MutexLock slock(s->mu_);
@@ -258,6 +286,7 @@ std::optional<Frame> PluginWorker::Session::Next(std::chrono::milliseconds timeo
       if (!inbox_.empty()) {
         Frame f = std::move(inbox_.front());
         inbox_.pop_front();
+        inbox_bytes_ -= f.payload.size() + kQueuedFrameOverhead;
         return f;
       }
       if (gone_) return std::nullopt;
@@ -286,19 +315,23 @@ bool PluginWorker::Session::Send(FrameType type, std::string_view payload) {
 }
 
 void PluginWorker::Session::Abandon() {
-  MutexLock lock(process_->mu);
-  process_->abandoned.insert(id_);
-  // Frames already routed here are not looked at again; an ERP call among them still waits.
-  MutexLock slock(mu_);
-  for (const Frame& f : inbox_) {
-    if (f.type == FrameType::kErpCall) {
-      process_->queue.push_back(sandbox::EncodeFrame(FrameType::kErpReply, id_,
-                                                     sandbox::ErpReplyMsg{CG_FENCED, {}}.Encode()));
-      process_->send_cv.notify_one();
+  int pending_calls = 0;
+  {
+    MutexLock lock(process_->mu);
+    process_->abandoned.insert(id_);
+    // Frames already routed here are not looked at again; an ERP call among them still waits.
+    MutexLock slock(mu_);
+    for (const Frame& f : inbox_) {
+      if (f.type == FrameType::kErpCall) ++pending_calls;
+      if (f.type == FrameType::kDone) process_->abandoned.erase(id_);
     }
-    if (f.type == FrameType::kDone) process_->abandoned.erase(id_);
+    inbox_.clear();
+    inbox_bytes_ = 0;
   }
-  inbox_.clear();
+  for (int i = 0; i < pending_calls; ++i) {
+    (void)process_->Queue(sandbox::EncodeFrame(FrameType::kErpReply, id_,
+                                               sandbox::ErpReplyMsg{CG_FENCED, {}}.Encode()));
+  }
 }
 
 void PluginWorker::Session::KillWorker(const std::string& cause, const std::string& detail) {
@@ -382,10 +415,16 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn() {
                 std::to_string(options_.start_timeout.count()) + " ms";
       break;
     }
+    // A restart runs on a delivery's thread or fiber: the wait parks a fiber (fiber::WaitFd)
+    // instead of blocking its carrier, in slices, checking the process between them.
+    const int r = fiber::WaitFd(p->channel.get(), POLLIN,
+                                static_cast<int>(std::min<int64_t>(left, kStartPollMs)));
+    if (r < 0 && errno != EINTR) {
+      failure = std::string("waiting for the worker failed: ") + std::strerror(errno);
+      break;
+    }
     pollfd fds[2] = {{p->channel.get(), POLLIN, 0}, {p->proc.pidfd.get(), POLLIN, 0}};
-    const int r = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(left, 60'000)));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) continue;
+    if (::poll(fds, 2, 0) <= 0) continue;
     if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       const ssize_t n = ::recv(p->channel.get(), buf.data(), buf.size(), MSG_DONTWAIT);
       if (n > 0) {
@@ -502,6 +541,7 @@ Result<std::unique_ptr<PluginWorker::Session>> PluginWorker::Begin(
     const sandbox::DeliverMsg& delivery) {
   std::shared_ptr<Process> p;
   uint64_t id = 0;
+  bool restart = false;
   {
     MutexLock lock(mu_);
     if (stopped_) return Unavailable("the host is stopping");
@@ -512,7 +552,10 @@ Result<std::unique_ptr<PluginWorker::Session>> PluginWorker::Begin(
       live = !current_->dead;
     }
     if (!live) {
+      // One delivery restarts the worker, without holding mu_ (a restart waits for the plugin's
+      // init, up to start_timeout); the others are answered at once meanwhile.
       const auto now = SteadyClock::now();
+      if (restarting_) return Unavailable("the plugin's worker is restarting");
       if (now < restart_at_) {
         return Unavailable(
             "the plugin's worker is restarting (in " +
@@ -520,13 +563,34 @@ Result<std::unique_ptr<PluginWorker::Session>> PluginWorker::Begin(
                 std::chrono::ceil<std::chrono::milliseconds>(restart_at_ - now).count()) +
             " ms)");
       }
-      auto next = Spawn();
-      if (!next.ok()) {
-        restart_at_ = now + options_.backoff_max;
-        return Unavailable("the plugin's worker did not restart: " + next.error().message());
-      }
-      current_ = std::move(next).value();
+      restarting_ = true;
+      restart = true;
+    } else {
+      p = current_;
+      id = next_id_++;
     }
+  }
+  if (restart) {
+    auto next = Spawn();
+    if (!next.ok()) {
+      {
+        MutexLock lock(mu_);
+        restarting_ = false;
+      }
+      // A worker that cannot start again counts as a fault: a plugin whose init now fails or
+      // hangs ends failed, as one that crashes does.
+      WorkerFault fault;
+      fault.plugin = plugin_;
+      fault.version = version_;
+      fault.cause = "start";
+      fault.detail = next.error().message();
+      OnFault(fault);
+      return Unavailable("the plugin's worker did not restart: " + next.error().message());
+    }
+    MutexLock lock(mu_);
+    restarting_ = false;
+    if (stopped_) return Unavailable("the host is stopping");
+    current_ = std::move(next).value();
     p = current_;
     id = next_id_++;
   }
@@ -551,6 +615,15 @@ void PluginWorker::Stop() {
     p = std::move(current_);
   }
   if (p == nullptr) return;
+  // The plugin's shutdown() runs in its worker (kShutdown), bounded: then it is killed.
+  {
+    MutexLock lock(p->mu);
+    p->shutting_down = true;
+  }
+  if (p->Queue(sandbox::EncodeFrame(FrameType::kShutdown, 0, ""))) {
+    pollfd exited{p->proc.pidfd.get(), POLLIN, 0};
+    (void)::poll(&exited, 1, static_cast<int>(kShutdownGrace.count()));
+  }
   p->Kill("shutdown", "the host stopped the worker");
   if (p->reader.joinable()) p->reader.join();
   if (p->writer.joinable()) p->writer.join();

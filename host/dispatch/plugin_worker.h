@@ -44,7 +44,7 @@ namespace clawguard::host {
 // WorkerFault is one worker death, as audited.
 struct WorkerFault {
   std::string plugin, version;
-  std::string cause;  // "crash", "seccomp", "exit", "timeout", "protocol", "queue", "memory"
+  std::string cause;  // "crash", "seccomp", "exit", "timeout", "protocol", "queue", "start"
   int signal = 0;     // the signal that ended it, 0 if it exited
   int syscall = -1;   // seccomp: the refused syscall's number (the worker's report)
   std::string detail;
@@ -66,6 +66,13 @@ struct WorkerOptions {
 class PluginWorker : public std::enable_shared_from_this<PluginWorker> {
  public:
   static constexpr uint64_t kMaxQueuedBytes = 256ull << 20;
+  // What one delivery may have routed to it and not yet read: its owner reads a frame at a time
+  // and answers an ERP call before the next, so a plugin that floods meanwhile is a violation.
+  static constexpr uint64_t kMaxInboxBytes = 2 * sandbox::kMaxWorkerFrame;
+  static constexpr size_t kMaxInboxFrames = 4096;
+  static constexpr uint64_t kQueuedFrameOverhead = 128;  // a frame's bookkeeping, counted with it
+  // How long Stop lets the plugin's shutdown() run before the worker is killed.
+  static constexpr std::chrono::milliseconds kShutdownGrace{2000};
 
   struct Process;
   // Session is one delivery on a worker process.
@@ -95,6 +102,7 @@ class PluginWorker : public std::enable_shared_from_this<PluginWorker> {
     UniqueFd wake_;  // eventfd: a frame arrived or the worker went
     mutable Mutex mu_;
     std::deque<sandbox::Frame> inbox_ CLAWGUARD_GUARDED_BY(mu_);
+    uint64_t inbox_bytes_ CLAWGUARD_GUARDED_BY(mu_) = 0;
     bool gone_ CLAWGUARD_GUARDED_BY(mu_) = false;
     std::string gone_cause_ CLAWGUARD_GUARDED_BY(mu_);
   };
@@ -112,8 +120,9 @@ class PluginWorker : public std::enable_shared_from_this<PluginWorker> {
   // passed). Refusals: kPluginUnavailable with why (failed, backing off, the restart failed).
   Result<std::unique_ptr<Session>> Begin(const sandbox::DeliverMsg& delivery);
 
-  // Stop ends the worker process for good (host shutdown: no fault is reported) and waits for its
-  // threads; Begin refuses from then on.
+  // Stop ends the worker process for good (host shutdown: no fault is reported): it asks the
+  // worker to run the plugin's shutdown() and exit, kills it after kShutdownGrace, and waits for
+  // its threads; Begin refuses from then on.
   void Stop();
 
   const std::string& plugin() const { return plugin_; }
@@ -149,6 +158,7 @@ class PluginWorker : public std::enable_shared_from_this<PluginWorker> {
   int64_t faults_ CLAWGUARD_GUARDED_BY(mu_) = 0;
   bool failed_ CLAWGUARD_GUARDED_BY(mu_) = false;
   bool stopped_ CLAWGUARD_GUARDED_BY(mu_) = false;
+  bool restarting_ CLAWGUARD_GUARDED_BY(mu_) = false;  // a Begin is starting the next worker
 };
 
 }  // namespace clawguard::host

@@ -102,30 +102,39 @@ DispatchReport SandboxDispatcher::Run(const DispatchContext& ctx) const {
     session->KillWorker("protocol", what);
     return {PluginOutcome::Unavailable("the plugin's worker broke the protocol: " + what), {}};
   };
+  const auto stopped = [&]() -> DispatchReport {
+    return {PluginOutcome::Unavailable("the plugin's worker stopped: " + session->gone_cause()),
+            {}};
+  };
   for (;;) {
     const auto now = SteadyClock::now();
+    std::optional<sandbox::Frame> f;
     if (now >= deadline) {
-      session->KillWorker("timeout", "a delivery exceeded handler_timeout");
-      PluginOutcome out = PluginOutcome::TimedOut(kTimedOutDetail);
-      out.plugin_stopped = true;
-      return {std::move(out), {}};
-    }
-    if (now >= next_renew) {
-      next_renew = now + renew_every;
-      if (ctx.renew_lease && !ctx.renew_lease()) {
-        session->Abandon();
-        return {PluginOutcome::Failed(kLeaseLostDetail), {}};
+      // Frames that arrived in time are read first: this thread (or fiber) may have been held
+      // elsewhere past the deadline while the plugin had finished.
+      f = session->Next(std::chrono::milliseconds(0));
+      if (!f) {
+        if (session->gone()) return stopped();
+        session->KillWorker("timeout", "a delivery exceeded handler_timeout");
+        PluginOutcome out = PluginOutcome::TimedOut(kTimedOutDetail);
+        out.plugin_stopped = true;
+        return {std::move(out), {}};
       }
-    }
-    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(std::min(deadline, next_renew) -
-                                                                   SteadyClock::now());
-    std::optional<sandbox::Frame> f = session->Next(std::max(std::chrono::milliseconds(1), wait));
-    if (!f) {
-      if (session->gone()) {
-        return {PluginOutcome::Unavailable("the plugin's worker stopped: " + session->gone_cause()),
-                {}};
+    } else {
+      if (now >= next_renew) {
+        next_renew = now + renew_every;
+        if (ctx.renew_lease && !ctx.renew_lease()) {
+          session->Abandon();
+          return {PluginOutcome::Failed(kLeaseLostDetail), {}};
+        }
       }
-      continue;
+      const auto wait = std::chrono::ceil<std::chrono::milliseconds>(
+          std::min(deadline, next_renew) - SteadyClock::now());
+      f = session->Next(std::max(std::chrono::milliseconds(1), wait));
+      if (!f) {
+        if (session->gone()) return stopped();
+        continue;
+      }
     }
     switch (f->type) {
       case FrameType::kErpCall: {

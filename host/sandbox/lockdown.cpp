@@ -209,9 +209,7 @@ const Allowed kStage1Allowed[] = {
     {SCMP_SYS(statx), "the same for runtimes that stat with statx (Rust std)"},
     {SCMP_SYS(lseek), "ld.so and stdio position in files"},
     {SCMP_SYS(openat), "ld.so opens the plugin and its DT_NEEDED libraries; Landlock bounds paths"},
-    {SCMP_SYS(mmap), "ld.so maps segments; malloc; thread stacks (PROT_EXEC: stage 2 traps it)"},
     {SCMP_SYS(munmap), "unmap (dlclose, free, thread stacks)"},
-    {SCMP_SYS(mprotect), "RELRO and stack guards (PROT_EXEC: stage 2 traps it)"},
     {SCMP_SYS(mremap), "realloc of large blocks"},
     {SCMP_SYS(madvise), "glibc frees an exited thread's stack (MADV_DONTNEED); malloc trim"},
     {SCMP_SYS(brk), "malloc's main arena"},
@@ -299,6 +297,27 @@ Status InstallStage1() {
        SCMP_SYS(rt_sigaction),
        {Arg(0, SCMP_CMP_MASKED_EQ, ~scmp_datum_t{0x1f}, 32)}},
       {"rt_sigaction(64)", SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), {Arg(0, SCMP_CMP_EQ, 64)}},
+      // W^X from the first instruction of plugin code on (a constructor runs before stage 2 and
+      // could otherwise make memory executable — or patch the worker's own code so that stage 2
+      // is never installed). prot and flags are unsigned long in the kernel: compared whole.
+      // mmap without PROT_EXEC: malloc, thread stacks, data segments.
+      {"mmap(no PROT_EXEC)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(mmap),
+       {Arg(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)}},
+      // mmap with PROT_EXEC: only of a file (ld.so maps text segments of the plugin's memfd and
+      // of system libraries, read-only by Landlock and the seals), never writable too.
+      {"mmap(PROT_EXEC of a file, not writable)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(mmap),
+       {Arg(2, SCMP_CMP_MASKED_EQ, PROT_EXEC | PROT_WRITE, PROT_EXEC),
+        Arg(3, SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, 0)}},
+      // mprotect never adds PROT_EXEC: RELRO (PROT_READ), guard pages (PROT_NONE) only. The ELF
+      // check refuses what would need it (text relocations, an executable stack).
+      {"mprotect(no PROT_EXEC)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(mprotect),
+       {Arg(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)}},
       // Threads name themselves (pthread_setname_np on the calling thread).
       {"prctl(PR_SET_NAME)", SCMP_ACT_ALLOW, SCMP_SYS(prctl), {Arg(0, SCMP_CMP_EQ, PR_SET_NAME)}},
       {"prctl(PR_GET_NAME)", SCMP_ACT_ALLOW, SCMP_SYS(prctl), {Arg(0, SCMP_CMP_EQ, PR_GET_NAME)}},
@@ -392,6 +411,11 @@ Status EnterServePhase() {
   Filter f(SCMP_ACT_ALLOW);
   if (f.get() == nullptr) return Internal("lockdown: seccomp_init failed");
   int rc = 0;
+  // As stage 1: a call of another architecture is trapped and reported (libseccomp's default,
+  // kill-thread, would win over stage 1's trap and end one thread silently).
+  if ((rc = seccomp_attr_set(f.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_TRAP)) != 0) {
+    return SeccompError("attr BADARCH", rc);
+  }
   if ((rc = seccomp_attr_set(f.get(), SCMP_FLTATR_CTL_NNP, 0)) != 0) {
     return SeccompError("attr NNP", rc);
   }
@@ -406,8 +430,9 @@ Status EnterServePhase() {
       return SeccompError("trap open", rc);
     }
   }
-  // No new executable memory: prot is an unsigned long, compared whole.
-  // prot is argument 2 of all three.
+  // No executable mapping at all once loaded, not even of a file (stage 1 already refuses new
+  // executable memory; a constructor runs before this filter, so stage 1 is what the guarantee
+  // rests on). prot is an unsigned long, compared whole; it is argument 2 of all three.
   for (int nr : {SCMP_SYS(mmap), SCMP_SYS(mprotect), SCMP_SYS(pkey_mprotect)}) {
     const scmp_arg_cmp cmp{2, SCMP_CMP_MASKED_EQ, PROT_EXEC, PROT_EXEC};
     if ((rc = seccomp_rule_add_array(f.get(), SCMP_ACT_TRAP, nr, 1, &cmp)) != 0) {

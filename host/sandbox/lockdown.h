@@ -23,10 +23,13 @@
 //      /proc/<pid>/fd are still refused (procfs is path-checked, and Landlock's ptrace hook refuses
 //      reaching a process outside the domain).
 //   6. seccomp stage 1 (see lockdown.cpp for the table of allowed calls and why): default action
-//      TRAP — anything not allowed is reported and ends the worker.
+//      TRAP — anything not allowed is reported and ends the worker. W^X holds from here on: no
+//      mprotect adds PROT_EXEC, and mmap with PROT_EXEC only of a file and never writable.
 // EnterServePhase stacks stage 2 on every thread (TSYNC): default ALLOW (stage 1 still applies),
-// trapping open/openat/openat2/creat and mmap/mprotect/pkey_mprotect asking for PROT_EXEC — no file
-// is opened and no executable memory made once the plugin is loaded.
+// trapping open/openat/openat2/creat and every mmap/mprotect/pkey_mprotect asking for PROT_EXEC —
+// no file is opened and nothing mapped executable once the plugin is loaded. Stage 2 is defence in
+// depth: the plugin's constructors and init run before it, in the same process, and could keep
+// it from being installed; what the sandbox promises rests on stage 1 and Landlock.
 //
 // A thread that blocks SIGSYS and then makes a trapped call is killed by the kernel's default
 // SIGSYS action instead (force_sig_seccomp): the host then sees death by SIGSYS, not

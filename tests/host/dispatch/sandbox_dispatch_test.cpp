@@ -29,6 +29,7 @@ namespace clawguard::host {
 namespace {
 
 namespace ht = clawguard::host::testing;
+using ht::ErpAnswer;
 using ht::ErpHarness;
 
 constexpr const char* kPlugin = "acme-orders";
@@ -243,6 +244,9 @@ INSTANTIATE_TEST_SUITE_P(
                       HandleAttack{"ptrace", "$HOST", SYS_ptrace, ""},
                       HandleAttack{"kill", "$HOST", SYS_kill, ""},
                       HandleAttack{"rwx", "", SYS_mprotect, ""},
+                      // Another architecture's numbers are trapped and reported, not a silently
+                      // killed thread.
+                      HandleAttack{"x32", "", 0x40000000L | SYS_execve, ""},
                       HandleAttack{"memfd_write", "4", -1, "denied: Bad file descriptor"},
                       HandleAttack{"alloc", "", -1, "denied: Cannot allocate memory"}),
     HandleName);
@@ -310,6 +314,34 @@ TEST_F(SandboxDispatchTest, TheAnswerRulesAndLogLimitsHoldAcrossTheProcessBounda
   EXPECT_EQ(h_.AuditCount("\"event\":\"plugin_log\""), static_cast<size_t>(kMaxLogsPerDelivery));
   EXPECT_EQ(h_.AuditCount("\"event\":\"plugin_log_dropped\""), 1u);
   EXPECT_TRUE(faults().empty());
+}
+
+// The worker floods answers for its delivery while the host waits on a slow ERP: the host holds
+// at most PluginWorker::kMaxInboxBytes of a delivery's unread frames, then kills the worker.
+TEST_F(SandboxDispatchTest, AWorkerFloodingFramesWhileTheHostWaitsIsKilledNotBuffered) {
+  ErpAnswer slow;
+  slow.delay = std::chrono::milliseconds(1500);
+  h_.erp().SetAnswer("/orders/1/fulfil", slow);
+  auto w = Start(Build("hostile"), Options());
+  ASSERT_TRUE(w.ok()) << w.error().ToString();
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
+  DispatchReport r = Deliver(*d, Attack("frame_flood"));
+  EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kUnavailable) << r.outcome.detail;
+  ASSERT_TRUE(WaitForFaults(1));
+  EXPECT_EQ(faults()[0].cause, "protocol");
+  EXPECT_NE(faults()[0].detail.find("unread frames"), std::string::npos) << faults()[0].detail;
+}
+
+// A worker that stops reading its channel while making the host answer it: the host's queue for
+// it is bounded by what each frame costs, and the worker is killed at the bound.
+TEST_F(SandboxDispatchTest, AWorkerThatDoesNotReadItsAnswersIsKilledAtTheQueueBound) {
+  auto w = Start(Build("hostile"), Options());
+  ASSERT_TRUE(w.ok()) << w.error().ToString();
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
+  ASSERT_EQ(Deliver(*d, Attack("none")).outcome.kind, PluginOutcome::Kind::kAnswered);
+  (void)Deliver(*d, Attack("fenced_flood"));
+  ASSERT_TRUE(WaitForFaults(1));
+  EXPECT_EQ(faults()[0].cause, "queue");
 }
 
 TEST_F(SandboxDispatchTest, ErpCallsGoThroughTheHostOncePerCall) {

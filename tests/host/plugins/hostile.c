@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,11 +25,34 @@
 
 static char g_load_result[256] = "none";
 
+/* raw_frame writes one frame of the worker protocol straight to the worker's channel (fd 3), as
+   code in the worker can: the host must treat it as the plugin's word. */
+static void put32(char *p, uint32_t v) { memcpy(p, &v, 4); }
+static int raw_frame(uint16_t type, uint64_t id, const char *payload, uint32_t len) {
+  char h[16];
+  put32(h, len);
+  put32(h + 4, type);
+  put32(h + 8, (uint32_t)id);
+  put32(h + 12, (uint32_t)(id >> 32));
+  if (write(3, h, 16) != 16) return -1;
+  for (uint32_t off = 0; off < len;) {
+    ssize_t w = write(3, payload + off, len - off);
+    if (w <= 0) return -1;
+    off += (uint32_t)w;
+  }
+  return 0;
+}
+
 static void result_of(int ok, char *out, size_t n) {
   if (ok)
     snprintf(out, n, "succeeded");
   else
     snprintf(out, n, "denied: %s", strerror(errno));
+}
+
+static void stall(int sig) {
+  (void)sig;
+  for (;;) sleep(1000);
 }
 
 /* attack runs |name| with |arg| and writes what happened to |out|. */
@@ -88,6 +112,73 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
     char *p = malloc((size_t)10 << 30);
     result_of(p != NULL, out, n);
     free(p);
+  } else if (strcmp(name, "frame_flood") == 0) {
+    /* An ERP call of delivery 1 (the first on this worker), then, while the host waits on the
+       ERP, 16 MiB answers for it as fast as the channel takes them. */
+    char call[64];
+    size_t m = 0;
+    put32(call + m, 4);
+    memcpy(call + m + 4, "POST", 4);
+    m += 8;
+    put32(call + m, 16);
+    memcpy(call + m + 4, "/orders/1/fulfil", 16);
+    m += 20;
+    put32(call + m, 0);
+    m += 4;
+    raw_frame(18, 1, call, (uint32_t)m);
+    const uint32_t body = 16u << 20;
+    char *p = malloc(body + 64);
+    if (p == NULL) return;
+    size_t k = 0;
+    put32(p + k, 200);
+    put32(p + k + 4, 10);
+    memcpy(p + k + 8, "text/plain", 10);
+    k += 18;
+    put32(p + k, body);
+    memset(p + k + 4, 'A', body);
+    k += 4 + body;
+    for (int i = 0; i < 64; ++i) raw_frame(19, 1, p, (uint32_t)k);
+    free(p);
+    snprintf(out, n, "flooded");
+  } else if (strcmp(name, "fenced_flood") == 0) {
+    /* ERP calls for a delivery that does not exist any more (id 1 when this is the second):
+       each is answered CG_FENCED — and the worker's main thread, which reads the channel, is
+       stalled in a signal handler first, so none of those answers is ever read. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = stall;
+    sigaction(SIGUSR1, &sa, NULL);
+    syscall(SYS_tgkill, getpid(), getpid(), SIGUSR1);
+    char call[64];
+    size_t m = 0;
+    put32(call + m, 4);
+    memcpy(call + m + 4, "POST", 4);
+    m += 8;
+    put32(call + m, 16);
+    memcpy(call + m + 4, "/orders/1/fulfil", 16);
+    m += 20;
+    put32(call + m, 0);
+    m += 4;
+    /* Many frames per write: 1 MiB of them, again and again. */
+    char frame[64];
+    put32(frame, (uint32_t)m);
+    put32(frame + 4, 18);
+    put32(frame + 8, 1);
+    put32(frame + 12, 0);
+    memcpy(frame + 16, call, m);
+    const size_t flen = 16 + m, per = (1u << 20) / flen;
+    char *buf = malloc(per * flen);
+    if (buf == NULL) return;
+    for (size_t i = 0; i < per; ++i) memcpy(buf + i * flen, frame, flen);
+    for (int i = 0; i < 400; ++i) {
+      if (write(3, buf, per * flen) <= 0) break;
+    }
+    free(buf);
+    snprintf(out, n, "flooded");
+  } else if (strcmp(name, "x32") == 0) {
+    /* execve through the x32 ABI's numbers: another architecture to seccomp. */
+    long r = syscall(0x40000000L | 59L, "/bin/sh", NULL, NULL);
+    result_of(r == 0, out, n);
   } else if (strcmp(name, "segv") == 0) {
     *(volatile int *)(uintptr_t)8 = 1;
   }

@@ -420,9 +420,12 @@ TEST(ServePhase, MprotectToExecFaults) {
   ExpectFault(RunProbe("mprotect-exec", {"--load", "--serve"}), SYS_mprotect);
 }
 
-TEST(ServePhase, LoadPhaseStillAllowsExecutableMemory) {
-  // The contrast: before EnterServePhase, PROT_EXEC is allowed (ld.so needs it).
-  ExpectResult(RunProbe("mmap-exec", {"--load"}), "ok");
+// W^X already holds while the library loads: a constructor runs before stage 2 and could
+// otherwise make code (or patch the worker so that stage 2 never comes). ld.so's own mappings of
+// the memfd and system libraries (file-backed, never writable) still work: the dlopen tests.
+TEST(LoadPhase, NewExecutableMemoryFaultsBeforeStageTwo) {
+  ExpectFault(RunProbe("mmap-exec", {"--load"}), SYS_mmap);
+  ExpectFault(RunProbe("mprotect-exec", {"--load"}), SYS_mprotect);
 }
 
 }  // namespace
