@@ -102,6 +102,12 @@ DispatchReport SandboxDispatcher::Run(const DispatchContext& ctx) const {
     session->KillWorker("protocol", what);
     return {PluginOutcome::Unavailable("the plugin's worker broke the protocol: " + what), {}};
   };
+  const auto timed_out = [&]() -> DispatchReport {
+    session->KillWorker("timeout", "a delivery exceeded handler_timeout");
+    PluginOutcome out = PluginOutcome::TimedOut(kTimedOutDetail);
+    out.plugin_stopped = true;
+    return {std::move(out), {}};
+  };
   const auto stopped = [&]() -> DispatchReport {
     return {PluginOutcome::Unavailable("the plugin's worker stopped: " + session->gone_cause()),
             {}};
@@ -115,10 +121,7 @@ DispatchReport SandboxDispatcher::Run(const DispatchContext& ctx) const {
       f = session->Next(std::chrono::milliseconds(0));
       if (!f) {
         if (session->gone()) return stopped();
-        session->KillWorker("timeout", "a delivery exceeded handler_timeout");
-        PluginOutcome out = PluginOutcome::TimedOut(kTimedOutDetail);
-        out.plugin_stopped = true;
-        return {std::move(out), {}};
+        return timed_out();
       }
     } else {
       if (now >= next_renew) {
@@ -142,6 +145,9 @@ DispatchReport SandboxDispatcher::Run(const DispatchContext& ctx) const {
         if (!m) return violation("a malformed kErpCall frame");
         cg_bytes reply{nullptr, 0};
         const int result = gateway->Call(m->method, m->path, m->body, &reply);
+        // The call is the host's and ends by erp.timeout; if handler_timeout passed meanwhile,
+        // the delivery timed out (whatever became of the worker while the call ran).
+        if (SteadyClock::now() >= deadline) return timed_out();
         sandbox::ErpReplyMsg r;
         r.result = result;
         if (reply.data != nullptr) r.reply.assign(reply.data, reply.len);

@@ -14,7 +14,10 @@
 //   - kDone → the outcome, as the in-process dispatcher decides it (kAnswered, kFailed,
 //     kDeadLettered, erp_pending).
 // No host thread ever runs plugin code, so nothing here is abandoned: at handler_timeout the
-// worker is killed (every delivery on it ends) and the outcome is kTimedOut with plugin_stopped;
+// worker is killed (every delivery on it ends) and the outcome is kTimedOut with plugin_stopped —
+// at the deadline, or, when the host is inside the delivery's ERP call then, as that call returns
+// (it is the host's, bounded by erp.timeout; with fibers the pipeline's answer deadline answers
+// the platform meanwhile);
 // a worker that dies meanwhile gives kUnavailable; the lease is renewed every lease/3 while the
 // delivery runs, and a lost lease abandons the delivery (its later ERP calls are answered
 // CG_FENCED) with kFailed. DispatchContext::on_abandon is not used. Thread-safe; immutable after

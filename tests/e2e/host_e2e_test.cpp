@@ -37,6 +37,7 @@ TEST_P(HostEndToEndTest, RetryStormOfSignedPluginHasOneEffectPerCall) {
   std::mutex mu;
   std::vector<Reply> answers;
   std::vector<std::thread> threads;
+  threads.reserve(kDeliveries);
   for (int i = 0; i < kDeliveries; ++i) {
     threads.emplace_back([&] {
       Reply r = f.Deliver("msg_storm_1", body);
