@@ -1,4 +1,7 @@
 // plugin_worker.cpp — see plugin_worker.h.
+// Over 500 lines on purpose: the process record, its reader and writer threads, the sessions and
+// the worker's life cycle share one lock order (PluginWorker::mu_, then Process::mu, then
+// Session::mu_), which is checked most easily in one file.
 #include "host/dispatch/plugin_worker.h"
 
 #include <fcntl.h>

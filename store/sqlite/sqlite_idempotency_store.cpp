@@ -1,4 +1,6 @@
 // sqlite_idempotency_store.cpp — conditional writes on idem_records inside BEGIN IMMEDIATE.
+// Over 500 lines on purpose: every operation of the IdempotencyStore interface is one fenced
+// transaction on the same table and statements; the interface is the seam.
 #include "sqlite/sqlite_idempotency_store.h"
 
 #include <algorithm>

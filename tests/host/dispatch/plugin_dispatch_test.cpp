@@ -1,6 +1,8 @@
 // plugin_dispatch_test.cpp — PluginDispatcher with small C plugins compiled at test time
 // (tests/host/plugins/*.c) and opened directly with dlopen (the Loader is tested on its own; the
 // dispatcher takes a const cg_plugin*). The ERP is the real test ERP over loopback.
+// Over 500 lines on purpose: every case runs on the one ERP harness fixture (a SQLite outbox, the
+// test ERP) and its plugins; split, each part would repeat it.
 #include "host/dispatch/plugin_dispatch.h"
 
 #include <dlfcn.h>

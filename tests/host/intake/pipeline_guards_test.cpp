@@ -2,6 +2,8 @@
 // per-key breaker and its one DLQ entry, mismatch and manual_review entries, metrics, retention
 // observations and Redeliver. Real SQLite idempotency store and SqliteDlq in a temp dir, a fake
 // dispatcher, a FixedClock.
+// Over 500 lines on purpose: the guards act on one another (a breaker's DLQ entry, the metrics of
+// a refusal), so they are tested on one wired pipeline fixture.
 #include "host/intake/pipeline_guards.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,7 @@
 // webhook_pipeline_test.cpp — the webhook gate with a fake dispatcher that counts effects, on the
 // SQLite idempotency store, at fixed time.
+// Over 500 lines on purpose: one gate, one fixture; every stage's cases build on the same
+// signed request and store.
 #include "host/intake/webhook_pipeline.h"
 
 #include <gtest/gtest.h>
