@@ -66,6 +66,7 @@ struct PluginWorker::Process {
   std::condition_variable send_cv;
   std::deque<std::string> queue CLAWGUARD_GUARDED_BY(mu);
   uint64_t queued_bytes CLAWGUARD_GUARDED_BY(mu) = 0;
+  uint64_t max_queued_bytes = kMaxQueuedBytes;
   bool dead CLAWGUARD_GUARDED_BY(mu) = false;
   std::string dead_cause CLAWGUARD_GUARDED_BY(mu);
   std::map<uint64_t, Session*> sessions CLAWGUARD_GUARDED_BY(mu);
@@ -109,7 +110,7 @@ struct PluginWorker::Process {
       // Each frame costs its bytes plus the queue's own bookkeeping: a flood of tiny frames is
       // bounded by what it costs, not by its payload.
       const uint64_t cost = frame.size() + kQueuedFrameOverhead;
-      if (queued_bytes + cost <= kMaxQueuedBytes) {
+      if (queued_bytes + cost <= max_queued_bytes) {
         queued_bytes += cost;
         queue.push_back(std::move(frame));
         send_cv.notify_one();
@@ -404,6 +405,7 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn() {
   p->proc = std::move(spawned);
   p->channel = std::move(host_end);
   p->fault_read = std::move(fault_read);
+  p->max_queued_bytes = options_.max_queued_bytes;
 
   // Wait for kReady or kInitFailed.
   const auto deadline = SteadyClock::now() + options_.start_timeout;

@@ -61,11 +61,14 @@ struct WorkerOptions {
   std::chrono::milliseconds backoff_max{30'000};
   AuditFn audit;
   std::function<void(const WorkerFault&)> on_fault;
+  // What the host queues for a worker that does not read its channel before it is killed
+  // (PluginWorker::kMaxQueuedBytes; tests lower it).
+  uint64_t max_queued_bytes = 256ull << 20;
 };
 
 class PluginWorker : public std::enable_shared_from_this<PluginWorker> {
  public:
-  static constexpr uint64_t kMaxQueuedBytes = 256ull << 20;
+  static constexpr uint64_t kMaxQueuedBytes = 256ull << 20;  // WorkerOptions' default
   // What one delivery may have routed to it and not yet read: its owner reads a frame at a time
   // and answers an ERP call before the next, so a plugin that floods meanwhile is a violation.
   static constexpr uint64_t kMaxInboxBytes = 2 * sandbox::kMaxWorkerFrame;

@@ -335,7 +335,9 @@ TEST_F(SandboxDispatchTest, AWorkerFloodingFramesWhileTheHostWaitsIsKilledNotBuf
 // A worker that stops reading its channel while making the host answer it: the host's queue for
 // it is bounded by what each frame costs, and the worker is killed at the bound.
 TEST_F(SandboxDispatchTest, AWorkerThatDoesNotReadItsAnswersIsKilledAtTheQueueBound) {
-  auto w = Start(Build("hostile"), Options());
+  WorkerOptions o = Options();
+  o.max_queued_bytes = 8ull << 20;  // the default, 256 MiB, takes the same path, only longer
+  auto w = Start(Build("hostile"), o);
   ASSERT_TRUE(w.ok()) << w.error().ToString();
   auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
   ASSERT_EQ(Deliver(*d, Attack("none")).outcome.kind, PluginOutcome::Kind::kAnswered);
