@@ -59,7 +59,16 @@ void Bury(std::unique_ptr<Abandoned> a) {
 HostApp::~HostApp() {
   Stop();
   const bool plugin_threads = dispatcher_ != nullptr && dispatcher_->running_threads() > 0;
-  if (plugin_threads || workers_abandoned_) {
+  const int64_t deliveries = pipeline_ != nullptr ? pipeline_->deliveries_unfinished() : 0;
+  if (plugin_threads || deliveries > 0 || workers_abandoned_) {
+    if (deliveries > 0 && !plugin_threads) {
+      Audit(DumpJson({{"event", "deliveries_abandoned"},
+                      {"deliveries", deliveries},
+                      {"detail",
+                       "deliveries still run after shutdown: the pipeline, stores, ERP sender, "
+                       "breakers and metrics they use are leaked on purpose; their rows stay "
+                       "claimed until the claim ends"}}));
+    }
     if (plugin_threads) {
       Audit(
           DumpJson({{"event", "plugin_threads_abandoned"},
@@ -156,6 +165,13 @@ void HostApp::Stop() {
   // (no fault is reported for them).
   for (const LoadedPlugin& p : plugins_) {
     if (std::shared_ptr<PluginWorker> w = WorkerOf(p)) w->Stop();
+  }
+  if (pipeline_ != nullptr && config_ != nullptr) {
+    // A delivery answered at the pipeline's deadline may still run: in an ERP call, in its
+    // outcome write, or (in process) in its plugin. Its task returns soon once its worker is gone;
+    // the destructor keeps what a task still running then uses.
+    (void)pipeline_->WaitDeliveriesFinished(config_->plugins.handler_timeout +
+                                            config_->erp.timeout);
   }
 }
 

@@ -1,6 +1,7 @@
 // delivery_runner.cpp — see delivery_runner.h.
 #include "host/intake/delivery_runner.h"
 
+#include <condition_variable>
 #include <deque>
 
 #include "core/mutex.h"
@@ -16,7 +17,15 @@ struct DeliveryRunner::Shared {
   runtime::SpareThreads threads;
   mutable Mutex mu;
   int64_t active CLAWGUARD_GUARDED_BY(mu) = 0;
+  int64_t unfinished CLAWGUARD_GUARDED_BY(mu) = 0;  // given to Run, neither returned nor dropped
+  std::condition_variable finished;                 // unfinished went down
   std::deque<Task> queue CLAWGUARD_GUARDED_BY(mu);
+
+  void Finished() {
+    MutexLock lock(mu);
+    --unfinished;
+    finished.notify_all();
+  }
 
   // Start runs |task| (which already holds a slot) on a thread; on failure the slot is released.
   static void Start(const std::shared_ptr<Shared>& self, Task task) {
@@ -31,6 +40,8 @@ struct DeliveryRunner::Shared {
       {
         MutexLock lock(self->mu);
         --self->active;
+        --self->unfinished;  // |task| is dropped
+        self->finished.notify_all();
       }
       throw;
     }
@@ -44,6 +55,7 @@ struct DeliveryRunner::Shared {
       } catch (...) {
       }
       task = nullptr;  // its captures are released before the next task
+      self->Finished();
       if (!slot->TakeNext(&task)) return;
     }
   }
@@ -90,6 +102,7 @@ DeliveryRunner::~DeliveryRunner() = default;
 void DeliveryRunner::Run(Task task) {
   {
     MutexLock lock(shared_->mu);
+    ++shared_->unfinished;
     if (shared_->active >= shared_->max_active) {
       shared_->queue.push_back(std::move(task));
       return;
@@ -102,6 +115,18 @@ void DeliveryRunner::Run(Task task) {
 int64_t DeliveryRunner::active() const {
   MutexLock lock(shared_->mu);
   return shared_->active;
+}
+
+int64_t DeliveryRunner::unfinished() const {
+  MutexLock lock(shared_->mu);
+  return shared_->unfinished;
+}
+
+bool DeliveryRunner::WaitFinished(std::chrono::milliseconds bound) const {
+  MutexLock lock(shared_->mu);
+  return shared_->mu.WaitFor(shared_->finished, bound, [this]() CLAWGUARD_REQUIRES(shared_->mu) {
+    return shared_->unfinished == 0;
+  });
 }
 
 int64_t DeliveryRunner::queued() const {

@@ -18,6 +18,7 @@
 #define CLAWGUARD_HOST_INTAKE_DELIVERY_RUNNER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -57,9 +58,16 @@ class DeliveryRunner {
   // captures destroyed). A task must not throw (what escapes is swallowed).
   void Run(Task task);
 
-  // active: slots held now; queued: tasks waiting (for tests and gauges).
+  // active: slots held now; queued: tasks waiting (for tests and gauges); unfinished: tasks given
+  // to Run that have neither returned nor been dropped (a task that released its slot early still
+  // counts until it returns).
   int64_t active() const;
   int64_t queued() const;
+  int64_t unfinished() const;
+
+  // WaitFinished waits up to |bound| for unfinished() to reach 0 and says whether it did. An owner
+  // that frees what its tasks use calls it first (a task may outlive the runner).
+  bool WaitFinished(std::chrono::milliseconds bound) const;
 
  private:
   std::shared_ptr<Shared> shared_;

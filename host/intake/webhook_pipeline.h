@@ -154,6 +154,12 @@ class WebhookPipeline {
   // FinishAsync's deliveries holding a slot now, and waiting for one (gauges).
   int64_t deliveries_in_flight() const { return runner_.active(); }
   int64_t deliveries_queued() const { return runner_.queued(); }
+  // Deliveries whose task has not returned yet (one answered early still runs in its plugin or its
+  // outcome write); the owner waits for none before it frees what they use.
+  int64_t deliveries_unfinished() const { return runner_.unfinished(); }
+  bool WaitDeliveriesFinished(std::chrono::milliseconds bound) const {
+    return runner_.WaitFinished(bound);
+  }
 
   using RedeliverResult = ::clawguard::host::RedeliverResult;
   // Redeliver re-runs the event |event_key| of |plugin|/|route| from its stored request (a DLQ

@@ -116,6 +116,27 @@ TEST(DeliveryRunnerTest, TheRunnerMayGoWhileATaskStillRuns) {
   EXPECT_TRUE(WaitFor([&] { return done.load(); }));
 }
 
+// An owner waits for every task given to Run — one that released its slot early, one still
+// queued — before it frees what they use.
+TEST(DeliveryRunnerTest, WaitFinishedCountsEveryTaskUntilItReturns) {
+  Gate early, queued;
+  DeliveryRunner runner(1, "cg-test");
+  runner.Run([&](const std::shared_ptr<DeliveryRunner::Slot>& slot) {
+    slot->Release();  // answered: the next task starts while this one still runs
+    early.Wait();
+  });
+  runner.Run([&](const std::shared_ptr<DeliveryRunner::Slot>&) { queued.Wait(); });
+  EXPECT_EQ(runner.unfinished(), 2);
+  EXPECT_FALSE(runner.WaitFinished(std::chrono::milliseconds(20)));
+  early.Open();
+  EXPECT_TRUE(WaitFor([&] { return runner.unfinished() == 1; }));
+  EXPECT_EQ(runner.active(), 1);
+  queued.Open();
+  EXPECT_TRUE(runner.WaitFinished(std::chrono::seconds(30)));
+  EXPECT_EQ(runner.unfinished(), 0);
+  EXPECT_EQ(runner.active(), 0);
+}
+
 // With carriers (listen.execution: fibers) each task runs as a fiber: the same bound and order.
 TEST(DeliveryRunnerTest, WithCarriersTasksRunAsFibersWithTheSameBoundAndOrder) {
   fiber::Carriers carriers(1, "cg-test-carrier");  // one carrier: the order is deterministic
