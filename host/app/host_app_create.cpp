@@ -252,7 +252,21 @@ Status HostApp::CreateOpsLoop(const HostConfig& c, const AuditFn& audit) {
   };
   CLAWGUARD_ASSIGN_OR_RETURN(ops_loop_, HostOpsLoop::Create(std::move(deps)));
   HostObserver* observer = observer_.get();
-  ops_page_ = MakeOpsHandler([observer] { return observer->Snapshot(); });
+  // A sandboxed plugin's worker state and deaths as they are now.
+  std::map<std::string, std::shared_ptr<PluginWorker>> workers;
+  for (const LoadedPlugin& p : plugins_) {
+    if (std::shared_ptr<PluginWorker> w = WorkerOf(p)) workers.emplace(p.verdict().name, w);
+  }
+  ops_page_ = MakeOpsHandler([observer, workers = std::move(workers)] {
+    OpsSnapshot s = observer->Snapshot();
+    for (OpsPlugin& p : s.plugins) {
+      const auto it = p.loaded ? workers.find(p.name) : workers.end();
+      if (it == workers.end()) continue;
+      p.state = it->second->failed() ? "failed" : "serving";
+      p.worker_faults = it->second->faults();
+    }
+    return s;
+  });
   return Status::Ok();
 }
 
@@ -311,14 +325,14 @@ Status HostApp::CreateObserver() {
   fixed.trust_mode = loader_->mode();
   for (const LoadedPlugin& p : plugins_) {
     const Verdict& v = p.verdict();
-    fixed.plugins.push_back(
-        OpsPlugin{v.name, v.version, v.publisher, v.sha256, /*loaded=*/true, "", ""});
+    fixed.plugins.push_back(OpsPlugin{v.name, v.version, v.publisher, v.sha256, /*loaded=*/true, "",
+                                      "", WorkerOf(p) != nullptr ? "sandbox" : "none", "", 0});
   }
   for (const RefusedPackage& r : refused_) {
     const std::string name =
         r.name.empty() ? std::filesystem::path(r.package).filename().string() : r.name;
-    fixed.plugins.push_back(
-        OpsPlugin{name, r.version, r.publisher, r.sha256, /*loaded=*/false, r.reason, r.detail});
+    fixed.plugins.push_back(OpsPlugin{name, r.version, r.publisher, r.sha256, /*loaded=*/false,
+                                      r.reason, r.detail, "", "", 0});
   }
   fixed.leaves = leaves_;
   fixed.endpoints = MetricsNamesFor({}, plugins_).endpoints;

@@ -55,11 +55,17 @@ std::string PluginTables(const OpsSnapshot& s) {
   for (const auto& p : s.plugins) (p.loaded ? loaded : refused).push_back(&p);
   std::string out =
       "<h2 id=\"loaded\">Loaded plugins (" + Num(static_cast<int64_t>(loaded.size())) + ")</h2>";
-  out += "<table><tr><th>plugin</th><th>version</th><th>publisher</th><th>sha256</th></tr>";
+  out +=
+      "<table><tr><th>plugin</th><th>version</th><th>publisher</th><th>sha256</th>"
+      "<th>isolation</th><th>worker</th><th>worker faults</th></tr>";
   for (std::size_t i = 0; i < loaded.size() && i < kMaxOpsRows; ++i) {
     const OpsPlugin& p = *loaded[i];
+    const bool sandboxed = p.isolation == "sandbox";
     out += "<tr>" + Td(p.name) + Td(p.version) + Td(p.publisher) + "<td><code>" +
-           HtmlEscape(p.digest) + "</code></td></tr>";
+           HtmlEscape(p.digest) + "</code></td>" +
+           Td(p.isolation, p.isolation == "none" ? "warn" : "") +
+           Td(sandboxed ? p.state : "-", p.state == "failed" ? "bad" : "") +
+           Td(sandboxed ? Num(p.worker_faults) : "-") + "</tr>";
   }
   out += "</table>" + More(loaded.size());
   out +=

@@ -33,6 +33,11 @@ struct OpsPlugin {
   bool loaded = false;
   std::string reason;  // refusal reason code ("" when loaded)
   std::string detail;  // refusal detail (never a secret)
+  // Loaded plugins: "none" (in process) or "sandbox"; a sandboxed one's worker state ("serving",
+  // or "failed" after a crash loop: its routes answer 503 until the host restarts) and deaths.
+  std::string isolation{};
+  std::string state{};
+  int64_t worker_faults = 0;
 };
 
 // OpsBreaker is one ERP endpoint's breaker ("closed", "open" or "half_open").

@@ -55,7 +55,8 @@ class HostObserverTest : public ::testing::Test {
     keys_ = std::move(kb).value();
     HostObserver::Fixed fixed;
     fixed.trust_mode = "enforce";
-    fixed.plugins = {OpsPlugin{"acme-orders", "1.4.2", "acme", std::string(64, 'a'), true, "", ""}};
+    fixed.plugins = {OpsPlugin{"acme-orders", "1.4.2", "acme", std::string(64, 'a'), true, "", "",
+                               "none", "", 0}};
     fixed.leaves = {OpsLeaf{"acme-orders", "/O=acme/CN=acme release", kT0 / 1000 + 86400}};
     fixed.endpoints = names.endpoints;
     auto observer = HostObserver::Create(

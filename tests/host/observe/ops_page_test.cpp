@@ -17,10 +17,10 @@ OpsSnapshot Sample() {
   s.now_ms = kNowMs;
   s.trust_mode = "enforce";
   s.plugins = {
-      {"acme-orders", "1.4.2", "acme", std::string(64, 'a'), true, "", ""},
-      {"beta-stock", "0.9.0", "beta", std::string(64, 'b'), true, "", ""},
+      {"acme-orders", "1.4.2", "acme", std::string(64, 'a'), true, "", "", "", "", 0},
+      {"beta-stock", "0.9.0", "beta", std::string(64, 'b'), true, "", "", "", "", 0},
       {"evil<script>alert(1)</script>", "6.6.6", "\"mallory'&", std::string(64, 'c'), false,
-       "digest_mismatch", "statement says <img src=x onerror=alert(2)>"},
+       "digest_mismatch", "statement says <img src=x onerror=alert(2)>", "", "", 0},
   };
   s.breakers = {{"POST /orders/{id}/fulfil", "open", 10}, {"GET /stock/{sku}", "closed", 0}};
   s.open_key_breakers = 3;
@@ -67,6 +67,19 @@ TEST(OpsPageTest, RendersEverySection) {
   // The leaf 400 days out is not near expiry.
   EXPECT_EQ(html.find("beta release"), std::string::npos);
   EXPECT_EQ(RenderOpsPage(Sample()), html);  // deterministic
+}
+
+TEST(OpsPageTest, ShowsEachLoadedPluginsIsolationAndAFailedWorker) {
+  OpsSnapshot s = Sample();
+  s.plugins[0].isolation = "sandbox";
+  s.plugins[0].state = "failed";
+  s.plugins[0].worker_faults = 5;
+  s.plugins[1].isolation = "none";
+  const std::string html = RenderOpsPage(s);
+  EXPECT_NE(html.find("<td class=\"bad\">failed</td><td>5</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td class=\"warn\">none</td><td>-</td><td>-</td>"), std::string::npos);
+  s.plugins[0].state = "serving";
+  EXPECT_NE(RenderOpsPage(s).find("<td>sandbox</td><td>serving</td><td>5</td>"), std::string::npos);
 }
 
 TEST(OpsPageTest, EscapesEveryValue) {

@@ -1,0 +1,106 @@
+// host_sandbox_e2e_test.cpp — a sandboxed plugin that crashes on every delivery, in a real
+// `clawguard host` (plugins.isolation: sandbox, the default) with a signed plugin built from
+// tests/host/plugins/hostile.c: each crash is answered 503 plugin_unavailable and counted as a
+// worker fault; max_faults (5) deaths within fault_window mark the plugin failed, after which its
+// route answers 503 at once (no new worker), /readyz and /ops say "failed", the audit has one
+// plugin_failed line, and the host itself keeps serving and stops cleanly.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "support/host_fixture.h"
+#include "support/raw_client.h"
+#include "support/temp_dir.h"
+
+namespace clawguard::host {
+namespace {
+
+namespace ht = clawguard::host::testing;
+using ht::HostFixture;
+using ht::HostFixtureOptions;
+
+std::string Attack(const std::string& order, const std::string& attack) {
+  return R"({"type":"order.created","order_id":")" + order + R"(","attack":")" + attack + R"("})";
+}
+
+ht::RawResponse AdminGet(const HostFixture& fixture, const std::string& path) {
+  auto c = ht::RawConnection::Connect(fixture.admin_port());
+  if (c == nullptr || !c->Send(ht::SimpleRequest("GET", path, "",
+                                                 std::string("Authorization: Bearer ") +
+                                                     HostFixture::kAdminToken + "\r\n"))) {
+    return {};
+  }
+  return c->ReadResponse();
+}
+
+nlohmann::json ReadyJson(const HostFixture& fixture) {
+  const ht::RawResponse ready = AdminGet(fixture, "/readyz");
+  return ready.ok ? nlohmann::json::parse(ready.body, nullptr, false) : nlohmann::json();
+}
+
+TEST(HostSandboxE2eTest, ACrashLoopingPluginIsFailedAnsweredAndShownWhileTheHostServes) {
+  HostFixture fixture;
+  HostFixtureOptions o;
+  o.plugin_source = "hostile";
+  ASSERT_NO_FATAL_FAILURE(fixture.Prepare(o));
+  ASSERT_TRUE(fixture.StartHost());
+
+  const ht::Reply fine = fixture.Deliver("msg_fine", Attack("0", "none"));
+  ASSERT_TRUE(fine.ok);
+  EXPECT_EQ(fine.status, 200) << fine.body;
+
+  // Crashes until the plugin is failed, paced as a retrying platform is: a delivery that comes
+  // while the worker waits out its restart backoff is answered 503 without reaching a worker.
+  constexpr int kMaxFaults = 5;  // plugins.max_faults' default
+  bool failed = false;
+  for (int i = 0; i < 200 && !failed; ++i) {
+    const ht::Reply crash =
+        fixture.Deliver("msg_crash_" + std::to_string(i), Attack(std::to_string(i + 1), "segv"));
+    ASSERT_TRUE(crash.ok) << i;
+    EXPECT_EQ(crash.status, 503) << crash.body;
+    EXPECT_NE(crash.body.find("/plugin_unavailable\""), std::string::npos) << crash.body;
+    const nlohmann::json r = ReadyJson(fixture);
+    failed = r.is_object() && r["plugins"][0]["state"] == "failed";
+    if (!failed) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(failed);
+  // Failed: no new worker, the route answers 503 at once, also for a harmless delivery.
+  const ht::Reply after = fixture.Deliver("msg_after", Attack("9", "none"));
+  ASSERT_TRUE(after.ok);
+  EXPECT_EQ(after.status, 503) << after.body;
+  EXPECT_NE(after.body.find("/plugin_unavailable\""), std::string::npos) << after.body;
+
+  const nlohmann::json r = ReadyJson(fixture);
+  ASSERT_TRUE(r.is_object());
+  ASSERT_EQ(r["plugins"].size(), 1u) << r.dump();
+  EXPECT_EQ(r["plugins"][0]["isolation"], "sandbox");
+  EXPECT_EQ(r["plugins"][0]["state"], "failed");
+  EXPECT_EQ(r["plugins"][0]["worker_faults"], kMaxFaults);
+
+  const ht::RawResponse ops = AdminGet(fixture, "/ops");
+  ASSERT_TRUE(ops.ok);
+  EXPECT_NE(ops.body.find("<td>sandbox</td><td class=\"bad\">failed</td><td>5</td>"),
+            std::string::npos)
+      << ops.body;
+
+  const ht::RawResponse metrics = AdminGet(fixture, "/metrics");
+  ASSERT_TRUE(metrics.ok);
+  EXPECT_NE(
+      metrics.body.find("clawguard_plugin_faults_total{plugin=\"acme-orders\",cause=\"crash\"} 5"),
+      std::string::npos)
+      << metrics.body;
+
+  EXPECT_EQ(fixture.StopHost(), 0);
+  const std::string audit = clawguard::testing::ReadFile(fixture.audit_log());
+  size_t failed_lines = 0;
+  for (size_t at = audit.find("\"event\":\"plugin_failed\""); at != std::string::npos;
+       at = audit.find("\"event\":\"plugin_failed\"", at + 1)) {
+    ++failed_lines;
+  }
+  EXPECT_EQ(failed_lines, 1u) << audit;
+}
+
+}  // namespace
+}  // namespace clawguard::host
