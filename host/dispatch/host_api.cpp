@@ -34,7 +34,7 @@ int ErpCallFn(cg_call* handle, const char* method, const char* path, cg_bytes bo
   // Copied once, before anything looks at them: another plugin thread may rewrite these buffers
   // while the call runs, and the capability must be matched on exactly the bytes that are sent.
   // An over-long body is not copied; the gateway refuses it by its length alone.
-  const std::string method_copy = PluginString(method, kMaxMethodLength);
+  const std::string method_copy = PluginString(method, limits::kMaxErpMethodLength);
   const std::string path_copy = PluginString(path, limits::kMaxErpPathLength);
   if (body.len > limits::kMaxErpRequestBody) {
     return call->gateway->Call(method_copy, path_copy, std::string_view(body.data, body.len),

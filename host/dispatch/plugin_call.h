@@ -22,7 +22,6 @@ namespace clawguard::host {
 // Limits on what a plugin passes through the host API.
 inline constexpr size_t kMaxContentType = 256;
 inline constexpr size_t kMaxLogMessage = 2048;
-inline constexpr size_t kMaxMethodLength = 16;  // longer than any method a capability names
 
 inline constexpr const char* kTimedOutDetail = "the plugin did not return within handler_timeout";
 inline constexpr const char* kLeaseLostDetail = "the lease was taken over while the plugin ran";

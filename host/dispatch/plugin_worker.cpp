@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -67,6 +68,7 @@ struct PluginWorker::Process {
   std::deque<std::string> queue CLAWGUARD_GUARDED_BY(mu);
   uint64_t queued_bytes CLAWGUARD_GUARDED_BY(mu) = 0;
   uint64_t max_queued_bytes = kMaxQueuedBytes;
+  std::atomic<uint64_t> inbox_total{0};  // every session's inbox_bytes_ together
   bool dead CLAWGUARD_GUARDED_BY(mu) = false;
   std::string dead_cause CLAWGUARD_GUARDED_BY(mu);
   std::map<uint64_t, Session*> sessions CLAWGUARD_GUARDED_BY(mu);
@@ -122,15 +124,18 @@ struct PluginWorker::Process {
   }
 
   // Push hands |f| to |s|; false when the delivery already holds kMaxInboxBytes or
-  // kMaxInboxFrames of unread frames (a worker that floods while the host waits on the ERP).
+  // kMaxInboxFrames of unread frames, or the worker's deliveries together kMaxWorkerInboxBytes (a
+  // worker that floods while the host waits on the ERP).
   bool Push(Session& s, Frame f) {
     {
       MutexLock lock(s.mu_);
       const uint64_t cost = f.payload.size() + kQueuedFrameOverhead;
-      if (s.inbox_bytes_ + cost > kMaxInboxBytes || s.inbox_.size() >= kMaxInboxFrames) {
+      if (s.inbox_bytes_ + cost > kMaxInboxBytes || s.inbox_.size() >= kMaxInboxFrames ||
+          inbox_total.load() + cost > kMaxWorkerInboxBytes) {
         return false;
       }
       s.inbox_bytes_ += cost;
+      inbox_total += cost;
       s.inbox_.push_back(std::move(f));
     }
     const uint64_t one = 1;
@@ -154,7 +159,7 @@ struct PluginWorker::Process {
         s = it->second;
         if (Push(*s, std::move(f))) return;
         lock.Unlock();
-        Kill("protocol", "a delivery's unread frames exceed what the host holds for it");
+        Kill("protocol", "unread frames exceed what the host holds for a delivery or a worker");
         return;
       }
       if (f.type == FrameType::kDone) abandoned.erase(f.id);
@@ -280,6 +285,8 @@ PluginWorker::Session::Session(std::shared_ptr<Process> process, uint64_t id)
 PluginWorker::Session::~Session() {
   MutexLock lock(process_->mu);
   process_->sessions.erase(id_);
+  MutexLock slock(mu_);
+  process_->inbox_total -= inbox_bytes_;
 }
 
 std::optional<Frame> PluginWorker::Session::Next(std::chrono::milliseconds timeout) {
@@ -291,6 +298,7 @@ std::optional<Frame> PluginWorker::Session::Next(std::chrono::milliseconds timeo
         Frame f = std::move(inbox_.front());
         inbox_.pop_front();
         inbox_bytes_ -= f.payload.size() + kQueuedFrameOverhead;
+        process_->inbox_total -= f.payload.size() + kQueuedFrameOverhead;
         return f;
       }
       if (gone_) return std::nullopt;
@@ -330,6 +338,7 @@ void PluginWorker::Session::Abandon() {
       if (f.type == FrameType::kDone) process_->abandoned.erase(id_);
     }
     inbox_.clear();
+    process_->inbox_total -= inbox_bytes_;
     inbox_bytes_ = 0;
   }
   for (int i = 0; i < pending_calls; ++i) {

@@ -73,6 +73,9 @@ class PluginWorker : public std::enable_shared_from_this<PluginWorker> {
   // and answers an ERP call before the next, so a plugin that floods meanwhile is a violation.
   static constexpr uint64_t kMaxInboxBytes = 2 * sandbox::kMaxWorkerFrame;
   static constexpr size_t kMaxInboxFrames = 4096;
+  // What all deliveries of one worker may hold unread together: without it, a worker flooding
+  // every delivery that waits on the ERP would hold handlers × kMaxInboxBytes of host memory.
+  static constexpr uint64_t kMaxWorkerInboxBytes = 4 * sandbox::kMaxWorkerFrame;
   static constexpr uint64_t kQueuedFrameOverhead = 128;  // a frame's bookkeeping, counted with it
   // How long Stop lets the plugin's shutdown() run before the worker is killed.
   static constexpr std::chrono::milliseconds kShutdownGrace{2000};

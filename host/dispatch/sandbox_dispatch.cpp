@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "clawguard/json_dump.h"
+#include "clawguard/limits.h"
 #include "host/dispatch/plugin_call.h"
 #include "host/sandbox/worker_protocol.h"
 
@@ -143,6 +144,11 @@ DispatchReport SandboxDispatcher::Run(const DispatchContext& ctx) const {
       case FrameType::kErpCall: {
         std::optional<sandbox::ErpCallMsg> m = sandbox::ErpCallMsg::Decode(f->payload);
         if (!m) return violation("a malformed kErpCall frame");
+        // The worker cuts both as the in-process API does; longer ones come from no API call.
+        if (m->method.size() > limits::kMaxErpMethodLength ||
+            m->path.size() > limits::kMaxErpPathLength) {
+          return violation("an ERP call's method or path over its limit");
+        }
         cg_bytes reply{nullptr, 0};
         const int result = gateway->Call(m->method, m->path, m->body, &reply);
         // The call is the host's and ends by erp.timeout; if handler_timeout passed meanwhile,

@@ -50,14 +50,27 @@ Result<std::unique_ptr<ErpGateway>> ErpGateway::Create(const ErpEnv& env,
 
 void ErpGateway::Audit(std::string_view event, std::string_view method, std::string_view path,
                        int64_t index, std::string_view detail) const {
+  // A method or path past what any capability can match is shown cut (the refusal says why).
   nlohmann::json j = {{"event", event},
                       {"plugin", delivery_.plugin},
                       {"event_key", delivery_.event_key},
-                      {"method", method},
-                      {"path", path},
+                      {"method", method.substr(0, limits::kMaxErpMethodLength)},
+                      {"path", path.substr(0, limits::kMaxErpPathLength)},
                       {"detail", detail}};
   if (index >= 0) j["call_index"] = index;
   Emit(env_, j);
+}
+
+void ErpGateway::AuditDenied(std::string_view method, std::string_view path,
+                             std::string_view detail) {
+  ++denied_audits_;
+  if (denied_audits_ <= kMaxDeniedAuditsPerDelivery) {
+    Audit("erp_call_denied", method, path, -1, detail);
+  } else if (denied_audits_ == kMaxDeniedAuditsPerDelivery + 1) {
+    Audit("erp_call_denied_dropped", method, path, -1,
+          "more than " + std::to_string(kMaxDeniedAuditsPerDelivery) +
+              " refused ERP calls in one delivery: the rest are counted, not audited");
+  }
 }
 
 int64_t ErpGateway::PendingIn(int64_t due_ms) const {
@@ -78,9 +91,9 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
   if (body.size() > limits::kMaxErpRequestBody) {
     ++outcome_.denied;
     Metric(env_, "", ErpCallOutcome::kDenied);
-    Audit("erp_call_denied", method, path, -1,
-          "a body of " + std::to_string(body.size()) + " bytes; at most " +
-              std::to_string(limits::kMaxErpRequestBody) + " are sent");
+    AuditDenied(method, path,
+                "a body of " + std::to_string(body.size()) + " bytes; at most " +
+                    std::to_string(limits::kMaxErpRequestBody) + " are sent");
     return CG_DENIED;
   }
 
@@ -89,7 +102,11 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
   if (!capability) {
     ++outcome_.denied;
     Metric(env_, "", ErpCallOutcome::kDenied);  // no endpoint: counted under _unknown
-    Audit("erp_call_denied", method, path, -1, "not in the manifest's capabilities");
+    AuditDenied(method, path,
+                path.size() > limits::kMaxErpPathLength
+                    ? "a path of " + std::to_string(path.size()) + " bytes; at most " +
+                          std::to_string(limits::kMaxErpPathLength) + " are matched"
+                    : std::string("not in the manifest's capabilities"));
     return CG_DENIED;
   }
   const ErpCallTarget target{delivery_.plugin, std::string(*capability), ""};

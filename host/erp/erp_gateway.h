@@ -102,6 +102,10 @@ class ErpGateway {
   int64_t PendingIn(int64_t due_ms) const;  // ms from now until |due_ms|, at least 1
   void Audit(std::string_view event, std::string_view method, std::string_view path, int64_t index,
              std::string_view detail) const;
+  // AuditDenied writes an erp_call_denied line, at most kMaxDeniedAuditsPerDelivery per delivery
+  // and then one erp_call_denied_dropped line: a plugin looping on a refused call cannot fill the
+  // audit log (each refusal is still counted and answered CG_DENIED).
+  void AuditDenied(std::string_view method, std::string_view path, std::string_view detail);
 
   const ErpEnv& env_;
   const CapabilitySet& caps_;
@@ -109,7 +113,10 @@ class ErpGateway {
   GatewayOutcome outcome_;
   int latched_ = 0;                  // CG_FENCED / CG_MISMATCH once returned
   std::deque<std::string> replies_;  // stable addresses for *reply
+  int denied_audits_ = 0;            // erp_call_denied lines written for this delivery
 };
+
+inline constexpr int kMaxDeniedAuditsPerDelivery = 100;
 
 // CallReplay is what RetryWorker::ReplayCall did with a call-level DLQ entry's outbox row.
 enum class CallReplay {

@@ -423,11 +423,14 @@ Status EnterServePhase() {
   if ((rc = seccomp_attr_set(f.get(), SCMP_FLTATR_CTL_TSYNC, 1)) != 0) {
     return SeccompError("attr TSYNC", rc);
   }
-  // No file is opened once the plugin is loaded (stage 1 already traps open, openat2 and creat;
-  // they are listed so that this filter alone states the phase).
+  // No file is opened once the plugin is loaded: openat fails with EACCES (stage 1 already traps
+  // open, openat2 and creat, and a trap wins over an errno; they are listed so that this filter
+  // alone states the phase). A failure, not a kill: glibc opens files lazily in honest code
+  // (/etc/localtime on a first localtime_r, /proc/sys/vm/overcommit_memory on a heap trim) and
+  // copes with a refusal; the file stays unread either way.
   for (int nr : {SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(openat2), SCMP_SYS(creat)}) {
-    if ((rc = seccomp_rule_add(f.get(), SCMP_ACT_TRAP, nr, 0)) != 0) {
-      return SeccompError("trap open", rc);
+    if ((rc = seccomp_rule_add(f.get(), SCMP_ACT_ERRNO(EACCES), nr, 0)) != 0) {
+      return SeccompError("refuse open", rc);
     }
   }
   // No executable mapping at all once loaded, not even of a file (stage 1 already refuses new

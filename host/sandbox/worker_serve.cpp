@@ -30,7 +30,6 @@
 namespace clawguard::sandbox {
 namespace {
 
-constexpr size_t kMaxMethod = 16;        // longer than any method a capability names
 constexpr size_t kMaxContentType = 256;  // the host refuses longer ones
 constexpr size_t kMaxLogMessage = 2048;  // the host cuts longer ones
 
@@ -108,7 +107,8 @@ int ErpCallFn(cg_call* handle, const char* method, const char* path, cg_bytes bo
   }
   // The host's gateway refuses an over-long body by its length; it is not sent over.
   if (body.len > limits::kMaxErpRequestBody) return CG_DENIED;
-  ErpCallMsg m{PluginString(method, kMaxMethod), PluginString(path, limits::kMaxErpPathLength),
+  ErpCallMsg m{PluginString(method, limits::kMaxErpMethodLength),
+               PluginString(path, limits::kMaxErpPathLength),
                body.len == 0 ? std::string() : std::string(body.data, body.len)};
   if (!Send(FrameType::kErpCall, call->id, m.Encode())) return CG_UNAVAILABLE;
   MutexLock lock(call->mu);
@@ -271,6 +271,9 @@ int WorkerMain(int argc, char** argv) {
   if (!lib.ok()) Fail(ReasonName(lib.error().reason()), lib.error().message());
   ::close(maps_fd);
   g_plugin = (*lib)->plugin();
+  // Local time is read while files still open: after this phase glibc's tzset would find no
+  // /etc/localtime and use UTC.
+  ::tzset();
   if (Status s = EnterServePhase(); !s.ok()) Fail("load_failed", "worker: sandbox: " + s.message());
   if (!Send(FrameType::kReady, 0, ReadyMsg{g_plugin->abi, g_plugin->flags}.Encode())) ::_exit(1);
 

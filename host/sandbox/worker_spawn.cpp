@@ -14,9 +14,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 namespace clawguard::sandbox {
@@ -32,6 +38,7 @@ enum class Step : uint8_t {
   kCloseRange,     // close every other descriptor
   kAmbientCaps,    // clear the ambient capability set
   kSignals,        // reset dispositions and unblock every signal
+  kParentDeath,    // SIGKILL when the spawning thread (which lives as long as the host) ends
   kExecve,
 };
 
@@ -45,6 +52,7 @@ std::string_view StepName(uint8_t step) {
     case Step::kCloseRange: return "close_range of the other descriptors";
     case Step::kAmbientCaps: return "clear ambient capabilities";
     case Step::kSignals: return "reset signal dispositions and mask";
+    case Step::kParentDeath: return "set the parent-death signal";
     case Step::kExecve: return "execve";
   }
   return "unknown step";
@@ -183,6 +191,13 @@ long WriteProcFile(const char* path, const char* data, size_t len) {
   r = Sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&empty_mask), 0,
           sizeof(uint64_t));
   if (r < 0) ChildFail(err_fd, Step::kSignals, r);
+  // The worker must not outlive the host, whatever its plugin does to its own exit (a filter of
+  // its own can make exit_group fail while a thread lives on). The lockdown refuses every prctl
+  // but PR_SET_NAME/PR_GET_NAME, so the plugin cannot clear this; execve keeps it (the child's ids
+  // do not change, its capabilities only shrink).
+  if ((r = Sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)) < 0) {
+    ChildFail(err_fd, Step::kParentDeath, r);
+  }
   r = Sys(SYS_execve, reinterpret_cast<long>(p.executable), reinterpret_cast<long>(p.argv),
           reinterpret_cast<long>(p.envp));
   ChildFail(err_fd, Step::kExecve, r);
@@ -233,9 +248,7 @@ class BlockSignals {
 
 bool HasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
-}  // namespace
-
-Result<SpawnedProcess> SpawnWorker(const SpawnRequest& req) {
+Result<SpawnedProcess> SpawnWorkerHere(const SpawnRequest& req) {
   if (req.executable.empty() || req.executable.front() != '/' || HasNul(req.executable)) {
     return Status(
         Reason::kConfigInvalid,
@@ -345,6 +358,59 @@ Result<SpawnedProcess> SpawnWorker(const SpawnRequest& req) {
   if (got != sizeof(ce)) return Internal("worker spawn: the child failed before execve");
   return Internal("worker spawn: " + std::string(StepName(ce.step)) + " of '" + req.executable +
                   "' failed in the child: " + std::strerror(ce.err));
+}
+
+// The parent-death signal fires when the thread that cloned the worker ends, not the process: a
+// worker cloned by a delivery thread would die with that thread. Every worker is cloned by one
+// thread that lives as long as the host process (never joined, never ending).
+class SpawnerThread {
+ public:
+  static SpawnerThread& Get() {
+    static auto* const spawner = new SpawnerThread;  // never destroyed: its thread never ends
+    return *spawner;
+  }
+  // Run runs |job| on the spawner thread and waits for it (a clone and its checks: milliseconds).
+  void Run(const std::function<void()>& job) {
+    std::promise<void> done;
+    std::future<void> finished = done.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      jobs_.push_back([&] {
+        job();
+        done.set_value();
+      });
+    }
+    cv_.notify_one();
+    finished.wait();
+  }
+
+ private:
+  SpawnerThread() {
+    std::thread([this] {
+      (void)::prctl(PR_SET_NAME, "cg-spawner", 0, 0, 0);
+      for (;;) {
+        std::function<void()> next;
+        {
+          std::unique_lock<std::mutex> lock(mu_);
+          cv_.wait(lock, [this] { return !jobs_.empty(); });
+          next = std::move(jobs_.front());
+          jobs_.pop_front();
+        }
+        next();
+      }
+    }).detach();
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+};
+
+}  // namespace
+
+Result<SpawnedProcess> SpawnWorker(const SpawnRequest& req) {
+  Result<SpawnedProcess> result = Status(Reason::kInternal, "worker spawn: not run");
+  SpawnerThread::Get().Run([&] { result = SpawnWorkerHere(req); });
+  return result;
 }
 
 }  // namespace clawguard::sandbox

@@ -14,6 +14,8 @@
 //     closes every other descriptor;
 //   - clears ambient capabilities, resets every signal disposition to SIG_DFL and unblocks all
 //     signals;
+//   - sets its parent-death signal to SIGKILL: the worker dies with the host, even a worker whose
+//     plugin made its own exit fail (a seccomp filter of its own) while a thread of it lives on;
 //   - execve(executable, argv, {}) — an empty environment.
 // A failing step makes the child write which step and errno to a CLOEXEC pipe and _exit(127); the
 // parent then reaps it and returns a Status naming the step. Success closes the pipe by execve.
@@ -25,8 +27,10 @@
 // capabilities (a root host: all of them, NO_NEW_PRIVS does not drop them); only Landlock and
 // seccomp then stand between it and the machine.
 //
-// Thread-safe: no shared state. The calling thread's signal mask is blocked around the clone and
-// restored before returning.
+// Thread-safe. The parent-death signal follows the thread that cloned, not the process, so every
+// worker is cloned by one thread that lives as long as the process ("cg-spawner"); SpawnWorker
+// hands it the request and waits (a clone and its checks: milliseconds; calls are serialized).
+// That thread's signal mask is blocked around the clone and restored after.
 #ifndef CLAWGUARD_HOST_SANDBOX_WORKER_SPAWN_H_
 #define CLAWGUARD_HOST_SANDBOX_WORKER_SPAWN_H_
 

@@ -78,6 +78,7 @@ inline constexpr uint64_t kMaxHostRoutes = 4096;          // webhooks.routes ent
 inline constexpr uint64_t kMaxRetrySchedule = 64;       // webhooks.platform_retry.schedule entries
 inline constexpr uint64_t kMaxBusinessKeyBytes = 1024;  // a business key value
 inline constexpr uint64_t kMaxErpPathLength = 2048;     // an ERP call's path
+inline constexpr uint64_t kMaxErpMethodLength = 16;     // longer than any method a capability names
 inline constexpr uint64_t kMaxErpRequestBody =
     1 * kMiB;  // an ERP call's body (a plugin's erp_call)
 

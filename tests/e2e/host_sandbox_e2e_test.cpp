@@ -3,11 +3,18 @@
 // tests/host/plugins/hostile.c: each crash is answered 503 plugin_unavailable and counted as a
 // worker fault; max_faults (5) deaths within fault_window mark the plugin failed, after which its
 // route answers 503 at once (no new worker), /readyz and /ops say "failed", the audit has one
-// plugin_failed line, and the host itself keeps serving and stops cleanly.
+// plugin_failed line, and the host itself keeps serving and stops cleanly. And a worker whose
+// plugin made its own exit fail dies with a host that is killed.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
+#include <sstream>
 #include <thread>
 
 #include "support/host_fixture.h"
@@ -100,6 +107,35 @@ TEST(HostSandboxE2eTest, ACrashLoopingPluginIsFailedAnsweredAndShownWhileTheHost
     ++failed_lines;
   }
   EXPECT_EQ(failed_lines, 1u) << audit;
+}
+
+// A plugin that makes its own exit fail (a seccomp filter of its own) and keeps a thread alive
+// would outlive a host that crashed: the worker's parent-death signal ends it anyway.
+TEST(HostSandboxE2eTest, AWorkerDiesWithItsHostEvenIfItsPluginBlocksItsOwnExit) {
+  HostFixture fixture;
+  HostFixtureOptions o;
+  o.plugin_source = "hostile";
+  ASSERT_NO_FATAL_FAILURE(fixture.Prepare(o));
+  ASSERT_TRUE(fixture.StartHost());
+  const ht::Reply armed = fixture.Deliver("msg_outlive", Attack("1", "outlive"));
+  ASSERT_TRUE(armed.ok);
+  ASSERT_EQ(armed.status, 200) << armed.body;
+  ASSERT_NE(armed.body.find("succeeded"), std::string::npos) << armed.body;
+
+  pid_t worker = -1;
+  std::istringstream audit(clawguard::testing::ReadFile(fixture.audit_log()));
+  for (std::string line; std::getline(audit, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("event", "") == "plugin_worker_started") worker = j["pid"];
+  }
+  ASSERT_GT(worker, 0);
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, worker, 0));
+  ASSERT_GE(pidfd, 0) << "the worker is not running";
+  EXPECT_EQ(fixture.KillHost(), 128 + SIGKILL);
+  pollfd p{pidfd, POLLIN, 0};
+  const int ready = ::poll(&p, 1, 30'000);  // readable once the worker has exited
+  ::close(pidfd);
+  EXPECT_EQ(ready, 1) << "worker " << worker << " outlived its host";
 }
 
 }  // namespace

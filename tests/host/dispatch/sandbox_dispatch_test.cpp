@@ -14,6 +14,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -95,19 +96,28 @@ class SandboxDispatchTest : public ::testing::Test {
   // Deliver runs one delivery of |body| (a fresh event) through |d| for |plugin|.
   DispatchReport Deliver(const SandboxDispatcher& d, const std::string& body,
                          const std::string& plugin = kPlugin) {
-    const std::string key = Sha256Hex("event-" + std::to_string(events_++));
+    return DeliverWith(d, body, plugin, &request_);
+  }
+  // DeliverWith is Deliver with a request of the caller's (deliveries from several threads).
+  DispatchReport DeliverWith(const SandboxDispatcher& d, const std::string& body,
+                             const std::string& plugin, HttpRequest* request) {
+    std::string key;
+    {
+      std::lock_guard<std::mutex> lock(events_mu_);
+      key = Sha256Hex("event-" + std::to_string(events_++));
+    }
     const int64_t token = h_.Claim(key);
     EXPECT_NE(token, 0);
-    request_.method = "POST";
-    request_.target = "/webhooks/acme-orders/order.created";
-    request_.body = body;
+    request->method = "POST";
+    request->target = "/webhooks/acme-orders/order.created";
+    request->body = body;
     DispatchContext ctx;
     ctx.plugin = plugin;
     ctx.route = kRoute;
     ctx.event_key = key;
     ctx.fencing_token = token;
     ctx.webhook_id = "msg_1";
-    ctx.request = &request_;
+    ctx.request = request;
     ctx.renew_lease = [] { return true; };
     return d.DispatchDetailed(ctx);
   }
@@ -128,6 +138,7 @@ class SandboxDispatchTest : public ::testing::Test {
   ErpHarness h_;
   HttpRequest request_;
   int builds_ = 0;
+  std::mutex events_mu_;
   int events_ = 0;
   std::mutex faults_mu_;
   std::vector<WorkerFault> faults_;
@@ -236,9 +247,10 @@ std::string HandleName(const ::testing::TestParamInfo<HandleAttack>& i) {
 INSTANTIATE_TEST_SUITE_P(
     Attacks, SandboxHandleTest,
     ::testing::Values(HandleAttack{"socket", "1", SYS_socket, ""},
-                      // After init no file can be opened at all (seccomp, not only Landlock).
-                      HandleAttack{"open", "/etc/passwd", SYS_openat, ""},
-                      HandleAttack{"open", "/proc/$HOST/mem", SYS_openat, ""},
+                      // After init no file can be opened at all (seccomp, not only Landlock):
+                      // the open fails, as glibc's own lazy opens must be able to.
+                      HandleAttack{"open", "/etc/passwd", -1, "denied: Permission denied"},
+                      HandleAttack{"open", "/proc/$HOST/mem", -1, "denied: Permission denied"},
                       HandleAttack{"exec", "", SYS_execve, ""},
                       HandleAttack{"fork", "", SYS_clone, ""},
                       HandleAttack{"ptrace", "$HOST", SYS_ptrace, ""},
@@ -330,6 +342,40 @@ TEST_F(SandboxDispatchTest, AWorkerFloodingFramesWhileTheHostWaitsIsKilledNotBuf
   ASSERT_TRUE(WaitForFaults(1));
   EXPECT_EQ(faults()[0].cause, "protocol");
   EXPECT_NE(faults()[0].detail.find("unread frames"), std::string::npos) << faults()[0].detail;
+}
+
+// A worker that spreads its flood over every delivery waiting on the ERP, each below what the
+// host holds for one delivery: what the host holds for the whole worker bounds it.
+TEST_F(SandboxDispatchTest, AFloodSpreadOverWaitingDeliveriesIsBoundedPerWorker) {
+  ErpAnswer slow;
+  slow.delay = std::chrono::milliseconds(4000);
+  h_.erp().SetAnswer("/orders/1/fulfil", slow);
+  auto w = Start(Build("hostile"), Options());
+  ASSERT_TRUE(w.ok()) << w.error().ToString();
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}}, std::chrono::milliseconds(8000));
+  constexpr int kSessions = 3;  // 3 × 30 MiB: under kMaxInboxBytes each, over the worker's bound
+  static_assert(kSessions * 2 * (15ull << 20) > PluginWorker::kMaxWorkerInboxBytes);
+  static_assert(2 * (15ull << 20) < PluginWorker::kMaxInboxBytes);
+  std::vector<DispatchReport> reports(kSessions);
+  std::vector<HttpRequest> requests(kSessions);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kSessions; ++i) {
+    // In order (ids 1, 2, 3): each waits on the ERP before the next begins.
+    threads.emplace_back([&, i] {
+      reports[i] = DeliverWith(
+          *d, i == 0 ? Attack("fill_sessions", std::to_string(kSessions)) : Attack("slow_call"),
+          kPlugin, &requests[i]);
+    });
+    ASSERT_TRUE(clawguard::testing::WaitFor(
+        [&] { return h_.erp().requests_total() >= static_cast<size_t>(i) + 1; }));
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(WaitForFaults(1));
+  EXPECT_EQ(faults()[0].cause, "protocol");
+  EXPECT_NE(faults()[0].detail.find("unread frames"), std::string::npos) << faults()[0].detail;
+  for (const DispatchReport& r : reports) {
+    EXPECT_NE(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
+  }
 }
 
 // A worker that stops reading its channel while making the host answer it: the host's queue for

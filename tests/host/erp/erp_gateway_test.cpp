@@ -210,6 +210,28 @@ TEST_F(ErpGatewayTest, SameCallWithOtherBodyIsMismatch) {
   EXPECT_EQ(h_.erp().requests_total(), 1u);
 }
 
+// A plugin looping on a refused call writes at most kMaxDeniedAuditsPerDelivery audit lines per
+// delivery and then one dropped line; a path or method longer than any capability is shown cut.
+// Every refusal is still counted and answered CG_DENIED.
+TEST_F(ErpGatewayTest, RefusalsAreAuditedUpToABoundPerDeliveryAndCutToTheLimits) {
+  auto g = Gateway(h_.Claim(key_));
+  const std::string long_path = "/" + std::string(64 * 1024, 'p');
+  const std::string long_method(4096, 'M');
+  const int attempts = kMaxDeniedAuditsPerDelivery + 50;
+  for (int i = 0; i < attempts; ++i) {
+    EXPECT_EQ(Call(*g, long_method.c_str(), long_path.c_str(), "{}", nullptr), CG_DENIED);
+  }
+  EXPECT_EQ(g->outcome().denied, attempts);
+  EXPECT_EQ(h_.erp().requests_total(), 0u);
+  EXPECT_EQ(h_.AuditCount("\"event\":\"erp_call_denied\""),
+            static_cast<size_t>(kMaxDeniedAuditsPerDelivery));
+  EXPECT_EQ(h_.AuditCount("\"event\":\"erp_call_denied_dropped\""), 1u);
+  EXPECT_EQ(h_.AuditCount(std::string(limits::kMaxErpPathLength, 'p')), 0u);  // "/" + 2047 'p'
+  EXPECT_EQ(h_.AuditCount(std::string(limits::kMaxErpMethodLength + 1, 'M')), 0u);
+  EXPECT_EQ(h_.AuditCount("a path of 65537 bytes"),
+            static_cast<size_t>(kMaxDeniedAuditsPerDelivery));
+}
+
 // A body over limits::kMaxErpRequestBody is refused by its length: nothing written or sent, the
 // call index not used, audited.
 TEST_F(ErpGatewayTest, ABodyOverTheLimitIsDeniedByItsLength) {

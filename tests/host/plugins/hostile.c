@@ -9,8 +9,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -48,6 +52,33 @@ static void result_of(int ok, char *out, size_t n) {
     snprintf(out, n, "succeeded");
   else
     snprintf(out, n, "denied: %s", strerror(errno));
+}
+
+/* fill_sessions sends two 15 MiB kRespond frames to each of deliveries 1..*arg, from one static
+   buffer (the worker's own memory limit does not bound what the host buffers). */
+static void *fill_sessions(void *arg) {
+  static char frame[(15u << 20) + 64];
+  const int sessions = *(int *)arg;
+  const uint32_t body = 15u << 20;
+  size_t k = 0;
+  put32(frame + k, 200);
+  put32(frame + k + 4, 10);
+  memcpy(frame + k + 8, "text/plain", 10);
+  k += 18;
+  put32(frame + k, body);
+  memset(frame + k + 4, 'A', body);
+  k += 4 + body;
+  usleep(1000 * 1000); /* every delivery is waiting on the ERP by now */
+  for (int id = 1; id <= sessions; ++id) {
+    for (int i = 0; i < 2; ++i) raw_frame(19, (uint64_t)id, frame, (uint32_t)k);
+  }
+  return NULL;
+}
+
+static void *sleep_forever(void *arg) {
+  (void)arg;
+  for (;;) sleep(1000);
+  return NULL;
 }
 
 static void stall(int sig) {
@@ -181,6 +212,21 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
     result_of(r == 0, out, n);
   } else if (strcmp(name, "segv") == 0) {
     *(volatile int *)(uintptr_t)8 = 1;
+  } else if (strcmp(name, "outlive") == 0) {
+    /* Outlive the host: a filter of the plugin's own, on every thread (TSYNC), makes exit_group
+       fail (an errno result wins over the sandbox's allow), so the worker's exit on EOF ends only
+       its main thread, and a thread sleeps on. Only a signal from outside ends such a process. */
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_exit_group, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+    pthread_t t;
+    int ok = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0 &&
+             pthread_create(&t, NULL, sleep_forever, NULL) == 0;
+    result_of(ok, out, n);
   }
 }
 
@@ -232,6 +278,22 @@ static int handle(cg_call *call, const char *route, const cg_request *req) {
   }
   if (strcmp(name, "bad_status") == 0) {
     test_respond_json(call, 99, "{}");
+    return 0;
+  }
+  if (strcmp(name, "slow_call") == 0 || strcmp(name, "fill_sessions") == 0) {
+    /* slow_call: an honest ERP call (the test makes the ERP slow). fill_sessions: the same, and
+       meanwhile a thread sends two 15 MiB answers to each of deliveries 1..ARG, each below what
+       the host holds for one delivery, together above what it holds for one worker. */
+    if (strcmp(name, "fill_sessions") == 0) {
+      static int count;
+      static pthread_t t;
+      count = atoi(arg);
+      pthread_create(&t, NULL, fill_sessions, &count);
+    }
+    cg_bytes reply = {NULL, 0};
+    const int r = g_host->erp_call(call, "POST", "/orders/1/fulfil", (cg_bytes){"{}", 2}, &reply);
+    snprintf(answer, sizeof answer, "{\"attack\":\"%s\",\"result\":\"erp %d\"}", name, r);
+    test_respond_json(call, 200, answer);
     return 0;
   }
   if (strcmp(name, "log_flood") == 0) {
