@@ -88,6 +88,11 @@ void* MapPage(int prot) { return ::mmap(nullptr, 4096, prot, MAP_PRIVATE | MAP_A
 std::map<std::string, std::function<std::string(const char* self)>> Actions() {
   return {
       {"none", [](const char*) { return std::string("ok"); }},
+      {"sleep",
+       [](const char*) {
+         ::usleep(500 * 1000);
+         return std::string("ok");
+       }},
       {"thread",
        [](const char*) {
          int value = 0;

@@ -131,7 +131,7 @@ class Crosswise {
 };
 
 ProbeRun RunProbe(const std::string& action, const std::vector<std::string>& flags = {},
-                  bool namespaces = true, bool crosswise = false) {
+                  bool namespaces = true, bool crosswise = false, bool from_short_thread = false) {
   ProbeRun run;
   UniqueFd lib = SealedLibraryMemfd();
   int p[2];
@@ -158,6 +158,8 @@ ProbeRun RunProbe(const std::string& action, const std::vector<std::string>& fla
     res_w.Reset();
     fault_w.Reset();
     spawned = SpawnWorker(req);
+  } else if (from_short_thread) {
+    std::thread([&] { spawned = SpawnWorker(req); }).join();  // the asking thread is gone
   } else {
     spawned = SpawnWorker(req);
   }
@@ -273,6 +275,14 @@ TEST(SpawnWorker, NamespacesIncludeUserAndNetAndTheWorkerHasNoCapabilities) {
   EXPECT_EQ(run.Line("ids"), std::to_string(kWorkerInnerId) + " " + std::to_string(kWorkerInnerId))
       << run.Dump();
   EXPECT_EQ(run.Line("capeff"), "0000000000000000") << run.Dump();
+}
+
+// The parent-death signal follows the thread that cloned: a worker asked for by a thread that then
+// ends (a delivery thread retired while idle) must live on.
+TEST(SpawnWorker, TheWorkerOutlivesTheThreadThatAskedForIt) {
+  const ProbeRun run = RunProbe("sleep", {}, true, false, /*from_short_thread=*/true);
+  ExpectResult(run, "ok");
+  EXPECT_EQ(run.signal, 0) << run.Dump();
 }
 
 TEST(SpawnWorker, WithoutNamespacesReportsNone) {
