@@ -104,7 +104,9 @@ HostApp::~HostApp() {
     a->pauses = std::move(pauses_);
     a->advisor = std::move(advisor_);
     Bury(std::move(a));
+    return;
   }
+  fault_metrics_->store(nullptr);  // metrics_ is freed with this HostApp
 }
 
 void HostApp::Audit(const std::string& line) {

@@ -189,6 +189,9 @@ class HostApp {
   std::vector<OpsLeaf> leaves_;  // signing leaves of the loaded plugins
   // Failure handling; declared before their users so they are destroyed after them.
   std::unique_ptr<HostMetrics> metrics_;
+  // What worker faults are counted in (metrics_ once made; null again when it is freed).
+  std::shared_ptr<std::atomic<HostMetrics*>> fault_metrics_ =
+      std::make_shared<std::atomic<HostMetrics*>>(nullptr);
   std::unique_ptr<KeyBreaker> key_breaker_;
   std::unique_ptr<EndpointBreaker> endpoint_breaker_;
   std::unique_ptr<RateLimiter> limiter_;  // null: no webhooks.rate_limit

@@ -308,6 +308,7 @@ Status HostApp::CreateListeners(const HostConfig& c) {
 Status HostApp::CreateGuards(const HostConfig& c,
                              const std::vector<std::pair<std::string, std::string>>& routes) {
   CLAWGUARD_ASSIGN_OR_RETURN(metrics_, HostMetrics::Create(MetricsNamesFor(routes, plugins_)));
+  fault_metrics_->store(metrics_.get());
   CLAWGUARD_ASSIGN_OR_RETURN(key_breaker_, KeyBreaker::Create(c.breaker_key, *clock_));
   CLAWGUARD_ASSIGN_OR_RETURN(endpoint_breaker_, EndpointBreaker::Create(c.breaker_erp, *clock_));
   if (c.webhooks.rate_limit.count > 0) {

@@ -89,8 +89,10 @@ Status HostApp::PrepareSandbox(const HostConfig& c) {
   worker_options_.max_faults = c.plugins.max_faults;
   worker_options_.fault_window = c.plugins.fault_window;
   worker_options_.audit = [audit = audit_](const std::string& line) { audit->Write(line); };
-  worker_options_.on_fault = [this](const WorkerFault& f) {
-    if (metrics_ != nullptr) metrics_->RecordPluginFault(f.plugin, f.cause);
+  // Not |this|: a worker restarting for a delivery abandoned at shutdown may report a fault after
+  // the HostApp is gone (the metrics it reports to are then kept with that delivery).
+  worker_options_.on_fault = [slot = fault_metrics_](const WorkerFault& f) {
+    if (HostMetrics* m = slot->load()) m->RecordPluginFault(f.plugin, f.cause);
   };
   return Status::Ok();
 }

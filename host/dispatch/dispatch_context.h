@@ -48,6 +48,10 @@ struct PluginOutcome {
   // plugin_stopped: the plugin is known not to run this delivery any more (its worker process
   // was killed at the timeout): a kTimedOut lease is released instead of left to expire.
   bool plugin_stopped = false;
+  // never_ran (kUnavailable): no worker ran this delivery — it was restarting, the plugin is
+  // failed, the host is stopping. Not a failure of the event: the per-key breaker does not count
+  // it (a worker that died while running the delivery does count).
+  bool never_ran = false;
 
   static PluginOutcome Answered(int status, std::string content_type, std::string body) {
     PluginOutcome o;

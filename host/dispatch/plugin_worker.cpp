@@ -69,6 +69,7 @@ struct PluginWorker::Process {
   uint64_t queued_bytes CLAWGUARD_GUARDED_BY(mu) = 0;
   uint64_t max_queued_bytes = kMaxQueuedBytes;
   std::atomic<uint64_t> inbox_total{0};  // every session's inbox_bytes_ together
+  std::atomic<bool> reaped{false};       // dead, and its fault (if any) counted
   bool dead CLAWGUARD_GUARDED_BY(mu) = false;
   std::string dead_cause CLAWGUARD_GUARDED_BY(mu);
   std::map<uint64_t, Session*> sessions CLAWGUARD_GUARDED_BY(mu);
@@ -274,8 +275,12 @@ struct PluginWorker::Process {
     }
     send_cv.notify_all();
     (void)::shutdown(channel.get(), SHUT_RDWR);
-    if (shutdown) return;
-    if (std::shared_ptr<PluginWorker> w = owner.lock()) w->OnFault(fault);
+    if (!shutdown) {
+      if (std::shared_ptr<PluginWorker> w = owner.lock()) w->OnFault(fault);
+    }
+    // Until now a Begin that found this worker dead answered "restarting" instead of starting
+    // the next one before the fault (and its backoff) was counted.
+    reaped = true;
   }
 };
 
@@ -415,6 +420,19 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn() {
   p->channel = std::move(host_end);
   p->fault_read = std::move(fault_read);
   p->max_queued_bytes = options_.max_queued_bytes;
+  // Stop kills a worker still starting (its init may hang up to start_timeout).
+  {
+    MutexLock lock(mu_);
+    starting_ = p;
+    if (stopped_) p->Kill("shutdown", "the host is stopping");
+  }
+  struct ClearStarting {
+    PluginWorker* w;
+    ~ClearStarting() {
+      MutexLock lock(w->mu_);
+      w->starting_.reset();
+    }
+  } clear_starting{this};
 
   // Wait for kReady or kInitFailed.
   const auto deadline = SteadyClock::now() + options_.start_timeout;
@@ -565,6 +583,9 @@ Result<std::unique_ptr<PluginWorker::Session>> PluginWorker::Begin(
       MutexLock plock(current_->mu);
       live = !current_->dead;
     }
+    if (!live && current_ != nullptr && !current_->reaped.load()) {
+      return Unavailable("the plugin's worker is restarting");
+    }
     if (!live) {
       // One delivery restarts the worker, without holding mu_ (a restart waits for the plugin's
       // init, up to start_timeout); the others are answered at once meanwhile.
@@ -590,6 +611,8 @@ Result<std::unique_ptr<PluginWorker::Session>> PluginWorker::Begin(
       {
         MutexLock lock(mu_);
         restarting_ = false;
+        // Stop killed the worker being started: no fault, the host is going.
+        if (stopped_) return Unavailable("the host is stopping");
       }
       // A worker that cannot start again counts as a fault: a plugin whose init now fails or
       // hangs ends failed, as one that crashes does.
@@ -601,9 +624,13 @@ Result<std::unique_ptr<PluginWorker::Session>> PluginWorker::Begin(
       OnFault(fault);
       return Unavailable("the plugin's worker did not restart: " + next.error().message());
     }
+    // The worker replaced is freed after mu_ is released: its destructor joins its reader thread,
+    // which may be waiting for mu_ to count that worker's fault.
+    std::shared_ptr<Process> replaced;
     MutexLock lock(mu_);
     restarting_ = false;
     if (stopped_) return Unavailable("the host is stopping");
+    replaced = std::move(current_);
     current_ = std::move(next).value();
     p = current_;
     id = next_id_++;
@@ -627,6 +654,7 @@ void PluginWorker::Stop() {
     MutexLock lock(mu_);
     stopped_ = true;
     p = std::move(current_);
+    if (starting_ != nullptr) starting_->Kill("shutdown", "the host is stopping");
   }
   if (p == nullptr) return;
   // The plugin's shutdown() runs in its worker (kShutdown), bounded: then it is killed.

@@ -165,6 +165,7 @@ class PluginWorker : public std::enable_shared_from_this<PluginWorker> {
   bool failed_ CLAWGUARD_GUARDED_BY(mu_) = false;
   bool stopped_ CLAWGUARD_GUARDED_BY(mu_) = false;
   bool restarting_ CLAWGUARD_GUARDED_BY(mu_) = false;  // a Begin is starting the next worker
+  std::shared_ptr<Process> starting_ CLAWGUARD_GUARDED_BY(mu_);  // that worker, until ready
 };
 
 }  // namespace clawguard::host

@@ -91,7 +91,11 @@ DispatchReport SandboxDispatcher::Run(const DispatchContext& ctx) const {
   auto next_renew = SteadyClock::now() + renew_every;
 
   auto begun = entry.worker->Begin(DeliveryOf(ctx));
-  if (!begun.ok()) return {PluginOutcome::Unavailable(begun.error().message()), {}};
+  if (!begun.ok()) {
+    PluginOutcome out = PluginOutcome::Unavailable(begun.error().message());
+    out.never_ran = true;
+    return {std::move(out), {}};
+  }
   std::unique_ptr<PluginWorker::Session> session = std::move(begun).value();
 
   FinishedCall done;
@@ -157,6 +161,7 @@ DispatchReport SandboxDispatcher::Run(const DispatchContext& ctx) const {
         sandbox::ErpReplyMsg r;
         r.result = result;
         if (reply.data != nullptr) r.reply.assign(reply.data, reply.len);
+        gateway->ForgetReplies();  // copied: the worker holds it now
         (void)session->Send(FrameType::kErpReply, r.Encode());
         break;
       }

@@ -88,6 +88,14 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
   if (reply != nullptr) *reply = cg_bytes{nullptr, 0};
   if (latched_ != 0) return latched_;
   outcome_.pending_in_ms = 0;  // describes the last call only
+  if (outcome_.calls >= kMaxErpCallsPerDelivery) {
+    ++outcome_.denied;
+    Metric(env_, "", ErpCallOutcome::kDenied);
+    AuditDenied(
+        method, path,
+        "more than " + std::to_string(kMaxErpCallsPerDelivery) + " ERP calls in one delivery");
+    return CG_DENIED;
+  }
   if (body.size() > limits::kMaxErpRequestBody) {
     ++outcome_.denied;
     Metric(env_, "", ErpCallOutcome::kDenied);

@@ -94,6 +94,9 @@ class ErpGateway {
   int Call(std::string_view method, std::string_view path, std::string_view body, cg_bytes* reply);
 
   const GatewayOutcome& outcome() const { return outcome_; }
+  // ForgetReplies frees the answers kept for *reply: for a caller that copied the last one (the
+  // sandbox sends it to the worker at once), so a delivery's calls do not pile up in the host.
+  void ForgetReplies() { replies_.clear(); }
 
  private:
   ErpGateway(const ErpEnv& env, const CapabilitySet& capabilities, ErpDelivery delivery)
@@ -117,6 +120,8 @@ class ErpGateway {
 };
 
 inline constexpr int kMaxDeniedAuditsPerDelivery = 100;
+// ERP calls one delivery may make; more are refused (each would be a stored outbox row).
+inline constexpr int64_t kMaxErpCallsPerDelivery = 1000;
 
 // CallReplay is what RetryWorker::ReplayCall did with a call-level DLQ entry's outbox row.
 enum class CallReplay {

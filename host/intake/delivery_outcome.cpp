@@ -99,7 +99,9 @@ WebhookPipeline::Handled WebhookPipeline::GaveUp(const Delivery& d,
     // The plugin does not run this delivery (its worker stopped): the lease is released so the
     // platform's retry runs it again at once, exactly once.
     (void)store_.Release(d.key, d.token);
-    failure("plugin unavailable: " + out.detail);
+    // Counted only when a worker ran it and died: an event that met a restarting worker (another
+    // event's crash) is not poison, and three quick retries must not dead-letter it.
+    if (!out.never_ran) failure("plugin unavailable: " + out.detail);
     return Refuse(WebhookOutcome::kPluginUnavailable, Reason::kPluginUnavailable,
                   "the plugin is unavailable; retry later", kPluginUnavailableRetryAfterS);
   }

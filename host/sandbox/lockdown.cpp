@@ -236,6 +236,7 @@ const Allowed kStage1Allowed[] = {
     {SCMP_SYS(ppoll), "wait on the host channel with a timeout and mask"},
     {SCMP_SYS(uname), "gethostname and kernel-version checks in libraries"},
     {SCMP_SYS(sysinfo), "sysconf(_SC_PHYS_PAGES) (glibc's qsort sizes its buffer with it)"},
+    {SCMP_SYS(getrlimit), "reading a limit (it sets none)"},
     {SCMP_SYS(seccomp), "stage 2 stacks its filter; a filter can only narrow what is allowed"},
 };
 
@@ -286,6 +287,11 @@ Status InstallStage1() {
       {"clone3 → ENOSYS", SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), {}},
       // Signals to the worker's own threads only (raise, abort, pthread_kill).
       {"tgkill(own tgid)", SCMP_ACT_ALLOW, SCMP_SYS(tgkill), {Arg(0, SCMP_CMP_EQ, self)}},
+      // getrlimit and sysconf(_SC_OPEN_MAX) read the worker's own limits: no new limit, pid 0.
+      {"prlimit64(0, read only)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(prlimit64),
+       {Arg(0, SCMP_CMP_EQ, 0), Arg(2, SCMP_CMP_EQ, 0)}},
       // Handlers for every signal but SIGSYS: signals 1..30, 32..63 and 64. Replacing the SIGSYS
       // handler would silence fault reports.
       {"rt_sigaction(1..30)",

@@ -6,6 +6,7 @@
 // dispatcher (isolation: none) runs the attacks that do not end the test process, to show what
 // the sandbox takes away.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include "loader/memfd_loader.h"
 #include "plugins/erp_harness.h"
 #include "support/gate.h"
+#include "support/temp_dir.h"
 #include "support/test_plugins.h"
 
 namespace clawguard::host {
@@ -136,6 +138,7 @@ class SandboxDispatchTest : public ::testing::Test {
   }
 
   ErpHarness h_;
+  clawguard::testing::TempDir dir_;
   HttpRequest request_;
   int builds_ = 0;
   std::mutex events_mu_;
@@ -376,6 +379,65 @@ TEST_F(SandboxDispatchTest, AFloodSpreadOverWaitingDeliveriesIsBoundedPerWorker)
   for (const DispatchReport& r : reports) {
     EXPECT_NE(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
   }
+}
+
+// A fault is counted (its backoff set) before the next worker starts, even when counting it is
+// slow: deliveries meanwhile are told the worker is restarting, the next one restarts it once,
+// and nothing waits on a lock the reaping thread needs.
+TEST_F(SandboxDispatchTest, ARestartWaitsUntilTheFaultIsCounted) {
+  WorkerOptions o = Options();
+  const AuditFn forward = o.audit;
+  o.audit = [forward](const std::string& line) {
+    if (line.find("plugin_worker_fault") != std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a slow audit sink
+    }
+    forward(line);
+  };
+  auto w = Start(Build("hostile"), o);
+  ASSERT_TRUE(w.ok()) << w.error().ToString();
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
+  EXPECT_EQ(Deliver(*d, Attack("segv")).outcome.kind, PluginOutcome::Kind::kUnavailable);
+  DispatchReport r;
+  for (int i = 0; i < 2000; ++i) {
+    r = Deliver(*d, Attack("none"));
+    if (r.outcome.kind == PluginOutcome::Kind::kAnswered) break;
+    EXPECT_TRUE(r.outcome.never_ran) << r.outcome.detail;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
+  EXPECT_EQ(faults().size(), 1u);
+  (*w)->Stop();
+}
+
+// Stop ends a worker that is still starting (its init may hang up to start_timeout): the delivery
+// restarting it is answered at once, and no fault is counted for it.
+TEST_F(SandboxDispatchTest, StopEndsAWorkerThatIsStillStarting) {
+  const std::string flag = dir_.Sub("hang");
+  const std::string wrapper = dir_.Sub("worker.sh");
+  clawguard::testing::WriteFile(wrapper, "#!/bin/sh\nif [ -e " + flag +
+                                             " ]; then /bin/sleep 600; fi\nexec " + WorkerPath() +
+                                             " \"$@\"\n");
+  ASSERT_EQ(::chmod(wrapper.c_str(), 0755), 0);
+  WorkerOptions o = Options();
+  o.executable = wrapper;
+  o.start_timeout = std::chrono::milliseconds(600'000);
+  auto w = Start(Build("hostile"), o);
+  ASSERT_TRUE(w.ok()) << w.error().ToString();
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
+  clawguard::testing::WriteFile(flag, "");
+  EXPECT_EQ(Deliver(*d, Attack("segv")).outcome.kind, PluginOutcome::Kind::kUnavailable);
+  ASSERT_TRUE(WaitForFaults(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the 1 ms backoff
+  DispatchReport r;
+  HttpRequest request;
+  std::thread delivery([&] { r = DeliverWith(*d, Attack("none"), kPlugin, &request); });
+  // The restart is under way once the wrapper is waiting.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  (*w)->Stop();
+  delivery.join();
+  EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kUnavailable);
+  EXPECT_EQ(r.outcome.detail, "the host is stopping");
+  EXPECT_EQ(faults().size(), 1u);  // the crash only
 }
 
 // A worker that stops reading its channel while making the host answer it: the host's queue for

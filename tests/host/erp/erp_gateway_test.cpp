@@ -232,6 +232,19 @@ TEST_F(ErpGatewayTest, RefusalsAreAuditedUpToABoundPerDeliveryAndCutToTheLimits)
             static_cast<size_t>(kMaxDeniedAuditsPerDelivery));
 }
 
+// A delivery's calls are bounded (each is an outbox row): past kMaxErpCallsPerDelivery they are
+// refused without a row or a send.
+TEST_F(ErpGatewayTest, CallsPastThePerDeliveryBoundAreRefused) {
+  auto g = Gateway(h_.Claim(key_));
+  for (int64_t i = 0; i < kMaxErpCallsPerDelivery; ++i) {
+    ASSERT_EQ(Call(*g, "GET", "/orders/1", "", nullptr), 200) << i;
+  }
+  EXPECT_EQ(Call(*g, "GET", "/orders/1", "", nullptr), CG_DENIED);
+  EXPECT_EQ(g->outcome().calls, kMaxErpCallsPerDelivery);
+  EXPECT_EQ(h_.erp().requests_total(), static_cast<size_t>(kMaxErpCallsPerDelivery));
+  EXPECT_EQ(h_.AuditCount("ERP calls in one delivery"), 1u);
+}
+
 // A body over limits::kMaxErpRequestBody is refused by its length: nothing written or sent, the
 // call index not used, audited.
 TEST_F(ErpGatewayTest, ABodyOverTheLimitIsDeniedByItsLength) {

@@ -338,6 +338,28 @@ TEST_F(PipelineGuardsTest, TimeoutsAndUnstorableAnswersCountAndAStoredAnswerRese
   EXPECT_EQ(breaker_->TrackedKeys(), 1u);  // only msg_2's open breaker
 }
 
+// A delivery no worker ran (it was restarting after another event's crash) is not a failure of
+// its event; a worker that died while running it is.
+TEST_F(PipelineGuardsTest, OnlyADeliveryAWorkerRanCountsWhenThePluginIsUnavailable) {
+  guards_.limiter = nullptr;
+  Rebuild();
+  PluginOutcome restarting = PluginOutcome::Unavailable("the plugin's worker is restarting");
+  restarting.never_ran = true;
+  outcomes_ = {restarting, restarting, restarting, restarting};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(Type(Deliver("msg_1", "A").response),
+              "https://clawguard.dev/problems/plugin_unavailable")
+        << i;
+  }
+  EXPECT_EQ(breaker_->TrackedKeys(), 0u);
+  EXPECT_TRUE(Entries().empty());
+  const PluginOutcome died = PluginOutcome::Unavailable("the plugin's worker stopped: crash");
+  outcomes_ = {died, died, died};
+  for (int i = 0; i < 3; ++i) (void)Deliver("msg_2", "B");
+  EXPECT_EQ(Deliver("msg_2", "B").outcome, WebhookOutcome::kBreakerOpen);
+  EXPECT_EQ(Entries().size(), 1u);
+}
+
 TEST_F(PipelineGuardsTest, DeadLetteredEventWritesOneMismatchEntryWithoutTheRequest) {
   outcomes_ = {PluginOutcome::DeadLettered("mismatch", "erp call 0 differs from its outbox row")};
   const auto h = Deliver("msg_1", "A");

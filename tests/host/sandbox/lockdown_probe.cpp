@@ -18,6 +18,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -88,6 +89,18 @@ void* MapPage(int prot) { return ::mmap(nullptr, 4096, prot, MAP_PRIVATE | MAP_A
 std::map<std::string, std::function<std::string(const char* self)>> Actions() {
   return {
       {"none", [](const char*) { return std::string("ok"); }},
+      {"getrlimit",
+       [](const char*) {
+         rlimit r{};
+         if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return "errno=" + std::to_string(errno);
+         const long open_max = ::sysconf(_SC_OPEN_MAX);
+         return std::to_string(r.rlim_cur) + " " + std::to_string(open_max);
+       }},
+      {"setrlimit",
+       [](const char*) {
+         rlimit r{64, 64};
+         return ErrnoResult(::setrlimit(RLIMIT_NOFILE, &r));
+       }},
       {"sleep",
        [](const char*) {
          ::usleep(500 * 1000);

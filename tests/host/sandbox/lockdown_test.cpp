@@ -412,6 +412,12 @@ TEST(Lockdown, AnotherArchitectureFaultsWithItsArch) {
 
 // ---- serve phase ----
 
+// Honest code reads its limits (getrlimit, sysconf(_SC_OPEN_MAX)); setting one is refused.
+TEST(ServePhase, ReadingALimitWorksAndSettingOneFaults) {
+  ExpectResult(RunProbe("getrlimit", {"--load", "--serve"}), "16 16");
+  ExpectFault(RunProbe("setrlimit", {"--load", "--serve"}), SYS_prlimit64);
+}
+
 TEST(ServePhase, StillServesAfterLoading) {
   const ProbeRun run = RunProbe("thread", {"--load", "--serve"});
   ExpectResult(run, "ok");
