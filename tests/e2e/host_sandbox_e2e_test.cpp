@@ -12,10 +12,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
+#include <mutex>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "support/host_fixture.h"
 #include "support/raw_client.h"
@@ -107,6 +110,63 @@ TEST(HostSandboxE2eTest, ACrashLoopingPluginIsFailedAnsweredAndShownWhileTheHost
     ++failed_lines;
   }
   EXPECT_EQ(failed_lines, 1u) << audit;
+}
+
+// The plugin's worker SIGKILLed three times mid-storm (under plugins.max_faults), also while
+// calls are in flight: the deliveries it held are answered 503 and retried as a platform does,
+// and every ERP call still has exactly one effect (SQLite; the PostgreSQL run is
+// MultiHostTest.SigkillOfPluginWorkersMidStormKeepsOneEffectPerEvent).
+TEST(HostSandboxE2eTest, WorkerKillsMidStormKeepOneEffectPerCall) {
+  HostFixture fixture;
+  HostFixtureOptions o;
+  o.lease = "2s";
+  o.handler_timeout = "1s";
+  o.erp_timeout = "1s";  // a send cut by a kill is owned for erp.timeout before it is resent
+  o.erp_retry = "{ base: 200ms, max: 1s, attempts: 5, jitter: 20%, floor_429: 1s }";
+  ASSERT_NO_FATAL_FAILURE(fixture.Prepare(o));
+  ASSERT_TRUE(fixture.StartHost());
+  constexpr int kEvents = 30;
+  constexpr int kDeliveriesPerEvent = 3;
+  constexpr int kClients = 6;
+  std::vector<int> work;
+  for (int e = 0; e < kEvents; ++e) {
+    for (int d = 0; d < kDeliveriesPerEvent; ++d) work.push_back(e);
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<int> stored{0}, failures{0};
+  std::mutex kill_mu;
+  int kills = 0;
+  std::vector<std::thread> clients;
+  clients.reserve(kClients);
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&] {
+      for (size_t i = next++; i < work.size(); i = next++) {
+        const ht::Reply r = fixture.DeliverUntilStored(
+            "msg_storm_" + std::to_string(work[i]),
+            HostFixture::OrderBody("ord_" + std::to_string(work[i])), 600, 50);
+        if (!r.ok || r.status != 200) {
+          ++failures;
+          continue;
+        }
+        const int n = ++stored;
+        std::lock_guard lock(kill_mu);
+        // A kill finds no worker while one restarts: the next stored answer tries again.
+        if (kills < 3 && n >= (kills + 1) * kEvents / 2 &&
+            ht::KillWorkersOf(fixture.host_pid()) > 0) {
+          ++kills;
+        }
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(kills, 3);
+  for (int e = 0; e < kEvents; ++e) {
+    EXPECT_EQ(fixture.erp().effects("/orders/ord_" + std::to_string(e) + "/fulfil"), 1u) << e;
+  }
+  EXPECT_EQ(fixture.erp().effects("/inventory/adjust"), static_cast<size_t>(kEvents));
+  EXPECT_TRUE(fixture.erp().AtMostOneEffectPerKey());
+  EXPECT_EQ(fixture.StopHost(), 0);
 }
 
 // A plugin that makes its own exit fail (a seccomp filter of its own) and keeps a thread alive

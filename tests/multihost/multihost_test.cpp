@@ -104,6 +104,7 @@ class MultiHostTest : public ::testing::Test {
     std::mutex mu;
     std::string first_failure;
     std::vector<std::thread> clients;
+    clients.reserve(kClients);
     for (int c = 0; c < kClients; ++c) {
       clients.emplace_back([&, c] {
         std::mt19937 rng(static_cast<uint32_t>(c) + 1);
@@ -182,6 +183,33 @@ TEST_F(MultiHostTest, SigkillOfOneHostMidStormKeepsOneEffectPerEvent) {
   EXPECT_EQ(r.processed + r.replayed, kKillEvents * kDeliveriesPerEvent);
   ExpectOneEffectPerEvent(kKillEvents);
   EXPECT_EQ(hosts_[1].Stop(), 0);
+}
+
+// Plugin workers SIGKILLed mid-storm on both hosts (three times, under plugins.max_faults): the
+// deliveries they held are answered 503 and retried, and every call still has one effect.
+TEST_F(MultiHostTest, SigkillOfPluginWorkersMidStormKeepsOneEffectPerEvent) {
+  testing::HostFixtureOptions options;
+  options.lease = "2s";
+  options.handler_timeout = "1s";
+  options.erp_retry = "{ base: 200ms, max: 1s, attempts: 5, jitter: 20%, floor_429: 1s }";
+  ASSERT_NO_FATAL_FAILURE(StartHosts(options));
+  constexpr int kStormEvents = 120;
+  std::mutex kill_mu;
+  int kills = 0;
+  const StormResult r = Storm(kStormEvents, [&](int stored) {
+    std::lock_guard lock(kill_mu);
+    if (kills < 3 && stored >= (kills + 1) * kStormEvents) {
+      int killed = 0;
+      for (HostProcess& h : hosts_) killed += testing::KillWorkersOf(h.pid());
+      if (killed > 0) ++kills;  // none while both restart: the next stored answer tries again
+    }
+  });
+  EXPECT_EQ(kills, 3);
+  EXPECT_EQ(r.failures, 0) << r.first_failure;
+  EXPECT_EQ(r.processed + r.replayed, kStormEvents * kDeliveriesPerEvent);
+  ExpectOneEffectPerEvent(kStormEvents);
+  for (HostProcess& h : hosts_) EXPECT_EQ(h.Stop(), 0);
+  EXPECT_NE(ReadFile(f_.audit_log()).find("\"plugin_worker_fault\""), std::string::npos);
 }
 
 TEST_F(MultiHostTest, PostgresStoppedUnderRunningHostsIs503ThenRecovers) {

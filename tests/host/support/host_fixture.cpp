@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "clawguard/clock.h"
@@ -28,6 +29,26 @@ namespace clawguard::host::testing {
 std::string WorkerPath() {
   return (std::filesystem::path(CLAWGUARD_CLI_PATH).parent_path() / "clawguard-worker").string();
 }
+int KillWorkersOf(pid_t host) {
+  int killed = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    // /proc/PID/stat: "PID (COMM) STATE PPID ..."; COMM is at most 15 bytes.
+    const std::string stat = clawguard::testing::ReadFile(it->path().string() + "/stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || stat.find("(clawguard-worke)") == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == host && ::kill(static_cast<pid_t>(std::stol(name)), SIGKILL) == 0) ++killed;
+  }
+  return killed;
+}
+
 namespace {
 
 using clawguard::testing::ReadFile;

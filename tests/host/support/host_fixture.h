@@ -92,6 +92,10 @@ struct HostFixtureOptions {
 // host that runs inside a test binary, which finds no worker beside itself).
 std::string WorkerPath();
 
+// KillWorkersOf SIGKILLs every plugin worker (a clawguard-worker child) of the host |host| and
+// returns how many it killed.
+int KillWorkersOf(pid_t host);
+
 // ExecutionTest runs a host test once per listen.execution: INSTANTIATE_TEST_SUITE_P(Execution,
 // Suite, Executions(), ExecutionName) for `class Suite : public ExecutionTest {}`.
 class ExecutionTest : public ::testing::TestWithParam<std::string> {
