@@ -12,7 +12,10 @@
 # A_EXECUTION / B_EXECUTION (threads or fibers) set one host's listen.execution (BENCH_EXECUTION
 # both): e.g. B_EXECUTION=fibers bench/host_ab.sh OLD NEW compares the old default with fibers.
 # A_WORKERS / B_WORKERS set one host's listen.workers (default 4); A_CARRIERS / B_CARRIERS its
-# listen.carriers (fibers only).
+# listen.carriers (fibers only); A_ISOLATION / B_ISOLATION its plugins.isolation (sandbox or none;
+# unset for a build that predates the setting), e.g. A_ISOLATION=none B_ISOLATION=sandbox
+# bench/host_ab.sh BIN BIN measures what the worker process costs. A binary's clawguard-worker
+# must sit beside it.
 # Build the two binaries first (e.g. `cmake --build build/bench --target clawguard` before and
 # after a change, copying build/bench/cli/clawguard aside). Needs what host_bench.sh needs.
 set -euo pipefail
@@ -39,9 +42,9 @@ cd "$work"
 bench_sign_plugin
 bench_start_nginx auto
 bench_host_secrets
-workers=${A_WORKERS:-4} BENCH_CARRIERS="${A_CARRIERS:-${BENCH_CARRIERS:-}}" BENCH_EXECUTION="${A_EXECUTION:-${BENCH_EXECUTION:-}}" bench_host_yaml A sqlite:state/state.db
+workers=${A_WORKERS:-4} BENCH_CARRIERS="${A_CARRIERS:-${BENCH_CARRIERS:-}}" BENCH_EXECUTION="${A_EXECUTION:-${BENCH_EXECUTION:-}}" BENCH_ISOLATION="${A_ISOLATION:-${BENCH_ISOLATION:-}}" bench_host_yaml A sqlite:state/state.db
 bench_start_host A "$cg"; mainA=$main
-workers=${B_WORKERS:-4} BENCH_CARRIERS="${B_CARRIERS:-${BENCH_CARRIERS:-}}" BENCH_EXECUTION="${B_EXECUTION:-${BENCH_EXECUTION:-}}" bench_host_yaml B sqlite:state/state.db
+workers=${B_WORKERS:-4} BENCH_CARRIERS="${B_CARRIERS:-${BENCH_CARRIERS:-}}" BENCH_EXECUTION="${B_EXECUTION:-${BENCH_EXECUTION:-}}" BENCH_ISOLATION="${B_ISOLATION:-${BENCH_ISOLATION:-}}" bench_host_yaml B sqlite:state/state.db
 bench_start_host B "$CGB"; mainB=$main
 path=/webhooks/acme-orders/order.created
 lua="$here/webhook_requests.lua"

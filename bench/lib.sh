@@ -96,7 +96,8 @@ gen() { "$hook" gen "$1" --secret-env BENCH_WHSEC --template "$here/host_event_t
 # ($work/plugins, trust.yaml, allowlist.yaml) with nginx as the ERP ($nginx_port), STORE as the
 # store URL (a relative sqlite: path is relative to where the host is started) and DIR's own audit
 # log; $workers I/O threads; listen.execution from BENCH_EXECUTION (threads or fibers) and
-# listen.carriers from BENCH_CARRIERS (fibers only) when set. The secrets come from
+# listen.carriers from BENCH_CARRIERS (fibers only) when set; plugins.isolation from
+# BENCH_ISOLATION (sandbox or none; unset: the build's default) when set. The secrets come from
 # BENCH_ADMIN_TOKEN, BENCH_WHSEC and BENCH_ERP_AUTH in the environment.
 bench_host_yaml() {
   mkdir -p "$1"
@@ -107,12 +108,18 @@ bench_host_yaml() {
     *) echo "bench: BENCH_EXECUTION is threads or fibers, not '$BENCH_EXECUTION'" >&2; exit 2 ;;
   esac
   [ -n "${BENCH_CARRIERS:-}" ] && execution_yaml="$execution_yaml, carriers: $BENCH_CARRIERS"
+  local isolation_yaml=""
+  case "${BENCH_ISOLATION:-}" in
+    "") ;;
+    sandbox|none) isolation_yaml=", isolation: $BENCH_ISOLATION" ;;
+    *) echo "bench: BENCH_ISOLATION is sandbox or none, not '$BENCH_ISOLATION'" >&2; exit 2 ;;
+  esac
   cat >"$1/host.yaml" <<YAML
 schema: clawguard/host/v1
 listen: { address: 127.0.0.1:0, tls: null, max_body: 1MiB, max_headers: 16KiB, workers: $workers$execution_yaml }
 admin: { address: 127.0.0.1:0, token: env:BENCH_ADMIN_TOKEN, tls: null }
 store: $2
-plugins: { dir: $work/plugins, trust: $work/trust.yaml, allowlist: $work/allowlist.yaml, handler_timeout: 5s }
+plugins: { dir: $work/plugins, trust: $work/trust.yaml, allowlist: $work/allowlist.yaml, handler_timeout: 5s$isolation_yaml }
 webhooks:
   tolerance: 300s
   clock_skew: 5m
