@@ -68,8 +68,9 @@ struct PluginWorker::Process {
   std::deque<std::string> queue CLAWGUARD_GUARDED_BY(mu);
   uint64_t queued_bytes CLAWGUARD_GUARDED_BY(mu) = 0;
   uint64_t max_queued_bytes = kMaxQueuedBytes;
-  std::atomic<uint64_t> inbox_total{0};  // every session's inbox_bytes_ together
-  std::atomic<bool> reaped{false};       // dead, and its fault (if any) counted
+  std::atomic<uint64_t> inbox_total{0};           // every session's inbox_bytes_ together
+  std::atomic<bool> reaped{false};                // dead, and its fault (if any) counted
+  bool writing CLAWGUARD_GUARDED_BY(mu) = false;  // a frame is being written (writer or a caller)
   bool dead CLAWGUARD_GUARDED_BY(mu) = false;
   std::string dead_cause CLAWGUARD_GUARDED_BY(mu);
   std::map<uint64_t, Session*> sessions CLAWGUARD_GUARDED_BY(mu);
@@ -110,6 +111,34 @@ struct PluginWorker::Process {
     {
       MutexLock lock(mu);
       if (dead) return false;
+      // With nothing queued and no write under way the caller writes the frame itself, without
+      // blocking (a hand-off to the writer thread costs two context switches per frame); what
+      // the socket does not take goes to the head of the queue, ahead of frames queued meanwhile.
+      if (!writing && queue.empty()) {
+        writing = true;
+        lock.Unlock();
+        ssize_t w = -1;
+        do {
+          w = ::send(channel.get(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        } while (w < 0 && errno == EINTR);
+        const int err = errno;
+        lock.Lock();
+        writing = false;
+        // The writer waits only while frames are queued (queued meanwhile, behind this one).
+        if (!queue.empty()) send_cv.notify_all();
+        if (w == static_cast<ssize_t>(frame.size())) return true;
+        if (w < 0 && err != EAGAIN && err != EWOULDBLOCK) {
+          lock.Unlock();
+          Kill("exit", "the worker's channel closed");
+          return false;
+        }
+        if (dead) return false;
+        frame.erase(0, w > 0 ? static_cast<size_t>(w) : 0);
+        queued_bytes += frame.size() + kQueuedFrameOverhead;
+        queue.push_front(std::move(frame));
+        send_cv.notify_one();
+        return true;
+      }
       // Each frame costs its bytes plus the queue's own bookkeeping: a flood of tiny frames is
       // bounded by what it costs, not by its payload.
       const uint64_t cost = frame.size() + kQueuedFrameOverhead;
@@ -179,13 +208,20 @@ struct PluginWorker::Process {
       std::string frame;
       {
         MutexLock lock(mu);
-        mu.Wait(send_cv, [&]() CLAWGUARD_REQUIRES(mu) { return dead || !queue.empty(); });
+        mu.Wait(send_cv,
+                [&]() CLAWGUARD_REQUIRES(mu) { return dead || (!queue.empty() && !writing); });
         if (dead) return;
         frame = std::move(queue.front());
         queue.pop_front();
         queued_bytes -= frame.size() + kQueuedFrameOverhead;
+        writing = true;
       }
-      if (!sandbox::WriteAll(channel.get(), frame)) {
+      const bool written = sandbox::WriteAll(channel.get(), frame);
+      {
+        MutexLock lock(mu);
+        writing = false;
+      }
+      if (!written) {
         Kill("exit", "the worker's channel closed");
         return;
       }

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -180,6 +181,47 @@ void RunDelivery(const std::shared_ptr<WorkerCall>& call) {
   (void)Send(FrameType::kDone, call->id, DoneMsg{rc}.Encode());
 }
 
+// Delivery threads are kept once started and reused: a thread per delivery costs a clone, an
+// 8 MiB stack mapping and its unmapping each time. There are at most as many as deliveries ran at
+// once (the host bounds those); an idle one waits for the next.
+class DeliveryThreads {
+ public:
+  void Run(std::shared_ptr<WorkerCall> call) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(call));
+      // Enough waiting threads for every queued delivery: one of them takes it.
+      if (static_cast<size_t>(idle_) >= queue_.size()) {
+        cv_.notify_one();
+        return;
+      }
+    }
+    std::thread([this] { Loop(); }).detach();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      ++idle_;
+      cv_.wait(lock, [this] { return !queue_.empty(); });
+      --idle_;
+      std::shared_ptr<WorkerCall> call = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      RunDelivery(call);
+      call.reset();
+      lock.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<WorkerCall>> queue_;
+  int idle_ = 0;  // threads waiting for a delivery
+};
+
+DeliveryThreads* g_delivery_threads = new DeliveryThreads;  // never freed: its threads never end
+
 void StartDelivery(uint64_t id, DeliverMsg msg) {
   auto call = std::make_shared<WorkerCall>();
   call->id = id;
@@ -202,7 +244,7 @@ void StartDelivery(uint64_t id, DeliverMsg msg) {
     if (!g_by_id.emplace(id, call).second) ::_exit(1);  // the host reused a live id
     g_by_handle.emplace(reinterpret_cast<uintptr_t>(call->handle), call);
   }
-  std::thread(RunDelivery, std::move(call)).detach();
+  g_delivery_threads->Run(std::move(call));
 }
 
 void DeliverReply(uint64_t id, ErpReplyMsg reply) {
