@@ -291,7 +291,11 @@ struct PluginWorker::Process {
                                       std::to_string(report.syscall_nr) + ")"
                                 : "the worker was killed by SIGSYS (its sandbox)";
       }
-      if (!kill_cause.empty()) {
+      // The host's reason (timeout, protocol, queue, a closed channel) names the death only if the
+      // host's SIGKILL ended the worker. One that ended on its own first (its filter's report, a
+      // crash) is reported as that: a plugin must not hide a forbidden call behind the failed send
+      // its own death caused.
+      if (!kill_cause.empty() && info.si_code == CLD_KILLED && info.si_status == SIGKILL) {
         fault.cause = kill_cause;
         fault.detail = kill_detail;
       }

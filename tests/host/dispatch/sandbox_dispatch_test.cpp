@@ -440,6 +440,19 @@ TEST_F(SandboxDispatchTest, StopEndsAWorkerThatIsStillStarting) {
   EXPECT_EQ(faults().size(), 1u);  // the crash only
 }
 
+// A worker that dies of a forbidden call while the host is still answering its burst of ERP calls
+// makes the host's sends fail: the fault is still the forbidden call (cause seccomp, its number),
+// not a closed channel.
+TEST_F(SandboxDispatchTest, AFaultIsNotHiddenBehindTheSendsItsDeathMadeFail) {
+  auto w = Start(Build("hostile"), Options());
+  ASSERT_TRUE(w.ok()) << w.error().ToString();
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
+  EXPECT_EQ(Deliver(*d, Attack("hide_fault")).outcome.kind, PluginOutcome::Kind::kUnavailable);
+  ASSERT_TRUE(WaitForFaults(1));
+  EXPECT_EQ(faults()[0].cause, "seccomp") << faults()[0].detail;
+  EXPECT_EQ(faults()[0].syscall, SYS_socket);
+}
+
 // A worker that stops reading its channel while making the host answer it: the host's queue for
 // it is bounded by what each frame costs, and the worker is killed at the bound.
 TEST_F(SandboxDispatchTest, AWorkerThatDoesNotReadItsAnswersIsKilledAtTheQueueBound) {

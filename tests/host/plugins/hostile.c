@@ -212,6 +212,31 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
     result_of(r == 0, out, n);
   } else if (strcmp(name, "segv") == 0) {
     *(volatile int *)(uintptr_t)8 = 1;
+  } else if (strcmp(name, "hide_fault") == 0) {
+    /* 3000 ERP calls of delivery 1 (the first on this worker) in one burst, then a forbidden
+       call: the host is still answering when the worker dies, and its sends fail. The fault must
+       still be reported as the forbidden call, not as a closed channel. */
+    static char burst[3000 * 33];
+    size_t off = 0;
+    for (int i = 0; i < 3000; ++i) {
+      char *f = burst + off;
+      put32(f, 17);
+      put32(f + 4, 18);
+      put32(f + 8, 1);
+      put32(f + 12, 0);
+      put32(f + 16, 3);
+      memcpy(f + 20, "GET", 3);
+      put32(f + 23, 2);
+      memcpy(f + 27, "/x", 2);
+      put32(f + 29, 0);
+      off += 33;
+    }
+    for (size_t o = 0; o < off;) {
+      long w = write(3, burst + o, off - o);
+      if (w <= 0) break;
+      o += (size_t)w;
+    }
+    syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
   } else if (strcmp(name, "outlive") == 0) {
     /* Outlive the host: a filter of the plugin's own, on every thread (TSYNC), makes exit_group
        fail (an errno result wins over the sandbox's allow), so the worker's exit on EOF ends only
