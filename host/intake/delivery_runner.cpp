@@ -55,8 +55,11 @@ struct DeliveryRunner::Shared {
       } catch (...) {
       }
       task = nullptr;  // its captures are released before the next task
+      // Its slot is given back (or passed to |task|) before it counts as finished: a waiter that
+      // sees none unfinished sees no slot held either.
+      const bool next = slot->TakeNext(&task);
       self->Finished();
-      if (!slot->TakeNext(&task)) return;
+      if (!next) return;
     }
   }
 };
