@@ -6,7 +6,10 @@
 #ifndef CLAWGUARD_TESTS_LOADER_LOADER_FIXTURE_H_
 #define CLAWGUARD_TESTS_LOADER_LOADER_FIXTURE_H_
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
@@ -140,8 +143,9 @@ struct World {
     al.serial = 20;
     allow_cert = Leaf(allow_key.get(), al);
     // The plugin variants are built once per source version and shared by every test process
-    // (CTest runs each test alone): the folder name carries the sources' hash, and a finished
-    // build is renamed into place atomically.
+    // (CTest runs each test alone): the folder name carries the sources' hash, a finished build
+    // is renamed into place atomically, and processes that start together wait on a lock for the
+    // first one's build instead of each compiling the same variants.
     const std::string fixtures = std::string(CLAWGUARD_SOURCE_DIR) + "/tests/fixtures";
     const std::string script = fixtures + "/make_plugins.sh";
     const std::string version =
@@ -153,9 +157,11 @@ struct World {
     plugins_dir = std::string(CLAWGUARD_BINARY_DIR) + "/tests/loader-plugins-" + version;
     // The last variant make_plugins.sh writes: its presence means the folder is complete.
     const std::string last = "/misalign.so";
+    std::filesystem::create_directories(std::string(CLAWGUARD_BINARY_DIR) + "/tests");
+    const int lock = ::open((plugins_dir + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock >= 0) (void)::flock(lock, LOCK_EX);
     if (!std::filesystem::exists(plugins_dir + last)) {
       // Built beside the final folder (same filesystem, so the rename is atomic).
-      std::filesystem::create_directories(std::string(CLAWGUARD_BINARY_DIR) + "/tests");
       std::string tmpl = plugins_dir + ".tmp-XXXXXX";
       if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + tmpl);
       const std::string tmp = tmpl;
@@ -166,6 +172,7 @@ struct World {
       std::filesystem::rename(tmp, plugins_dir, ec);  // another process may have won: fine
       if (!std::filesystem::exists(plugins_dir + last)) plugins_dir = tmp;
     }
+    if (lock >= 0) ::close(lock);  // and with it the lock
   }
 
   // Leaf issues a leaf from the intermediate.
