@@ -17,8 +17,8 @@
 namespace clawguard {
 namespace {
 
-using testing::CommandResult;
-using testing::ReadFile;
+using clawguard::testing::CommandResult;
+using clawguard::testing::ReadFile;
 using testing::RunClawguard;
 
 class DlqCliTest : public ::testing::Test {
@@ -62,7 +62,7 @@ class DlqCliTest : public ::testing::Test {
     return j;
   }
 
-  testing::TempDir dir_;
+  clawguard::testing::TempDir dir_;
   std::string path_, url_;
   std::unique_ptr<Dlq> dlq_;
   std::unique_ptr<IdempotencyStore> idem_;

@@ -39,26 +39,13 @@ using testing::ErpAnswer;
 using testing::HostFixture;
 using testing::HostFixtureOptions;
 
-constexpr const char* kFulfil = "POST /orders/{id}/fulfil";
-constexpr const char* kAdminToken = "recheck-test-admin-token-0123456789abcdef";
-constexpr auto kPatience = std::chrono::seconds(30);  // an upper bound for polling, never asserted
+constexpr const char* kRecheckFulfil = "POST /orders/{id}/fulfil";
+constexpr const char* kRecheckAdminToken = "recheck-test-admin-token-0123456789abcdef";
+constexpr auto kRecheckPatience =
+    std::chrono::seconds(30);  // an upper bound for polling, never asserted
 
-Result<HostStores> OpenSqlite(const std::string& url, const Clock& clock) {
-  if (url.rfind("sqlite:", 0) != 0)
-    return Status(Reason::kStoreUnavailable, "only sqlite: in this test");
-  const std::string path = url.substr(7);
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  HostStores s;
-  CLAWGUARD_ASSIGN_OR_RETURN(s.idempotency, sqlite::SqliteIdempotencyStore::Open(path, clock));
-  CLAWGUARD_ASSIGN_OR_RETURN(s.outbox, sqlite::SqliteOutbox::Open(path, clock));
-  CLAWGUARD_ASSIGN_OR_RETURN(s.ledger, SqliteLedger::Open(path, clock));
-  CLAWGUARD_ASSIGN_OR_RETURN(s.dlq, sqlite::SqliteDlq::Open(path, clock));
-  return s;
-}
-
-std::optional<std::string> Env(const std::string& name) {
-  if (name == "E2E_ADMIN") return kAdminToken;
+std::optional<std::string> RecheckEnv(const std::string& name) {
+  if (name == "E2E_ADMIN") return kRecheckAdminToken;
   if (name == "E2E_SECRET") return "whsec_" + Base64Encode(HostFixture::kHookKey);
   if (name == "E2E_ERP") return "Bearer recheck-test-erp-token-0123456789";
   return std::nullopt;
@@ -72,8 +59,8 @@ ErpAnswer Down() {
   return a;
 }
 
-bool WaitFor(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+bool RecheckWaitFor(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + kRecheckPatience;
   while (std::chrono::steady_clock::now() < deadline) {
     if (done()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -88,16 +75,17 @@ class HostCapabilityRecheckTest : public ::testing::Test {
     o.erp_timeout = "2s";
     // Plenty of attempts: the row must still be waiting for its retry when the host restarts.
     o.erp_retry = "{ base: 1s, max: 2s, attempts: 50, jitter: 0%, floor_429: 1s }";
-    o.more_versions = {{"1.5.0", {kFulfil}}};
+    o.more_versions = {{"1.5.0", {kRecheckFulfil}}};
     ASSERT_NO_FATAL_FAILURE(fixture_.Prepare(o));
   }
   void TearDown() override { StopHost(); }
 
   void StartHost() {
     const std::string yaml = fixture_.dir().Sub("host.yaml");
-    auto config = HostConfig::Parse(ReadFile(yaml), yaml, &Env);
+    auto config = HostConfig::Parse(ReadFile(yaml), yaml, &RecheckEnv);
     ASSERT_TRUE(config.ok()) << config.error().ToString();
-    auto app = HostApp::Create(std::move(config).value(), SystemClock::Instance(), &OpenSqlite);
+    auto app = HostApp::Create(std::move(config).value(), SystemClock::Instance(),
+                               &testing::OpenSqliteStores);
     ASSERT_TRUE(app.ok()) << app.error().ToString();
     app_ = std::move(app).value();
     ASSERT_TRUE(app_->Start().ok());
@@ -143,8 +131,8 @@ class HostCapabilityRecheckTest : public ::testing::Test {
   }
   // PausedSends is erp_calls_total{endpoint=fulfil, outcome="paused"}: the sends a pause held back.
   double PausedSends() const {
-    const std::string line =
-        clawguard::testing::ErpCallsLine(app_->metrics().RenderPrometheus(), kFulfil, "paused");
+    const std::string line = clawguard::testing::ErpCallsLine(app_->metrics().RenderPrometheus(),
+                                                              kRecheckFulfil, "paused");
     return line.empty() ? 0 : std::stod(line.substr(line.rfind(' ') + 1));
   }
   std::optional<DlqEntry> RevokedEntry() {
@@ -198,7 +186,7 @@ TEST_F(HostCapabilityRecheckTest,
   EXPECT_EQ(ready["plugins"][0]["version"], "1.5.0");
 
   std::optional<DlqEntry> entry;
-  ASSERT_TRUE(WaitFor([&] { return (entry = RevokedEntry()).has_value(); }))
+  ASSERT_TRUE(RecheckWaitFor([&] { return (entry = RevokedEntry()).has_value(); }))
       << "no capability_revoked entry; audit:\n"
       << ReadFile(fixture_.audit_log());
   EXPECT_EQ(entry->plugin, "acme-orders");
@@ -214,7 +202,7 @@ TEST_F(HostCapabilityRecheckTest,
   // the entry is open again for a person (not retried by the host).
   auto replay = RunClawguard({"dlq", "replay", std::to_string(entry->id), "--store", Store()});
   ASSERT_EQ(replay.exit_code, 0) << replay.out << replay.err;
-  EXPECT_TRUE(WaitFor([&] {
+  EXPECT_TRUE(RecheckWaitFor([&] {
     auto e = dlq_->Get(entry->id);
     return e.ok() && e->has_value() && (*e)->attempts >= 1 && (*e)->state == DlqState::kOpen;
   }));
@@ -235,7 +223,7 @@ TEST_F(HostCapabilityRecheckTest, ARowLeftUnsentByAnOutageIsNeverSentOnceItsPlug
   EXPECT_TRUE(nlohmann::json::parse(app_->ReadyJson())["plugins"].empty());
 
   std::optional<DlqEntry> entry;
-  ASSERT_TRUE(WaitFor([&] { return (entry = RevokedEntry()).has_value(); }))
+  ASSERT_TRUE(RecheckWaitFor([&] { return (entry = RevokedEntry()).has_value(); }))
       << "no capability_revoked entry; audit:\n"
       << ReadFile(fixture_.audit_log());
   EXPECT_EQ(entry->plugin, "acme-orders") << "named from the event's idempotency record";
@@ -254,20 +242,23 @@ TEST_F(HostCapabilityRecheckTest,
   ASSERT_TRUE(r.ok);
   ASSERT_EQ(r.status, 503) << r.body;  // erp_pending: the row waits for its retry
 
-  auto paused = RunClawguard({"capability", "pause", "acme-orders", kFulfil, "--store", Store()});
+  auto paused =
+      RunClawguard({"capability", "pause", "acme-orders", kRecheckFulfil, "--store", Store()});
   ASSERT_EQ(paused.exit_code, 0) << paused.out << paused.err;
   // The worker met the row due and held it back: the host honours the pause.
-  ASSERT_TRUE(WaitFor([&] { return PausedSends() >= 1; })) << ReadFile(fixture_.audit_log());
+  ASSERT_TRUE(RecheckWaitFor([&] { return PausedSends() >= 1; })) << ReadFile(fixture_.audit_log());
   fixture_.erp().SetAnswer(path, ErpAnswer{});  // repaired: a send now would be an effect
   const size_t sent = RequestsTo(path);
   const double held = PausedSends();
-  ASSERT_TRUE(WaitFor([&] { return PausedSends() >= held + 3; }));  // three more retries held back
+  ASSERT_TRUE(
+      RecheckWaitFor([&] { return PausedSends() >= held + 3; }));  // three more retries held back
   EXPECT_EQ(RequestsTo(path), sent) << "sent while paused";
   EXPECT_EQ(fixture_.erp().effects(path), 0u);
 
-  auto resumed = RunClawguard({"capability", "resume", "acme-orders", kFulfil, "--store", Store()});
+  auto resumed =
+      RunClawguard({"capability", "resume", "acme-orders", kRecheckFulfil, "--store", Store()});
   ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
-  ASSERT_TRUE(WaitFor([&] { return fixture_.erp().effects(path) >= 1; }));
+  ASSERT_TRUE(RecheckWaitFor([&] { return fixture_.erp().effects(path) >= 1; }));
   EXPECT_EQ(RequestsTo(path), sent + 1) << "sent once after the resume";
   EXPECT_EQ(KeysSeen(path).size(), 1u);
   // The platform's next retry completes the event from the outbox: still one effect.

@@ -21,7 +21,7 @@ using testing::HostFixture;
 using testing::HostFixtureOptions;
 
 template <typename Fn>
-bool WaitFor(Fn done, std::chrono::seconds guard = std::chrono::seconds(30)) {
+bool ConfirmWaitFor(Fn done, std::chrono::seconds guard = std::chrono::seconds(30)) {
   const auto until = std::chrono::steady_clock::now() + guard;
   while (std::chrono::steady_clock::now() < until) {
     if (done()) return true;
@@ -71,7 +71,7 @@ TEST(HostConfirmTest, Level3HoldsIntentsUntilIdemConfirmThenSendsEachOnce) {
       RunClawguard({"idem", "confirm", key, "--store", store, "--audit-log", audit, "--json"});
   ASSERT_EQ(confirm.exit_code, 0) << confirm.out << confirm.err;
   EXPECT_EQ(nlohmann::json::parse(confirm.out)["confirmed"], 2);
-  ASSERT_TRUE(WaitFor([&] { return f.erp().effects_total() == 2; }))
+  ASSERT_TRUE(ConfirmWaitFor([&] { return f.erp().effects_total() == 2; }))
       << "the running host never sent the intents";
   EXPECT_EQ(f.erp().effects("/orders/ord_held/fulfil"), 1u);
   EXPECT_EQ(f.erp().effects("/inventory/adjust"), 1u);
@@ -79,7 +79,7 @@ TEST(HostConfirmTest, Level3HoldsIntentsUntilIdemConfirmThenSendsEachOnce) {
   auto again = RunClawguard({"idem", "confirm", key, "--store", store, "--audit-log", audit});
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.out.find("nothing to confirm"), std::string::npos) << again.out;
-  ASSERT_TRUE(WaitFor([&] {
+  ASSERT_TRUE(ConfirmWaitFor([&] {
     auto rows = RunClawguard({"idem", "show", key, "--store", store, "--json"});
     const auto j = nlohmann::json::parse(rows.out, nullptr, false);
     return j.is_object() && j["outbox"].size() == 2 && j["outbox"][0]["state"] == "answered" &&

@@ -30,9 +30,9 @@ constexpr int kBefore = 5;  // events answered 2xx before the kill
 const std::string kCrashOrder = "ord_crash";
 const std::string kCrashPath = "/orders/" + kCrashOrder + "/fulfil";
 
-// WaitFor polls |done| (bounded: a guard against hangs, never a measured time).
+// CrashWaitFor polls |done| (bounded: a guard against hangs, never a measured time).
 template <typename Fn>
-bool WaitFor(Fn done, std::chrono::seconds guard = std::chrono::seconds(60)) {
+bool CrashWaitFor(Fn done, std::chrono::seconds guard = std::chrono::seconds(60)) {
   const auto until = std::chrono::steady_clock::now() + guard;
   while (std::chrono::steady_clock::now() < until) {
     if (done()) return true;
@@ -73,7 +73,7 @@ TEST_P(HostCrashTest, KilledInsideAnErpCallRestartsWithOneEffectPerCall) {
   f.erp().SetAnswer(kCrashPath, stall);
   const std::string crash_body = HostFixture::OrderBody(kCrashOrder);
   std::thread platform([&] { (void)f.Deliver("msg_crash", crash_body); });  // gets no answer
-  ASSERT_TRUE(WaitFor([&] { return f.erp().effects(kCrashPath) == 1; }))
+  ASSERT_TRUE(CrashWaitFor([&] { return f.erp().effects(kCrashPath) == 1; }))
       << "the fulfil call never reached the ERP";
   EXPECT_EQ(f.KillHost(), 128 + 9);
   platform.join();

@@ -30,26 +30,13 @@ using testing::ErpAnswer;
 using testing::HostFixture;
 using testing::HostFixtureOptions;
 
-constexpr const char* kFulfil = "POST /orders/{id}/fulfil";
-constexpr const char* kAdminToken = "dlq-test-admin-token-0123456789abcdefgh";
-constexpr auto kPatience = std::chrono::seconds(20);  // an upper bound for polling, never asserted
+constexpr const char* kDlqFulfil = "POST /orders/{id}/fulfil";
+constexpr const char* kDlqAdminToken = "dlq-test-admin-token-0123456789abcdefgh";
+constexpr auto kDlqPatience =
+    std::chrono::seconds(20);  // an upper bound for polling, never asserted
 
-Result<HostStores> OpenSqlite(const std::string& url, const Clock& clock) {
-  if (url.rfind("sqlite:", 0) != 0)
-    return Status(Reason::kStoreUnavailable, "only sqlite: in this test");
-  const std::string path = url.substr(7);
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  HostStores s;
-  CLAWGUARD_ASSIGN_OR_RETURN(s.idempotency, sqlite::SqliteIdempotencyStore::Open(path, clock));
-  CLAWGUARD_ASSIGN_OR_RETURN(s.outbox, sqlite::SqliteOutbox::Open(path, clock));
-  CLAWGUARD_ASSIGN_OR_RETURN(s.ledger, SqliteLedger::Open(path, clock));
-  CLAWGUARD_ASSIGN_OR_RETURN(s.dlq, sqlite::SqliteDlq::Open(path, clock));
-  return s;
-}
-
-std::optional<std::string> Env(const std::string& name) {
-  if (name == "E2E_ADMIN") return kAdminToken;
+std::optional<std::string> DlqEnv(const std::string& name) {
+  if (name == "E2E_ADMIN") return kDlqAdminToken;
   if (name == "E2E_SECRET") return "whsec_" + Base64Encode(HostFixture::kHookKey);
   if (name == "E2E_ERP") return "Bearer dlq-test-erp-token-0123456789";
   return std::nullopt;
@@ -62,9 +49,9 @@ ErpAnswer Answer(int status, std::string body) {
   return a;
 }
 
-// WaitFor polls |done| until it holds or kPatience passed.
-bool WaitFor(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+// DlqWaitFor polls |done| until it holds or kDlqPatience passed.
+bool DlqWaitFor(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + kDlqPatience;
   while (std::chrono::steady_clock::now() < deadline) {
     if (done()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -80,9 +67,10 @@ class HostDlqTest : public ::testing::Test {
     o.erp_retry = "{ base: 50ms, max: 200ms, attempts: 3, jitter: 0%, floor_429: 1s }";
     ASSERT_NO_FATAL_FAILURE(fixture_.Prepare(o));
     const std::string yaml = fixture_.dir().Sub("host.yaml");
-    auto config = HostConfig::Parse(ReadFile(yaml), yaml, &Env);
+    auto config = HostConfig::Parse(ReadFile(yaml), yaml, &DlqEnv);
     ASSERT_TRUE(config.ok()) << config.error().ToString();
-    auto app = HostApp::Create(std::move(config).value(), SystemClock::Instance(), &OpenSqlite);
+    auto app = HostApp::Create(std::move(config).value(), SystemClock::Instance(),
+                               &testing::OpenSqliteStores);
     ASSERT_TRUE(app.ok()) << app.error().ToString();
     app_ = std::move(app).value();
     ASSERT_TRUE(app_->Start().ok());
@@ -106,7 +94,7 @@ class HostDlqTest : public ::testing::Test {
   // EntryFor waits for the unresolved DLQ entry of class |klass| with ERP status |erp_status|.
   std::optional<DlqEntry> EntryFor(DlqClass klass, int erp_status) {
     std::optional<DlqEntry> found;
-    WaitFor([&] {
+    DlqWaitFor([&] {
       DlqFilter f;
       f.klass = klass;
       auto list = dlq_->List(f);
@@ -180,13 +168,13 @@ TEST_F(HostDlqTest, EachErpFailureLandsInItsClass) {
     std::optional<DlqEntry> e = EntryFor(c.klass, c.erp_status);
     ASSERT_TRUE(e.has_value()) << c.order << ": no " << DlqClassName(c.klass) << " entry";
     EXPECT_EQ(e->plugin, "acme-orders") << c.order;
-    EXPECT_EQ(e->endpoint, kFulfil) << c.order;
+    EXPECT_EQ(e->endpoint, kDlqFulfil) << c.order;
     EXPECT_EQ(e->call_index, 0) << c.order;
   }
   // 5xx and timeouts: exactly the configured attempts were sent, all with one Idempotency-Key.
   EXPECT_EQ(RequestsTo(FulfilPath("C500")), 3u);
   EXPECT_EQ(KeysSeen(FulfilPath("C500")).size(), 1u);
-  EXPECT_TRUE(WaitFor([&] { return RequestsTo(FulfilPath("CLATE")) >= 2; }));
+  EXPECT_TRUE(DlqWaitFor([&] { return RequestsTo(FulfilPath("CLATE")) >= 2; }));
   EXPECT_EQ(fixture_.erp().effects(FulfilPath("CLATE")), 1u);
 
   // The operator's view agrees.
@@ -209,7 +197,7 @@ TEST_F(HostDlqTest, AuthFailurePausesTheCapabilityUntilResumedThenOneEffect) {
   auto paused = RunClawguard({"capability", "list", "--store", Store(), "--json"});
   ASSERT_EQ(paused.exit_code, 0) << paused.err;
   EXPECT_NE(paused.out.find("acme-orders"), std::string::npos) << paused.out;
-  EXPECT_NE(paused.out.find(kFulfil), std::string::npos) << paused.out;
+  EXPECT_NE(paused.out.find(kDlqFulfil), std::string::npos) << paused.out;
 
   // While paused nothing more is sent, though the outbox row stays due (deferred, not dead).
   const size_t sent = RequestsTo(path);
@@ -222,10 +210,11 @@ TEST_F(HostDlqTest, AuthFailurePausesTheCapabilityUntilResumedThenOneEffect) {
   fixture_.erp().SetAnswer(path, ErpAnswer{});
   auto replay = RunClawguard({"dlq", "replay", std::to_string(entry->id), "--store", Store()});
   ASSERT_EQ(replay.exit_code, 0) << replay.out << replay.err;
-  EXPECT_TRUE(WaitFor([&] { return StateOf(entry->id) == DlqState::kReplayed; }));
-  auto resume = RunClawguard({"capability", "resume", "acme-orders", kFulfil, "--store", Store()});
+  EXPECT_TRUE(DlqWaitFor([&] { return StateOf(entry->id) == DlqState::kReplayed; }));
+  auto resume =
+      RunClawguard({"capability", "resume", "acme-orders", kDlqFulfil, "--store", Store()});
   ASSERT_EQ(resume.exit_code, 0) << resume.out << resume.err;
-  EXPECT_TRUE(WaitFor([&] { return fixture_.erp().effects(path) >= 1; }));
+  EXPECT_TRUE(DlqWaitFor([&] { return fixture_.erp().effects(path) >= 1; }));
   EXPECT_EQ(fixture_.erp().effects(path), 1u);
   EXPECT_EQ(KeysSeen(path).size(), 1u);
 
@@ -251,8 +240,8 @@ TEST_F(HostDlqTest, ReplayAfterRetriesSpentResendsWithTheSameIdempotencyKey) {
   fixture_.erp().SetAnswer(path, ErpAnswer{});
   auto replay = RunClawguard({"dlq", "replay", std::to_string(entry->id), "--store", Store()});
   ASSERT_EQ(replay.exit_code, 0) << replay.out << replay.err;
-  EXPECT_TRUE(WaitFor([&] { return fixture_.erp().effects(path) >= 1; }));
-  EXPECT_TRUE(WaitFor([&] { return StateOf(entry->id) == DlqState::kReplayed; }));
+  EXPECT_TRUE(DlqWaitFor([&] { return fixture_.erp().effects(path) >= 1; }));
+  EXPECT_TRUE(DlqWaitFor([&] { return StateOf(entry->id) == DlqState::kReplayed; }));
   EXPECT_EQ(fixture_.erp().effects(path), 1u);
   EXPECT_EQ(RequestsTo(path), 4u);
   EXPECT_EQ(KeysSeen(path).size(), 1u) << "the replay must reuse the call's Idempotency-Key";

@@ -35,7 +35,7 @@ using ht::HostFixtureOptions;
 
 constexpr uint64_t kNoFile = 1024;
 constexpr int kFlood = 1100;
-constexpr int kDeliveries = 20;
+constexpr int kFloodDeliveries = 20;
 
 // AdminReady is the admin listener's detailed /readyz (null when it cannot be had).
 nlohmann::json AdminReady(const HostFixture& fixture) {
@@ -82,11 +82,11 @@ class HostFloodE2eTest : public ::testing::Test {
     o.slow_loris = slow_loris;
     return ht::FloodClient::Open(o);
   }
-  // DeliverAll sends |kDeliveries| fresh signed webhooks, each on a new connection; returns how
-  // many were answered 2xx.
+  // DeliverAll sends |kFloodDeliveries| fresh signed webhooks, each on a new connection; returns
+  // how many were answered 2xx.
   int DeliverAll(const std::string& prefix) {
     int answered = 0;
-    for (int i = 0; i < kDeliveries; ++i) {
+    for (int i = 0; i < kFloodDeliveries; ++i) {
       const ht::Reply r = fixture_.Deliver(prefix + std::to_string(i),
                                            HostFixture::OrderBody(prefix + std::to_string(i)));
       if (r.ok && r.status >= 200 && r.status < 300) ++answered;
@@ -139,10 +139,10 @@ TEST_F(HostFloodE2eTest, SignedWebhooksAreAnsweredWhileIdleAndSlowConnectionsFlo
               << " (fd limit " << kNoFile << "), host fds " << fds_full << ", shed "
               << after["connections"]["shed_total"] << ", refused "
               << after["connections"]["refused_total"] << ", flood sockets closed by the host "
-              << held.closed << ", signed webhooks answered " << answered << "/" << kDeliveries
+              << held.closed << ", signed webhooks answered " << answered << "/" << kFloodDeliveries
               << "\n";
     EXPECT_EQ(flood->connected(), kFlood);
-    EXPECT_EQ(answered, kDeliveries) << kind;
+    EXPECT_EQ(answered, kFloodDeliveries) << kind;
     EXPECT_LE(fds_full, kNoFile);
     ASSERT_TRUE(main_ready.ok);
     EXPECT_EQ(main_ready.status, 200);
@@ -169,7 +169,7 @@ TEST_F(HostFloodE2eTest, OnePeerCannotHoldMoreThanItsShare) {
   EXPECT_EQ(after["connections"]["peers"], 1);
   EXPECT_EQ(after["connections"]["refused_total"], 0);
   EXPECT_EQ(DeliverAll("msg_one_peer_"),
-            kDeliveries);  // 127.0.0.1 is another peer: never held back
+            kFloodDeliveries);  // 127.0.0.1 is another peer: never held back
   ASSERT_TRUE(WaitFor([&] { return flood->Count().closed >= kFlood - per_peer; }));
   const ht::FloodCount held = flood->Count();
   EXPECT_LE(held.open, per_peer);
@@ -201,7 +201,7 @@ class HostBusyFloodE2eTest : public ::testing::Test {
  protected:
   static constexpr int kPerPeer = 4;
   static constexpr int kMax = 16;  // listen.max_connections: the smallest allowed, filled at once
-  static constexpr int kDeliveries = 20;
+  static constexpr int kFloodDeliveries = 20;
   void SetUp() override {
     HostFixtureOptions o;
     o.workers = 2;
@@ -274,7 +274,7 @@ TEST_P(HostBusyFloodJunkE2eTest,
   });
   int answered = 0;
   int attempts = 0;
-  for (int i = 0; full && i < kDeliveries; ++i) {
+  for (int i = 0; full && i < kFloodDeliveries; ++i) {
     const std::string id = "msg_busy_flood_" + std::to_string(i);
     // Retried as a platform retries a delivery that got no answer (at most 10 times here).
     ht::Reply r;
@@ -292,9 +292,9 @@ TEST_P(HostBusyFloodJunkE2eTest,
             << " closed by the host; host holds " << during["connections"]["open"] << " of " << kMax
             << ", shed " << during["connections"]["shed_total"] << ", refused "
             << during["connections"]["refused_total"] << "; signed webhooks answered " << answered
-            << "/" << kDeliveries << " in " << attempts << " attempts\n";
+            << "/" << kFloodDeliveries << " in " << attempts << " attempts\n";
   ASSERT_TRUE(full) << AdminReady(fixture_);
-  EXPECT_EQ(answered, kDeliveries);
+  EXPECT_EQ(answered, kFloodDeliveries);
   EXPECT_EQ(during["connections"]["refused_total"], 0);
   EXPECT_GT(flood->opened_total(), static_cast<uint64_t>(fo.connections));  // the host closed some
   flood.reset();

@@ -27,9 +27,9 @@ using testing::HostFixtureOptions;
 using testing::RawConnection;
 using testing::Reply;
 
-constexpr int kEvents = 1000;
-constexpr int kDeliveriesPerEvent = 5;
-constexpr int kClients = 8;
+constexpr int kLoadEvents = 1000;
+constexpr int kLoadDeliveriesPerEvent = 5;
+constexpr int kLoadClients = 8;
 constexpr std::chrono::seconds kRetryGuard{120};  // 409s are retried; a guard against a hang only
 
 struct EventLog {
@@ -50,17 +50,17 @@ TEST_P(HostLoadTest, ThousandEventsFiveDeliveriesEightKeepAliveClients) {
   // Every (event, delivery) pair once, in a fixed shuffled order: deliveries of one event meet
   // each other in flight (409, retried) and after completion (replays).
   std::vector<int> work;
-  for (int e = 0; e < kEvents; ++e) {
-    for (int d = 0; d < kDeliveriesPerEvent; ++d) work.push_back(e);
+  for (int e = 0; e < kLoadEvents; ++e) {
+    for (int d = 0; d < kLoadDeliveriesPerEvent; ++d) work.push_back(e);
   }
   std::shuffle(work.begin(), work.end(), std::mt19937(20261202));
-  std::vector<EventLog> logs(kEvents);
+  std::vector<EventLog> logs(kLoadEvents);
   std::atomic<size_t> next{0};
   std::atomic<int> failures{0};
 
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::thread> clients;
-  for (int c = 0; c < kClients; ++c) {
+  for (int c = 0; c < kLoadClients; ++c) {
     clients.emplace_back([&] {
       std::unique_ptr<RawConnection> conn = RawConnection::Connect(f.main_port());
       for (size_t i = next++; i < work.size(); i = next++) {
@@ -98,22 +98,22 @@ TEST_P(HostLoadTest, ThousandEventsFiveDeliveriesEightKeepAliveClients) {
   const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - started);
   // Reported for the record (never asserted: the machine is shared).
-  std::cout << "[ load ] " << kEvents * kDeliveriesPerEvent << " deliveries in " << elapsed.count()
-            << " ms\n";
+  std::cout << "[ load ] " << kLoadEvents * kLoadDeliveriesPerEvent << " deliveries in "
+            << elapsed.count() << " ms\n";
 
   EXPECT_EQ(failures.load(), 0);
-  for (int e = 0; e < kEvents; ++e) {
+  for (int e = 0; e < kLoadEvents; ++e) {
     const EventLog& log = logs[e];
     ASSERT_TRUE(log.other_statuses.empty())
         << "event " << e << " got " << log.other_statuses.front();
     ASSERT_EQ(log.processed, 1) << "event " << e;
     EXPECT_EQ(log.first_body, R"({"status":"fulfilled"})") << e;
-    ASSERT_EQ(log.replay_bodies.size(), static_cast<size_t>(kDeliveriesPerEvent - 1)) << e;
+    ASSERT_EQ(log.replay_bodies.size(), static_cast<size_t>(kLoadDeliveriesPerEvent - 1)) << e;
     for (const std::string& b : log.replay_bodies) EXPECT_EQ(b, log.first_body) << e;
     ASSERT_EQ(f.erp().effects("/orders/ord_" + std::to_string(e) + "/fulfil"), 1u) << e;
   }
-  EXPECT_EQ(f.erp().effects("/inventory/adjust"), static_cast<size_t>(kEvents));
-  EXPECT_EQ(f.erp().effects_total(), static_cast<size_t>(2 * kEvents));
+  EXPECT_EQ(f.erp().effects("/inventory/adjust"), static_cast<size_t>(kLoadEvents));
+  EXPECT_EQ(f.erp().effects_total(), static_cast<size_t>(2 * kLoadEvents));
   EXPECT_EQ(f.erp().duplicates(), 0u);
   EXPECT_TRUE(f.erp().AtMostOneEffectPerKey());
   EXPECT_EQ(f.StopHost(), 0);

@@ -28,24 +28,10 @@ using testing::HostFixture;
 using testing::ParsePromText;
 using testing::PromText;
 
-constexpr const char* kAdminToken = "metrics-e2e-admin-token-0123456789abcd";
+constexpr const char* kMetricsAdminToken = "metrics-e2e-admin-token-0123456789abcd";
 
-Result<HostStores> OpenSqlite(const std::string& url, const Clock& clock) {
-  if (url.rfind("sqlite:", 0) != 0)
-    return Status(Reason::kStoreUnavailable, "only sqlite: in this test");
-  const std::string path = url.substr(7);
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  HostStores s;
-  CLAWGUARD_ASSIGN_OR_RETURN(s.idempotency, sqlite::SqliteIdempotencyStore::Open(path, clock));
-  CLAWGUARD_ASSIGN_OR_RETURN(s.outbox, sqlite::SqliteOutbox::Open(path, clock));
-  CLAWGUARD_ASSIGN_OR_RETURN(s.ledger, SqliteLedger::Open(path, clock));
-  CLAWGUARD_ASSIGN_OR_RETURN(s.dlq, sqlite::SqliteDlq::Open(path, clock));
-  return s;
-}
-
-std::optional<std::string> Env(const std::string& name) {
-  if (name == "E2E_ADMIN") return kAdminToken;
+std::optional<std::string> MetricsEnv(const std::string& name) {
+  if (name == "E2E_ADMIN") return kMetricsAdminToken;
   if (name == "E2E_SECRET") return "whsec_" + Base64Encode(HostFixture::kHookKey);
   if (name == "E2E_ERP") return "Bearer metrics-e2e-erp-token-0123456789";
   return std::nullopt;
@@ -79,9 +65,10 @@ TEST(HostMetricsE2eTest, CountersAfterAScriptedSequence) {
   // One refused package beside the signed one: no signature bundle → unsigned.
   WriteFile(fixture.dir().Sub("plugins/bogus-1.0.0.claw"), "not a package");
   const std::string yaml = fixture.dir().Sub("host.yaml");
-  auto config = HostConfig::Parse(ReadFile(yaml), yaml, &Env);
+  auto config = HostConfig::Parse(ReadFile(yaml), yaml, &MetricsEnv);
   ASSERT_TRUE(config.ok()) << config.error().ToString();
-  auto created = HostApp::Create(std::move(config).value(), SystemClock::Instance(), &OpenSqlite);
+  auto created = HostApp::Create(std::move(config).value(), SystemClock::Instance(),
+                                 &testing::OpenSqliteStores);
   ASSERT_TRUE(created.ok()) << created.error().ToString();
   std::unique_ptr<HostApp> app = std::move(created).value();
   ASSERT_TRUE(app->Start().ok());
@@ -110,11 +97,11 @@ TEST(HostMetricsE2eTest, CountersAfterAScriptedSequence) {
     auto anonymous = Get(app->admin_port(), path, "");
     ASSERT_TRUE(anonymous.ok());
     EXPECT_EQ(anonymous->status, 401) << path;
-    auto wrong = Get(app->admin_port(), path, std::string(kAdminToken) + "x");
+    auto wrong = Get(app->admin_port(), path, std::string(kMetricsAdminToken) + "x");
     ASSERT_TRUE(wrong.ok());
     EXPECT_EQ(wrong->status, 401) << path;
   }
-  auto scraped = Get(app->admin_port(), "/metrics", kAdminToken);
+  auto scraped = Get(app->admin_port(), "/metrics", kMetricsAdminToken);
   ASSERT_TRUE(scraped.ok()) << scraped.error().ToString();
   ASSERT_EQ(scraped->status, 200);
   std::string error;
@@ -161,7 +148,7 @@ TEST(HostMetricsE2eTest, CountersAfterAScriptedSequence) {
   EXPECT_EQ(scraped->body.find("metrics-e2e-erp-token"), std::string::npos);
 
   // /ops: both packages, the duplicate count.
-  auto ops = Get(app->admin_port(), "/ops", kAdminToken);
+  auto ops = Get(app->admin_port(), "/ops", kMetricsAdminToken);
   ASSERT_TRUE(ops.ok());
   EXPECT_EQ(ops->status, 200);
   const OpsSnapshot snapshot = app->SnapshotOps();

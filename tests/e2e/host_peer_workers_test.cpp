@@ -44,34 +44,21 @@ using tools::HostileErp;
 using tools::HostileMode;
 
 constexpr const char* kPlugin = "acme-orders";
-constexpr const char* kFulfil = "POST /orders/{id}/fulfil";
+constexpr const char* kPeersFulfil = "POST /orders/{id}/fulfil";
 constexpr const char* kAdjust = "POST /inventory/adjust";
-constexpr const char* kAdminToken = "peers-test-admin-token-0123456789abcdefgh";
-constexpr auto kPatience = std::chrono::seconds(60);  // an upper bound for polling, never asserted
+constexpr const char* kPeersAdminToken = "peers-test-admin-token-0123456789abcdefgh";
+constexpr auto kPeersPatience =
+    std::chrono::seconds(60);  // an upper bound for polling, never asserted
 
-Result<HostStores> OpenSqlite(const std::string& url, const Clock& clock) {
-  if (url.rfind("sqlite:", 0) != 0)
-    return Status(Reason::kStoreUnavailable, "only sqlite: in this test");
-  const std::string path = url.substr(7);
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  HostStores s;
-  CLAWGUARD_ASSIGN_OR_RETURN(s.idempotency, sqlite::SqliteIdempotencyStore::Open(path, clock));
-  CLAWGUARD_ASSIGN_OR_RETURN(s.outbox, sqlite::SqliteOutbox::Open(path, clock));
-  CLAWGUARD_ASSIGN_OR_RETURN(s.ledger, SqliteLedger::Open(path, clock));
-  CLAWGUARD_ASSIGN_OR_RETURN(s.dlq, sqlite::SqliteDlq::Open(path, clock));
-  return s;
-}
-
-std::optional<std::string> Env(const std::string& name) {
-  if (name == "E2E_ADMIN") return kAdminToken;
+std::optional<std::string> PeersEnv(const std::string& name) {
+  if (name == "E2E_ADMIN") return kPeersAdminToken;
   if (name == "E2E_SECRET") return "whsec_" + Base64Encode(HostFixture::kHookKey);
   if (name == "E2E_ERP") return "Bearer peers-test-erp-token-0123456789ab";
   return std::nullopt;
 }
 
-bool WaitFor(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+bool PeersWaitFor(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + kPeersPatience;
   while (std::chrono::steady_clock::now() < deadline) {
     if (done()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -102,9 +89,10 @@ class HostPeerWorkersTest : public ::testing::Test {
     ASSERT_NE(at, std::string::npos) << yaml;
     yaml.replace(at, from.size(), "base_url: " + erp_->base_url() + "\n");
     WriteFile(path, yaml);
-    auto config = HostConfig::Parse(yaml, path, &Env);
+    auto config = HostConfig::Parse(yaml, path, &PeersEnv);
     ASSERT_TRUE(config.ok()) << config.error().ToString();
-    auto app = HostApp::Create(std::move(config).value(), SystemClock::Instance(), &OpenSqlite);
+    auto app = HostApp::Create(std::move(config).value(), SystemClock::Instance(),
+                               &testing::OpenSqliteStores);
     ASSERT_TRUE(app.ok()) << app.error().ToString();
     app_ = std::move(app).value();
     ASSERT_TRUE(app_->Start().ok());
@@ -147,13 +135,13 @@ TEST_F(HostPeerWorkersTest, APauseIsHonouredWithinItsRefreshPeriodWhileTheWorker
   ASSERT_EQ(nlohmann::json::parse(confirm.out)["confirmed"], 2);
 
   // The outbox worker sends the first confirmed intent; the ERP never answers it.
-  ASSERT_TRUE(WaitFor([&] { return erp_->Stats().requests >= 1; }))
+  ASSERT_TRUE(PeersWaitFor([&] { return erp_->Stats().requests >= 1; }))
       << ReadFile(fixture_.audit_log());
   const tools::HostileErpStats first = erp_->Stats();
   ASSERT_EQ(first.requests, 1u);
   const bool fulfil_hung = first.keys.count(ErpCallKey(key, kPlugin, 0)) == 1;
-  const std::string waiting = fulfil_hung ? kAdjust : kFulfil;  // the intent queued behind it
-  ASSERT_TRUE(WaitFor([&] { return Background()["workers"]["outbox"]["busy"] == true; }));
+  const std::string waiting = fulfil_hung ? kAdjust : kPeersFulfil;  // the intent queued behind it
+  ASSERT_TRUE(PeersWaitFor([&] { return Background()["workers"]["outbox"]["busy"] == true; }));
   const nlohmann::json before = Background();
   const int64_t busy_since = before["workers"]["outbox"]["busy_since_ms"];
   EXPECT_EQ(before["period_ms"], kOpsLoopPeriodMs);
@@ -163,7 +151,7 @@ TEST_F(HostPeerWorkersTest, APauseIsHonouredWithinItsRefreshPeriodWhileTheWorker
   // Wait for the pause to be in force in the host, or for the hung send to end (which would make
   // the check below fail: the pause must not wait for the ERP).
   nlohmann::json seen;
-  ASSERT_TRUE(WaitFor([&] {
+  ASSERT_TRUE(PeersWaitFor([&] {
     seen = Background();
     return Paused(seen, waiting) || seen["workers"]["outbox"]["busy"] != true ||
            seen["workers"]["outbox"]["busy_since_ms"] != busy_since;
@@ -180,7 +168,7 @@ TEST_F(HostPeerWorkersTest, APauseIsHonouredWithinItsRefreshPeriodWhileTheWorker
   // The loop keeps its period: five more ticks while the worker is still in that one send.
   const int64_t ticks = seen["ticks"];
   nlohmann::json later;
-  ASSERT_TRUE(WaitFor([&] {
+  ASSERT_TRUE(PeersWaitFor([&] {
     later = Background();
     return later["ticks"].get<int64_t>() >= ticks + 5 ||
            later["workers"]["outbox"]["busy_since_ms"] != busy_since;
@@ -193,7 +181,7 @@ TEST_F(HostPeerWorkersTest, APauseIsHonouredWithinItsRefreshPeriodWhileTheWorker
   // The hung call ends (the ERP goes away); the worker moves on to the waiting intent, which the
   // pause holds back: never attempted.
   erp_->Stop();
-  ASSERT_TRUE(WaitFor([&] { return Calls(waiting, "paused") >= 1; }))
+  ASSERT_TRUE(PeersWaitFor([&] { return Calls(waiting, "paused") >= 1; }))
       << ReadFile(fixture_.audit_log());
   for (const char* outcome :
        {"success", "client_error", "rate_limited", "server_error", "timeout", "transport_error"}) {

@@ -49,7 +49,7 @@ using testing::Reply;
 using tools::HostileErp;
 using tools::HostileMode;
 
-constexpr int kEvents = 4;  // each: call 0 fulfils, call 1 adjusts its one line
+constexpr int kHostileEvents = 4;  // each: call 0 fulfils, call 1 adjusts its one line
 
 struct HostileCase {
   const char* name;
@@ -229,10 +229,10 @@ TEST_P(HostileErpTest, OneEffectPerCallEachRowHoldsItsOwnAnswerAndEveryDeliveryI
   // Deliver every event at once, each retried as a platform does until its answer is stored.
   std::atomic<int> unanswered{0};
   std::mutex mu;
-  std::vector<Reply> last(kEvents);
+  std::vector<Reply> last(kHostileEvents);
   std::vector<std::thread> platform;
-  platform.reserve(kEvents);
-  for (int e = 0; e < kEvents; ++e) {
+  platform.reserve(kHostileEvents);
+  for (int e = 0; e < kHostileEvents; ++e) {
     platform.emplace_back([&, e] {
       const std::string id = "msg_hostile_" + std::to_string(e);
       const std::string body = HostFixture::OrderBody("ord_" + std::to_string(e));
@@ -250,7 +250,7 @@ TEST_P(HostileErpTest, OneEffectPerCallEachRowHoldsItsOwnAnswerAndEveryDeliveryI
   }
   for (auto& t : platform) t.join();
   EXPECT_EQ(unanswered.load(), 0) << "the host left deliveries without an answer";
-  for (int e = 0; e < kEvents; ++e) {
+  for (int e = 0; e < kHostileEvents; ++e) {
     EXPECT_EQ(last[static_cast<size_t>(e)].status, 200)
         << c.name << " event " << e << ": " << last[static_cast<size_t>(e)].body;
     EXPECT_EQ(last[static_cast<size_t>(e)].body, R"({"status":"fulfilled"})");
@@ -259,7 +259,7 @@ TEST_P(HostileErpTest, OneEffectPerCallEachRowHoldsItsOwnAnswerAndEveryDeliveryI
 
   // The calls, by their derived Idempotency-Keys.
   std::set<std::string> keys;
-  for (int e = 0; e < kEvents; ++e) {
+  for (int e = 0; e < kHostileEvents; ++e) {
     const std::string id = "msg_hostile_" + std::to_string(e);
     const std::string order = "ord_" + std::to_string(e);
     const std::string event =

@@ -250,7 +250,7 @@ TEST(RedactJsonLineTest, CutsLongValuesAndDeepNesting) {
 // ---------------------------------------------------------------------------------------------
 // A real host process
 
-constexpr const char* kAdminToken = "redaction-admin-token-0123456789abcdefgh";
+constexpr const char* kRedactionAdminToken = "redaction-admin-token-0123456789abcdefgh";
 constexpr const char* kErpToken = "redaction-erp-token-5551234";
 constexpr std::string_view kPreviousHookKey = "previous-hook-key-ABCDEFGHIJKLMNOP";
 
@@ -315,8 +315,8 @@ std::vector<std::string> Lines(const std::string& text) {
 
 // Secrets lists every form of every secret the host was given.
 std::vector<std::string> Secrets() {
-  std::vector<std::string> raw = {kAdminToken, std::string("Bearer ") + kErpToken, kErpToken,
-                                  std::string(HostFixture::kHookKey),
+  std::vector<std::string> raw = {kRedactionAdminToken, std::string("Bearer ") + kErpToken,
+                                  kErpToken, std::string(HostFixture::kHookKey),
                                   std::string(kPreviousHookKey)};
   std::vector<std::string> all;
   for (const auto& s : raw) {
@@ -340,7 +340,7 @@ void ExpectCleanJsonLines(const std::string& what, const std::string& text) {
   }
 }
 
-int Send(uint16_t port, const std::string& raw) {
+int SendRaw(uint16_t port, const std::string& raw) {
   auto conn = testing::RawConnection::Connect(port);
   if (conn == nullptr || !conn->Send(raw)) return 0;
   return conn->ReadResponse().status;
@@ -405,7 +405,7 @@ TEST(LogRedactionE2eTest, NoSecretReachesAnyHostLogLine) {
   erp.SetAnswer("/orders/ELATE/fulfil", late);
 
   const std::vector<std::pair<std::string, std::string>> env = {
-      {"E2E_ADMIN", kAdminToken},
+      {"E2E_ADMIN", kRedactionAdminToken},
       {"E2E_SECRET", "whsec_" + Base64Encode(HostFixture::kHookKey)},
       {"E2E_PREVIOUS", "whsec_" + Base64Encode(kPreviousHookKey)},
       {"E2E_ERP", std::string("Bearer ") + kErpToken}};
@@ -424,21 +424,21 @@ TEST(LogRedactionE2eTest, NoSecretReachesAnyHostLogLine) {
     // Forged signature, stale timestamp, then a good delivery signed with the previous secret.
     std::string forged = HostFixture::SignedRequest("msg_forged", HostFixture::OrderBody("F1"));
     forged.replace(forged.find("\"F1\""), 4, "\"F2\"");
-    EXPECT_EQ(Send(main, forged), 401);
-    EXPECT_EQ(Send(main, SignedWith(HostFixture::kHookKey, "msg_stale", now - 3600,
-                                    HostFixture::OrderBody("S1"))),
+    EXPECT_EQ(SendRaw(main, forged), 401);
+    EXPECT_EQ(SendRaw(main, SignedWith(HostFixture::kHookKey, "msg_stale", now - 3600,
+                                       HostFixture::OrderBody("S1"))),
               401);
     EXPECT_EQ(
-        Send(main, SignedWith(kPreviousHookKey, "msg_prev", now, HostFixture::OrderBody("P1"))),
+        SendRaw(main, SignedWith(kPreviousHookKey, "msg_prev", now, HostFixture::OrderBody("P1"))),
         200);
     // Wrong admin tokens (one holds the real token as a prefix).
-    EXPECT_EQ(GetAdmin(admin, "/metrics", std::string(kAdminToken) + "x"), 401);
+    EXPECT_EQ(GetAdmin(admin, "/metrics", std::string(kRedactionAdminToken) + "x"), 401);
     EXPECT_EQ(GetAdmin(admin, "/metrics", "wrong-admin-token-zzzzzzzzzzzzzzzzzzzzzzz"), 401);
-    EXPECT_EQ(GetAdmin(admin, "/metrics", kAdminToken), 200);
+    EXPECT_EQ(GetAdmin(admin, "/metrics", kRedactionAdminToken), 200);
     // The ERP fails, answers too late, refuses the credentials (last: a 401 pauses the capability).
     for (const std::string& order : {std::string("E500"), std::string("ELATE"), e401}) {
       const int status =
-          Send(main, HostFixture::SignedRequest("msg_" + order, HostFixture::OrderBody(order)));
+          SendRaw(main, HostFixture::SignedRequest("msg_" + order, HostFixture::OrderBody(order)));
       EXPECT_NE(status, 0) << order;
     }
     // The ERP saw every call, with the credential (so it was there to leak) …

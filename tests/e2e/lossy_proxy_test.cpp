@@ -144,21 +144,21 @@ TEST(LossyProxyTest, DecisionsFollowTheSeed) {
 
 // ---- The host behind the lossy link ----------------------------------------------------------
 
-constexpr int kEvents = 60;
-constexpr int kClients = 4;
+constexpr int kLossyEvents = 60;
+constexpr int kLossyClients = 4;
 constexpr int kLossyDeliveries = 2;  // per event while 80 % is lost
 constexpr int kLossPercent = 80;
 
 std::string EventId(int e) { return "msg_lossy_" + std::to_string(e); }
 std::string OrderId(int e) { return "ord_lossy_" + std::to_string(e); }
 
-// ForEachEvent runs |fn(e)| for every event, kClients threads, each its own share of events.
+// ForEachEvent runs |fn(e)| for every event, kLossyClients threads, each its own share of events.
 template <typename Fn>
 void ForEachEvent(Fn fn) {
   std::vector<std::thread> clients;
-  for (int c = 0; c < kClients; ++c) {
+  for (int c = 0; c < kLossyClients; ++c) {
     clients.emplace_back([&, c] {
-      for (int e = c; e < kEvents; e += kClients) fn(e);
+      for (int e = c; e < kLossyEvents; e += kLossyClients) fn(e);
     });
   }
   for (auto& t : clients) t.join();
@@ -181,7 +181,7 @@ TEST(ErpBehindLossyProxyTest, EveryEventGetsExactlyOneEffectPerCallAfterTheLinkR
   // Phase 1: the lossy link. Deliveries may get 200 (both calls went through) or 500/503 (a
   // call got no answer; its outbox row waits for the retry worker): never a wrong answer.
   std::atomic<int> lossy_ok{0}, lossy_other{0};
-  std::vector<std::string> bad(kEvents);
+  std::vector<std::string> bad(kLossyEvents);
   ForEachEvent([&](int e) {
     for (int d = 0; d < kLossyDeliveries; ++d) {
       const Reply r = f.Deliver(EventId(e), HostFixture::OrderBody(OrderId(e)));
@@ -196,20 +196,21 @@ TEST(ErpBehindLossyProxyTest, EveryEventGetsExactlyOneEffectPerCallAfterTheLinkR
       }
     }
   });
-  for (int e = 0; e < kEvents; ++e) EXPECT_EQ(bad[e], "") << "event " << e << " during the loss";
+  for (int e = 0; e < kLossyEvents; ++e)
+    EXPECT_EQ(bad[e], "") << "event " << e << " during the loss";
   const LossyProxyCounts during = proxy->counts();
   EXPECT_GT(during.lost(), during.forwarded)
       << "the link was meant to lose about " << kLossPercent << " %";
 
   // Phase 2: the link recovers; the platform keeps retrying until each event is answered.
   proxy->SetLossPercent(0);
-  std::vector<Reply> final_reply(kEvents);
+  std::vector<Reply> final_reply(kLossyEvents);
   ForEachEvent([&](int e) {
     final_reply[e] =
         f.DeliverUntilStored(EventId(e), HostFixture::OrderBody(OrderId(e)), /*max_attempts=*/300,
                              /*pause_ms=*/50);
   });
-  for (int e = 0; e < kEvents; ++e) {
+  for (int e = 0; e < kLossyEvents; ++e) {
     ASSERT_TRUE(final_reply[e].ok) << "event " << e << " got no answer after the link recovered";
     ASSERT_EQ(final_reply[e].status, 200) << "event " << e << ": " << final_reply[e].body;
     EXPECT_EQ(final_reply[e].body, kFulfilled) << e;
@@ -219,13 +220,14 @@ TEST(ErpBehindLossyProxyTest, EveryEventGetsExactlyOneEffectPerCallAfterTheLinkR
   }
 
   // The ERP: every 200 means both calls were answered 2xx, so the effects are all there now.
-  ASSERT_TRUE(WaitFor([&] { return f.erp().effects_total() >= static_cast<size_t>(2 * kEvents); }));
+  ASSERT_TRUE(
+      WaitFor([&] { return f.erp().effects_total() >= static_cast<size_t>(2 * kLossyEvents); }));
   EXPECT_EQ(f.StopHost(), 0);
-  for (int e = 0; e < kEvents; ++e) {
+  for (int e = 0; e < kLossyEvents; ++e) {
     EXPECT_EQ(f.erp().effects("/orders/" + OrderId(e) + "/fulfil"), 1u) << "event " << e;
   }
-  EXPECT_EQ(f.erp().effects("/inventory/adjust"), static_cast<size_t>(kEvents));
-  EXPECT_EQ(f.erp().effects_total(), static_cast<size_t>(2 * kEvents));
+  EXPECT_EQ(f.erp().effects("/inventory/adjust"), static_cast<size_t>(kLossyEvents));
+  EXPECT_EQ(f.erp().effects_total(), static_cast<size_t>(2 * kLossyEvents));
   EXPECT_TRUE(f.erp().AtMostOneEffectPerKey());
   const LossyProxyCounts total = proxy->counts();
   // Every lost answer is a call the ERP acted on that the host later resent with the same key.

@@ -35,7 +35,7 @@ using testing::RecordedRequest;
 using testing::Reply;
 using testing::WaitFor;
 
-constexpr int kClients = 6;
+constexpr int kSigtermClients = 6;
 constexpr int kMaxEvents = 3000;  // the storm runs until the host stops; this only bounds it
 constexpr int kAnsweredBeforeStop = 120;  // events answered before the slow call and the SIGTERM
 constexpr const char* kFulfilled = R"({"status":"fulfilled"})";
@@ -102,7 +102,7 @@ TEST(SigtermLoadTest, DrainsInFlightRequestsExitsZeroAndLosesNothingAnswered) {
   std::mutex mu;  // guards events
   std::atomic<int> next{0}, answered{0};
   std::vector<std::thread> clients;
-  for (int c = 0; c < kClients; ++c) {
+  for (int c = 0; c < kSigtermClients; ++c) {
     clients.emplace_back([&] {
       std::unique_ptr<RawConnection> conn;
       for (int e = next++; e < kMaxEvents; e = next++) {

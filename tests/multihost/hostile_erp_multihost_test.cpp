@@ -38,20 +38,11 @@ using testing::RawConnection;
 using testing::Reply;
 using tools::HostileErp;
 
-constexpr int kEvents = 12;
+constexpr int kHostileEvents = 12;
 
-uint16_t MainPort(const HostProcess& p) {
-  const auto j = nlohmann::json::parse(p.first_line(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("main")) return 0;
-  const std::string main = j["main"].get<std::string>();
-  return static_cast<uint16_t>(std::stoi(main.substr(main.rfind(':') + 1)));
-}
+using testing::MainPort;
 
-Reply DeliverTo(uint16_t port, const std::string& webhook_id, const std::string& body) {
-  auto conn = RawConnection::Connect(port);
-  if (conn == nullptr) return Reply{};
-  return HostFixture::DeliverOn(*conn, webhook_id, body);
-}
+using testing::DeliverTo;
 
 class MultiHostHostileErpTest : public ::testing::Test {
  protected:
@@ -97,7 +88,7 @@ class MultiHostHostileErpTest : public ::testing::Test {
   // Deliver sends every event to a random host, retried as a platform does until |done|.
   void Deliver(int level, const std::function<bool(const Reply&)>& done) {
     std::vector<std::thread> platform;
-    for (int e = 0; e < kEvents; ++e) {
+    for (int e = 0; e < kHostileEvents; ++e) {
       platform.emplace_back([&, e] {
         std::mt19937 rng(static_cast<uint32_t>(e) + 7);
         Reply r;
@@ -126,10 +117,10 @@ class MultiHostHostileErpTest : public ::testing::Test {
   // one for it was in flight.
   void ExpectOneSendPerRowAtATime(int level) {
     const tools::HostileErpStats s = erp_->Stats();
-    EXPECT_EQ(s.effects, static_cast<size_t>(2 * kEvents)) << erp_->StatsJson();
+    EXPECT_EQ(s.effects, static_cast<size_t>(2 * kHostileEvents)) << erp_->StatsJson();
     EXPECT_EQ(s.max_effects_per_key, 1u) << erp_->StatsJson();
     EXPECT_EQ(s.overlapping, 0u) << erp_->StatsJson();
-    for (int e = 0; e < kEvents; ++e) {
+    for (int e = 0; e < kHostileEvents; ++e) {
       for (uint32_t i = 0; i < 2; ++i) {
         const std::string key = ErpCallKey(EventKey(level, e), "acme-orders", i);
         auto it = s.keys.find(key);
@@ -162,14 +153,14 @@ TEST_F(MultiHostHostileErpTest, IntentsConfirmedWhileTwoHostsRunAreEachSentByOne
   ASSERT_NO_FATAL_FAILURE(StartHosts(/*level=*/3, /*delay_ms=*/500));
   Deliver(3, [](const Reply& r) { return r.status == 202; });
   EXPECT_EQ(erp_->Stats().requests, 0u);
-  for (int e = 0; e < kEvents; ++e) {
+  for (int e = 0; e < kHostileEvents; ++e) {
     auto confirm = RunClawguard({"idem", "confirm", EventKey(3, e), "--store", db_.url(),
                                  "--audit-log", f_.dir().Sub("operator.jsonl")});
     ASSERT_EQ(confirm.exit_code, 0) << confirm.out << confirm.err;
   }
   const auto until =
       std::chrono::steady_clock::now() + std::chrono::seconds(120);  // a guard, not a measure
-  while (erp_->Stats().effects < static_cast<size_t>(2 * kEvents) &&
+  while (erp_->Stats().effects < static_cast<size_t>(2 * kHostileEvents) &&
          std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -37,7 +37,7 @@ using testing::RawConnection;
 constexpr char kAdminToken[] = "multihost-admin-token-0123456789abcdefgh";
 constexpr char kPackage[] = "acme-orders-1.4.2.claw";
 
-std::vector<std::pair<std::string, std::string>> HostEnv() {
+std::vector<std::pair<std::string, std::string>> OverwriteHostEnv() {
   return {{"E2E_ADMIN", kAdminToken},
           {"E2E_SECRET", "whsec_" + Base64Encode(HostFixture::kHookKey)},
           {"E2E_ERP", "Bearer e2e-erp-token-0123456789abcdef"}};
@@ -124,14 +124,16 @@ TEST(MultiHostLedgerTest, OverwrittenVersionIsRefusedOnHostBAfterHostAAcceptedTh
   ASSERT_NO_FATAL_FAILURE(Replace(b.Sub("allowlist.yaml"), sha_a, sha_b));
 
   HostProcess host_a, host_b;
-  ASSERT_TRUE(host_a.Start(a.dir().Sub("host.yaml"), HostEnv())) << ReadFile(a.audit_log());
+  ASSERT_TRUE(host_a.Start(a.dir().Sub("host.yaml"), OverwriteHostEnv()))
+      << ReadFile(a.audit_log());
   const nlohmann::json ready_a = AdminReady(host_a);
   ASSERT_TRUE(ready_a.is_object()) << host_a.first_line();
   ASSERT_EQ(ready_a["plugins"].size(), 1u) << ready_a.dump();
   EXPECT_EQ(ready_a["plugins"][0]["sha256"], sha_a);
   EXPECT_TRUE(ready_a["refused"].empty()) << ready_a.dump();
 
-  ASSERT_TRUE(host_b.Start(b.Sub("host.yaml"), HostEnv())) << ReadFile(b.Sub("audit.jsonl"));
+  ASSERT_TRUE(host_b.Start(b.Sub("host.yaml"), OverwriteHostEnv()))
+      << ReadFile(b.Sub("audit.jsonl"));
   const nlohmann::json ready_b = AdminReady(host_b);
   ASSERT_TRUE(ready_b.is_object()) << host_b.first_line();
   EXPECT_TRUE(ready_b["plugins"].empty()) << ready_b.dump();
@@ -172,7 +174,8 @@ TEST(MultiHostLedgerTest, OverwrittenVersionIsRefusedOnHostBAfterHostAAcceptedTh
   EXPECT_EQ(ready_a["ledger_anchor"]["state"], "anchored") << ready_a.dump();
   EXPECT_EQ(ready_b["ledger_anchor"]["state"], "trust_on_first_use") << ready_b.dump();
   EXPECT_NE(log_b.find("\"event\":\"ledger_anchor_adopted\""), std::string::npos) << log_b;
-  auto audited = RunClawguard({"audit", "--config", b.Sub("host.yaml"), "--json"}, HostEnv());
+  auto audited =
+      RunClawguard({"audit", "--config", b.Sub("host.yaml"), "--json"}, OverwriteHostEnv());
   ASSERT_EQ(audited.exit_code, 1) << audited.out << audited.err;
   bool adopted_high = false;
   const nlohmann::json report = nlohmann::json::parse(audited.out);
@@ -233,8 +236,8 @@ TEST(MultiHostLedgerTest, TwoHostsDeployingTwoVersionsAtOnceNeverDeployTheLowerO
 
   HostProcess host_a, host_b;
   bool started_a = false, started_b = false;
-  std::thread ta([&] { started_a = host_a.Start(a.dir().Sub("host.yaml"), HostEnv()); });
-  std::thread tb([&] { started_b = host_b.Start(b.Sub("host.yaml"), HostEnv()); });
+  std::thread ta([&] { started_a = host_a.Start(a.dir().Sub("host.yaml"), OverwriteHostEnv()); });
+  std::thread tb([&] { started_b = host_b.Start(b.Sub("host.yaml"), OverwriteHostEnv()); });
   ta.join();
   tb.join();
   ASSERT_TRUE(started_a) << ReadFile(a.audit_log());

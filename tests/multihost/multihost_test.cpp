@@ -54,18 +54,9 @@ std::vector<std::pair<std::string, std::string>> HostEnv() {
           {"E2E_ERP", "Bearer e2e-erp-token-0123456789abcdef"}};
 }
 
-uint16_t MainPort(const HostProcess& p) {
-  const auto j = nlohmann::json::parse(p.first_line(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("main")) return 0;
-  const std::string main = j["main"].get<std::string>();
-  return static_cast<uint16_t>(std::stoi(main.substr(main.rfind(':') + 1)));
-}
+using testing::MainPort;
 
-Reply DeliverTo(uint16_t port, const std::string& webhook_id, const std::string& body) {
-  auto conn = RawConnection::Connect(port);
-  if (conn == nullptr) return Reply{};
-  return HostFixture::DeliverOn(*conn, webhook_id, body);
-}
+using testing::DeliverTo;
 
 struct StormResult {
   int processed = 0;  // 200 not replayed

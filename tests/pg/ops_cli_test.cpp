@@ -21,8 +21,8 @@
 namespace clawguard {
 namespace {
 
-using testing::CommandResult;
-using testing::ReadFile;
+using clawguard::testing::CommandResult;
+using clawguard::testing::ReadFile;
 using testing::RunClawguard;
 
 nlohmann::json Json(const CommandResult& r) {
@@ -81,7 +81,7 @@ class PgOpsCliTest : public ::testing::Test {
     return out;
   }
 
-  testing::TempDir dir_;
+  clawguard::testing::TempDir dir_;
   testing::PgTestDb db_;
   std::unique_ptr<Dlq> dlq_;
   std::unique_ptr<IdempotencyStore> idem_;

@@ -14,6 +14,7 @@
 #include "postgresql/pg_ledger.h"
 #include "postgresql/pg_outbox.h"
 #include "postgresql/pg_schema.h"
+#include "support/fixed_time.h"
 #include "support/reason_matchers.h"
 
 using ::clawguard::testing::HasReason;
@@ -21,8 +22,8 @@ using ::clawguard::testing::HasReason;
 namespace clawguard::pg {
 namespace {
 
-constexpr int64_t kT0 = 1'796'000'000'000;
-constexpr int64_t kLease = 30'000;
+using ::clawguard::testing::kLease;
+using ::clawguard::testing::kT0;
 const std::string kFp(64, 'f');
 
 ClaimMeta Meta() { return ClaimMeta{"acme-orders", "order.created", 2, "msg_1", ""}; }

@@ -72,7 +72,7 @@ TEST(PgStoreCliTest, LedgerCommandsOpenAPostgresLedger) {
 }
 
 TEST(PgStoreCliTest, MigrateAlsoWorksOnSqlite) {
-  testing::TempDir dir;
+  clawguard::testing::TempDir dir;
   const auto r =
       RunClawguard({"store", "migrate", "--store", "sqlite:" + dir.Sub("state.db"), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

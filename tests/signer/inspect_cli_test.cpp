@@ -19,7 +19,7 @@ using ::clawguard::testing::RunClawguard;
 using ::clawguard::testing::TempDir;
 using ::clawguard::testing::WriteFile;
 
-constexpr const char* kManifest = R"(schema: clawguard/plugin/v1
+constexpr const char* kInspectManifest = R"(schema: clawguard/plugin/v1
 name: tiny
 version: 0.3.1
 publisher: acme
@@ -71,7 +71,7 @@ std::string LeafDer(EVP_PKEY* key) {
 class InspectCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    WriteFile(t_.Sub("src/manifest.yaml"), kManifest);
+    WriteFile(t_.Sub("src/manifest.yaml"), kInspectManifest);
     WriteFile(t_.Sub("src/lib/libtiny.so"), "tiny");
     auto r =
         RunClawguard({"pack", "--manifest", t_.Sub("src/manifest.yaml"), "--out", t_.Sub("out")});

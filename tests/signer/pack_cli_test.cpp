@@ -20,7 +20,7 @@ using ::clawguard::testing::TempDir;
 using ::clawguard::testing::WriteFile;
 using ::testing::HasSubstr;
 
-constexpr const char* kManifest = R"(schema: clawguard/plugin/v1
+constexpr const char* kCliManifest = R"(schema: clawguard/plugin/v1
 name: tiny
 version: 0.3.1
 publisher: acme
@@ -34,7 +34,7 @@ const std::string kStage = std::string(CLAWGUARD_BINARY_DIR) + "/examples/acme-o
 
 TEST(PackCliTest, PrintsPathAndSha256) {
   TempDir t;
-  WriteFile(t.Sub("src/manifest.yaml"), kManifest);
+  WriteFile(t.Sub("src/manifest.yaml"), kCliManifest);
   WriteFile(t.Sub("src/lib/libtiny.so"), "tiny");
   auto r = RunClawguard({"pack", "--manifest", t.Sub("src/manifest.yaml"), "--out", t.Sub("out")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -45,7 +45,7 @@ TEST(PackCliTest, PrintsPathAndSha256) {
 
 TEST(PackCliTest, JsonPrintsOneObject) {
   TempDir t;
-  WriteFile(t.Sub("m/manifest.yaml"), kManifest);
+  WriteFile(t.Sub("m/manifest.yaml"), kCliManifest);
   WriteFile(t.Sub("root/lib/libtiny.so"), "tiny");
   auto r = RunClawguard({"pack", "--manifest", t.Sub("m/manifest.yaml"), "--root", t.Sub("root"),
                          "--out", t.Sub("out"), "--json"});
@@ -60,7 +60,7 @@ TEST(PackCliTest, JsonPrintsOneObject) {
 
 TEST(PackCliTest, RefusedManifestExitsOne) {
   TempDir t;
-  std::string m = kManifest;
+  std::string m = kCliManifest;
   m.replace(m.find("0.3.1"), 5, "0.3.1+build.2");
   WriteFile(t.Sub("src/manifest.yaml"), m);
   WriteFile(t.Sub("src/lib/libtiny.so"), "tiny");
@@ -77,7 +77,7 @@ TEST(PackCliTest, RefusedManifestExitsOne) {
 
 TEST(PackCliTest, MissingFileExitsTwo) {
   TempDir t;
-  WriteFile(t.Sub("src/manifest.yaml"), kManifest);
+  WriteFile(t.Sub("src/manifest.yaml"), kCliManifest);
   auto r = RunClawguard({"pack", "--manifest", t.Sub("src/manifest.yaml"), "--out", t.Sub("out")});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("file_unreadable"));

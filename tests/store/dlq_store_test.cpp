@@ -19,6 +19,7 @@
 #include "clawguard/clock.h"
 #include "clawguard/store/dlq.h"
 #include "sqlite/sqlite_dlq.h"
+#include "support/fixed_time.h"
 #include "support/reason_matchers.h"
 #include "support/temp_dir.h"
 #ifdef CLAWGUARD_TEST_PG
@@ -31,8 +32,8 @@ using ::clawguard::testing::HasReason;
 namespace clawguard {
 namespace {
 
-constexpr int64_t kT0 = 1'796'000'000'000;  // 2026-12-01, fixed
-constexpr int64_t kLease = 30'000;
+using ::clawguard::testing::kLease;
+using ::clawguard::testing::kT0;
 
 // SqliteDlqFactory opens engines on one database file in a temp dir (a second Open is a second
 // connection: another host on the same store).

@@ -17,6 +17,7 @@
 #include "clawguard/store/outbox.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_outbox.h"
+#include "support/fixed_time.h"
 #include "support/reason_matchers.h"
 #include "support/temp_dir.h"
 #ifdef CLAWGUARD_TEST_PG
@@ -30,8 +31,8 @@ using ::clawguard::testing::HasReason;
 namespace clawguard {
 namespace {
 
-constexpr int64_t kT0 = 1'796'000'000'000;  // 2026-12-01, fixed
-constexpr int64_t kLease = 30'000;
+using ::clawguard::testing::kLease;
+using ::clawguard::testing::kT0;
 constexpr int64_t kDay = 86'400'000;
 
 class SqliteEngines {
@@ -142,26 +143,27 @@ using RetentionEngines = ::testing::Types<SqliteEngines>;
 #endif
 TYPED_TEST_SUITE(IdempotencyRetentionTest, RetentionEngines);
 
-const std::string kKey = std::string(64, 'a');
-const std::string kFp = std::string(64, 'f');
+const std::string kRetainedKey = std::string(64, 'a');
+const std::string kRetainedFp = std::string(64, 'f');
 
 TYPED_TEST(IdempotencyRetentionTest, StoresTheFirstClaimsRequestAndCompleteDeletesIt) {
   const std::string body("{\"order_id\":\"1001\",\"x\":\"\xff\0\"}", 28);
-  (void)this->MustClaim(kKey, kFp, this->Meta(body, "msg_1"));
+  (void)this->MustClaim(kRetainedKey, kRetainedFp, this->Meta(body, "msg_1"));
   this->clock_.Advance(kLease);
-  const ClaimOutcome retry = this->MustClaim(kKey, kFp, this->Meta("{\"other\":1}", "msg_2"));
+  const ClaimOutcome retry =
+      this->MustClaim(kRetainedKey, kRetainedFp, this->Meta("{\"other\":1}", "msg_2"));
   ASSERT_EQ(retry.kind, ClaimOutcome::Kind::kClaimed);
   EXPECT_TRUE(retry.taken_over);
-  auto rec = this->store_->Get(kKey);
+  auto rec = this->store_->Get(kRetainedKey);
   ASSERT_TRUE(rec.ok() && rec->has_value());
   EXPECT_TRUE((*rec)->has_request);
   EXPECT_EQ((*rec)->request_content_type, "application/json");
   EXPECT_EQ((*rec)->request_body, body);  // the first claim's, bytes intact
   EXPECT_EQ((*rec)->webhook_id, "msg_2");
 
-  ASSERT_EQ(*this->store_->Complete(kKey, retry.fencing_token, 200, "text/plain", "ok"),
+  ASSERT_EQ(*this->store_->Complete(kRetainedKey, retry.fencing_token, 200, "text/plain", "ok"),
             FencedWrite::kApplied);
-  rec = this->store_->Get(kKey);
+  rec = this->store_->Get(kRetainedKey);
   ASSERT_TRUE(rec.ok() && rec->has_value());
   EXPECT_FALSE((*rec)->has_request);
   EXPECT_TRUE((*rec)->request_content_type.empty());
@@ -172,32 +174,34 @@ TYPED_TEST(IdempotencyRetentionTest, StoresTheFirstClaimsRequestAndCompleteDelet
 TYPED_TEST(IdempotencyRetentionTest,
            OversizedOrEmptyRequestIsNotStoredAndAResetLetsTheNextClaimStoreIt) {
   const std::string key2(64, 'b');
-  (void)this->MustClaim(kKey, kFp, this->Meta(std::string(kMaxDlqRequestBody + 1, 'x')));
+  (void)this->MustClaim(kRetainedKey, kRetainedFp,
+                        this->Meta(std::string(kMaxDlqRequestBody + 1, 'x')));
   ClaimMeta empty = this->Meta("");
   empty.request_content_type.clear();
-  (void)this->MustClaim(key2, kFp, empty);
-  EXPECT_FALSE((*this->store_->Get(kKey))->has_request);
+  (void)this->MustClaim(key2, kRetainedFp, empty);
+  EXPECT_FALSE((*this->store_->Get(kRetainedKey))->has_request);
   EXPECT_FALSE((*this->store_->Get(key2))->has_request);
 
   // No request stored yet: the takeover stores its own.
   this->clock_.Advance(kLease);
-  (void)this->MustClaim(kKey, kFp, this->Meta("{\"second\":1}"));
-  EXPECT_EQ((*this->store_->Get(kKey))->request_body, "{\"second\":1}");
+  (void)this->MustClaim(kRetainedKey, kRetainedFp, this->Meta("{\"second\":1}"));
+  EXPECT_EQ((*this->store_->Get(kRetainedKey))->request_body, "{\"second\":1}");
   // Reset deletes it; the next claim (any fingerprint) stores its own.
-  ASSERT_TRUE(*this->store_->Reset(kKey));
-  EXPECT_FALSE((*this->store_->Get(kKey))->has_request);
-  (void)this->MustClaim(kKey, std::string(64, 'e'), this->Meta("{\"third\":1}"));
-  EXPECT_EQ((*this->store_->Get(kKey))->request_body, "{\"third\":1}");
+  ASSERT_TRUE(*this->store_->Reset(kRetainedKey));
+  EXPECT_FALSE((*this->store_->Get(kRetainedKey))->has_request);
+  (void)this->MustClaim(kRetainedKey, std::string(64, 'e'), this->Meta("{\"third\":1}"));
+  EXPECT_EQ((*this->store_->Get(kRetainedKey))->request_body, "{\"third\":1}");
 }
 
 TYPED_TEST(IdempotencyRetentionTest, PurgeLeavesATombstoneThatAClaimMeetsUntilItIsCleared) {
-  const ClaimOutcome c = this->MustClaim(kKey, kFp);
-  ASSERT_EQ(this->outbox_->Append(this->Row(kKey, c.fencing_token, 0))->kind,
+  const ClaimOutcome c = this->MustClaim(kRetainedKey, kRetainedFp);
+  ASSERT_EQ(this->outbox_->Append(this->Row(kRetainedKey, c.fencing_token, 0))->kind,
             OutboxAppend::Kind::kAppended);
   const int64_t sent_at = this->clock_.NowMillis();
-  ASSERT_TRUE(this->outbox_->Claim(kKey, 0, sent_at, "send-a", sent_at + 1'000)->has_value());
-  ASSERT_TRUE(this->outbox_->MarkAnswered(kKey, 0, "send-a", 201, "{}").ok());
-  ASSERT_EQ(*this->store_->Complete(kKey, c.fencing_token, 201, "application/json", "done"),
+  ASSERT_TRUE(
+      this->outbox_->Claim(kRetainedKey, 0, sent_at, "send-a", sent_at + 1'000)->has_value());
+  ASSERT_TRUE(this->outbox_->MarkAnswered(kRetainedKey, 0, "send-a", 201, "{}").ok());
+  ASSERT_EQ(*this->store_->Complete(kRetainedKey, c.fencing_token, 201, "application/json", "done"),
             FencedWrite::kApplied);
 
   this->clock_.Advance(8 * kDay);
@@ -205,47 +209,48 @@ TYPED_TEST(IdempotencyRetentionTest, PurgeLeavesATombstoneThatAClaimMeetsUntilIt
   auto purged = this->store_->Purge(now - 7 * kDay, now + 30 * kDay, 100);
   ASSERT_TRUE(purged.ok()) << purged.error().ToString();
   EXPECT_EQ(*purged, 1);
-  EXPECT_FALSE(this->store_->Get(kKey)->has_value());
-  EXPECT_TRUE(this->outbox_->ListEvent(kKey)->empty());  // its outbox rows went with it
+  EXPECT_FALSE(this->store_->Get(kRetainedKey)->has_value());
+  EXPECT_TRUE(this->outbox_->ListEvent(kRetainedKey)->empty());  // its outbox rows went with it
   EXPECT_EQ(*this->store_->Purge(now - 7 * kDay, now + 30 * kDay, 100), 0);
 
-  const ClaimOutcome hit = this->MustClaim(kKey, kFp, this->Meta("{}", "msg_late"));
+  const ClaimOutcome hit = this->MustClaim(kRetainedKey, kRetainedFp, this->Meta("{}", "msg_late"));
   ASSERT_EQ(hit.kind, ClaimOutcome::Kind::kTombstone);
-  EXPECT_EQ(hit.record.key, kKey);
-  EXPECT_EQ(hit.record.fingerprint, kFp);
+  EXPECT_EQ(hit.record.key, kRetainedKey);
+  EXPECT_EQ(hit.record.fingerprint, kRetainedFp);
   EXPECT_EQ(hit.record.status, 201);
   EXPECT_EQ(hit.record.tombstone_until_ms, now + 30 * kDay);
-  EXPECT_TRUE(hit.record.body.empty());                // the answer is gone
-  EXPECT_FALSE(this->store_->Get(kKey)->has_value());  // nothing written
+  EXPECT_TRUE(hit.record.body.empty());                        // the answer is gone
+  EXPECT_FALSE(this->store_->Get(kRetainedKey)->has_value());  // nothing written
   // Fingerprint first, as for a record.
-  EXPECT_EQ(this->MustClaim(kKey, std::string(64, 'e')).kind,
+  EXPECT_EQ(this->MustClaim(kRetainedKey, std::string(64, 'e')).kind,
             ClaimOutcome::Kind::kFingerprintMismatch);
-  EXPECT_THAT(this->store_->NoteReconcileAttempt(kKey), HasReason(Reason::kNotFound));
+  EXPECT_THAT(this->store_->NoteReconcileAttempt(kRetainedKey), HasReason(Reason::kNotFound));
 
   const int64_t generation = *this->store_->Generation();
-  EXPECT_TRUE(*this->store_->ClearTombstone(kKey));
+  EXPECT_TRUE(*this->store_->ClearTombstone(kRetainedKey));
   EXPECT_EQ(*this->store_->Generation(), generation + 1);
-  EXPECT_FALSE(*this->store_->ClearTombstone(kKey));
+  EXPECT_FALSE(*this->store_->ClearTombstone(kRetainedKey));
   EXPECT_FALSE(*this->store_->ClearTombstone(std::string(64, '0')));
-  const ClaimOutcome again = this->MustClaim(kKey, kFp, this->Meta("{\"replayed\":1}"));
+  const ClaimOutcome again =
+      this->MustClaim(kRetainedKey, kRetainedFp, this->Meta("{\"replayed\":1}"));
   ASSERT_EQ(again.kind, ClaimOutcome::Kind::kClaimed);
   EXPECT_EQ(again.fencing_token, 2);  // tokens never go back
-  EXPECT_EQ((*this->store_->Get(kKey))->request_body, "{\"replayed\":1}");
+  EXPECT_EQ((*this->store_->Get(kRetainedKey))->request_body, "{\"replayed\":1}");
 }
 
 TYPED_TEST(IdempotencyRetentionTest, ResetAlsoClearsATombstone) {
-  this->Completed(kKey);
+  this->Completed(kRetainedKey);
   this->clock_.Advance(kDay);
   ASSERT_EQ(*this->store_->Purge(this->clock_.NowMillis(), this->clock_.NowMillis() + kDay, 10), 1);
-  EXPECT_TRUE(*this->store_->Reset(kKey));
-  EXPECT_EQ(this->MustClaim(kKey, std::string(64, 'e')).kind, ClaimOutcome::Kind::kClaimed);
+  EXPECT_TRUE(*this->store_->Reset(kRetainedKey));
+  EXPECT_EQ(this->MustClaim(kRetainedKey, std::string(64, 'e')).kind, ClaimOutcome::Kind::kClaimed);
 }
 
 TYPED_TEST(IdempotencyRetentionTest, PurgeKeepsRecentInProgressAndUnfinishedRecords) {
   const std::string old_done(64, '1'), old_open(64, '2'), old_pending(64, '3'), recent(64, '4');
   this->Completed(old_done);
-  (void)this->MustClaim(old_open, kFp);
-  const ClaimOutcome p = this->MustClaim(old_pending, kFp);
+  (void)this->MustClaim(old_open, kRetainedFp);
+  const ClaimOutcome p = this->MustClaim(old_pending, kRetainedFp);
   ASSERT_EQ(this->outbox_->Append(this->Row(old_pending, p.fencing_token, 0))->kind,
             OutboxAppend::Kind::kAppended);
   ASSERT_EQ(*this->store_->Complete(old_pending, p.fencing_token, 202, "", ""),
@@ -294,7 +299,7 @@ TYPED_TEST(IdempotencyRetentionTest, TombstonesExpire) {
   int64_t now = this->clock_.NowMillis();
   ASSERT_EQ(*this->store_->Purge(now, now + 1000, 10), 2);
   this->clock_.Advance(999);
-  EXPECT_EQ(this->MustClaim(revived, kFp).kind, ClaimOutcome::Kind::kTombstone);
+  EXPECT_EQ(this->MustClaim(revived, kRetainedFp).kind, ClaimOutcome::Kind::kTombstone);
   this->clock_.Advance(1);  // until == now: over
   // A claim of an expired tombstone is a new event (with the next token: tokens never go back).
   const ClaimOutcome fresh = this->MustClaim(revived, std::string(64, 'e'));
@@ -307,7 +312,7 @@ TYPED_TEST(IdempotencyRetentionTest, TombstonesExpire) {
   now = this->clock_.NowMillis();
   EXPECT_EQ(*this->store_->Purge(now - kDay, now + kDay, 10), 0);
   EXPECT_FALSE(*this->store_->ClearTombstone(deleted));  // gone
-  const ClaimOutcome anew = this->MustClaim(deleted, kFp);
+  const ClaimOutcome anew = this->MustClaim(deleted, kRetainedFp);
   ASSERT_EQ(anew.kind, ClaimOutcome::Kind::kClaimed);
   EXPECT_EQ(anew.fencing_token, 1);
   EXPECT_TRUE(this->store_->Get(revived)->has_value());
@@ -316,17 +321,17 @@ TYPED_TEST(IdempotencyRetentionTest, TombstonesExpire) {
 TYPED_TEST(IdempotencyRetentionTest, ListStuckFindsEndedLeasesFewestAttemptsThenOldestFirst) {
   const std::string expired(64, '1'), released(64, '2'), live(64, '3'), done(64, '4'),
       reset(64, '5');
-  (void)this->MustClaim(expired, kFp, this->Meta("{\"e\":1}"));  // lease ends at T0 + 30 s
+  (void)this->MustClaim(expired, kRetainedFp, this->Meta("{\"e\":1}"));  // lease ends at T0 + 30 s
   this->Completed(done);
-  (void)this->MustClaim(reset, kFp);
+  (void)this->MustClaim(reset, kRetainedFp);
   ASSERT_TRUE(*this->store_->Reset(reset));  // waits for its next delivery: not stuck
   this->clock_.Advance(2'000);
-  const ClaimOutcome r = this->MustClaim(released, kFp, this->Meta("{\"r\":1}"));
+  const ClaimOutcome r = this->MustClaim(released, kRetainedFp, this->Meta("{\"r\":1}"));
   ASSERT_EQ(*this->store_->Release(released, r.fencing_token),
             FencedWrite::kApplied);             // at T0 + 2 s
   EXPECT_TRUE(this->StuckKeys(5'000).empty());  // released 0 s ago
   this->clock_.Advance(38'000);                 // T0 + 40 s
-  (void)this->MustClaim(live, kFp);
+  (void)this->MustClaim(live, kRetainedFp);
 
   // Stuck since: released T0 + 2 s, expired T0 + 30 s.
   EXPECT_EQ(this->StuckKeys(5'000), (std::vector<std::string>{released, expired}));
@@ -351,15 +356,16 @@ TYPED_TEST(IdempotencyRetentionTest, ListStuckFindsEndedLeasesFewestAttemptsThen
 }
 
 TYPED_TEST(IdempotencyRetentionTest, NoteReconcileAttemptCountsUntilCompleteOrReset) {
-  const ClaimOutcome c = this->MustClaim(kKey, kFp);
-  EXPECT_EQ(*this->store_->NoteReconcileAttempt(kKey), 1);
-  EXPECT_EQ(*this->store_->NoteReconcileAttempt(kKey), 2);
-  EXPECT_EQ((*this->store_->Get(kKey))->reconcile_attempts, 2);
-  ASSERT_EQ(*this->store_->Complete(kKey, c.fencing_token, 200, "", "x"), FencedWrite::kApplied);
-  EXPECT_EQ((*this->store_->Get(kKey))->reconcile_attempts, 0);
-  EXPECT_EQ(*this->store_->NoteReconcileAttempt(kKey), 1);
-  ASSERT_TRUE(*this->store_->Reset(kKey));
-  EXPECT_EQ((*this->store_->Get(kKey))->reconcile_attempts, 0);
+  const ClaimOutcome c = this->MustClaim(kRetainedKey, kRetainedFp);
+  EXPECT_EQ(*this->store_->NoteReconcileAttempt(kRetainedKey), 1);
+  EXPECT_EQ(*this->store_->NoteReconcileAttempt(kRetainedKey), 2);
+  EXPECT_EQ((*this->store_->Get(kRetainedKey))->reconcile_attempts, 2);
+  ASSERT_EQ(*this->store_->Complete(kRetainedKey, c.fencing_token, 200, "", "x"),
+            FencedWrite::kApplied);
+  EXPECT_EQ((*this->store_->Get(kRetainedKey))->reconcile_attempts, 0);
+  EXPECT_EQ(*this->store_->NoteReconcileAttempt(kRetainedKey), 1);
+  ASSERT_TRUE(*this->store_->Reset(kRetainedKey));
+  EXPECT_EQ((*this->store_->Get(kRetainedKey))->reconcile_attempts, 0);
   const auto missing = this->store_->NoteReconcileAttempt(std::string(64, '0'));
   ASSERT_FALSE(missing.ok());
   EXPECT_THAT(missing, HasReason(Reason::kNotFound));

@@ -13,6 +13,7 @@
 #include "sqlite/sqlite_db.h"
 #include "sqlite/sqlite_idempotency_store.h"
 #include "sqlite/sqlite_outbox.h"
+#include "support/fixed_time.h"
 #include "support/reason_matchers.h"
 #include "support/temp_dir.h"
 
@@ -21,7 +22,7 @@ using ::clawguard::testing::HasReason;
 namespace clawguard::sqlite {
 namespace {
 
-constexpr int64_t kT0 = 1'796'000'000'000;  // 2026-12-01, fixed
+using ::clawguard::testing::kT0;
 
 // One string per row of |sql|: its columns from |first| to |last| joined by '|'.
 std::vector<std::string> Rows(SqliteDb& db, const std::string& sql, int first = 0, int last = 0) {

@@ -32,7 +32,7 @@ namespace {
 using testing::TempDir;
 
 const std::string kA(64, 'a'), kB(64, 'b'), kC(64, 'c');
-constexpr int64_t kT0 = 1764633600000;  // 2025-12-02T00:00:00Z
+constexpr int64_t kLedgerT0 = 1764633600000;  // 2025-12-02T00:00:00Z
 
 // SqliteLedgerFactory: one database file in a temp dir.
 class SqliteLedgerFactory {
@@ -120,7 +120,7 @@ class SqliteLedgerTest : public ::testing::Test {
   }
   void Exec(const std::string& sql) { factory_.Exec(sql); }
   Factory factory_;
-  FixedClock clock_{kT0};
+  FixedClock clock_{kLedgerT0};
 };
 
 #ifdef CLAWGUARD_TEST_PG
@@ -180,8 +180,8 @@ TYPED_TEST(SqliteLedgerTest, AppendsNoOpsAndRefusesOverwritesAcrossKinds) {
   auto rows = l->ReadAll();
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->size(), 3u);  // the refusals wrote nothing
-  EXPECT_EQ((*rows)[0].time, kT0 / 1000);
-  EXPECT_EQ((*rows)[1].time, kT0 / 1000 + 5);
+  EXPECT_EQ((*rows)[0].time, kLedgerT0 / 1000);
+  EXPECT_EQ((*rows)[1].time, kLedgerT0 / 1000 + 5);
   EXPECT_EQ((*rows)[1].prev_hash, (*rows)[0].hash);
   EXPECT_TRUE(VerifyLedgerChain(*rows, l->Head().value()).ok());
 }

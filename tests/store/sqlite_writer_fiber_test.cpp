@@ -50,8 +50,8 @@ SqliteWriter::Op Insert(int64_t v) {
   };
 }
 
-// NewTable opens the writer of a new file and creates table t.
-std::shared_ptr<SqliteWriter> NewTable(const std::string& path) {
+// NewFiberTable opens the writer of a new file and creates table t.
+std::shared_ptr<SqliteWriter> NewFiberTable(const std::string& path) {
   auto writer = SqliteWriter::ForPath(path);
   EXPECT_TRUE(writer.ok()) << writer.error().ToString();
   if (!writer.ok()) return nullptr;
@@ -71,7 +71,7 @@ bool WaitUntil(Pred pred) {  // bounds a hang only; no wall-clock assertion
 TEST(SqliteWriterFiberTest, FibersWritesRunOnceDurablyShareCommitsAndAreFlushedOffTheCarriers) {
   clawguard::testing::TempDir dir;
   const std::string path = dir.Sub("w.db");
-  std::shared_ptr<SqliteWriter> w = NewTable(path);
+  std::shared_ptr<SqliteWriter> w = NewFiberTable(path);
   ASSERT_NE(w, nullptr);
   std::mutex mu;
   std::set<std::string> flushed_on;  // guarded by mu
@@ -121,7 +121,7 @@ TEST(SqliteWriterFiberTest, FibersWritesRunOnceDurablyShareCommitsAndAreFlushedO
 TEST(SqliteWriterFiberTest, FailedFlushReachesTheFibersWaitingForItAndPoisonsTheWriter) {
   clawguard::testing::TempDir dir;
   const std::string path = dir.Sub("w.db");
-  std::shared_ptr<SqliteWriter> w = NewTable(path);
+  std::shared_ptr<SqliteWriter> w = NewFiberTable(path);
   ASSERT_NE(w, nullptr);
   w->SetSyncForTesting([](int) { return EIO; });
   std::atomic<int> unavailable{0}, done{0};
@@ -150,7 +150,7 @@ TEST(SqliteWriterFiberTest, FailedFlushReachesTheFibersWaitingForItAndPoisonsThe
 TEST(SqliteWriterFiberTest, AFiberHeldWhileGatheringNeverStallsOtherWriters) {
   clawguard::testing::TempDir dir;
   const std::string path = dir.Sub("w.db");
-  std::shared_ptr<SqliteWriter> w = NewTable(path);
+  std::shared_ptr<SqliteWriter> w = NewFiberTable(path);
   ASSERT_NE(w, nullptr);
   std::atomic<bool> holding{false}, release{false}, a_done{false};
   {

@@ -138,7 +138,7 @@ TEST(DeploymentAuditTest, PluginsOnDiskAreComparedWithTheAllowlist) {
 
 TEST(DeploymentAuditTest, PackageWithoutBundleIsUnsigned) {
   Deployment d(Spec());
-  testing::WriteFile(d.Sub("plugins/stray-0.1.0.claw"), "no signature beside me");
+  clawguard::testing::WriteFile(d.Sub("plugins/stray-0.1.0.claw"), "no signature beside me");
   auto a = Audit(d);
   ASSERT_EQ(a.Find("plugin.unsigned").size(), 1u) << a.report.ToText();
   EXPECT_EQ(a.Find("plugin.unsigned")[0].severity, Severity::kMedium);
@@ -298,7 +298,8 @@ TEST(DeploymentAuditTest, AdminOffLoopbackWithoutTlsIsHigh) {
 
 TEST(DeploymentAuditTest, UnloadableTrustPolicyIsHigh) {
   Deployment d(Spec());
-  testing::WriteFile(d.Sub("policies/trust.yaml"), "schema: clawguard/trust/v1\nmode: sometimes\n");
+  clawguard::testing::WriteFile(d.Sub("policies/trust.yaml"),
+                                "schema: clawguard/trust/v1\nmode: sometimes\n");
   auto a = Audit(d);
   EXPECT_EQ(a.SeverityOf("trust.unloadable"), Severity::kHigh) << a.report.ToText();
   EXPECT_FALSE(a.SeverityOf("allowlist.summary"));

@@ -21,31 +21,33 @@ using ::clawguard::testing::HasReason;
 namespace clawguard::host {
 namespace {
 
-constexpr char kOrderSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";  // 24 bytes decoded
-constexpr char kAdminToken[] = "adm-0123456789abcdef0123456789abcdef";
-constexpr char kErpToken[] = "Bearer erp-token-value-never-printed";
+constexpr char kSecretOrderHook[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";  // 24 bytes decoded
+constexpr char kSecretAdminToken[] = "adm-0123456789abcdef0123456789abcdef";
+constexpr char kSecretErpCredential[] = "Bearer erp-token-value-never-printed";
 
-std::string DataPath() { return std::string(CLAWGUARD_SOURCE_DIR) + "/tests/host/data/host.yaml"; }
+std::string SecretsDataPath() {
+  return std::string(CLAWGUARD_SOURCE_DIR) + "/tests/host/data/host.yaml";
+}
 
 std::map<std::string, std::string> Env() {
-  return {{"CG_TEST_ADMIN_TOKEN", kAdminToken},
-          {"CG_TEST_ORDER_SECRET", kOrderSecret},
+  return {{"CG_TEST_ADMIN_TOKEN", kSecretAdminToken},
+          {"CG_TEST_ORDER_SECRET", kSecretOrderHook},
           {"CG_TEST_ORDER_SECRET_OLD", "whsec_" + Base64Encode("previous-secret-0123456789")},
-          {"CG_TEST_ERP_TOKEN", kErpToken}};
+          {"CG_TEST_ERP_TOKEN", kSecretErpCredential}};
 }
 
 Result<std::shared_ptr<const HostConfig>> ParseWith(const std::string& text,
                                                     const std::map<std::string, std::string>& env) {
   return HostConfig::Parse(
-      text, DataPath(), [env](const std::string& name) -> std::optional<std::string> {
+      text, SecretsDataPath(), [env](const std::string& name) -> std::optional<std::string> {
         auto it = env.find(name);
         return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
       });
 }
 
-std::string Data() { return clawguard::testing::ReadFile(DataPath()); }
+std::string SecretsData() { return clawguard::testing::ReadFile(SecretsDataPath()); }
 
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
+std::string ReplaceText(std::string text, const std::string& from, const std::string& to) {
   const size_t at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   if (at != std::string::npos) text.replace(at, from.size(), to);
@@ -70,19 +72,19 @@ TEST(TakeEnvSecretTest, OverwritesTheValueInPlaceAndUnsetsIt) {
 
 TEST(HostConfigSecretsTest, LoadTakesEverySecretOutOfTheEnvironment) {
   for (const auto& [k, v] : Env()) ::setenv(k.c_str(), v.c_str(), 1);
-  auto c = HostConfig::Load(DataPath());
+  auto c = HostConfig::Load(SecretsDataPath());
   ASSERT_TRUE(c.ok()) << c.error().ToString();
   for (const auto& [k, v] : Env()) EXPECT_EQ(std::getenv(k.c_str()), nullptr) << k;
   // Read once: CG_TEST_ORDER_SECRET is named by two routes, both got it.
   EXPECT_TRUE((*c)->webhooks.routes.at("acme-orders/order.cancelled")
                   .current.Equals((*c)->webhooks.routes.at("acme-orders/order.created").current));
-  EXPECT_TRUE((*c)->erp.auth.Equals(SecretBytes(kErpToken)));
+  EXPECT_TRUE((*c)->erp.auth.Equals(SecretBytes(kSecretErpCredential)));
 }
 
 TEST(HostConfigSecretsTest, LoadTakesTheSecretsOutEvenWhenTheFileIsRefused) {
   for (const auto& [k, v] : Env()) ::setenv(k.c_str(), v.c_str(), 1);
   ::setenv("CG_TEST_ERP_TOKEN", "Bearer short", 1);  // refused below
-  auto c = HostConfig::Load(DataPath());
+  auto c = HostConfig::Load(SecretsDataPath());
   ASSERT_FALSE(c.ok());
   for (const auto& [k, v] : Env()) EXPECT_EQ(std::getenv(k.c_str()), nullptr) << k;
 }
@@ -105,7 +107,7 @@ TEST(HostConfigSecretsTest, SecretsUnder24BytesAreRefusedNamingTheSettingNeverTh
   for (const ShortCase& k : cases) {
     std::map<std::string, std::string> env = Env();
     env[k.var] = k.value;
-    auto c = ParseWith(Data(), env);
+    auto c = ParseWith(SecretsData(), env);
     ASSERT_FALSE(c.ok()) << k.var;
     EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
     const std::string m = c.error().message();
@@ -118,12 +120,12 @@ TEST(HostConfigSecretsTest, SecretsUnder24BytesAreRefusedNamingTheSettingNeverTh
   std::map<std::string, std::string> env = Env();
   env["CG_TEST_ORDER_SECRET"] = "whsec_" + Base64Encode(short_key + "x");
   env["CG_TEST_ERP_TOKEN"] = "Bearer " + short_key + "x";
-  auto ok = ParseWith(Data(), env);
+  auto ok = ParseWith(SecretsData(), env);
   EXPECT_TRUE(ok.ok()) << ok.error().ToString();
   // The admin token keeps its stricter minimum.
   env = Env();
   env["CG_TEST_ADMIN_TOKEN"] = std::string(31, 'a');
-  auto admin = ParseWith(Data(), env);
+  auto admin = ParseWith(SecretsData(), env);
   ASSERT_FALSE(admin.ok());
   EXPECT_NE(admin.error().message().find("admin.token"), std::string::npos)
       << admin.error().message();
@@ -133,44 +135,47 @@ TEST(HostConfigSecretsTest, PlaintextErpOffTheMachineNeedsAllowPlaintext) {
   const std::string https = "base_url: https://erp.internal:8443";
   for (const std::string url : {"http://erp.internal:8080", "http://10.1.2.3",
                                 "http://[2001:db8::1]:80/x", "http://user@erp.internal"}) {
-    auto refused = ParseWith(Replace(Data(), https, "base_url: " + url), Env());
+    auto refused = ParseWith(ReplaceText(SecretsData(), https, "base_url: " + url), Env());
     ASSERT_FALSE(refused.ok()) << url;
     EXPECT_NE(refused.error().message().find("erp.allow_plaintext"), std::string::npos)
         << refused.error().message();
-    auto allowed =
-        ParseWith(Replace(Data(), https, "base_url: " + url + "\n  allow_plaintext: true"), Env());
+    auto allowed = ParseWith(
+        ReplaceText(SecretsData(), https, "base_url: " + url + "\n  allow_plaintext: true"), Env());
     ASSERT_TRUE(allowed.ok()) << url << ": " << allowed.error().ToString();
     EXPECT_TRUE((*allowed)->erp.allow_plaintext);
   }
   for (const std::string url : {"http://127.0.0.1:9000", "http://127.8.9.10", "http://localhost:80",
                                 "http://[::1]:80", "https://erp.internal:8443"}) {
-    auto ok = ParseWith(Replace(Data(), https, "base_url: " + url), Env());
+    auto ok = ParseWith(ReplaceText(SecretsData(), https, "base_url: " + url), Env());
     ASSERT_TRUE(ok.ok()) << url << ": " << ok.error().ToString();
     EXPECT_FALSE((*ok)->erp.allow_plaintext);
   }
-  auto not_bool = ParseWith(Replace(Data(), https, https + "\n  allow_plaintext: yes"), Env());
+  auto not_bool =
+      ParseWith(ReplaceText(SecretsData(), https, https + "\n  allow_plaintext: yes"), Env());
   EXPECT_FALSE(not_bool.ok());
 }
 
 TEST(HostConfigSecretsTest, ListenConnectionBoundsHaveDefaultsAndLimits) {
-  auto c = ParseWith(Data(), Env());
+  auto c = ParseWith(SecretsData(), Env());
   ASSERT_TRUE(c.ok()) << c.error().ToString();
   EXPECT_EQ((*c)->listen.max_connections, limits::kDefaultMaxConnections);
   EXPECT_EQ((*c)->listen.max_connections_per_peer, limits::kDefaultMaxConnectionsPerPeer);
   const std::string workers = "workers: 4 }";
-  auto set = ParseWith(
-      Replace(Data(), workers, "workers: 4, max_connections: 500, max_connections_per_peer: 20 }"),
-      Env());
+  auto set =
+      ParseWith(ReplaceText(SecretsData(), workers,
+                            "workers: 4, max_connections: 500, max_connections_per_peer: 20 }"),
+                Env());
   ASSERT_TRUE(set.ok()) << set.error().ToString();
   EXPECT_EQ((*set)->listen.max_connections, 500u);
   EXPECT_EQ((*set)->listen.max_connections_per_peer, 20u);
-  auto small = ParseWith(Replace(Data(), workers, "workers: 4, max_connections: 100 }"), Env());
+  auto small =
+      ParseWith(ReplaceText(SecretsData(), workers, "workers: 4, max_connections: 100 }"), Env());
   ASSERT_TRUE(small.ok()) << small.error().ToString();
   EXPECT_EQ((*small)->listen.max_connections_per_peer, 100u);  // the default, lowered to the bound
   for (const std::string bad :
        {"max_connections: 15", "max_connections: 0", "max_connections_per_peer: 0",
         "max_connections: 100, max_connections_per_peer: 101"}) {
-    auto r = ParseWith(Replace(Data(), workers, "workers: 4, " + bad + " }"), Env());
+    auto r = ParseWith(ReplaceText(SecretsData(), workers, "workers: 4, " + bad + " }"), Env());
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_THAT(r, HasReason(Reason::kConfigInvalid));
     EXPECT_NE(r.error().message().find("max_connections"), std::string::npos)

@@ -22,14 +22,14 @@ namespace {
 
 constexpr char kOrderSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 constexpr char kOldSecret[] = "whsec_c2VjcmV0LW9mLWxhc3QtcXVhcnRlci0yMDI2";
-constexpr char kAdminToken[] = "adm-0123456789abcdef0123456789abcdef";
+constexpr char kConfigAdminToken[] = "adm-0123456789abcdef0123456789abcdef";
 constexpr char kErpToken[] = "erp-token-value-never-printed";
 
 std::string DataPath() { return std::string(CLAWGUARD_SOURCE_DIR) + "/tests/host/data/host.yaml"; }
-std::string DataText() { return testing::ReadFile(DataPath()); }
+std::string DataText() { return clawguard::testing::ReadFile(DataPath()); }
 
 std::map<std::string, std::string> DefaultEnv() {
-  return {{"CG_TEST_ADMIN_TOKEN", kAdminToken},
+  return {{"CG_TEST_ADMIN_TOKEN", kConfigAdminToken},
           {"CG_TEST_ORDER_SECRET", kOrderSecret},
           {"CG_TEST_ORDER_SECRET_OLD", kOldSecret},
           {"CG_TEST_ERP_TOKEN", kErpToken}};
@@ -68,7 +68,7 @@ TEST(HostConfigTest, LoadsEveryKeyOfTheExample) {
   EXPECT_EQ(h.listen.max_headers, 16u * 1024u);
   EXPECT_EQ(h.listen.workers, 4);
   EXPECT_EQ(h.admin.address, "127.0.0.1:0");
-  EXPECT_TRUE(h.admin.token.Equals(SecretBytes(kAdminToken)));
+  EXPECT_TRUE(h.admin.token.Equals(SecretBytes(kConfigAdminToken)));
   EXPECT_EQ(h.store, "sqlite:" + dir + "state/state.db");
   EXPECT_EQ(h.plugins.dir, dir + "plugins");
   EXPECT_EQ(h.plugins.trust, dir + "policies/trust.yaml");
@@ -210,7 +210,7 @@ TEST(HostConfigTest, RefusesMissingEnvVarNamingItNeverAValue) {
   EXPECT_THAT(c, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(c.error().message().find("CG_TEST_ERP_TOKEN"), std::string::npos)
       << c.error().message();
-  EXPECT_EQ(c.error().message().find(kAdminToken), std::string::npos);
+  EXPECT_EQ(c.error().message().find(kConfigAdminToken), std::string::npos);
 }
 
 TEST(HostConfigTest, RefusesShortAdminTokenWithoutPrintingIt) {

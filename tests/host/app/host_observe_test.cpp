@@ -14,7 +14,7 @@ using ::clawguard::testing::HasReason;
 namespace clawguard::host {
 namespace {
 
-constexpr int64_t kT0 = 1'800'000'000'000;
+constexpr int64_t kObserveT0 = 1'800'000'000'000;
 
 DlqNewEntry Entry(DlqClass klass, char key_char) {
   DlqNewEntry e;
@@ -57,7 +57,7 @@ class HostObserverTest : public ::testing::Test {
     fixed.trust_mode = "enforce";
     fixed.plugins = {OpsPlugin{"acme-orders", "1.4.2", "acme", std::string(64, 'a'), true, "", "",
                                "none", "", 0}};
-    fixed.leaves = {OpsLeaf{"acme-orders", "/O=acme/CN=acme release", kT0 / 1000 + 86400}};
+    fixed.leaves = {OpsLeaf{"acme-orders", "/O=acme/CN=acme release", kObserveT0 / 1000 + 86400}};
     fixed.endpoints = names.endpoints;
     auto observer = HostObserver::Create(
         {metrics_.get(), endpoints_.get(), keys_.get(), dlq_.get(), &clock_}, fixed);
@@ -71,7 +71,7 @@ class HostObserverTest : public ::testing::Test {
   }
 
   clawguard::testing::TempDir dir_;
-  FixedClock clock_{kT0};
+  FixedClock clock_{kObserveT0};
   std::unique_ptr<sqlite::SqliteDlq> dlq_;
   std::unique_ptr<HostMetrics> metrics_;
   std::unique_ptr<EndpointBreaker> endpoints_;
@@ -91,7 +91,7 @@ TEST_F(HostObserverTest, SnapshotShowsBreakersAndDlqByClassAndAge) {
   (void)keys_->RecordFailure(std::string(64, 'k'));
 
   const OpsSnapshot s = observer_->Snapshot();
-  EXPECT_EQ(s.now_ms, kT0 + 2 * kDlqHourMs);
+  EXPECT_EQ(s.now_ms, kObserveT0 + 2 * kDlqHourMs);
   EXPECT_EQ(s.trust_mode, "enforce");
   ASSERT_EQ(s.breakers.size(), 2u);  // every known endpoint, the untouched one closed
   EXPECT_EQ(s.breakers[0].endpoint, "POST /a");

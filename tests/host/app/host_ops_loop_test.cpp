@@ -33,7 +33,7 @@ using ::clawguard::testing::HasReason;
 namespace clawguard::host {
 namespace {
 
-constexpr int64_t kT0 = 1'800'000'000'000;
+constexpr int64_t kOpsT0 = 1'800'000'000'000;
 
 // GateErp answers nothing: while closed a send waits in it (an ERP that does not answer), once
 // open it fails at once (no ERP in this test).
@@ -69,7 +69,7 @@ class GateErp final : public ErpSender {
   int entered_ = 0;
 };
 
-constexpr const char* kPlugin = "acme-orders";
+constexpr const char* kOpsPlugin = "acme-orders";
 constexpr const char* kFulfil = "POST /orders/{id}/fulfil";
 
 class HostOpsLoopTest : public ::testing::Test {
@@ -93,7 +93,7 @@ class HostOpsLoopTest : public ::testing::Test {
     auto caps = CapabilitySet::Create({kFulfil});
     ASSERT_TRUE(caps.ok());
     env.plugins = std::make_shared<const std::vector<ErpPluginCaps>>(
-        std::vector<ErpPluginCaps>{ErpPluginCaps{kPlugin, std::move(caps).value(), "1.4.2"}});
+        std::vector<ErpPluginCaps>{ErpPluginCaps{kOpsPlugin, std::move(caps).value(), "1.4.2"}});
     auto retry = RetryWorker::Create(env);
     ASSERT_TRUE(retry.ok()) << retry.error().ToString();
     retry_ = std::move(retry).value();
@@ -142,7 +142,7 @@ class HostOpsLoopTest : public ::testing::Test {
   // AppendDueRow claims an event and appends its call 0 (POST /orders/1/fulfil) pending, due now.
   void AppendDueRow(const std::string& key) {
     auto claim =
-        idem_->Claim(key, "fp", ClaimMeta{kPlugin, "order.created", 2, "msg_1", ""}, 30'000);
+        idem_->Claim(key, "fp", ClaimMeta{kOpsPlugin, "order.created", 2, "msg_1", ""}, 30'000);
     ASSERT_TRUE(claim.ok() && claim->kind == ClaimOutcome::Kind::kClaimed);
     OutboxRow row;
     row.event_key = key;
@@ -151,7 +151,7 @@ class HostOpsLoopTest : public ::testing::Test {
     row.method = "POST";
     row.path = "/orders/1/fulfil";
     row.body_sha256 = Sha256Hex("");
-    row.idempotency_key = ErpCallKey(key, kPlugin, 0);
+    row.idempotency_key = ErpCallKey(key, kOpsPlugin, 0);
     row.next_attempt_ms = clock_.NowMillis();
     auto appended = outbox_->Append(row);
     ASSERT_TRUE(appended.ok() && appended->kind == OutboxAppend::Kind::kAppended);
@@ -167,7 +167,7 @@ class HostOpsLoopTest : public ::testing::Test {
   }
 
   clawguard::testing::TempDir dir_;
-  FixedClock clock_{kT0};
+  FixedClock clock_{kOpsT0};
   GateErp sender_;
   std::unique_ptr<sqlite::SqliteIdempotencyStore> idem_;
   std::unique_ptr<sqlite::SqliteOutbox> outbox_;
@@ -218,7 +218,7 @@ TEST_F(HostOpsLoopTest, ReplayWithoutStoredRequestIsRetriedThenLeftToAnOperator)
   ASSERT_TRUE(added.ok());
   // An operator cannot ask for it (no request), but a due next attempt claims it too: force one.
   DlqNewEntry due = e;
-  due.next_attempt_ms = kT0;
+  due.next_attempt_ms = kOpsT0;
   ASSERT_TRUE(dlq_->Add(due).ok());
 
   const HostOpsLoop::ReplayStats first = loop_->ReplayDue();
@@ -227,7 +227,7 @@ TEST_F(HostOpsLoopTest, ReplayWithoutStoredRequestIsRetriedThenLeftToAnOperator)
   auto entry = dlq_->Get(added->id);
   ASSERT_TRUE(entry.ok() && entry->has_value());
   EXPECT_EQ((*entry)->state, DlqState::kOpen);
-  EXPECT_EQ((*entry)->next_attempt_ms, kT0 + kReplayRetryMs);
+  EXPECT_EQ((*entry)->next_attempt_ms, kOpsT0 + kReplayRetryMs);
   ASSERT_EQ(Events("dlq_replay").size(), 1u);
   EXPECT_EQ(Events("dlq_replay")[0]["done"], false);
   EXPECT_EQ(loop_->ReplayDue().claimed, 0);  // not due yet
@@ -262,20 +262,20 @@ TEST_F(HostOpsLoopTest, RetentionAdviceIsAuditedAtMostOnceAnHour) {
 TEST_F(HostOpsLoopTest, PausesAreReReadEveryRefreshPeriodWithoutANewGeneration) {
   loop_->Tick();
   // Another host paused the capability on an ERP 401: a store write that bumps no generation.
-  ASSERT_TRUE(dlq_->Pause(kPlugin, kFulfil, "ERP answered 401", "host").ok());
+  ASSERT_TRUE(dlq_->Pause(kOpsPlugin, kFulfil, "ERP answered 401", "host").ok());
   clock_.Advance(kPauseRefreshMs - 1);
   loop_->Tick();
-  EXPECT_FALSE(pauses_.IsPaused(kPlugin, kFulfil));
+  EXPECT_FALSE(pauses_.IsPaused(kOpsPlugin, kFulfil));
   clock_.Advance(1);
   loop_->Tick();
-  EXPECT_TRUE(pauses_.IsPaused(kPlugin, kFulfil));
+  EXPECT_TRUE(pauses_.IsPaused(kOpsPlugin, kFulfil));
   ASSERT_EQ(Events("capability_pauses").size(), 1u);
   EXPECT_EQ(Events("capability_pauses")[0]["paused"][0]["capability"], kFulfil);
   EXPECT_TRUE(Events("operations_generation").empty());
   const nlohmann::json status = loop_->StatusJson();
   EXPECT_EQ(status["ticks"], 3);
   EXPECT_EQ(status["pauses"]["refreshed_ms"], clock_.NowMillis());
-  EXPECT_EQ(status["pauses"]["paused"][0]["plugin"], kPlugin);
+  EXPECT_EQ(status["pauses"]["paused"][0]["plugin"], kOpsPlugin);
   EXPECT_EQ(status["workers"], nlohmann::json::object()) << "no worker before StartWorkers";
 }
 
@@ -292,13 +292,13 @@ TEST_F(HostOpsLoopTest, TheLoopKeepsTickingAndReReadingPausesWhileTheOutboxWorke
   EXPECT_EQ(status["workers"]["outbox"]["busy"], true);
   const int64_t busy_since = status["workers"]["outbox"]["busy_since_ms"];
 
-  ASSERT_TRUE(dlq_->Pause(kPlugin, kFulfil, "operator", "cli:test").ok());
+  ASSERT_TRUE(dlq_->Pause(kOpsPlugin, kFulfil, "operator", "cli:test").ok());
   ASSERT_TRUE(idem_->BumpGeneration().ok());  // as `clawguard capability pause` does
   for (int i = 0; i < 4; ++i) {
     clock_.Advance(kOpsLoopPeriodMs);
     loop_->Tick();
   }
-  EXPECT_TRUE(pauses_.IsPaused(kPlugin, kFulfil));
+  EXPECT_TRUE(pauses_.IsPaused(kOpsPlugin, kFulfil));
   status = loop_->StatusJson();
   EXPECT_EQ(status["ticks"], 5);
   EXPECT_EQ(status["last_tick_ms"], clock_.NowMillis());

@@ -16,8 +16,8 @@
 namespace clawguard::host {
 namespace {
 
-// Gate blocks a job until opened; it counts the jobs that reached it.
-struct Gate {
+// JobGate blocks a job until opened; it counts the jobs that reached it.
+struct JobGate {
   std::mutex mu;
   std::condition_variable cv;
   bool open = false;
@@ -47,7 +47,7 @@ struct Gate {
 FixedClock clock{1'800'000'000'000};
 
 TEST(OpsWorkerTest, APostWhileOneIsQueuedIsCoalescedAndAPostWhileRunningQueuesOneMore) {
-  auto gate = std::make_shared<Gate>();
+  auto gate = std::make_shared<JobGate>();
   auto w = OpsWorker::Start(
       "cg-test", [gate](const std::atomic<bool>&) { gate->Pass(); }, clock);
   ASSERT_TRUE(w.ok()) << w.error().ToString();
@@ -71,7 +71,7 @@ TEST(OpsWorkerTest, APostWhileOneIsQueuedIsCoalescedAndAPostWhileRunningQueuesOn
 }
 
 TEST(OpsWorkerTest, StopSetsTheJobsFlagAndJoinsOnceTheJobEnds) {
-  auto gate = std::make_shared<Gate>();
+  auto gate = std::make_shared<JobGate>();
   auto w = OpsWorker::Start(
       "cg-test",
       [gate](const std::atomic<bool>& stop) {
@@ -92,7 +92,7 @@ TEST(OpsWorkerTest, StopSetsTheJobsFlagAndJoinsOnceTheJobEnds) {
 }
 
 TEST(OpsWorkerTest, AJobStuckPastTheBoundIsAbandonedAndItsThreadEndsByItself) {
-  auto gate = std::make_shared<Gate>();
+  auto gate = std::make_shared<JobGate>();
   auto w = OpsWorker::Start(
       "cg-test", [gate](const std::atomic<bool>&) { gate->Pass(); }, clock);
   ASSERT_TRUE(w.ok());

@@ -2,6 +2,7 @@
 // dir, with a FixedClock and a fake RedriveFn that claims and completes (or releases) through
 // the store the way the pipeline's re-drive would. No sleeps.
 #include "host/app/reconciler.h"
+#include "support/fixed_time.h"
 
 #include <gtest/gtest.h>
 
@@ -22,8 +23,8 @@ using ::clawguard::testing::HasReason;
 namespace clawguard::host {
 namespace {
 
-constexpr int64_t kT0 = 1'796'000'000'000;  // 2026-12-01, fixed
-constexpr int64_t kLease = 30'000;
+using ::clawguard::testing::kLease;
+using ::clawguard::testing::kT0;
 constexpr int64_t kStuckFor = 60'000;
 const std::string kFp(64, 'f');
 
@@ -88,7 +89,7 @@ class ReconcilerTest : public ::testing::Test {
     return list.ok() ? *list : std::vector<DlqEntry>{};
   }
 
-  testing::TempDir dir_;
+  clawguard::testing::TempDir dir_;
   FixedClock clock_{kT0};
   std::unique_ptr<IdempotencyStore> store_;
   std::unique_ptr<Dlq> dlq_;

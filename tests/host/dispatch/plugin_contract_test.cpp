@@ -34,10 +34,10 @@ using clawguard::testing::WaitFor;
 using ht::ErpHarness;
 using ht::TestPlugins;
 
-constexpr const char* kPlugin = "acme-orders";
-constexpr const char* kRoute = "order.created";
+using testing::kPlugin;
+using testing::kRoute;
 constexpr const char* kPath = "/webhooks/acme-orders/order.created";
-const std::vector<std::string> kCaps = {"POST /orders/{id}/fulfil"};
+const std::vector<std::string> kContractCaps = {"POST /orders/{id}/fulfil"};
 constexpr char kHookSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 // BarrierSender holds each ERP call until |expected| calls have arrived (a park on a fiber,
@@ -73,7 +73,7 @@ class PluginContractTest : public ::testing::Test {
     o.lease = std::chrono::milliseconds(30'000);
     o.erp = h_.env;
     if (sender != nullptr) o.erp.sender = sender;
-    auto d = PluginDispatcher::Create(std::move(o), {DispatchTarget{kPlugin, p, kCaps}});
+    auto d = PluginDispatcher::Create(std::move(o), {DispatchTarget{kPlugin, p, kContractCaps}});
     CLAWGUARD_CHECK(d.ok());
     return std::move(d).value();
   }

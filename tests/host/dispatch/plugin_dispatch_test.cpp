@@ -37,17 +37,18 @@ using testing::ErpHarness;
 using testing::TestPlugins;
 namespace fs = std::filesystem;
 
-constexpr const char* kPlugin = "acme-orders";
-constexpr const char* kRoute = "order.created";
-const std::vector<std::string> kCaps = {"POST /orders/{id}/fulfil", "POST /inventory/adjust"};
-constexpr char kHookSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+using testing::kPlugin;
+using testing::kRoute;
+const std::vector<std::string> kDispatchCaps = {"POST /orders/{id}/fulfil",
+                                                "POST /inventory/adjust"};
+constexpr char kDispatchHookSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 class PluginDispatchTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(h_.Init()); }
 
   std::shared_ptr<PluginDispatcher> Dispatcher(
-      const std::string& plugin_file, std::vector<std::string> caps = kCaps,
+      const std::string& plugin_file, std::vector<std::string> caps = kDispatchCaps,
       std::chrono::milliseconds timeout = std::chrono::milliseconds(5000),
       std::chrono::milliseconds lease = std::chrono::milliseconds(30'000)) {
     const cg_plugin* p = TestPlugins::Get().Open(plugin_file);
@@ -80,13 +81,13 @@ class PluginDispatchTest : public ::testing::Test {
     }
     return __atomic_load_n(result, __ATOMIC_SEQ_CST);
   }
-  // Pipeline is the whole gate in front of |d| (one level-2 route signed with kHookSecret).
+  // Pipeline is the whole gate in front of |d| (one level-2 route signed with kDispatchHookSecret).
   std::unique_ptr<WebhookPipeline> Pipeline(
       const std::shared_ptr<PluginDispatcher>& d, int64_t max_in_flight = 0,
       fiber::Carriers* carriers = nullptr,
       std::chrono::milliseconds answer_deadline = std::chrono::milliseconds(0)) {
     auto verifier =
-        WebhookVerifier::Create(DecodeWebhookSecret(kHookSecret).value(), std::nullopt,
+        WebhookVerifier::Create(DecodeWebhookSecret(kDispatchHookSecret).value(), std::nullopt,
                                 std::nullopt, std::chrono::milliseconds(300'000), h_.clock);
     CLAWGUARD_CHECK(verifier.ok());
     std::vector<PipelineRoute> routes;
@@ -126,7 +127,7 @@ class PluginDispatchTest : public ::testing::Test {
     r.headers.Add("webhook-id", id);
     r.headers.Add("webhook-timestamp", std::to_string(ts));
     r.headers.Add("webhook-signature",
-                  WebhookSignature(DecodeWebhookSecret(kHookSecret).value(), id, ts, body));
+                  WebhookSignature(DecodeWebhookSecret(kDispatchHookSecret).value(), id, ts, body));
     return r;
   }
   void ResetHang(int release) {
@@ -217,7 +218,7 @@ TEST_F(PluginDispatchTest, NonZeroReturnIsPluginFailedEvenAfterRespond) {
 
 TEST_F(PluginDispatchTest, HungPluginTimesOutAndItsLateCallsAreFenced) {
   ResetHang(/*release=*/0);
-  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(100));
+  auto d = Dispatcher("hang", kDispatchCaps, std::chrono::milliseconds(100));
   const DispatchReport r = d->DispatchDetailed(Context(h_.Claim(key_)));
   EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kTimedOut);
   EXPECT_EQ(h_.AuditCount("\"plugin_timeout\""), 1u);
@@ -230,7 +231,7 @@ TEST_F(PluginDispatchTest, HungPluginTimesOutAndItsLateCallsAreFenced) {
 // WaitIdle is bounded, and the thread keeps the dispatcher alive on its own.
 TEST_F(PluginDispatchTest, AbandonedThreadIsCountedUntilItReturnsAndOwnsTheDispatcher) {
   ResetHang(/*release=*/0);
-  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(100));
+  auto d = Dispatcher("hang", kDispatchCaps, std::chrono::milliseconds(100));
   EXPECT_EQ(d->DispatchDetailed(Context(h_.Claim(key_))).outcome.kind,
             PluginOutcome::Kind::kTimedOut);
   EXPECT_EQ(d->running_threads(), 1);
@@ -256,8 +257,8 @@ TEST_F(PluginDispatchTest, WaitIdleIsTrueWhenEveryThreadReturned) {
 TEST_F(PluginDispatchTest, LostLeaseStopsTheDispatch) {
   ResetHang(/*release=*/0);
   lease_held_ = false;  // the first renewal finds the lease taken over
-  auto d =
-      Dispatcher("hang", kCaps, std::chrono::milliseconds(60'000), std::chrono::milliseconds(30));
+  auto d = Dispatcher("hang", kDispatchCaps, std::chrono::milliseconds(60'000),
+                      std::chrono::milliseconds(30));
   const DispatchReport r = d->DispatchDetailed(Context(h_.Claim(key_)));
   EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kFailed);
   EXPECT_EQ(r.outcome.detail, "the lease was taken over while the plugin ran");
@@ -346,14 +347,14 @@ TEST_F(PluginDispatchTest, UnknownPluginIsFailed) {
 TEST_F(PluginDispatchTest, CreateRefusesBadTargets) {
   DispatchOptions o;
   o.erp = h_.env;
-  EXPECT_THAT(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, nullptr, kCaps}}),
+  EXPECT_THAT(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, nullptr, kDispatchCaps}}),
               HasReason(Reason::kConfigInvalid));
   const cg_plugin* p = TestPlugins::Get().Open("good");
   ASSERT_NE(p, nullptr);
   EXPECT_THAT(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, p, {"POST orders"}}}),
               HasReason(Reason::kManifestInvalid));
   o.handler_timeout = std::chrono::milliseconds(0);
-  EXPECT_THAT(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, p, kCaps}}),
+  EXPECT_THAT(PluginDispatcher::Create(o, {DispatchTarget{kPlugin, p, kDispatchCaps}}),
               HasReason(Reason::kConfigInvalid));
 }
 
@@ -363,7 +364,7 @@ TEST_F(PluginDispatchTest, CreateRefusesBadTargets) {
 // outcome, marked abandoned, only when the plugin does; its late calls are fenced.
 TEST_F(PluginDispatchTest, InlineHungPluginIsGivenUpByTheWatchdogWhileItsThreadStaysInThePlugin) {
   ResetHang(/*release=*/0);
-  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(100));
+  auto d = Dispatcher("hang", kDispatchCaps, std::chrono::milliseconds(100));
   DispatchContext ctx = Context(h_.Claim(key_));
   std::mutex mu;
   std::condition_variable cv;
@@ -406,8 +407,8 @@ TEST_F(PluginDispatchTest, InlineHungPluginIsGivenUpByTheWatchdogWhileItsThreadS
 // plugin that returns in time is answered normally and on_abandon is never called.
 TEST_F(PluginDispatchTest, InlineDeliveryHasItsLeaseRenewedWhileItRunsAndAnswersNormally) {
   ResetHang(/*release=*/0);
-  auto d =
-      Dispatcher("hang", kCaps, std::chrono::milliseconds(60'000), std::chrono::milliseconds(30));
+  auto d = Dispatcher("hang", kDispatchCaps, std::chrono::milliseconds(60'000),
+                      std::chrono::milliseconds(30));
   DispatchContext ctx = Context(h_.Claim(key_));
   std::atomic<int> renewals{0};
   std::atomic<int> abandons{0};
@@ -435,8 +436,8 @@ TEST_F(PluginDispatchTest, InlineDeliveryHasItsLeaseRenewedWhileItRunsAndAnswers
 TEST_F(PluginDispatchTest, InlineLostLeaseIsGivenUpWithPluginFailed) {
   ResetHang(/*release=*/0);
   lease_held_ = false;  // the first renewal finds the lease taken over
-  auto d =
-      Dispatcher("hang", kCaps, std::chrono::milliseconds(60'000), std::chrono::milliseconds(30));
+  auto d = Dispatcher("hang", kDispatchCaps, std::chrono::milliseconds(60'000),
+                      std::chrono::milliseconds(30));
   DispatchContext ctx = Context(h_.Claim(key_));
   std::promise<PluginOutcome> gave_up;
   ctx.on_abandon = [&](const PluginOutcome& out) { gave_up.set_value(out); };
@@ -457,7 +458,7 @@ TEST_F(PluginDispatchTest, InlineLostLeaseIsGivenUpWithPluginFailed) {
 // answered the same way); nothing is answered twice when the plugins return late.
 TEST_F(PluginDispatchTest, FinishAsyncAnswersAHungDeliveryAtTheTimeoutAndTheNextOneStillRuns) {
   ResetHang(/*release=*/0);
-  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(100));
+  auto d = Dispatcher("hang", kDispatchCaps, std::chrono::milliseconds(100));
   std::unique_ptr<WebhookPipeline> pipeline = Pipeline(d, /*max_in_flight=*/1);
   AsyncAnswers answers;
   ASSERT_NO_FATAL_FAILURE(StartAll(*pipeline, {"msg_a", "msg_b"}, answers));
@@ -488,7 +489,7 @@ TEST_F(PluginDispatchTest, FinishAsyncAnswersAHungDeliveryAtTheTimeoutAndTheNext
 TEST_F(PluginDispatchTest,
        WithFibersADeliveryHeldBehindAHungPluginIsAnsweredByTheDeadlineAndNeverRuns) {
   ResetHang(/*release=*/0);
-  auto d = Dispatcher("hang", kCaps, std::chrono::milliseconds(100));
+  auto d = Dispatcher("hang", kDispatchCaps, std::chrono::milliseconds(100));
   fiber::Carriers carriers(1, "cg-test-carrier");
   AsyncAnswers answers;
   {

@@ -35,9 +35,9 @@ namespace ht = clawguard::host::testing;
 using ht::ErpAnswer;
 using ht::ErpHarness;
 
-constexpr const char* kPlugin = "acme-orders";
-constexpr const char* kRoute = "order.created";
-const std::vector<std::string> kCaps = {"POST /orders/{id}/fulfil"};
+using testing::kPlugin;
+using testing::kRoute;
+const std::vector<std::string> kSandboxCaps = {"POST /orders/{id}/fulfil"};
 const std::vector<std::string> kGoodCaps = {"POST /orders/{id}/fulfil", "POST /inventory/adjust"};
 
 std::string WorkerPath() {
@@ -174,7 +174,7 @@ TEST_P(SandboxLoadTest, AnAttackWhileLoadingIsDeniedOrEndsTheLoad) {
     return;
   }
   ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
   DispatchReport r = Deliver(*d, Attack("none"));
   ASSERT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
   EXPECT_EQ(nlohmann::json::parse(r.outcome.body)["result"], a.load_result);
@@ -220,7 +220,7 @@ TEST_P(SandboxHandleTest, AnAttackWhileServingIsDeniedOrKillsOnlyItsWorker) {
                                   CreateSealedMemfd(Build("good"), "clawguard:good").value());
   ASSERT_TRUE(good.ok()) << good.error().ToString();
   auto d = Dispatcher(
-      {SandboxTarget{kPlugin, *hostile, kCaps}, SandboxTarget{"good", *good, kGoodCaps}});
+      {SandboxTarget{kPlugin, *hostile, kSandboxCaps}, SandboxTarget{"good", *good, kGoodCaps}});
   const std::string arg = a.arg == "$HOST" ? std::to_string(::getpid()) : a.arg;
   DispatchReport r = Deliver(*d, Attack(a.attack, arg));
   if (a.killed_by_syscall >= 0) {
@@ -269,7 +269,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST_F(SandboxDispatchTest, ACrashIsAFaultAndTheNextDeliveryGetsANewWorker) {
   auto w = Start(Build("hostile"), Options());
   ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
   const pid_t first = (*w)->pid();
   DispatchReport r = Deliver(*d, Attack("segv"));
   EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kUnavailable);
@@ -286,7 +286,7 @@ TEST_F(SandboxDispatchTest, ACrashIsAFaultAndTheNextDeliveryGetsANewWorker) {
 TEST_F(SandboxDispatchTest, AHungPluginIsKilledAtTheTimeoutAndItsLeaseCanBeReleased) {
   auto w = Start(Build("hostile"), Options());
   ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}}, std::chrono::milliseconds(300));
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}}, std::chrono::milliseconds(300));
   DispatchReport r = Deliver(*d, Attack("spin"));
   EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kTimedOut);
   EXPECT_TRUE(r.outcome.plugin_stopped);
@@ -302,7 +302,7 @@ TEST_F(SandboxDispatchTest, ACrashLoopMarksThePluginFailed) {
   o.max_faults = 3;
   auto w = Start(Build("hostile"), o);
   ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(Deliver(*d, Attack("segv")).outcome.kind, PluginOutcome::Kind::kUnavailable);
     ASSERT_TRUE(WaitForFaults(static_cast<size_t>(i) + 1));
@@ -318,7 +318,7 @@ TEST_F(SandboxDispatchTest, ACrashLoopMarksThePluginFailed) {
 TEST_F(SandboxDispatchTest, TheAnswerRulesAndLogLimitsHoldAcrossTheProcessBoundary) {
   auto w = Start(Build("hostile"), Options());
   ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
   DispatchReport twice = Deliver(*d, Attack("respond_twice"));
   EXPECT_EQ(twice.outcome.kind, PluginOutcome::Kind::kFailed);
   EXPECT_NE(twice.outcome.detail.find("2 times"), std::string::npos) << twice.outcome.detail;
@@ -339,7 +339,7 @@ TEST_F(SandboxDispatchTest, AWorkerFloodingFramesWhileTheHostWaitsIsKilledNotBuf
   h_.erp().SetAnswer("/orders/1/fulfil", slow);
   auto w = Start(Build("hostile"), Options());
   ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
   DispatchReport r = Deliver(*d, Attack("frame_flood"));
   EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kUnavailable) << r.outcome.detail;
   ASSERT_TRUE(WaitForFaults(1));
@@ -355,7 +355,7 @@ TEST_F(SandboxDispatchTest, AFloodSpreadOverWaitingDeliveriesIsBoundedPerWorker)
   h_.erp().SetAnswer("/orders/1/fulfil", slow);
   auto w = Start(Build("hostile"), Options());
   ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}}, std::chrono::milliseconds(8000));
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}}, std::chrono::milliseconds(8000));
   constexpr int kSessions = 3;  // 3 × 30 MiB: under kMaxInboxBytes each, over the worker's bound
   static_assert(kSessions * 2 * (15ull << 20) > PluginWorker::kMaxWorkerInboxBytes);
   static_assert(2 * (15ull << 20) < PluginWorker::kMaxInboxBytes);
@@ -395,7 +395,7 @@ TEST_F(SandboxDispatchTest, ARestartWaitsUntilTheFaultIsCounted) {
   };
   auto w = Start(Build("hostile"), o);
   ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
   EXPECT_EQ(Deliver(*d, Attack("segv")).outcome.kind, PluginOutcome::Kind::kUnavailable);
   DispatchReport r;
   for (int i = 0; i < 2000; ++i) {
@@ -423,7 +423,7 @@ TEST_F(SandboxDispatchTest, StopEndsAWorkerThatIsStillStarting) {
   o.start_timeout = std::chrono::milliseconds(600'000);
   auto w = Start(Build("hostile"), o);
   ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
   clawguard::testing::WriteFile(flag, "");
   EXPECT_EQ(Deliver(*d, Attack("segv")).outcome.kind, PluginOutcome::Kind::kUnavailable);
   ASSERT_TRUE(WaitForFaults(1));
@@ -446,7 +446,7 @@ TEST_F(SandboxDispatchTest, StopEndsAWorkerThatIsStillStarting) {
 TEST_F(SandboxDispatchTest, AFaultIsNotHiddenBehindTheSendsItsDeathMadeFail) {
   auto w = Start(Build("hostile"), Options());
   ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
   EXPECT_EQ(Deliver(*d, Attack("hide_fault")).outcome.kind, PluginOutcome::Kind::kUnavailable);
   ASSERT_TRUE(WaitForFaults(1));
   EXPECT_EQ(faults()[0].cause, "seccomp") << faults()[0].detail;
@@ -460,7 +460,7 @@ TEST_F(SandboxDispatchTest, AWorkerThatDoesNotReadItsAnswersIsKilledAtTheQueueBo
   o.max_queued_bytes = 8ull << 20;  // the default, 256 MiB, takes the same path, only longer
   auto w = Start(Build("hostile"), o);
   ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
   ASSERT_EQ(Deliver(*d, Attack("none")).outcome.kind, PluginOutcome::Kind::kAnswered);
   (void)Deliver(*d, Attack("fenced_flood"));
   ASSERT_TRUE(WaitForFaults(1));
@@ -470,7 +470,7 @@ TEST_F(SandboxDispatchTest, AWorkerThatDoesNotReadItsAnswersIsKilledAtTheQueueBo
 TEST_F(SandboxDispatchTest, ErpCallsGoThroughTheHostOncePerCall) {
   auto w = Start(Build("fulfil"), Options());
   ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kCaps}});
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
   DispatchReport r = Deliver(*d, R"({"order_id":"A-1"})");
   ASSERT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
   EXPECT_EQ(r.erp.calls, 1);
@@ -486,8 +486,8 @@ TEST_F(SandboxDispatchTest, InProcessTheSameAttacksSucceed) {
   ASSERT_TRUE(lib.ok()) << lib.error().ToString();
   DispatchOptions o;
   o.erp = h_.env;
-  auto d =
-      PluginDispatcher::Create(std::move(o), {DispatchTarget{kPlugin, (*lib)->plugin(), kCaps}});
+  auto d = PluginDispatcher::Create(std::move(o),
+                                    {DispatchTarget{kPlugin, (*lib)->plugin(), kSandboxCaps}});
   ASSERT_TRUE(d.ok());
   const auto run = [&](const std::string& attack, const std::string& arg) {
     const std::string key = Sha256Hex("inproc-" + attack);

@@ -24,7 +24,7 @@ namespace {
 
 using testing::ErpHarness;
 
-constexpr const char* kPlugin = "acme-orders";
+using testing::kPlugin;
 constexpr const char* kFulfilCap = "POST /orders/{id}/fulfil";
 
 // CountingOutbox forwards to another outbox and counts the writes of the send path, so a test can

@@ -1,5 +1,6 @@
 // breaker_test.cpp — KeyBreaker and EndpointBreaker with an injected FixedClock (no sleeps).
 #include "host/guard/breaker.h"
+#include "support/fixed_time.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +17,7 @@ namespace {
 
 using Millis = std::chrono::milliseconds;
 
-constexpr int64_t kT0 = 1'796'000'000'000;
+using ::clawguard::testing::kT0;
 
 BreakerSpec KeySpec() { return BreakerSpec{3, Millis(5000), Millis(30'000), 0}; }
 BreakerSpec ErpSpec(int probes = 1) { return BreakerSpec{3, Millis(5000), Millis(60'000), probes}; }

@@ -1,5 +1,6 @@
 // rate_limiter_test.cpp — the per-plugin token bucket with an injected FixedClock (no sleeps).
 #include "host/guard/rate_limiter.h"
+#include "support/fixed_time.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +17,7 @@ namespace {
 
 using Millis = std::chrono::milliseconds;
 
-constexpr int64_t kT0 = 1'796'000'000'000;
+using ::clawguard::testing::kT0;
 
 std::unique_ptr<RateLimiter> Make(const RateLimit& limit, const Clock& clock,
                                   size_t max_plugins = 4096) {

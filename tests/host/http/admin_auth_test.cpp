@@ -20,14 +20,14 @@ namespace ht = clawguard::host::testing;
 
 const std::string kToken = "0123456789abcdef0123456789abcdef-admin";  // ≥ 32 characters
 
-struct Gate {
+struct GuardedRoute {
   std::atomic<int> calls{0};
   Handler handler;
 };
 
-std::unique_ptr<Gate> MakeGate() {
-  auto gate = std::make_unique<Gate>();
-  Gate* raw = gate.get();
+std::unique_ptr<GuardedRoute> MakeGuardedRoute() {
+  auto gate = std::make_unique<GuardedRoute>();
+  GuardedRoute* raw = gate.get();
   auto handler = RequireBearerToken(SecretBytes(kToken), [raw](const HttpRequest&) {
     ++raw->calls;
     HttpResponse r;
@@ -59,7 +59,7 @@ TEST(AdminAuthTest, RefusesAnEmptyInnerHandler) {
 }
 
 TEST(AdminAuthTest, MissingHeaderGets401WithBearerChallenge) {
-  auto gate = MakeGate();
+  auto gate = MakeGuardedRoute();
   HttpResponse r = gate->handler(WithAuth({}));
   EXPECT_EQ(r.status, 401);
   ASSERT_TRUE(r.headers.Get("WWW-Authenticate").has_value());
@@ -69,7 +69,7 @@ TEST(AdminAuthTest, MissingHeaderGets401WithBearerChallenge) {
 }
 
 TEST(AdminAuthTest, WrongOrMalformedTokensGet401InvalidToken) {
-  auto gate = MakeGate();
+  auto gate = MakeGuardedRoute();
   const std::vector<std::string> values = {"Bearer wrong",
                                            "Bearer " + kToken + "x",
                                            "Bearer " + kToken.substr(1),
@@ -89,13 +89,13 @@ TEST(AdminAuthTest, WrongOrMalformedTokensGet401InvalidToken) {
 }
 
 TEST(AdminAuthTest, TwoAuthorizationHeadersAreRefusedEvenIfOneIsRight) {
-  auto gate = MakeGate();
+  auto gate = MakeGuardedRoute();
   EXPECT_EQ(gate->handler(WithAuth({"Bearer " + kToken, "Bearer wrong"})).status, 401);
   EXPECT_EQ(gate->calls.load(), 0);
 }
 
 TEST(AdminAuthTest, RightTokenReachesTheInnerHandler) {
-  auto gate = MakeGate();
+  auto gate = MakeGuardedRoute();
   HttpResponse r = gate->handler(WithAuth({"Bearer " + kToken}));
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "ops");
@@ -105,7 +105,7 @@ TEST(AdminAuthTest, RightTokenReachesTheInnerHandler) {
 }
 
 TEST(AdminAuthTest, GuardsARealListener) {
-  auto gate = MakeGate();
+  auto gate = MakeGuardedRoute();
   auto server = HttpServer::Create({}, gate->handler);
   ASSERT_TRUE(server.ok()) << server.error().ToString();
   ASSERT_TRUE((*server)->Start().ok());

@@ -5,6 +5,7 @@
 // Over 500 lines on purpose: the guards act on one another (a breaker's DLQ entry, the metrics of
 // a refusal), so they are tested on one wired pipeline fixture.
 #include "host/intake/pipeline_guards.h"
+#include "support/fixed_time.h"
 
 #include <gtest/gtest.h>
 
@@ -31,13 +32,13 @@ using Millis = std::chrono::milliseconds;
 
 using std::chrono::milliseconds;
 
-constexpr int64_t kT0 = 1'796'000'000'000;
+using ::clawguard::testing::kT0;
 constexpr char kSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-constexpr char kPlugin[] = "acme-orders";
-constexpr char kRoute[] = "order.created";
+constexpr char kGuardsPlugin[] = "acme-orders";
+constexpr char kGuardsRoute[] = "order.created";
 constexpr char kRequests[] = "clawguard_webhook_requests_total";
 
-std::string OrderBody(const std::string& id) {
+std::string GuardsOrderBody(const std::string& id) {
   return R"({"type":"order.created","order":{"id":")" + id + R"("}})";
 }
 
@@ -126,7 +127,8 @@ class PipelineGuardsTest : public ::testing::Test {
     auto b = KeyBreaker::Create(BreakerSpec{3, Millis(5000), Millis(30'000), 0}, clock_);
     ASSERT_TRUE(b.ok()) << b.error().ToString();
     breaker_ = std::move(b).value();
-    auto m = HostMetrics::Create(MetricsNames{{{kPlugin, kRoute}}, {kPlugin}, {}});
+    auto m =
+        HostMetrics::Create(MetricsNames{{{kGuardsPlugin, kGuardsRoute}}, {kGuardsPlugin}, {}});
     ASSERT_TRUE(m.ok()) << m.error().ToString();
     metrics_ = std::move(m).value();
     guards_ = PipelineGuards{
@@ -145,7 +147,8 @@ class PipelineGuardsTest : public ::testing::Test {
     auto key = DecodeWebhookSecret(kSecret);
     auto v = WebhookVerifier::Create(std::move(key).value(), std::nullopt, std::nullopt,
                                      milliseconds(300'000), clock_);
-    routes.push_back(PipelineRoute{kPlugin, kRoute, 2, "/order/id", std::move(v).value()});
+    routes.push_back(
+        PipelineRoute{kGuardsPlugin, kGuardsRoute, 2, "/order/id", std::move(v).value()});
     auto p = WebhookPipeline::Create(
         PipelineOptions{4096, 4096, milliseconds(1000)}, std::move(routes), *store_,
         [this](const DispatchContext& ctx) { return Dispatch(ctx); }, guards_);
@@ -170,7 +173,7 @@ class PipelineGuardsTest : public ::testing::Test {
     auto key = DecodeWebhookSecret(kSecret);
     HttpRequest r;
     r.method = "POST";
-    r.target = std::string("/webhooks/") + kPlugin + "/" + kRoute;
+    r.target = std::string("/webhooks/") + kGuardsPlugin + "/" + kGuardsRoute;
     r.headers.Add("Content-Type", "application/json");
     r.headers.Add("webhook-id", id);
     r.headers.Add("webhook-timestamp", std::to_string(t));
@@ -180,7 +183,7 @@ class PipelineGuardsTest : public ::testing::Test {
     return r;
   }
   WebhookPipeline::Handled Deliver(const std::string& id, const std::string& order) {
-    return pipeline_->HandleDetailed(Request(id, OrderBody(order)));
+    return pipeline_->HandleDetailed(Request(id, GuardsOrderBody(order)));
   }
 
   static std::string Type(const HttpResponse& r) {
@@ -194,7 +197,7 @@ class PipelineGuardsTest : public ::testing::Test {
     return l.ok() ? *l : std::vector<DlqEntry>{};
   }
   uint64_t Requests(std::string_view outcome) {
-    auto c = metrics_->registry().FindCounter(kRequests, {kPlugin, kRoute, outcome});
+    auto c = metrics_->registry().FindCounter(kRequests, {kGuardsPlugin, kGuardsRoute, outcome});
     return c ? c->Value() : 0;
   }
   std::vector<nlohmann::json> AuditOf(const std::string& event) {
@@ -205,7 +208,7 @@ class PipelineGuardsTest : public ::testing::Test {
     return out;
   }
 
-  testing::TempDir dir_;
+  clawguard::testing::TempDir dir_;
   FixedClock clock_{kT0};
   std::unique_ptr<sqlite::SqliteIdempotencyStore> sqlite_;
   std::unique_ptr<TombstoneStore> store_;
@@ -225,8 +228,9 @@ class PipelineGuardsTest : public ::testing::Test {
 TEST_F(PipelineGuardsTest, RateLimitIs429WithRetryAfterAfterAuthenticationAndStoresNothing) {
   for (int i = 0; i < 5;
        ++i) {  // forged requests are refused before the bucket: they take no token
-    EXPECT_EQ(pipeline_->Handle(Request("msg_forged", OrderBody("A"), /*forged=*/true)).status,
-              401);
+    EXPECT_EQ(
+        pipeline_->Handle(Request("msg_forged", GuardsOrderBody("A"), /*forged=*/true)).status,
+        401);
   }
   EXPECT_EQ(Deliver("msg_1", "A").response.status, 201);
   EXPECT_EQ(Deliver("msg_2", "B").response.status, 201);
@@ -235,7 +239,7 @@ TEST_F(PipelineGuardsTest, RateLimitIs429WithRetryAfterAfterAuthenticationAndSto
   EXPECT_EQ(limited.response.status, 429);
   EXPECT_EQ(Type(limited.response), "https://clawguard.dev/problems/rate_limited");
   EXPECT_EQ(limited.response.headers.Get("Retry-After"), "1");
-  EXPECT_FALSE(sqlite_->Get(Level2Key(kPlugin, kRoute, "msg_3", "C"))->has_value());
+  EXPECT_FALSE(sqlite_->Get(Level2Key(kGuardsPlugin, kGuardsRoute, "msg_3", "C"))->has_value());
   EXPECT_EQ(calls_, 2);
   EXPECT_TRUE(Entries().empty());
   EXPECT_EQ(Requests("rate_limited"), 1u);
@@ -249,7 +253,7 @@ TEST_F(PipelineGuardsTest, BreakerOpensAfterThreeFailuresWithOneDlqEntryAndClose
   Rebuild();
   outcomes_ = {PluginOutcome::Failed("returned 3"), PluginOutcome::Failed("returned 3"),
                PluginOutcome::Failed("returned 3")};
-  const std::string key = Level2Key(kPlugin, kRoute, "msg_1", "A");
+  const std::string key = Level2Key(kGuardsPlugin, kGuardsRoute, "msg_1", "A");
   for (int i = 0; i < 3; ++i) {
     const auto h = Deliver("msg_1", "A");
     EXPECT_EQ(h.response.status, 500) << i;  // the failing request itself keeps its answer
@@ -271,8 +275,8 @@ TEST_F(PipelineGuardsTest, BreakerOpensAfterThreeFailuresWithOneDlqEntryAndClose
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].klass, DlqClass::kBreaker);
   EXPECT_EQ(entries[0].event_key, key);
-  EXPECT_EQ(entries[0].plugin, kPlugin);
-  EXPECT_EQ(entries[0].route, kRoute);
+  EXPECT_EQ(entries[0].plugin, kGuardsPlugin);
+  EXPECT_EQ(entries[0].route, kGuardsRoute);
   EXPECT_EQ(entries[0].call_index, kDlqEventLevel);
   EXPECT_EQ(entries[0].occurrences, 1);
   EXPECT_NE(entries[0].detail.find("plugin failed: returned 3"), std::string::npos)
@@ -281,11 +285,11 @@ TEST_F(PipelineGuardsTest, BreakerOpensAfterThreeFailuresWithOneDlqEntryAndClose
   ASSERT_TRUE(full.ok() && full->has_value() && (*full)->request.has_value());
   EXPECT_EQ((*full)->request->webhook_id, "msg_1");
   EXPECT_EQ((*full)->request->content_type, "application/json");
-  EXPECT_EQ((*full)->request->body, OrderBody("A"));
+  EXPECT_EQ((*full)->request->body, GuardsOrderBody("A"));
   const auto opened = AuditOf("breaker_opened");
   ASSERT_EQ(opened.size(), 1u);
-  EXPECT_EQ(opened[0]["plugin"], kPlugin);
-  EXPECT_EQ(opened[0]["route"], kRoute);
+  EXPECT_EQ(opened[0]["plugin"], kGuardsPlugin);
+  EXPECT_EQ(opened[0]["route"], kGuardsRoute);
   EXPECT_EQ(opened[0]["event_key"], key);
   EXPECT_EQ(Requests("breaker_open"), 3u);
   EXPECT_EQ(Requests("plugin_failed"), 3u);
@@ -369,7 +373,7 @@ TEST_F(PipelineGuardsTest, DeadLetteredEventWritesOneMismatchEntryWithoutTheRequ
   const auto entries = Entries();
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].klass, DlqClass::kMismatch);
-  EXPECT_EQ(entries[0].event_key, Level2Key(kPlugin, kRoute, "msg_1", "A"));
+  EXPECT_EQ(entries[0].event_key, Level2Key(kGuardsPlugin, kGuardsRoute, "msg_1", "A"));
   EXPECT_FALSE(entries[0].has_request);
   EXPECT_NE(entries[0].detail.find("erp call 0 differs"), std::string::npos);
   EXPECT_NE(entries[0].detail.find("idem reset"), std::string::npos);
@@ -377,7 +381,7 @@ TEST_F(PipelineGuardsTest, DeadLetteredEventWritesOneMismatchEntryWithoutTheRequ
 }
 
 TEST_F(PipelineGuardsTest, TombstoneIs409ExpiredKeySeenWithOneManualReviewEntry) {
-  const std::string key = Level2Key(kPlugin, kRoute, "msg_1", "A");
+  const std::string key = Level2Key(kGuardsPlugin, kGuardsRoute, "msg_1", "A");
   store_->tombstoned.insert(key);
   for (int i = 0; i < 2; ++i) {
     const auto h = Deliver("msg_1", "A");
@@ -394,7 +398,7 @@ TEST_F(PipelineGuardsTest, TombstoneIs409ExpiredKeySeenWithOneManualReviewEntry)
   EXPECT_EQ(entries[0].occurrences, 2);
   auto full = dlq_->Get(entries[0].id);
   ASSERT_TRUE(full.ok() && full->has_value() && (*full)->request.has_value());
-  EXPECT_EQ((*full)->request->body, OrderBody("A"));
+  EXPECT_EQ((*full)->request->body, GuardsOrderBody("A"));
   EXPECT_EQ(Requests("expired_key_seen"), 2u);
 }
 
@@ -402,7 +406,7 @@ TEST_F(PipelineGuardsTest, DlqWriteFailuresAreAuditedAndNeverChangeTheAnswer) {
   DownDlq down;
   guards_.dlq = &down;
   Rebuild();
-  store_->tombstoned.insert(Level2Key(kPlugin, kRoute, "msg_1", "A"));
+  store_->tombstoned.insert(Level2Key(kGuardsPlugin, kGuardsRoute, "msg_1", "A"));
   EXPECT_EQ(Deliver("msg_1", "A").response.status, 409);
   outcomes_ = {PluginOutcome::DeadLettered("mismatch", "call 1 differs")};
   EXPECT_EQ(Deliver("msg_2", "B").response.status, 202);
@@ -410,7 +414,7 @@ TEST_F(PipelineGuardsTest, DlqWriteFailuresAreAuditedAndNeverChangeTheAnswer) {
   ASSERT_EQ(failed.size(), 2u);
   EXPECT_EQ(failed[0]["class"], "manual_review");
   EXPECT_EQ(failed[1]["class"], "mismatch");
-  EXPECT_EQ(failed[1]["event_key"], Level2Key(kPlugin, kRoute, "msg_2", "B"));
+  EXPECT_EQ(failed[1]["event_key"], Level2Key(kGuardsPlugin, kGuardsRoute, "msg_2", "B"));
   EXPECT_NE(failed[1]["detail"].get<std::string>().find("database is locked"), std::string::npos);
 }
 
@@ -421,8 +425,8 @@ TEST_F(PipelineGuardsTest, MetricsCountOutcomesDuplicatesSignatureFailuresAndTak
   EXPECT_EQ(Deliver("msg_1", "A").response.status, 500);
   EXPECT_EQ(Deliver("msg_1", "A").response.status, 201);  // takes the released lease over
   EXPECT_EQ(Deliver("msg_1", "A").response.status, 201);  // replay
-  EXPECT_EQ(pipeline_->Handle(Request("msg_1", OrderBody("A"), /*forged=*/true)).status, 401);
-  HttpRequest unknown = Request("msg_1", OrderBody("A"));
+  EXPECT_EQ(pipeline_->Handle(Request("msg_1", GuardsOrderBody("A"), /*forged=*/true)).status, 401);
+  HttpRequest unknown = Request("msg_1", GuardsOrderBody("A"));
   unknown.target = "/webhooks/acme-orders/order.deleted";
   EXPECT_EQ(pipeline_->Handle(unknown).status, 404);
 
@@ -442,7 +446,7 @@ TEST_F(PipelineGuardsTest, MetricsCountOutcomesDuplicatesSignatureFailuresAndTak
   ASSERT_TRUE(sig);
   EXPECT_EQ(sig->Value(), 1u);
   auto hist = metrics_->registry().FindHistogram("clawguard_webhook_processing_duration_seconds",
-                                                 {kPlugin, kRoute});
+                                                 {kGuardsPlugin, kGuardsRoute});
   ASSERT_TRUE(hist);
   EXPECT_EQ(hist->Count(), 4u);  // every request of the known route
 }
@@ -472,18 +476,18 @@ TEST_F(PipelineGuardsTest, LaterDeliveriesFeedTheRetentionAdvisor) {
 TEST_F(PipelineGuardsTest, RedeliverRunsAClaimedEventOnceWithoutTheSignature) {
   outcomes_ = {PluginOutcome::Failed("x")};
   EXPECT_EQ(Deliver("msg_1", "A").response.status, 500);
-  const std::string key = Level2Key(kPlugin, kRoute, "msg_1", "A");
+  const std::string key = Level2Key(kGuardsPlugin, kGuardsRoute, "msg_1", "A");
   clock_.Advance(86'400'000);  // a day later: the delivery's timestamp is far out of tolerance
-  const DlqRequest stored{"msg_1", "application/json", OrderBody("A")};
-  const RedeliverResult r = pipeline_->Redeliver(kPlugin, kRoute, key, stored);
+  const DlqRequest stored{"msg_1", "application/json", GuardsOrderBody("A")};
+  const RedeliverResult r = pipeline_->Redeliver(kGuardsPlugin, kGuardsRoute, key, stored);
   EXPECT_TRUE(r.done) << r.detail;
   EXPECT_EQ(calls_, 2);
-  EXPECT_EQ(last_body_, OrderBody("A"));
+  EXPECT_EQ(last_body_, GuardsOrderBody("A"));
   auto rec = sqlite_->Get(key);
   ASSERT_TRUE(rec.ok() && rec->has_value());
   EXPECT_EQ((*rec)->state, IdemState::kCompleted);
   EXPECT_EQ((*rec)->status, 201);
-  const RedeliverResult again = pipeline_->Redeliver(kPlugin, kRoute, key, stored);
+  const RedeliverResult again = pipeline_->Redeliver(kGuardsPlugin, kGuardsRoute, key, stored);
   EXPECT_TRUE(again.done);
   EXPECT_NE(again.detail.find("already completed"), std::string::npos) << again.detail;
   EXPECT_EQ(calls_, 2);
@@ -492,26 +496,30 @@ TEST_F(PipelineGuardsTest, RedeliverRunsAClaimedEventOnceWithoutTheSignature) {
 }
 
 TEST_F(PipelineGuardsTest, RedeliverRefusesAWrongKeyAndReportsWhatBlocksIt) {
-  const std::string key = Level2Key(kPlugin, kRoute, "msg_1", "A");
-  const RedeliverResult tampered = pipeline_->Redeliver(
-      kPlugin, kRoute, key, DlqRequest{"msg_1", "application/json", OrderBody("B")});
+  const std::string key = Level2Key(kGuardsPlugin, kGuardsRoute, "msg_1", "A");
+  const RedeliverResult tampered =
+      pipeline_->Redeliver(kGuardsPlugin, kGuardsRoute, key,
+                           DlqRequest{"msg_1", "application/json", GuardsOrderBody("B")});
   EXPECT_FALSE(tampered.done);
   EXPECT_NE(tampered.detail.find("integrity check failed"), std::string::npos) << tampered.detail;
-  const RedeliverResult other_id = pipeline_->Redeliver(
-      kPlugin, kRoute, key, DlqRequest{"msg_2", "application/json", OrderBody("A")});
+  const RedeliverResult other_id =
+      pipeline_->Redeliver(kGuardsPlugin, kGuardsRoute, key,
+                           DlqRequest{"msg_2", "application/json", GuardsOrderBody("A")});
   EXPECT_FALSE(other_id.done);
-  EXPECT_FALSE(
-      pipeline_->Redeliver(kPlugin, "order.deleted", key, DlqRequest{"msg_1", "", OrderBody("A")})
-          .done);
-  const RedeliverResult no_key =
-      pipeline_->Redeliver(kPlugin, kRoute, key, DlqRequest{"msg_1", "application/json", "{}"});
+  EXPECT_FALSE(pipeline_
+                   ->Redeliver(kGuardsPlugin, "order.deleted", key,
+                               DlqRequest{"msg_1", "", GuardsOrderBody("A")})
+                   .done);
+  const RedeliverResult no_key = pipeline_->Redeliver(
+      kGuardsPlugin, kGuardsRoute, key, DlqRequest{"msg_1", "application/json", "{}"});
   EXPECT_FALSE(no_key.done);
   EXPECT_EQ(calls_, 0);
   EXPECT_FALSE(sqlite_->Get(key)->has_value());
 
   store_->tombstoned.insert(key);
-  const RedeliverResult tomb = pipeline_->Redeliver(
-      kPlugin, kRoute, key, DlqRequest{"msg_1", "application/json", OrderBody("A")});
+  const RedeliverResult tomb =
+      pipeline_->Redeliver(kGuardsPlugin, kGuardsRoute, key,
+                           DlqRequest{"msg_1", "application/json", GuardsOrderBody("A")});
   EXPECT_FALSE(tomb.done);
   EXPECT_NE(tomb.detail.find("tombstoned"), std::string::npos) << tomb.detail;
   EXPECT_TRUE(Entries().empty());  // a redelivery comes from the DLQ: no new entry
@@ -519,15 +527,16 @@ TEST_F(PipelineGuardsTest, RedeliverRefusesAWrongKeyAndReportsWhatBlocksIt) {
 }
 
 TEST_F(PipelineGuardsTest, RedeliverSkipsTheOpenBreakerAndTheRateLimit) {
-  const std::string key = Level2Key(kPlugin, kRoute, "msg_1", "A");
+  const std::string key = Level2Key(kGuardsPlugin, kGuardsRoute, "msg_1", "A");
   outcomes_ = {PluginOutcome::Failed("x"), PluginOutcome::Failed("x")};
   EXPECT_EQ(Deliver("msg_1", "A").response.status, 500);
   EXPECT_EQ(Deliver("msg_1", "A").response.status, 500);
   EXPECT_EQ(Deliver("msg_1", "A").outcome, WebhookOutcome::kRateLimited);  // burst of 2 used up
   for (int i = 0; i < 3; ++i) breaker_->RecordFailure(key);
   ASSERT_FALSE(breaker_->Check(key).allowed);
-  const RedeliverResult r = pipeline_->Redeliver(
-      kPlugin, kRoute, key, DlqRequest{"msg_1", "application/json", OrderBody("A")});
+  const RedeliverResult r =
+      pipeline_->Redeliver(kGuardsPlugin, kGuardsRoute, key,
+                           DlqRequest{"msg_1", "application/json", GuardsOrderBody("A")});
   EXPECT_TRUE(r.done) << r.detail;
   EXPECT_EQ(calls_, 3);
 }

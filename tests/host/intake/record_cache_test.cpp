@@ -3,6 +3,7 @@
 // operator reset (directly, or by another process through the operations generation) is never
 // answered from memory; bounds evict.
 #include "host/intake/record_cache.h"
+#include "support/fixed_time.h"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +16,8 @@
 namespace clawguard::host {
 namespace {
 
-constexpr int64_t kT0 = 1'796'000'000'000;
-constexpr int64_t kLease = 30'000;
+using ::clawguard::testing::kLease;
+using ::clawguard::testing::kT0;
 
 class RecordCacheTest : public ::testing::Test {
  protected:

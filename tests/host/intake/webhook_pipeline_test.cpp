@@ -3,6 +3,7 @@
 // Over 500 lines on purpose: one gate, one fixture; every stage's cases build on the same
 // signed request and store.
 #include "host/intake/webhook_pipeline.h"
+#include "support/fixed_time.h"
 
 #include <gtest/gtest.h>
 
@@ -25,8 +26,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr int64_t kT0 = 1'796'000'000'000;
-constexpr char kSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+using ::clawguard::testing::kT0;
+constexpr char kPipelineSecret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 constexpr char kPlugin[] = "acme-orders";
 
 std::string OrderBody(const std::string& id, const std::string& extra = "") {
@@ -52,7 +53,7 @@ class WebhookPipelineTest : public ::testing::Test {
   }
 
   PipelineRoute Route(const std::string& name, int level, std::optional<std::string> business_key) {
-    auto key = DecodeWebhookSecret(kSecret);
+    auto key = DecodeWebhookSecret(kPipelineSecret);
     auto v = WebhookVerifier::Create(std::move(key).value(), std::nullopt, std::nullopt,
                                      milliseconds(300'000), clock_);
     return PipelineRoute{kPlugin, name, level, std::move(business_key), std::move(v).value()};
@@ -76,7 +77,7 @@ class WebhookPipelineTest : public ::testing::Test {
   HttpRequest Request(const std::string& route, const std::string& id, const std::string& body,
                       std::optional<int64_t> ts = std::nullopt) {
     const int64_t t = ts.value_or(clock_.NowSeconds());
-    auto key = DecodeWebhookSecret(kSecret);
+    auto key = DecodeWebhookSecret(kPipelineSecret);
     HttpRequest r;
     r.method = "POST";
     r.target = "/webhooks/acme-orders/" + route;
@@ -97,7 +98,7 @@ class WebhookPipelineTest : public ::testing::Test {
     return r.ok() ? *r : std::nullopt;
   }
 
-  testing::TempDir dir_;
+  clawguard::testing::TempDir dir_;
   FixedClock clock_{kT0};
   std::unique_ptr<sqlite::SqliteIdempotencyStore> store_;
   std::unique_ptr<WebhookPipeline> pipeline_;
@@ -485,7 +486,7 @@ TEST_F(WebhookPipelineTest, FrontAnswersFromMemoryAndAdmitsTheRest) {
 }
 
 TEST(WebhookPipelineCreateTest, RefusesBadRoutes) {
-  testing::TempDir dir;
+  clawguard::testing::TempDir dir;
   FixedClock clock(kT0);
   auto store = sqlite::SqliteIdempotencyStore::Open(dir.Sub("s.db"), clock);
   ASSERT_TRUE(store.ok());

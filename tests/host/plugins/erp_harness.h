@@ -25,6 +25,8 @@ namespace clawguard::host::testing {
 
 inline constexpr int64_t kT0 = 1'790'000'000'000;  // 2026-09-21, fixed
 inline constexpr const char* kErpAuth = "Bearer erp-secret-token-for-tests";
+inline constexpr const char* kPlugin = "acme-orders";  // the plugin the dispatch tests deliver to
+inline constexpr const char* kRoute = "order.created";
 
 // SwitchSender forwards to the live ERP's client, or to a client of a closed port when down.
 class SwitchSender final : public ErpSender {

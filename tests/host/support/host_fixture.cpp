@@ -19,12 +19,30 @@
 #include "clawguard/secret_bytes.h"
 #include "clawguard/sha256.h"
 #include "host/intake/webhook_auth.h"
+#include "sqlite/sqlite_dlq.h"
+#include "sqlite/sqlite_idempotency_store.h"
+#include "sqlite/sqlite_ledger.h"
+#include "sqlite/sqlite_outbox.h"
 #include "support/softhsm.h"
 #include "support/test_plugins.h"
 
 extern char** environ;
 
 namespace clawguard::host::testing {
+
+Result<HostStores> OpenSqliteStores(const std::string& url, const Clock& clock) {
+  if (url.rfind("sqlite:", 0) != 0)
+    return Status(Reason::kStoreUnavailable, "only sqlite: in this test");
+  const std::string path = url.substr(7);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  HostStores s;
+  CLAWGUARD_ASSIGN_OR_RETURN(s.idempotency, sqlite::SqliteIdempotencyStore::Open(path, clock));
+  CLAWGUARD_ASSIGN_OR_RETURN(s.outbox, sqlite::SqliteOutbox::Open(path, clock));
+  CLAWGUARD_ASSIGN_OR_RETURN(s.ledger, SqliteLedger::Open(path, clock));
+  CLAWGUARD_ASSIGN_OR_RETURN(s.dlq, sqlite::SqliteDlq::Open(path, clock));
+  return s;
+}
 
 std::string WorkerPath() {
   return (std::filesystem::path(CLAWGUARD_CLI_PATH).parent_path() / "clawguard-worker").string();
@@ -294,6 +312,19 @@ Reply HostFixture::DeliverUntilStored(const std::string& webhook_id, const std::
         std::chrono::milliseconds(pause_ms));  // the platform's pacing, not a timing assert
   }
   return r;
+}
+
+uint16_t MainPort(const HostProcess& p) {
+  const auto j = nlohmann::json::parse(p.first_line(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("main")) return 0;
+  const std::string main = j["main"].get<std::string>();
+  return static_cast<uint16_t>(std::stoi(main.substr(main.rfind(':') + 1)));
+}
+
+Reply DeliverTo(uint16_t port, const std::string& webhook_id, const std::string& body) {
+  auto conn = RawConnection::Connect(port);
+  if (conn == nullptr) return Reply{};
+  return HostFixture::DeliverOn(*conn, webhook_id, body);
 }
 
 }  // namespace clawguard::host::testing

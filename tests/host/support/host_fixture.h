@@ -22,11 +22,19 @@
 
 #include <spawn.h>
 
+#include "clawguard/clock.h"
+#include "clawguard/error.h"
+#include "host/app/host_app.h"
 #include "support/raw_client.h"
 #include "support/temp_dir.h"
 #include "support/test_erp_server.h"
 
 namespace clawguard::host::testing {
+
+// OpenSqliteStores opens every store of the host on the SQLite file of a "sqlite:PATH" URL,
+// creating its directory (HostApp::Create's store opener for tests that build a HostApp in
+// process); any other URL is store_unavailable.
+Result<HostStores> OpenSqliteStores(const std::string& url, const Clock& clock);
 
 // SpawnHost starts `clawguard host --config |config|` (CLAWGUARD_CLI_PATH) with this process's
 // environment plus |env| and the file actions |fa|; returns posix_spawn's result (0: started).
@@ -185,6 +193,12 @@ class HostFixture {
   uint16_t admin_port_ = 0;
   uint64_t nofile_ = 0;
 };
+
+// MainPort returns the main listener's port from the first line |p| printed, 0 if it has none.
+uint16_t MainPort(const HostProcess& p);
+// DeliverTo sends one signed delivery (HostFixture::DeliverOn) to the host on |port| on a new
+// connection; an empty Reply if it cannot connect.
+Reply DeliverTo(uint16_t port, const std::string& webhook_id, const std::string& body);
 
 }  // namespace clawguard::host::testing
 
