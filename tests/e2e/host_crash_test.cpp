@@ -22,7 +22,6 @@ INSTANTIATE_TEST_SUITE_P(Execution, HostCrashTest, testing::Executions(), testin
 
 using testing::ErpAnswer;
 using testing::HostFixture;
-using testing::HostFixtureOptions;
 using testing::RecordedRequest;
 using testing::Reply;
 

@@ -23,7 +23,6 @@ class HostLoadTest : public testing::ExecutionTest {};
 INSTANTIATE_TEST_SUITE_P(Execution, HostLoadTest, testing::Executions(), testing::ExecutionName);
 
 using testing::HostFixture;
-using testing::HostFixtureOptions;
 using testing::RawConnection;
 using testing::Reply;
 
@@ -60,6 +59,7 @@ TEST_P(HostLoadTest, ThousandEventsFiveDeliveriesEightKeepAliveClients) {
 
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::thread> clients;
+  clients.reserve(kLoadClients);
   for (int c = 0; c < kLoadClients; ++c) {
     clients.emplace_back([&] {
       std::unique_ptr<RawConnection> conn = RawConnection::Connect(f.main_port());

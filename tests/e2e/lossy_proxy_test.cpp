@@ -118,7 +118,7 @@ std::vector<char> DecisionSequence(uint16_t upstream, uint64_t seed) {
     auto conn = RawConnection::Connect(proxy->port());
     if (conn == nullptr) return {};
     if (!WaitFor([&] {
-          return proxy->counts().lost() + proxy->counts().forwarded == static_cast<uint64_t>(i + 1);
+          return proxy->counts().lost() + proxy->counts().forwarded == static_cast<uint64_t>(i) + 1;
         })) {
       return {};
     }
@@ -156,6 +156,7 @@ std::string OrderId(int e) { return "ord_lossy_" + std::to_string(e); }
 template <typename Fn>
 void ForEachEvent(Fn fn) {
   std::vector<std::thread> clients;
+  clients.reserve(kLossyClients);
   for (int c = 0; c < kLossyClients; ++c) {
     clients.emplace_back([&, c] {
       for (int e = c; e < kLossyEvents; e += kLossyClients) fn(e);

@@ -102,6 +102,7 @@ TEST(SigtermLoadTest, DrainsInFlightRequestsExitsZeroAndLosesNothingAnswered) {
   std::mutex mu;  // guards events
   std::atomic<int> next{0}, answered{0};
   std::vector<std::thread> clients;
+  clients.reserve(kSigtermClients);
   for (int c = 0; c < kSigtermClients; ++c) {
     clients.emplace_back([&] {
       std::unique_ptr<RawConnection> conn;

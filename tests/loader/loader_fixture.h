@@ -246,7 +246,7 @@ class LoaderFixture : public ::testing::Test {
     y += t.allowlist_signer ? "{ file: allow-signer.pem, sha256: " + signer_sha + " }" : "null";
     y += "\nrollback: " + t.rollback + "\nlimits: " + t.limits +
          "\nelf: { allowed_needed: " + t.allowed_needed + " }\n";
-    const std::string p = dir_.Sub("trust.yaml");
+    std::string p = dir_.Sub("trust.yaml");
     WriteFile(p, y);
     return p;
   }
@@ -281,8 +281,7 @@ class LoaderFixture : public ::testing::Test {
     }
     const std::string spec_path = dir_.Sub("spec-" + std::to_string(counter_) + ".json");
     WriteFile(spec_path, spec.dump());
-    const std::string pkg =
-        dir_.Sub(o.name + "-" + o.version + "-" + std::to_string(counter_) + ".claw");
+    std::string pkg = dir_.Sub(o.name + "-" + o.version + "-" + std::to_string(counter_) + ".claw");
     auto r = RunCommand({"python3",
                          std::string(CLAWGUARD_SOURCE_DIR) + "/tests/fixtures/make_package.py",
                          spec_path, pkg});
@@ -332,7 +331,7 @@ class LoaderFixture : public ::testing::Test {
       y += "  - { name: " + st.name + ", version: " + st.version +
            ", sha256: " + st.subject_sha256 + " }\n";
     }
-    const std::string path = dir_.Sub("allowlist.yaml");
+    std::string path = dir_.Sub("allowlist.yaml");
     WriteFile(path, y);
     if (sign) {
       WriteFile(

@@ -34,7 +34,6 @@ using clawguard::testing::RunClawguard;
 using clawguard::testing::WriteFile;
 using testing::HostFixture;
 using testing::HostProcess;
-using testing::RawConnection;
 using testing::Reply;
 using tools::HostileErp;
 
@@ -88,6 +87,7 @@ class MultiHostHostileErpTest : public ::testing::Test {
   // Deliver sends every event to a random host, retried as a platform does until |done|.
   void Deliver(int level, const std::function<bool(const Reply&)>& done) {
     std::vector<std::thread> platform;
+    platform.reserve(kHostileEvents);
     for (int e = 0; e < kHostileEvents; ++e) {
       platform.emplace_back([&, e] {
         std::mt19937 rng(static_cast<uint32_t>(e) + 7);
@@ -117,7 +117,7 @@ class MultiHostHostileErpTest : public ::testing::Test {
   // one for it was in flight.
   void ExpectOneSendPerRowAtATime(int level) {
     const tools::HostileErpStats s = erp_->Stats();
-    EXPECT_EQ(s.effects, static_cast<size_t>(2 * kHostileEvents)) << erp_->StatsJson();
+    EXPECT_EQ(s.effects, 2 * static_cast<size_t>(kHostileEvents)) << erp_->StatsJson();
     EXPECT_EQ(s.max_effects_per_key, 1u) << erp_->StatsJson();
     EXPECT_EQ(s.overlapping, 0u) << erp_->StatsJson();
     for (int e = 0; e < kHostileEvents; ++e) {
@@ -160,7 +160,7 @@ TEST_F(MultiHostHostileErpTest, IntentsConfirmedWhileTwoHostsRunAreEachSentByOne
   }
   const auto until =
       std::chrono::steady_clock::now() + std::chrono::seconds(120);  // a guard, not a measure
-  while (erp_->Stats().effects < static_cast<size_t>(2 * kHostileEvents) &&
+  while (erp_->Stats().effects < 2 * static_cast<size_t>(kHostileEvents) &&
          std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

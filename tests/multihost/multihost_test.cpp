@@ -29,7 +29,6 @@ using clawguard::testing::ReadFile;
 using clawguard::testing::WriteFile;
 using testing::HostFixture;
 using testing::HostProcess;
-using testing::RawConnection;
 using testing::Reply;
 
 constexpr int kEvents = 1000;

@@ -45,22 +45,22 @@ TEST(PgStoreTest, ManyHostsRacingOnEachKeyHaveExactlyOneWinner) {
   FixedClock clock(kT0);
   constexpr int kStores = 4, kThreadsPerStore = 4, kKeys = 25;
   std::vector<std::unique_ptr<PgIdempotencyStore>> stores;
+  stores.reserve(kStores);
   for (int i = 0; i < kStores; ++i)
     stores.push_back(PgIdempotencyStore::Open(MustPool(db.url(), &clock)).value());
   std::vector<std::atomic<int>> claimed(kKeys);
   std::atomic<int> errors{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
+  threads.reserve(kStores * kThreadsPerStore);
   for (int t = 0; t < kStores * kThreadsPerStore; ++t) {
     threads.emplace_back([&, t] {
       while (!go.load()) std::this_thread::yield();
       for (int k = 0; k < kKeys; ++k) {
         auto c = stores[static_cast<size_t>(t % kStores)]->Claim(KeyOf(k), kFp, Meta(), kLease);
-        if (!c.ok()) {
-          ++errors;
-        } else if (c->kind == ClaimOutcome::Kind::kClaimed) {
+        if (c.ok() && c->kind == ClaimOutcome::Kind::kClaimed) {
           ++claimed[static_cast<size_t>(k)];
-        } else if (c->kind != ClaimOutcome::Kind::kInProgress) {
+        } else if (!c.ok() || c->kind != ClaimOutcome::Kind::kInProgress) {
           ++errors;
         }
       }
@@ -80,11 +80,13 @@ TEST(PgStoreTest, ExpiredLeaseRaceHasExactlyOneTakeover) {
   ASSERT_EQ(first->Claim(KeyOf(0), kFp, Meta(), kLease)->kind, ClaimOutcome::Kind::kClaimed);
   clock.Advance(kLease);
   std::vector<std::unique_ptr<PgIdempotencyStore>> stores;
+  stores.reserve(8);
   for (int i = 0; i < 8; ++i)
     stores.push_back(PgIdempotencyStore::Open(MustPool(db.url(), &clock)).value());
   std::atomic<int> taken{0}, waiting{0}, other{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
+  threads.reserve(stores.size());
   for (auto& s : stores) {
     threads.emplace_back([&, store = s.get()] {
       while (!go.load()) std::this_thread::yield();
@@ -139,6 +141,7 @@ TEST(PgStoreTest, PoolNeverOpensMoreThanItsBound) {
   auto store = PgIdempotencyStore::Open(MustPool(db.url(), &clock, /*max_connections=*/2)).value();
   std::atomic<int> errors{0};
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
       for (int k = 0; k < 20; ++k) {
@@ -161,6 +164,7 @@ TEST(PgStoreTest, PoolNeverOpensMoreThanItsBound) {
 TEST(PgStoreTest, ConcurrentMigrationsAgreeAndASecondRunAppliesNothing) {
   testing::PgTestDb db;
   std::vector<std::thread> threads;
+  threads.reserve(4);
   std::atomic<int> applied{0}, errors{0};
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {

@@ -20,7 +20,6 @@ namespace {
 
 using testing::Deployment;
 using testing::DeploymentSpec;
-using testing::kDay;
 
 // A fixed "now" for the library tests (2026-11-30); the CLI tests use the real time instead.
 constexpr int64_t kNow = 1'796'000'000;

@@ -27,7 +27,7 @@ class RecordCacheTest : public ::testing::Test {
     return std::move(s).value();
   }
   std::unique_ptr<CachingIdempotencyStore> OpenCached(RecordCacheOptions options = {}) {
-    auto c = CachingIdempotencyStore::Create(OpenEngine(), options);
+    auto c = CachingIdempotencyStore::Create(OpenEngine(), std::move(options));
     EXPECT_TRUE(c.ok());
     return std::move(c).value();
   }
