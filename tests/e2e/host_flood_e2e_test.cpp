@@ -29,7 +29,6 @@ namespace clawguard::host {
 namespace {
 
 namespace ht = clawguard::host::testing;
-using clawguard::testing::WaitFor;
 using ht::HostFixture;
 using ht::HostFixtureOptions;
 
@@ -115,19 +114,22 @@ TEST_F(HostFloodE2eTest, SignedWebhooksAreAnsweredWhileIdleAndSlowConnectionsFlo
   for (const bool slow_loris : {false, true}) {
     const std::string kind = slow_loris ? "slow-loris" : "idle";
     // Each round starts from an empty listener (the last round's flood closed its sockets).
-    ASSERT_TRUE(WaitFor([&] { return AdminReady()["connections"]["open"] == 0; })) << AdminReady();
+    ASSERT_TRUE(clawguard::testing::WaitFor([&] {
+      return AdminReady()["connections"]["open"] == 0;
+    })) << AdminReady();
     const uint64_t shed_before = AdminReady()["connections"]["shed_total"].get<uint64_t>();
     auto flood = Flood(kFlood, sources, slow_loris);
     ASSERT_NE(flood, nullptr);
     // Every flood connection past the bound took an older one's place (none is refused: idle
     // strangers can always go).
-    ASSERT_TRUE(WaitFor([&] {
+    ASSERT_TRUE(clawguard::testing::WaitFor([&] {
       const nlohmann::json j = AdminReady();
       return j.is_object() &&
              j["connections"]["shed_total"].get<uint64_t>() >= shed_before + kFlood - bound &&
              j["connections"]["open"].get<uint64_t>() == bound;
     })) << AdminReady();
-    ASSERT_TRUE(WaitFor([&] { return flood->Count().closed >= kFlood - static_cast<int>(bound); }));
+    ASSERT_TRUE(clawguard::testing::WaitFor(
+        [&] { return flood->Count().closed >= kFlood - static_cast<int>(bound); }));
     flood->Trickle();
     const size_t fds_full = HostFds();
     const int answered = DeliverAll("msg_flood_" + kind + "_");
@@ -159,7 +161,7 @@ TEST_F(HostFloodE2eTest, OnePeerCannotHoldMoreThanItsShare) {
   ASSERT_EQ(per_peer, 256);  // the default
   auto flood = Flood(kFlood, {"127.0.0.2"}, /*slow_loris=*/false);
   ASSERT_NE(flood, nullptr);
-  ASSERT_TRUE(WaitFor([&] {
+  ASSERT_TRUE(clawguard::testing::WaitFor([&] {
     const nlohmann::json j = AdminReady();
     return j.is_object() && j["connections"]["shed_total"].get<int>() >= kFlood - per_peer;
   })) << AdminReady();
@@ -170,7 +172,8 @@ TEST_F(HostFloodE2eTest, OnePeerCannotHoldMoreThanItsShare) {
   EXPECT_EQ(after["connections"]["refused_total"], 0);
   EXPECT_EQ(DeliverAll("msg_one_peer_"),
             kFloodDeliveries);  // 127.0.0.1 is another peer: never held back
-  ASSERT_TRUE(WaitFor([&] { return flood->Count().closed >= kFlood - per_peer; }));
+  ASSERT_TRUE(
+      clawguard::testing::WaitFor([&] { return flood->Count().closed >= kFlood - per_peer; }));
   const ht::FloodCount held = flood->Count();
   EXPECT_LE(held.open, per_peer);
   std::cout << "[ measured ] one peer: " << flood->connected() << " connected, host holds "
@@ -268,7 +271,7 @@ TEST_P(HostBusyFloodJunkE2eTest,
     }
   });
   // The listener is full: connections are shed or refused.
-  const bool full = WaitFor([&] {
+  const bool full = clawguard::testing::WaitFor([&] {
     const nlohmann::json j = AdminReady(fixture_);
     return j.is_object() && j["shedding"] == true;
   });

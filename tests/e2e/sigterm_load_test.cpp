@@ -38,15 +38,15 @@ using testing::WaitFor;
 constexpr int kSigtermClients = 6;
 constexpr int kMaxEvents = 3000;  // the storm runs until the host stops; this only bounds it
 constexpr int kAnsweredBeforeStop = 120;  // events answered before the slow call and the SIGTERM
-constexpr const char* kFulfilled = R"({"status":"fulfilled"})";
+constexpr const char* kSigtermFulfilled = R"({"status":"fulfilled"})";
 const std::string kSlowOrder = "ord_sig_slow";
 const std::string kSlowPath = "/orders/" + kSlowOrder + "/fulfil";
 // The slow ERP call's answer comes this long after its effect. Long enough that the SIGTERM and
 // the listener's close happen meanwhile; the test waits for the answer, it never measures time.
 constexpr std::chrono::milliseconds kSlowAnswer{3000};
 
-std::string EventId(int e) { return "msg_sig_" + std::to_string(e); }
-std::string OrderId(int e) { return "ord_sig_" + std::to_string(e); }
+std::string SigtermEventId(int e) { return "msg_sig_" + std::to_string(e); }
+std::string SigtermOrderId(int e) { return "ord_sig_" + std::to_string(e); }
 
 struct EventRecord {
   bool attempted = false;
@@ -113,8 +113,8 @@ TEST(SigtermLoadTest, DrainsInFlightRequestsExitsZeroAndLosesNothingAnswered) {
           std::lock_guard lock(mu);
           events[e].attempted = true;
         }
-        const Reply r =
-            HostFixture::DeliverOn(*conn, EventId(e), HostFixture::OrderBody(OrderId(e)));
+        const Reply r = HostFixture::DeliverOn(*conn, SigtermEventId(e),
+                                               HostFixture::OrderBody(SigtermOrderId(e)));
         if (!r.ok) conn.reset();  // closed while stopping (or after a `Connection: close`)
         if (r.ok) ++answered;
         std::lock_guard lock(mu);
@@ -151,7 +151,7 @@ TEST(SigtermLoadTest, DrainsInFlightRequestsExitsZeroAndLosesNothingAnswered) {
   EXPECT_EQ(exit_code, 0) << "the host must exit 0 on SIGTERM";
   ASSERT_TRUE(slow_reply.ok) << "the request in flight at SIGTERM got no answer";
   EXPECT_EQ(slow_reply.status, 200) << slow_reply.body;
-  EXPECT_EQ(slow_reply.body, kFulfilled);
+  EXPECT_EQ(slow_reply.body, kSigtermFulfilled);
 
   // After the exit, per event: every 2xx answer is the plugin's, and no event is half-applied.
   int ok_2xx = 0, no_answer = 0, attempted = 0;
@@ -160,7 +160,7 @@ TEST(SigtermLoadTest, DrainsInFlightRequestsExitsZeroAndLosesNothingAnswered) {
     const EventRecord& ev = events[e];
     if (!ev.attempted) continue;
     ++attempted;
-    const std::string order = OrderId(e);
+    const std::string order = SigtermOrderId(e);
     EXPECT_EQ(CountOf(after_stop.fulfil, order), CountOf(after_stop.adjust, order))
         << "event " << e << " is half-applied after a graceful stop";
     EXPECT_LE(CountOf(after_stop.fulfil, order), 1) << e;
@@ -169,7 +169,7 @@ TEST(SigtermLoadTest, DrainsInFlightRequestsExitsZeroAndLosesNothingAnswered) {
       continue;
     }
     ASSERT_EQ(ev.reply.status, 200) << "event " << e << ": " << ev.reply.body;
-    EXPECT_EQ(ev.reply.body, kFulfilled) << e;
+    EXPECT_EQ(ev.reply.body, kSigtermFulfilled) << e;
     EXPECT_EQ(CountOf(after_stop.fulfil, order), 1)
         << "event " << e << " was answered 200 without its effects";
     ++ok_2xx;
@@ -183,7 +183,7 @@ TEST(SigtermLoadTest, DrainsInFlightRequestsExitsZeroAndLosesNothingAnswered) {
   for (int e = 0; e < kMaxEvents; ++e) {
     const EventRecord& ev = events[e];
     if (!ev.attempted || !ev.reply.ok) continue;
-    const Reply r = f.Deliver(EventId(e), HostFixture::OrderBody(OrderId(e)));
+    const Reply r = f.Deliver(SigtermEventId(e), HostFixture::OrderBody(SigtermOrderId(e)));
     ASSERT_TRUE(r.ok) << e;
     EXPECT_TRUE(r.replayed) << "event " << e
                             << " was answered 200 before the stop but is not stored";
@@ -196,9 +196,9 @@ TEST(SigtermLoadTest, DrainsInFlightRequestsExitsZeroAndLosesNothingAnswered) {
   for (int e = 0; e < kMaxEvents; ++e) {
     const EventRecord& ev = events[e];
     if (!ev.attempted || ev.reply.ok) continue;
-    const Reply r =
-        f.DeliverUntilStored(EventId(e), HostFixture::OrderBody(OrderId(e)), /*max_attempts=*/100,
-                             /*pause_ms=*/50);
+    const Reply r = f.DeliverUntilStored(
+        SigtermEventId(e), HostFixture::OrderBody(SigtermOrderId(e)), /*max_attempts=*/100,
+        /*pause_ms=*/50);
     ASSERT_TRUE(r.ok) << e;
     EXPECT_EQ(r.status, 200) << "event " << e << ": " << r.body;
   }
@@ -207,8 +207,8 @@ TEST(SigtermLoadTest, DrainsInFlightRequestsExitsZeroAndLosesNothingAnswered) {
   const Effects final_effects = EffectsByOrder(f.erp().requests());
   for (int e = 0; e < kMaxEvents; ++e) {
     if (!events[e].attempted) continue;
-    EXPECT_EQ(CountOf(final_effects.fulfil, OrderId(e)), 1) << e;
-    EXPECT_EQ(CountOf(final_effects.adjust, OrderId(e)), 1) << e;
+    EXPECT_EQ(CountOf(final_effects.fulfil, SigtermOrderId(e)), 1) << e;
+    EXPECT_EQ(CountOf(final_effects.adjust, SigtermOrderId(e)), 1) << e;
   }
   EXPECT_EQ(f.erp().effects_total(), static_cast<size_t>(2 * (attempted + 1)));
   EXPECT_TRUE(f.erp().AtMostOneEffectPerKey());

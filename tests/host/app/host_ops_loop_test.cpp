@@ -70,7 +70,7 @@ class GateErp final : public ErpSender {
 };
 
 constexpr const char* kOpsPlugin = "acme-orders";
-constexpr const char* kFulfil = "POST /orders/{id}/fulfil";
+constexpr const char* kOpsFulfil = "POST /orders/{id}/fulfil";
 
 class HostOpsLoopTest : public ::testing::Test {
  protected:
@@ -90,7 +90,7 @@ class HostOpsLoopTest : public ::testing::Test {
     env.outbox = outbox_.get();
     env.sender = &sender_;
     env.clock = &clock_;
-    auto caps = CapabilitySet::Create({kFulfil});
+    auto caps = CapabilitySet::Create({kOpsFulfil});
     ASSERT_TRUE(caps.ok());
     env.plugins = std::make_shared<const std::vector<ErpPluginCaps>>(
         std::vector<ErpPluginCaps>{ErpPluginCaps{kOpsPlugin, std::move(caps).value(), "1.4.2"}});
@@ -262,15 +262,15 @@ TEST_F(HostOpsLoopTest, RetentionAdviceIsAuditedAtMostOnceAnHour) {
 TEST_F(HostOpsLoopTest, PausesAreReReadEveryRefreshPeriodWithoutANewGeneration) {
   loop_->Tick();
   // Another host paused the capability on an ERP 401: a store write that bumps no generation.
-  ASSERT_TRUE(dlq_->Pause(kOpsPlugin, kFulfil, "ERP answered 401", "host").ok());
+  ASSERT_TRUE(dlq_->Pause(kOpsPlugin, kOpsFulfil, "ERP answered 401", "host").ok());
   clock_.Advance(kPauseRefreshMs - 1);
   loop_->Tick();
-  EXPECT_FALSE(pauses_.IsPaused(kOpsPlugin, kFulfil));
+  EXPECT_FALSE(pauses_.IsPaused(kOpsPlugin, kOpsFulfil));
   clock_.Advance(1);
   loop_->Tick();
-  EXPECT_TRUE(pauses_.IsPaused(kOpsPlugin, kFulfil));
+  EXPECT_TRUE(pauses_.IsPaused(kOpsPlugin, kOpsFulfil));
   ASSERT_EQ(Events("capability_pauses").size(), 1u);
-  EXPECT_EQ(Events("capability_pauses")[0]["paused"][0]["capability"], kFulfil);
+  EXPECT_EQ(Events("capability_pauses")[0]["paused"][0]["capability"], kOpsFulfil);
   EXPECT_TRUE(Events("operations_generation").empty());
   const nlohmann::json status = loop_->StatusJson();
   EXPECT_EQ(status["ticks"], 3);
@@ -292,13 +292,13 @@ TEST_F(HostOpsLoopTest, TheLoopKeepsTickingAndReReadingPausesWhileTheOutboxWorke
   EXPECT_EQ(status["workers"]["outbox"]["busy"], true);
   const int64_t busy_since = status["workers"]["outbox"]["busy_since_ms"];
 
-  ASSERT_TRUE(dlq_->Pause(kOpsPlugin, kFulfil, "operator", "cli:test").ok());
+  ASSERT_TRUE(dlq_->Pause(kOpsPlugin, kOpsFulfil, "operator", "cli:test").ok());
   ASSERT_TRUE(idem_->BumpGeneration().ok());  // as `clawguard capability pause` does
   for (int i = 0; i < 4; ++i) {
     clock_.Advance(kOpsLoopPeriodMs);
     loop_->Tick();
   }
-  EXPECT_TRUE(pauses_.IsPaused(kOpsPlugin, kFulfil));
+  EXPECT_TRUE(pauses_.IsPaused(kOpsPlugin, kOpsFulfil));
   status = loop_->StatusJson();
   EXPECT_EQ(status["ticks"], 5);
   EXPECT_EQ(status["last_tick_ms"], clock_.NowMillis());

@@ -44,19 +44,19 @@ struct JobGate {
   }
 };
 
-FixedClock clock{1'800'000'000'000};
+FixedClock worker_clock{1'800'000'000'000};
 
 TEST(OpsWorkerTest, APostWhileOneIsQueuedIsCoalescedAndAPostWhileRunningQueuesOneMore) {
   auto gate = std::make_shared<JobGate>();
   auto w = OpsWorker::Start(
-      "cg-test", [gate](const std::atomic<bool>&) { gate->Pass(); }, clock);
+      "cg-test", [gate](const std::atomic<bool>&) { gate->Pass(); }, worker_clock);
   ASSERT_TRUE(w.ok()) << w.error().ToString();
   EXPECT_FALSE((*w)->stats().busy);
   EXPECT_TRUE((*w)->Post());
   ASSERT_TRUE(gate->WaitFor([&] { return gate->reached == 1; }));
   const OpsWorker::Stats running = (*w)->stats();
   EXPECT_TRUE(running.busy);
-  EXPECT_EQ(running.busy_since_ms, clock.NowMillis());
+  EXPECT_EQ(running.busy_since_ms, worker_clock.NowMillis());
   EXPECT_TRUE((*w)->Post());   // queued behind the running pass
   EXPECT_FALSE((*w)->Post());  // folded into the queued one
   EXPECT_FALSE((*w)->Post());
@@ -82,7 +82,7 @@ TEST(OpsWorkerTest, StopSetsTheJobsFlagAndJoinsOnceTheJobEnds) {
         }
         while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // items
       },
-      clock);
+      worker_clock);
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE((*w)->Post());
   ASSERT_TRUE(gate->WaitFor([&] { return gate->reached == 1; }));
@@ -94,7 +94,7 @@ TEST(OpsWorkerTest, StopSetsTheJobsFlagAndJoinsOnceTheJobEnds) {
 TEST(OpsWorkerTest, AJobStuckPastTheBoundIsAbandonedAndItsThreadEndsByItself) {
   auto gate = std::make_shared<JobGate>();
   auto w = OpsWorker::Start(
-      "cg-test", [gate](const std::atomic<bool>&) { gate->Pass(); }, clock);
+      "cg-test", [gate](const std::atomic<bool>&) { gate->Pass(); }, worker_clock);
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE((*w)->Post());
   ASSERT_TRUE(gate->WaitFor([&] { return gate->reached == 1; }));
@@ -108,7 +108,7 @@ TEST(OpsWorkerTest, AJobStuckPastTheBoundIsAbandonedAndItsThreadEndsByItself) {
 
 TEST(OpsWorkerTest, AWorkerNeverPostedStopsAtOnce) {
   auto w = OpsWorker::Start(
-      "cg-test", [](const std::atomic<bool>&) {}, clock);
+      "cg-test", [](const std::atomic<bool>&) {}, worker_clock);
   ASSERT_TRUE(w.ok());
   EXPECT_TRUE((*w)->Stop(std::chrono::seconds(30)));
   EXPECT_EQ((*w)->stats().runs, 0);

@@ -13,10 +13,12 @@
 namespace clawguard::host {
 namespace {
 
-std::string DataPath() { return std::string(CLAWGUARD_SOURCE_DIR) + "/tests/host/data/host.yaml"; }
+std::string TransportDataPath() {
+  return std::string(CLAWGUARD_SOURCE_DIR) + "/tests/host/data/host.yaml";
+}
 
 std::shared_ptr<const HostConfig> Load(const std::string& from, const std::string& to) {
-  std::string text = clawguard::testing::ReadFile(DataPath());
+  std::string text = clawguard::testing::ReadFile(TransportDataPath());
   const size_t at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   if (at != std::string::npos) text.replace(at, from.size(), to);
@@ -26,7 +28,7 @@ std::shared_ptr<const HostConfig> Load(const std::string& from, const std::strin
       {"CG_TEST_ORDER_SECRET_OLD", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
       {"CG_TEST_ERP_TOKEN", "Bearer erp-token-0123456789abcdefgh"}};
   auto c = HostConfig::Parse(
-      text, DataPath(), [env](const std::string& name) -> std::optional<std::string> {
+      text, TransportDataPath(), [env](const std::string& name) -> std::optional<std::string> {
         auto it = env.find(name);
         return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
       });

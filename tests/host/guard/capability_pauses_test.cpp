@@ -13,7 +13,7 @@
 namespace clawguard::host {
 namespace {
 
-constexpr const char* kFulfil = "POST /orders/{id}/fulfil";
+constexpr const char* kPausedFulfil = "POST /orders/{id}/fulfil";
 
 class CapabilityPausesTest : public ::testing::Test {
  protected:
@@ -29,46 +29,47 @@ class CapabilityPausesTest : public ::testing::Test {
 };
 
 TEST_F(CapabilityPausesTest, RefreshMirrorsTheStorePausesExactly) {
-  EXPECT_FALSE(pauses_.IsPaused("acme-orders", kFulfil));
-  ASSERT_TRUE(*dlq_->Pause("acme-orders", kFulfil, "ERP answered 401", "host"));
+  EXPECT_FALSE(pauses_.IsPaused("acme-orders", kPausedFulfil));
+  ASSERT_TRUE(*dlq_->Pause("acme-orders", kPausedFulfil, "ERP answered 401", "host"));
   ASSERT_TRUE(*dlq_->Pause("billing", "GET /invoices/{id}", "maintenance", "cli:alice"));
-  EXPECT_FALSE(pauses_.IsPaused("acme-orders", kFulfil));  // not until refreshed
+  EXPECT_FALSE(pauses_.IsPaused("acme-orders", kPausedFulfil));  // not until refreshed
   ASSERT_TRUE(pauses_.Refresh(*dlq_).ok());
-  EXPECT_TRUE(pauses_.IsPaused("acme-orders", kFulfil));
+  EXPECT_TRUE(pauses_.IsPaused("acme-orders", kPausedFulfil));
   EXPECT_TRUE(pauses_.IsPaused("billing", "GET /invoices/{id}"));
   EXPECT_FALSE(pauses_.IsPaused("acme-orders", "GET /invoices/{id}"));  // per plugin
-  EXPECT_FALSE(pauses_.IsPaused("billing", kFulfil));
+  EXPECT_FALSE(pauses_.IsPaused("billing", kPausedFulfil));
   EXPECT_FALSE(
       pauses_.IsPaused("acme-orders", "POST /orders/1/fulfil"));  // the capability, not a path
   EXPECT_EQ(pauses_.size(), 2u);
 
-  ASSERT_TRUE(*dlq_->Resume("acme-orders", kFulfil, "cli:alice"));
+  ASSERT_TRUE(*dlq_->Resume("acme-orders", kPausedFulfil, "cli:alice"));
   ASSERT_TRUE(pauses_.Refresh(*dlq_).ok());
-  EXPECT_FALSE(pauses_.IsPaused("acme-orders", kFulfil));
+  EXPECT_FALSE(pauses_.IsPaused("acme-orders", kPausedFulfil));
   const auto snap = pauses_.Snapshot();
   ASSERT_EQ(snap.size(), 1u);
   EXPECT_EQ(snap[0].first, "billing");
 }
 
 TEST_F(CapabilityPausesTest, MarkPausedActsAtOnceAndRefreshAgreesOnceStored) {
-  pauses_.MarkPaused("acme-orders", kFulfil);
-  EXPECT_TRUE(pauses_.IsPaused("acme-orders", kFulfil));
-  ASSERT_TRUE(*dlq_->Pause("acme-orders", kFulfil, "ERP answered 403", "host"));
+  pauses_.MarkPaused("acme-orders", kPausedFulfil);
+  EXPECT_TRUE(pauses_.IsPaused("acme-orders", kPausedFulfil));
+  ASSERT_TRUE(*dlq_->Pause("acme-orders", kPausedFulfil, "ERP answered 403", "host"));
   ASSERT_TRUE(pauses_.Refresh(*dlq_).ok());
-  EXPECT_TRUE(pauses_.IsPaused("acme-orders", kFulfil));
+  EXPECT_TRUE(pauses_.IsPaused("acme-orders", kPausedFulfil));
   EXPECT_EQ(pauses_.size(), 1u);
 }
 
 TEST_F(CapabilityPausesTest, ConcurrentReadersAndRefreshesAreSafe) {
-  ASSERT_TRUE(*dlq_->Pause("acme-orders", kFulfil, "r", "host"));
+  ASSERT_TRUE(*dlq_->Pause("acme-orders", kPausedFulfil, "r", "host"));
   std::vector<std::thread> threads;
+  threads.reserve(4);
   std::atomic<int> seen{0};
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 200; ++i) {
         if (t == 0 && i % 20 == 0) (void)pauses_.Refresh(*dlq_);
-        if (pauses_.IsPaused("acme-orders", kFulfil)) ++seen;
-        pauses_.MarkPaused("p" + std::to_string(t), kFulfil);
+        if (pauses_.IsPaused("acme-orders", kPausedFulfil)) ++seen;
+        pauses_.MarkPaused("p" + std::to_string(t), kPausedFulfil);
       }
     });
   }

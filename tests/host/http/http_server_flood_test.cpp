@@ -63,26 +63,28 @@ HttpResponse Text(int status, std::string body) {
 }
 
 // How the flood's requests are answered (the server under test).
-enum class Answer {
+enum class FloodAnswer {
   kFrontRefusal,     // a FrontHandler answers 401 inline
   kFrontUnprovenOk,  // a FrontHandler answers 200 inline without the request proving anything
   kHandlerRefusal,   // a plain Handler answers 401 (as the admin listener without its token)
 };
 
-std::string Name(Answer a) {
+std::string Name(FloodAnswer a) {
   switch (a) {
-    case Answer::kFrontRefusal: return "FrontRefusal";
-    case Answer::kFrontUnprovenOk: return "FrontOkThatProvesNothing";
-    case Answer::kHandlerRefusal: return "HandlerRefusal";
+    case FloodAnswer::kFrontRefusal: return "FrontRefusal";
+    case FloodAnswer::kFrontUnprovenOk: return "FrontOkThatProvesNothing";
+    case FloodAnswer::kHandlerRefusal: return "HandlerRefusal";
   }
   return "unknown";
 }
-std::string AnswerName(const ::testing::TestParamInfo<Answer>& info) { return Name(info.param); }
-void PrintTo(Answer a, std::ostream* os) { *os << Name(a); }
+std::string AnswerName(const ::testing::TestParamInfo<FloodAnswer>& info) {
+  return Name(info.param);
+}
+void PrintTo(FloodAnswer a, std::ostream* os) { *os << Name(a); }
 
 class HttpServerFloodTest : public ::testing::Test {
  protected:
-  void Start(Answer answer, size_t answer_bytes) {
+  void Start(FloodAnswer answer, size_t answer_bytes) {
     ServerOptions o;
     o.workers = 2;
     o.handler_threads = 2;
@@ -95,10 +97,10 @@ class HttpServerFloodTest : public ::testing::Test {
     const auto body = std::make_shared<const std::string>(answer_bytes, 'x');
     auto unproven = [this, answer, body](const HttpRequest&) {
       ++answered_;
-      return answer == Answer::kFrontUnprovenOk ? Text(200, *body) : Text(401, *body);
+      return answer == FloodAnswer::kFrontUnprovenOk ? Text(200, *body) : Text(401, *body);
     };
     Result<std::unique_ptr<HttpServer>> server = Status(Reason::kInternal, "not made");
-    if (answer == Answer::kHandlerRefusal) {
+    if (answer == FloodAnswer::kHandlerRefusal) {
       server = HttpServer::Create(std::move(o), [unproven](const HttpRequest& r) {
         return r.headers.Has("X-Test-Proof") ? Text(200, "delivered " + r.target) : unproven(r);
       });
@@ -150,12 +152,13 @@ class HttpServerFloodTest : public ::testing::Test {
 };
 
 class HttpServerFloodAnswersTest : public HttpServerFloodTest,
-                                   public ::testing::WithParamInterface<Answer> {};
+                                   public ::testing::WithParamInterface<FloodAnswer> {};
 
 TEST_P(HttpServerFloodAnswersTest,
        SignedDeliveriesTakeThePlaceOfUnprovenPeersThatNeverReadTheirAnswers) {
   ASSERT_NO_FATAL_FAILURE(Start(GetParam(), BigAnswerBytes()));
-  const std::string target = GetParam() == Answer::kFrontUnprovenOk ? "/healthz" : "/webhooks/p/r";
+  const std::string target =
+      GetParam() == FloodAnswer::kFrontUnprovenOk ? "/healthz" : "/webhooks/p/r";
   flood_ = Flood(ht::SimpleRequest("POST", target, "{}"));
   ASSERT_NE(flood_, nullptr);
   int total_attempts = 0;
@@ -190,14 +193,15 @@ TEST_P(HttpServerFloodAnswersTest,
 }
 
 INSTANTIATE_TEST_SUITE_P(Answers, HttpServerFloodAnswersTest,
-                         ::testing::Values(Answer::kFrontRefusal, Answer::kFrontUnprovenOk,
-                                           Answer::kHandlerRefusal),
+                         ::testing::Values(FloodAnswer::kFrontRefusal,
+                                           FloodAnswer::kFrontUnprovenOk,
+                                           FloodAnswer::kHandlerRefusal),
                          AnswerName);
 
 // A refusal ends a connection that has proven nothing: of requests pipelined behind a forged one,
 // none is answered, and the answer says Connection: close.
 TEST_F(HttpServerFloodTest, ARefusalEndsAnUnprovenConnectionWithoutAnsweringItsPipelinedRequests) {
-  ASSERT_NO_FATAL_FAILURE(Start(Answer::kFrontRefusal, /*answer_bytes=*/64));
+  ASSERT_NO_FATAL_FAILURE(Start(FloodAnswer::kFrontRefusal, /*answer_bytes=*/64));
   auto c = ht::RawConnection::Connect(server_->port());
   ASSERT_NE(c, nullptr);
   std::string pipelined;
@@ -215,7 +219,7 @@ TEST_F(HttpServerFloodTest, ARefusalEndsAnUnprovenConnectionWithoutAnsweringItsP
 // A connection that has proven itself (a delivery handed on) keeps its keep-alive after a
 // refusal: a platform's connection is not cut for one bad request.
 TEST_F(HttpServerFloodTest, AProvenConnectionIsKeptAliveAfterARefusal) {
-  ASSERT_NO_FATAL_FAILURE(Start(Answer::kFrontRefusal, /*answer_bytes=*/64));
+  ASSERT_NO_FATAL_FAILURE(Start(FloodAnswer::kFrontRefusal, /*answer_bytes=*/64));
   auto c = ht::RawConnection::Connect(server_->port());
   ASSERT_NE(c, nullptr);
   ASSERT_TRUE(c->Send(ht::SimpleRequest("POST", "/one", "{}", kProof)));
