@@ -6,6 +6,8 @@ pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 pkg_check_modules(P11KIT REQUIRED IMPORTED_TARGET p11-kit-1)
 # libseccomp (2.5.4 on Debian 12): the seccomp filters of plugin workers (host/sandbox).
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
+# sd_notify for `clawguard host` under systemd (Type=notify: READY, STATUS, WATCHDOG, STOPPING).
+pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 find_package(LibArchive REQUIRED)
 find_package(yaml-cpp REQUIRED)            # target: yaml-cpp (0.7 on Debian 12)
 find_package(nlohmann_json 3 REQUIRED)

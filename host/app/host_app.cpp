@@ -185,6 +185,7 @@ void HostApp::BackgroundLoop() {
   while (!stopping_) {
     lock.Unlock();
     ops_loop_->Tick();
+    if (on_tick_) on_tick_();
     lock.Lock();
     stop_mu_.WaitFor(stop_cv_, std::chrono::milliseconds(kOpsLoopPeriodMs),
                      [this]() CLAWGUARD_REQUIRES(stop_mu_) { return stopping_; });

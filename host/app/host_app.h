@@ -115,6 +115,9 @@ class HostApp {
 
   Status Start();
   void Stop();
+  // OnTick: |beat| runs on the background loop's thread after each of its ticks, so a loop that
+  // stops ticking stops it (the service manager's watchdog). Set before Start.
+  void OnTick(std::function<void()> beat) { on_tick_ = std::move(beat); }
 
   uint16_t main_port() const;
   uint16_t admin_port() const;
@@ -178,6 +181,7 @@ class HostApp {
   class AuditSink;  // log.audit (or stderr); shared with plugin threads through ErpEnv::audit
 
   std::shared_ptr<const HostConfig> config_;
+  std::function<void()> on_tick_;
   const Clock* clock_ = nullptr;
   std::shared_ptr<AuditSink> audit_;
   const CachingIdempotencyStore* cache_ = nullptr;  // stores_.idempotency, seen as the cache
