@@ -45,6 +45,24 @@ int PidfdSignal(int pidfd, int sig) {
   return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
 }
 
+// LastFaultReport reads what the worker's fault pipe holds (non-blocking; at most a pipe's
+// default capacity) and returns the last well-formed report in it, at any offset.
+std::optional<sandbox::FaultReport> LastFaultReport(int fd) {
+  std::string bytes;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n <= 0 || bytes.size() >= 64 * 1024) break;
+    bytes.append(buf, static_cast<size_t>(n));
+  }
+  for (size_t at = bytes.size(); at >= sizeof(sandbox::FaultReport); --at) {
+    sandbox::FaultReport r{};
+    std::memcpy(&r, bytes.data() + at - sizeof(r), sizeof(r));
+    if (r.magic == sandbox::kFaultMagic && r.pad == 0) return r;
+  }
+  return std::nullopt;
+}
+
 std::string SignalName(int sig) {
   const char* n = ::sigabbrev_np(sig);
   return n != nullptr ? std::string("SIG") + n : "signal " + std::to_string(sig);
@@ -265,13 +283,20 @@ struct PluginWorker::Process {
     WorkerFault fault;
     fault.plugin = plugin;
     fault.version = version;
-    sandbox::FaultReport report{};
-    // The report is the worker's word (the plugin can write to the pipe too): it is taken only
-    // from a worker that then exited as the SIGSYS handler exits.
-    const bool reported =
-        ::read(fault_read.get(), &report, sizeof(report)) == static_cast<ssize_t>(sizeof(report)) &&
-        report.magic == sandbox::kFaultMagic && info.si_code == CLD_EXITED &&
-        info.si_status == sandbox::kFaultExitCode;
+    // A worker that exited as the SIGSYS handler exits made a forbidden call. Its report only
+    // adds which call: the plugin can write to the pipe too (junk ahead of the report, or a full
+    // pipe the handler's non-blocking write fails on), so the exit status decides the cause and
+    // the report is looked for anywhere in what the pipe holds.
+    const bool filter_exit =
+        info.si_code == CLD_EXITED && info.si_status == sandbox::kFaultExitCode;
+    bool reported = false;
+    int32_t reported_syscall = -1;
+    if (filter_exit) {
+      if (const std::optional<sandbox::FaultReport> r = LastFaultReport(fault_read.get())) {
+        reported = true;
+        reported_syscall = r->syscall_nr;
+      }
+    }
     bool shutdown = false;
     {
       MutexLock lock(mu);
@@ -284,12 +309,15 @@ struct PluginWorker::Process {
         fault.cause = "crash";
         fault.detail = "the worker was killed by " + SignalName(info.si_status);
       }
-      if (reported || fault.signal == SIGSYS) {
+      if (filter_exit || fault.signal == SIGSYS) {
         fault.cause = "seccomp";
-        if (reported) fault.syscall = report.syscall_nr;
+        if (reported) fault.syscall = reported_syscall;
         fault.detail = reported ? "the worker made a system call its sandbox forbids (syscall " +
-                                      std::to_string(report.syscall_nr) + ")"
-                                : "the worker was killed by SIGSYS (its sandbox)";
+                                      std::to_string(reported_syscall) + ")"
+                       : filter_exit
+                           ? "the worker made a system call its sandbox forbids (its report "
+                             "was unreadable)"
+                           : "the worker was killed by SIGSYS (its sandbox)";
       }
       // The host's reason (timeout, protocol, queue, a closed channel) names the death only if the
       // host's SIGKILL ended the worker. One that ended on its own first (its filter's report, a
@@ -523,12 +551,15 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn() {
     siginfo_t info{};
     (void)::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(p->proc.pidfd.get()), &info,
                    WEXITED);
-    sandbox::FaultReport report{};
     std::string msg = "plugin worker: " + why;
-    if (::read(p->fault_read.get(), &report, sizeof(report)) ==
-            static_cast<ssize_t>(sizeof(report)) &&
-        report.magic == sandbox::kFaultMagic) {
-      msg += " (its sandbox refused system call " + std::to_string(report.syscall_nr) + ")";
+    const bool filter_exit =
+        info.si_code == CLD_EXITED && info.si_status == sandbox::kFaultExitCode;
+    const std::optional<sandbox::FaultReport> report =
+        filter_exit ? LastFaultReport(p->fault_read.get()) : std::nullopt;
+    if (report) {
+      msg += " (its sandbox refused system call " + std::to_string(report->syscall_nr) + ")";
+    } else if (filter_exit) {
+      msg += " (its sandbox refused a system call)";
     } else if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
       msg += " (killed by " + SignalName(info.si_status) + ")";
     }

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <termios.h>
@@ -199,10 +200,6 @@ const Allowed kStage1Allowed[] = {
     {SCMP_SYS(readv), "scatter reads on the host channel"},
     {SCMP_SYS(writev), "gather writes; glibc's fatal-error messages (__libc_message)"},
     {SCMP_SYS(pread64), "ld.so reads program headers past its first 832-byte read, and notes"},
-    {SCMP_SYS(recvmsg), "receive on the host channel (with SCM_RIGHTS); no socket can be made"},
-    {SCMP_SYS(sendmsg), "send on the host channel"},
-    {SCMP_SYS(recvfrom), "recv() on the host channel"},
-    {SCMP_SYS(sendto), "send() on the host channel (a connected socket: no other peer)"},
     {SCMP_SYS(close), "ld.so closes a library once mapped; the plugin closes its own"},
     {SCMP_SYS(fstat), "metadata of an open descriptor"},
     {SCMP_SYS(newfstatat), "glibc's fstat (AT_EMPTY_PATH) and ld.so's stat of search dirs"},
@@ -277,6 +274,26 @@ Status InstallStage1() {
   // from the low 32 bits only: every condition below is written so that garbage in the high half
   // fails it (equality, or an unsigned range that excludes anything above 2^32).
   const std::vector<Conditional> conditional = {
+      // Sends and receives on the host channel (a connected AF_UNIX socket: no other peer;
+      // recvmsg may carry SCM_RIGHTS), never with MSG_OOB: AF_UNIX out-of-band data is a kernel
+      // path no channel needs and the one a sandbox escape went through (CVE-2025-38236). The
+      // flags are an int: bit 0 is the same in the low half the kernel reads.
+      {"recvmsg(no MSG_OOB)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(recvmsg),
+       {Arg(2, SCMP_CMP_MASKED_EQ, MSG_OOB, 0)}},
+      {"sendmsg(no MSG_OOB)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(sendmsg),
+       {Arg(2, SCMP_CMP_MASKED_EQ, MSG_OOB, 0)}},
+      {"recvfrom(no MSG_OOB)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(recvfrom),
+       {Arg(3, SCMP_CMP_MASKED_EQ, MSG_OOB, 0)}},
+      {"sendto(no MSG_OOB)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(sendto),
+       {Arg(3, SCMP_CMP_MASKED_EQ, MSG_OOB, 0)}},
       // Thread creation only (fork, vfork and posix_spawn use clone without CLONE_THREAD).
       {"clone(CLONE_THREAD)",
        SCMP_ACT_ALLOW,

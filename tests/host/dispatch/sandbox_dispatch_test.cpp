@@ -453,6 +453,38 @@ TEST_F(SandboxDispatchTest, AFaultIsNotHiddenBehindTheSendsItsDeathMadeFail) {
   EXPECT_EQ(faults()[0].syscall, SYS_socket);
 }
 
+// The plugin can write to its fault pipe too: junk ahead of the filter's report, or a pipe so
+// full that the report cannot be written. Neither hides the forbidden call: the worker's exit
+// status says seccomp, and the report, wherever it lies, names the call.
+TEST_F(SandboxDispatchTest, JunkOnTheFaultPipeDoesNotHideAForbiddenCall) {
+  size_t n = 0;
+  for (const char* attack : {"junk_fault_pipe", "full_fault_pipe"}) {
+    SCOPED_TRACE(attack);
+    auto w = Start(Build("hostile"), Options());
+    ASSERT_TRUE(w.ok()) << w.error().ToString();
+    auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+    EXPECT_EQ(Deliver(*d, Attack(attack)).outcome.kind, PluginOutcome::Kind::kUnavailable);
+    ASSERT_TRUE(WaitForFaults(++n));
+    EXPECT_EQ(faults()[n - 1].cause, "seccomp") << faults()[n - 1].detail;
+    if (std::string(attack) == "junk_fault_pipe") {
+      EXPECT_EQ(faults()[n - 1].syscall, SYS_socket);
+    }
+    (*w)->Stop();
+  }
+}
+
+// AF_UNIX out-of-band data (MSG_OOB) is a kernel path no channel needs: sending it on the worker's
+// own channel is a forbidden call.
+TEST_F(SandboxDispatchTest, OutOfBandDataOnTheChannelIsAForbiddenCall) {
+  auto w = Start(Build("hostile"), Options());
+  ASSERT_TRUE(w.ok()) << w.error().ToString();
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+  EXPECT_EQ(Deliver(*d, Attack("send_oob")).outcome.kind, PluginOutcome::Kind::kUnavailable);
+  ASSERT_TRUE(WaitForFaults(1));
+  EXPECT_EQ(faults()[0].cause, "seccomp") << faults()[0].detail;
+  EXPECT_EQ(faults()[0].syscall, SYS_sendto);
+}
+
 // A worker that stops reading its channel while making the host answer it: the host's queue for
 // it is bounded by what each frame costs, and the worker is killed at the bound.
 TEST_F(SandboxDispatchTest, AWorkerThatDoesNotReadItsAnswersIsKilledAtTheQueueBound) {

@@ -237,6 +237,22 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
       o += (size_t)w;
     }
     syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+  } else if (strcmp(name, "junk_fault_pipe") == 0) {
+    /* Bytes of its own on the fault pipe (fd 5) ahead of the filter's report, then a forbidden
+       call: the report no longer starts where the host reads; the cause must still be seccomp. */
+    (void)write(5, "J", 1);
+    syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+  } else if (strcmp(name, "full_fault_pipe") == 0) {
+    /* The fault pipe filled with junk, then a forbidden call: the filter's report cannot be
+       written at all (the pipe is non-blocking); the cause must still be seccomp. */
+    static char junk[4096];
+    memset(junk, 'J', sizeof junk);
+    while (write(5, junk, sizeof junk) > 0) {
+    }
+    syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+  } else if (strcmp(name, "send_oob") == 0) {
+    /* Out-of-band data on its own channel (AF_UNIX MSG_OOB): a kernel path no channel needs. */
+    (void)send(3, "!", 1, MSG_OOB);
   } else if (strcmp(name, "outlive") == 0) {
     /* Outlive the host: a filter of the plugin's own, on every thread (TSYNC), makes exit_group
        fail (an errno result wins over the sandbox's allow), so the worker's exit on EOF ends only
