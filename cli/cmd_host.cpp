@@ -12,7 +12,9 @@
 // terminal, a container) each of these does nothing.
 //
 // `clawguard host --check --config host.yaml [--json]` starts nothing: it reads host.yaml (with
-// its secrets), the store URL, the trust policy and the allowlist, and verifies every package of
+// its secrets), the store URL, runs the start's checks that open nothing (HostApp::CheckStartable:
+// the kernel's isolation and the worker executable with a sandbox, the ERP client's settings),
+// reads the trust policy and the allowlist, and verifies every package of
 // plugins.dir as the host's start would (the same loader, the highest version of each name) —
 // without the ledger (its rollback and overwrite rules are applied at start), without opening
 // the store, without writing the audit log. Exit 0: the host would start with every package;
@@ -139,6 +141,11 @@ int CheckHost(const std::string& config_path, bool json) {
   const host::HostConfig& c = **config;
   if (auto url = ParseStoreUrl(c.store); !url.ok()) {
     return ReportError("host --check", url.error(), json);
+  }
+  // What a start checks before it opens anything: the kernel's isolation and the worker
+  // (sandbox), the ERP client's settings.
+  if (Status s = host::HostApp::CheckStartable(c); !s.ok()) {
+    return ReportError("host --check", s, json);
   }
   LoaderOptions lo;
   lo.trust_policy_path = c.plugins.trust;

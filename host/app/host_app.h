@@ -63,6 +63,7 @@
 #include "host/dispatch/plugin_dispatch.h"
 #include "host/dispatch/plugin_worker.h"
 #include "host/dispatch/sandbox_dispatch.h"
+#include "host/erp/erp_client.h"
 #include "host/erp/erp_gateway.h"
 #include "host/guard/breaker.h"
 #include "host/guard/capability_pauses.h"
@@ -72,6 +73,7 @@
 #include "host/http/http_server.h"
 #include "host/intake/webhook_pipeline.h"
 #include "host/observe/host_metrics.h"
+#include "host/sandbox/isolation_probe.h"
 #include "runtime/fiber.h"
 
 namespace clawguard::host {
@@ -113,6 +115,11 @@ class HostApp {
   HostApp(const HostApp&) = delete;
   HostApp& operator=(const HostApp&) = delete;
 
+  // CheckStartable runs the checks of a start that open nothing: with plugins.isolation: sandbox,
+  // the kernel's isolation (fail closed) and the worker executable; the ERP client's settings
+  // (URL, credential, CA). `clawguard host --check` runs it after loading the configuration.
+  static Status CheckStartable(const HostConfig& config);
+
   Status Start();
   void Stop();
   // OnTick: |beat| runs on the background loop's thread after each of its ticks, so a loop that
@@ -148,6 +155,9 @@ class HostApp {
   // the loader's opener starts a worker per plugin (host_app_plugins.cpp).
   Status LoadTrustedPlugins(const HostConfig& config);
   Status PrepareSandbox(const HostConfig& config);
+  // SandboxSupport: what the kernel offers, kConfigInvalid when it is not enough for a worker.
+  static Result<sandbox::IsolationSupport> SandboxSupport(const HostConfig& config);
+  static ErpClientOptions ErpOptions(const HostConfig& config);
   Result<std::unique_ptr<PluginRuntime>> OpenInWorker(const CheckedLibrary& library);
   // RouteTable: host.yaml routes × loaded manifests' webhooks (a route without a secret is left
   // out, audited, and answers 404).

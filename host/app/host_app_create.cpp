@@ -79,15 +79,18 @@ Status HostApp::OpenStores(const HostConfig& c, const StoreFactory& open_store) 
   return Status::Ok();
 }
 
-Status HostApp::CreateErpSender(const HostConfig& c) {
+ErpClientOptions HostApp::ErpOptions(const HostConfig& c) {
   ErpClientOptions erp_options;
   erp_options.base_url = c.erp.base_url;
   erp_options.timeout = c.erp.timeout;
   erp_options.ca_file = c.erp.ca;
   erp_options.auth = c.erp.auth.Clone();
   erp_options.keep_alive = c.erp.keep_alive;
-  CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<ErpClient> client,
-                             ErpClient::Create(std::move(erp_options)));
+  return erp_options;
+}
+
+Status HostApp::CreateErpSender(const HostConfig& c) {
+  CLAWGUARD_ASSIGN_OR_RETURN(std::unique_ptr<ErpClient> client, ErpClient::Create(ErpOptions(c)));
   sender_ = MakeErpSender(std::move(client));
   return Status::Ok();
 }

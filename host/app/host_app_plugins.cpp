@@ -71,7 +71,7 @@ std::shared_ptr<PluginWorker> WorkerOf(const LoadedPlugin& p) {
   return w != nullptr ? w->worker() : nullptr;
 }
 
-Status HostApp::PrepareSandbox(const HostConfig& c) {
+Result<sandbox::IsolationSupport> HostApp::SandboxSupport(const HostConfig& c) {
   // Fail closed: a kernel without what the worker's confinement needs refuses to start (the
   // operator may choose plugins.isolation: none, which `clawguard audit` grades high).
   CLAWGUARD_ASSIGN_OR_RETURN(sandbox::IsolationSupport support, sandbox::ProbeIsolation());
@@ -80,6 +80,19 @@ Status HostApp::PrepareSandbox(const HostConfig& c) {
                   c.source + ": plugins.isolation is sandbox, but " + s.message() +
                       " (set plugins.isolation: none to run plugins inside the host, unconfined)");
   }
+  return support;
+}
+
+Status HostApp::CheckStartable(const HostConfig& c) {
+  if (c.plugins.sandbox) {
+    CLAWGUARD_RETURN_IF_ERROR(SandboxSupport(c).status());
+    CLAWGUARD_RETURN_IF_ERROR(WorkerExecutable(c).status());
+  }
+  return ErpClient::Create(ErpOptions(c)).status();
+}
+
+Status HostApp::PrepareSandbox(const HostConfig& c) {
+  CLAWGUARD_ASSIGN_OR_RETURN(sandbox::IsolationSupport support, SandboxSupport(c));
   Audit(DumpJson({{"event", "plugin_sandbox"},
                   {"landlock_abi", support.landlock_abi},
                   {"namespaces", support.all_namespaces},

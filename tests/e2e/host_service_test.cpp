@@ -145,5 +145,35 @@ TEST(HostServiceTest, CheckStartsNothingAndSaysWhatWouldLoad) {
   EXPECT_FALSE(std::filesystem::exists(f.db_path()));
 }
 
+// What a start refuses before it opens anything, --check refuses too (exit 2): a worker binary
+// that is not there, an ERP credential with a control character (never echoed).
+TEST(HostServiceTest, CheckRefusesWhatAStartWouldRefuseBeforeOpeningAnything) {
+  HostFixture f;
+  ASSERT_NO_FATAL_FAILURE(f.Prepare());
+  const std::string config = f.dir().Sub("host.yaml");
+  const std::string yaml = ReadFile(config);
+  const std::string worker = "worker: " + testing::WorkerPath();
+  ASSERT_NE(yaml.find(worker), std::string::npos);
+
+  std::string missing = yaml;
+  missing.replace(missing.find(worker), worker.size(),
+                  "worker: " + f.dir().Sub("no-such-clawguard-worker"));
+  WriteFile(config, missing);
+  auto r = RunClawguard({"host", "--check", "--config", config}, f.env());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("plugins.worker"), std::string::npos) << r.err;
+
+  WriteFile(config, yaml);
+  std::vector<std::pair<std::string, std::string>> env = f.env();
+  for (auto& [name, value] : env) {
+    if (name == "E2E_ERP") value = "Bearer e2e-erp-token-0123456789abcdef\nX-Leak: SECRETLINE";
+  }
+  r = RunClawguard({"host", "--check", "--config", config}, env);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("erp.auth"), std::string::npos) << r.err;
+  EXPECT_EQ((r.out + r.err).find("SECRETLINE"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(f.db_path()));
+}
+
 }  // namespace
 }  // namespace clawguard::host
