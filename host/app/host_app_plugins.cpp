@@ -99,6 +99,8 @@ Status HostApp::PrepareSandbox(const HostConfig& c) {
                   {"detail", support.Describe()}}));
   CLAWGUARD_ASSIGN_OR_RETURN(worker_options_.executable, WorkerExecutable(c));
   worker_options_.memory_limit = c.plugins.memory_limit;
+  worker_options_.max_threads =
+      1 + static_cast<uint64_t>(c.listen.handlers) + static_cast<uint64_t>(c.plugins.max_threads);
   worker_options_.max_faults = c.plugins.max_faults;
   worker_options_.fault_window = c.plugins.fault_window;
   worker_options_.audit = [audit = audit_](const std::string& line) { audit->Write(line); };

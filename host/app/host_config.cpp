@@ -139,6 +139,10 @@ Result<PluginsConfig> ReadPlugins(Reader& r, YamlMap& top) {
     if (c.memory_limit < 64 * limits::kMiB)
       return m.Error(m.node()["memory_limit"], "memory_limit", "must be at least 64MiB");
   }
+  if (m.Has("max_threads")) {
+    CLAWGUARD_ASSIGN_OR_RETURN(int64_t n, m.Int("max_threads", 0, 4096));
+    c.max_threads = static_cast<int>(n);
+  }
   if (m.Has("max_faults")) {
     CLAWGUARD_ASSIGN_OR_RETURN(int64_t n, m.Int("max_faults", 1, 1'000'000));
     c.max_faults = static_cast<int>(n);

@@ -84,12 +84,16 @@ struct PluginsConfig {
   // the host's process: a plugin can read the host's memory; `clawguard audit` grades it high).
   bool sandbox = true;
   uint64_t memory_limit = kDefaultPluginMemoryLimit;  // a worker's address space (RLIMIT_AS)
+  // Threads a plugin may start of its own in its worker, beyond the worker's main thread and one
+  // per delivery the host runs at once (listen.handlers): the worker's RLIMIT_NPROC is their sum.
+  int max_threads = kDefaultPluginThreads;
   std::string worker;  // the clawguard-worker binary; "" = beside this executable, then libexec
   // A plugin whose worker dies max_faults times within fault_window is failed (its routes 503)
   // until the host restarts.
   int max_faults = 5;
   Millis fault_window{60'000};
   static constexpr uint64_t kDefaultPluginMemoryLimit = 2 * limits::kGiB;
+  static constexpr int kDefaultPluginThreads = 32;
 };
 
 struct WebhooksConfig {

@@ -472,7 +472,9 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn() {
               "--abi",
               std::to_string(abi_),
               "--memory-limit",
-              std::to_string(options_.memory_limit)};
+              std::to_string(options_.memory_limit),
+              "--max-threads",
+              std::to_string(options_.max_threads)};
   req.fds = {worker_end.get(), library.get(), fault_write.get()};
   req.namespaces = options_.namespaces;
   CLAWGUARD_ASSIGN_OR_RETURN(sandbox::SpawnedProcess spawned, sandbox::SpawnWorker(req));

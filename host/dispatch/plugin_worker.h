@@ -53,6 +53,7 @@ struct WorkerFault {
 struct WorkerOptions {
   std::string executable;     // the clawguard-worker binary
   uint64_t memory_limit = 0;  // RLIMIT_AS of the worker; 0: none
+  uint64_t max_threads = 0;   // the worker's threads, its main thread included; 0: no bound
   bool namespaces = true;
   std::chrono::milliseconds start_timeout{10'000};
   int max_faults = 5;  // within fault_window: the plugin is failed

@@ -60,7 +60,7 @@ std::string IsolationSupport::Describe() const {
     if (landlock_abi >= 4) s += ")";
   }
   s += "; namespaces: ";
-  s += all_namespaces   ? "user pid net ipc mnt"
+  s += all_namespaces   ? "user pid net ipc mnt uts"
        : user_namespace ? "user only (others refused: " + namespace_error + ")"
                         : "none (" + namespace_error + ")";
   return s;
@@ -84,7 +84,8 @@ Result<IsolationSupport> ProbeIsolation() {
   s.user_namespace = e == 0;
   if (e != 0) s.namespace_error = std::strerror(e);
   if (s.user_namespace) {
-    e = TryNamespaces(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS);
+    e = TryNamespaces(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS |
+                      CLONE_NEWUTS);
     if (e < 0) return Status(Reason::kInternal, "isolation probe: cannot reap the probe child");
     s.all_namespaces = e == 0;
     if (e != 0) s.namespace_error = std::strerror(e);

@@ -3,8 +3,8 @@
 //
 // ProbeIsolation asks: seccomp filtering with the TRAP action (SECCOMP_GET_ACTION_AVAIL), the
 // Landlock ABI (landlock_create_ruleset(NULL, 0, VERSION)), and whether a user namespace — alone
-// and with the PID, network, IPC and mount namespaces SpawnWorker asks for — can be created, by
-// cloning a throwaway child that exits at once and reaping it.
+// and with the PID, network, IPC, mount and UTS namespaces SpawnWorker asks for — can be created,
+// by cloning a throwaway child that exits at once and reaping it.
 //
 // Thread-safe: no shared state; the throwaway child makes one raw system call (exit_group).
 #ifndef CLAWGUARD_HOST_SANDBOX_ISOLATION_PROBE_H_
@@ -21,7 +21,7 @@ struct IsolationSupport {
   bool seccomp_trap = false;    // ... with SECCOMP_RET_TRAP (what lockdown's filters use)
   int landlock_abi = 0;         // 0: no Landlock
   bool user_namespace = false;  // clone(CLONE_NEWUSER) works
-  bool all_namespaces = false;  // clone(user|pid|net|ipc|mnt) works: SpawnWorker gets them all
+  bool all_namespaces = false;  // clone(user|pid|net|ipc|mnt|uts) works: SpawnWorker gets them all
   std::string namespace_error;  // why not, when either is false (strerror of the clone)
 
   // Enough is seccomp with TRAP and Landlock ABI ≥ 1 (what lockdown.h requires), plus all the

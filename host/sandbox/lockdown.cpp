@@ -424,6 +424,9 @@ Result<LockdownReport> EnterLoadPhase(const LockdownOptions& opts) {
   }
   CLAWGUARD_RETURN_IF_ERROR(SetLimit(RLIMIT_CORE, 0, "RLIMIT_CORE"));
   CLAWGUARD_RETURN_IF_ERROR(SetLimit(RLIMIT_NOFILE, opts.max_open_files, "RLIMIT_NOFILE"));
+  if (opts.max_threads != 0) {
+    CLAWGUARD_RETURN_IF_ERROR(SetLimit(RLIMIT_NPROC, opts.max_threads, "RLIMIT_NPROC"));
+  }
   CLAWGUARD_RETURN_IF_ERROR(InstallSigsysHandler(opts.fault_fd));
   CLAWGUARD_ASSIGN_OR_RETURN(LockdownReport report, ApplyLandlock(opts.read_paths));
   CLAWGUARD_RETURN_IF_ERROR(InstallStage1());

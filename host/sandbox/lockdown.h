@@ -7,7 +7,14 @@
 //   2. PR_SET_NO_NEW_PRIVS (Landlock and seccomp need it; no set-id gain through execve either) and
 //      PR_SET_DUMPABLE 0 (no core files, /proc/<pid> owned by root, no ptrace by the host's uid);
 //   3. rlimits: RLIMIT_AS = opts.address_space_bytes when set, RLIMIT_CORE = 0, RLIMIT_NOFILE =
-//      opts.max_open_files (soft and hard, so it can never be raised again);
+//      opts.max_open_files, RLIMIT_NPROC = opts.max_threads when set (soft and hard, so they can
+//      never be raised again). RLIMIT_NPROC counts the tasks of the caller's uid in its user
+//      namespace and every namespace above: in a worker alone in its own user namespace it bounds
+//      the worker's threads, so a plugin cannot spend the tasks (a cgroup's pids.max, systemd's
+//      TasksMax) the host needs. The kernel exempts real uid 0 outside every namespace — a root
+//      host's worker is uid 65534 (worker_spawn.h) — and where the worker shares its uid with the
+//      host in the host's namespace, the limit would count the host too: the caller then leaves
+//      it unset;
 //   4. a SIGSYS handler: a system call the filters trap writes one FaultReport to opts.fault_fd
 //      with one write(2) and ends the whole worker with _exit(kFaultExitCode);
 //   5. Landlock (ABI ≥ 1 or an error: fail closed), handling every filesystem right the running
@@ -51,6 +58,7 @@ namespace clawguard::sandbox {
 struct LockdownOptions {
   uint64_t address_space_bytes = 0;     // RLIMIT_AS; 0: leave as is
   uint64_t max_open_files = 16;         // RLIMIT_NOFILE (soft and hard)
+  uint64_t max_threads = 0;             // RLIMIT_NPROC (soft and hard); 0: leave as is
   std::vector<int> keep_fds;            // fds > 2 to keep; every other fd > 2 is closed
   int fault_fd = -1;                    // the SIGSYS handler writes one FaultReport here (kept)
   std::vector<std::string> read_paths;  // extra read-only Landlock paths; the defaults always apply

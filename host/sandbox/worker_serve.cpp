@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "core/mutex.h"
 #include "host/sandbox/lockdown.h"
 #include "host/sandbox/worker_protocol.h"
+#include "host/sandbox/worker_spawn.h"
 #include "loader/memfd_loader.h"
 
 namespace clawguard::sandbox {
@@ -155,7 +157,9 @@ const cg_host_api kWorkerApi = {CLAWGUARD_PLUGIN_ABI, &ErpCallFn, &RespondFn, &L
 const cg_plugin* g_plugin = nullptr;
 std::mutex g_serial;  // CG_PLUGIN_SERIAL: one handle_webhook at a time
 
-void RunDelivery(const std::shared_ptr<WorkerCall>& call) {
+// RunDelivery runs one delivery's handle_webhook and forgets the delivery; it returns the
+// kDone frame's payload, which the caller sends.
+std::string RunDelivery(const std::shared_ptr<WorkerCall>& call) {
   int rc = -1;
   {
     std::unique_lock<std::mutex> serial;
@@ -178,46 +182,59 @@ void RunDelivery(const std::shared_ptr<WorkerCall>& call) {
     g_by_handle.erase(reinterpret_cast<uintptr_t>(call->handle));
     g_by_id.erase(call->id);
   }
-  (void)Send(FrameType::kDone, call->id, DoneMsg{rc}.Encode());
+  return DoneMsg{rc}.Encode();
 }
 
 // Delivery threads are kept once started and reused: a thread per delivery costs a clone, an
 // 8 MiB stack mapping and its unmapping each time. There are at most as many as deliveries ran at
-// once (the host bounds those); an idle one waits for the next.
+// once (the host bounds those, listen.handlers): a thread counts itself idle BEFORE it tells the
+// host its delivery is done, so the host's next delivery never finds it busy and starts another.
+// The worker's thread bound (RLIMIT_NPROC) leaves room for them all; where a plugin has spent
+// that room on threads of its own, a delivery that finds no idle thread and cannot start one waits
+// in the queue for the next thread to come free (or the host's handler_timeout).
 class DeliveryThreads {
  public:
   void Run(std::shared_ptr<WorkerCall> call) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       queue_.push_back(std::move(call));
-      // Enough waiting threads for every queued delivery: one of them takes it.
+      // Enough idle threads for every queued delivery: one of them takes it.
       if (static_cast<size_t>(idle_) >= queue_.size()) {
         cv_.notify_one();
         return;
       }
     }
-    std::thread([this] { Loop(); }).detach();
+    try {
+      std::thread([this] { Loop(); }).detach();
+    } catch (const std::system_error&) {
+      // EAGAIN at the thread bound: the delivery stays queued (see above).
+    }
   }
 
  private:
   void Loop() {
     std::unique_lock<std::mutex> lock(mu_);
+    ++idle_;
     for (;;) {
-      ++idle_;
       cv_.wait(lock, [this] { return !queue_.empty(); });
       --idle_;
       std::shared_ptr<WorkerCall> call = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
-      RunDelivery(call);
+      const uint64_t id = call->id;
+      const std::string done = RunDelivery(call);
       call.reset();
+      lock.lock();
+      ++idle_;
+      lock.unlock();
+      (void)Send(FrameType::kDone, id, done);
       lock.lock();
     }
   }
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<WorkerCall>> queue_;
-  int idle_ = 0;  // threads waiting for a delivery
+  int idle_ = 0;  // threads not running a delivery (waiting, or about to wait)
 };
 
 DeliveryThreads* g_delivery_threads = new DeliveryThreads;  // never freed: its threads never end
@@ -279,6 +296,7 @@ int WorkerMain(int argc, char** argv) {
   std::string plugin;
   int64_t abi = -1;
   int64_t memory_limit = 0;
+  int64_t max_threads = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
     const std::string_view value = argv[i + 1];
@@ -289,6 +307,9 @@ int WorkerMain(int argc, char** argv) {
     } else if (flag == "--memory-limit") {
       if (!ParseInt(value, memory_limit) || memory_limit < 0)
         Fail("load_failed", "worker: --memory-limit is not a byte count");
+    } else if (flag == "--max-threads") {
+      if (!ParseInt(value, max_threads) || max_threads < 0)
+        Fail("load_failed", "worker: --max-threads is not a count");
     } else {
       Fail("load_failed", "worker: unknown argument " + std::string(flag));
     }
@@ -296,7 +317,7 @@ int WorkerMain(int argc, char** argv) {
   if (plugin.empty() || abi < 0 || argc % 2 == 0)
     Fail("load_failed",
          "worker: usage: clawguard-worker --plugin NAME --abi N "
-         "[--memory-limit BYTES]");
+         "[--memory-limit BYTES] [--max-threads N]");
 
   // Few malloc arenas: each reserves 128 MiB of address space, which RLIMIT_AS counts.
   (void)::mallopt(M_ARENA_MAX, 4);
@@ -304,6 +325,10 @@ int WorkerMain(int argc, char** argv) {
   if (maps_fd < 0) Fail("load_failed", "worker: cannot open /proc/self/maps");
   LockdownOptions lockdown;
   lockdown.address_space_bytes = static_cast<uint64_t>(memory_limit);
+  // The thread bound counts only this worker where its uid is the one SpawnWorker gives it (in
+  // its own user namespace, or a root host's worker); a worker that kept the host's uid would
+  // share the count with the host's own threads.
+  if (::getuid() == kWorkerInnerId) lockdown.max_threads = static_cast<uint64_t>(max_threads);
   lockdown.keep_fds = {kWorkerChannelFd, kWorkerLibraryFd, kWorkerFaultFd, maps_fd};
   lockdown.fault_fd = kWorkerFaultFd;
   auto confined = EnterLoadPhase(lockdown);

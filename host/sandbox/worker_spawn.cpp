@@ -30,23 +30,33 @@ namespace {
 
 // The steps of the child, in order; the one that failed is what the child reports.
 enum class Step : uint8_t {
-  kSetgroups = 1,  // write "deny" to /proc/self/setgroups
-  kGidMap,         // write /proc/self/gid_map
-  kUidMap,         // write /proc/self/uid_map
-  kDupHigh,        // move the descriptors to keep above the target range
-  kDupTarget,      // place them at 0, 1, 2 and 3..
-  kCloseRange,     // close every other descriptor
-  kAmbientCaps,    // clear the ambient capability set
-  kSignals,        // reset dispositions and unblock every signal
-  kParentDeath,    // SIGKILL when the spawning thread (which lives as long as the host) ends
+  kWaitParent = 1,  // wait until the parent (a root host) has written the id maps
+  kSetgroups,       // write "deny" to /proc/self/setgroups
+  kGidMap,          // write /proc/self/gid_map
+  kUidMap,          // write /proc/self/uid_map
+  kHostname,        // name the new UTS namespace
+  kDropGroups,      // setgroups(0, NULL)
+  kSetGid,          // setresgid to kWorkerInnerId
+  kSetUid,          // setresuid to kWorkerInnerId
+  kDupHigh,         // move the descriptors to keep above the target range
+  kDupTarget,       // place them at 0, 1, 2 and 3..
+  kCloseRange,      // close every other descriptor
+  kAmbientCaps,     // clear the ambient capability set
+  kSignals,         // reset dispositions and unblock every signal
+  kParentDeath,     // SIGKILL when the spawning thread (which lives as long as the host) ends
   kExecve,
 };
 
 std::string_view StepName(uint8_t step) {
   switch (static_cast<Step>(step)) {
+    case Step::kWaitParent: return "wait for the parent's id maps";
     case Step::kSetgroups: return "write /proc/self/setgroups";
     case Step::kGidMap: return "write /proc/self/gid_map";
     case Step::kUidMap: return "write /proc/self/uid_map";
+    case Step::kHostname: return "set the host name of the UTS namespace";
+    case Step::kDropGroups: return "drop the supplementary groups";
+    case Step::kSetGid: return "setresgid";
+    case Step::kSetUid: return "setresuid";
     case Step::kDupHigh: return "duplicate the descriptors to pass";
     case Step::kDupTarget: return "place the descriptors at 0..2 and 3..";
     case Step::kCloseRange: return "close_range of the other descriptors";
@@ -91,7 +101,8 @@ static_assert(sizeof(CloneArgs) == 64);
 // ChildPlan is everything the child reads. It is filled in before the clone: the child only reads
 // it (its copy of the parent's memory) and writes |temps|, its own scratch.
 struct ChildPlan {
-  const char* executable = nullptr;
+  int exe_fd = -1;  // O_PATH descriptor of the executable (execveat: no path walk as the worker)
+  bool script = false;  // the executable starts with "#!": its descriptor must stay open
   char* const* argv = nullptr;
   char* const* envp = nullptr;
   const int* fds = nullptr;
@@ -99,7 +110,11 @@ struct ChildPlan {
   int nfds = 0;
   int devnull = -1;
   int err_fd = -1;
-  bool map_ids = false;
+  bool map_ids = false;       // write its own maps (a host that is not root)
+  int sync_fd = -1;           // >= 0: read one byte (the parent wrote the maps) before going on
+  int sync_write_fd = -1;     // the parent's end, closed in the child
+  bool set_hostname = false;  // a new UTS namespace: name it kWorkerHostName
+  bool drop_ids = false;      // a root host: no groups, uid and gid kWorkerInnerId
   const char* uid_map = nullptr;
   size_t uid_map_len = 0;
   const char* gid_map = nullptr;
@@ -135,6 +150,14 @@ long WriteProcFile(const char* path, const char* data, size_t len) {
 [[noreturn]] void RunChild(const ChildPlan& p) {
   int err_fd = p.err_fd;
   long r = 0;
+  if (p.sync_fd >= 0) {
+    (void)Sys(SYS_close, p.sync_write_fd);
+    char go = 0;
+    do {
+      r = Sys(SYS_read, p.sync_fd, reinterpret_cast<long>(&go), 1);
+    } while (r == -EINTR);
+    if (r != 1) ChildFail(err_fd, Step::kWaitParent, r < 0 ? r : -EPIPE);
+  }
   if (p.map_ids) {
     if ((r = WriteProcFile("/proc/self/setgroups", "deny", 4)) != 0) {
       ChildFail(err_fd, Step::kSetgroups, r);
@@ -144,6 +167,27 @@ long WriteProcFile(const char* path, const char* data, size_t len) {
     }
     if ((r = WriteProcFile("/proc/self/uid_map", p.uid_map, p.uid_map_len)) != 0) {
       ChildFail(err_fd, Step::kUidMap, r);
+    }
+  }
+  if (p.set_hostname) {
+    if ((r = Sys(SYS_sethostname, reinterpret_cast<long>(kWorkerHostName),
+                 sizeof(kWorkerHostName) - 1)) < 0) {
+      ChildFail(err_fd, Step::kHostname, r);
+    }
+    if ((r = Sys(SYS_setdomainname, reinterpret_cast<long>(""), 0)) < 0) {
+      ChildFail(err_fd, Step::kHostname, r);
+    }
+  }
+  // A root host's worker leaves uid 0: no supplementary groups, gid then uid kWorkerInnerId (in
+  // a user namespace the parent mapped it to the same id outside). Setting the uid last clears
+  // the capabilities it had as root outside a user namespace; execve clears the rest.
+  if (p.drop_ids) {
+    if ((r = Sys(SYS_setgroups, 0, 0)) < 0) ChildFail(err_fd, Step::kDropGroups, r);
+    if ((r = Sys(SYS_setresgid, kWorkerInnerId, kWorkerInnerId, kWorkerInnerId)) < 0) {
+      ChildFail(err_fd, Step::kSetGid, r);
+    }
+    if ((r = Sys(SYS_setresuid, kWorkerInnerId, kWorkerInnerId, kWorkerInnerId)) < 0) {
+      ChildFail(err_fd, Step::kSetUid, r);
     }
   }
   // Descriptors. Targets are 0..2 (/dev/null) and 3..3+n-1 (the request's); the error pipe goes
@@ -158,6 +202,9 @@ long WriteProcFile(const char* path, const char* data, size_t len) {
   r = Sys(SYS_fcntl, p.devnull, F_DUPFD_CLOEXEC, high);
   if (r < 0) ChildFail(err_fd, Step::kDupHigh, r);
   const int devnull = static_cast<int>(r);
+  r = Sys(SYS_fcntl, p.exe_fd, F_DUPFD_CLOEXEC, high);
+  if (r < 0) ChildFail(err_fd, Step::kDupHigh, r);
+  const int exe_temp = static_cast<int>(r);
   for (int i = 0; i < p.nfds; ++i) {
     r = Sys(SYS_fcntl, p.fds[i], F_DUPFD_CLOEXEC, high);
     if (r < 0) ChildFail(err_fd, Step::kDupHigh, r);
@@ -173,7 +220,18 @@ long WriteProcFile(const char* path, const char* data, size_t len) {
   for (int std_fd = 0; std_fd <= 2; ++std_fd) {
     if ((r = Sys(SYS_dup3, devnull, std_fd, 0)) < 0) ChildFail(err_fd, Step::kDupTarget, r);
   }
-  if ((r = Sys(SYS_close_range, high, ~0U, 0)) < 0) ChildFail(err_fd, Step::kCloseRange, r);
+  // The executable's descriptor goes to |high|, CLOEXEC so that execveat closes it — except for
+  // a script, whose interpreter opens it as /dev/fd/N (the worker's lockdown closes it before any
+  // plugin code runs); every other descriptor above is closed.
+  const int exe_fd = high;
+  const long exe_flags = p.script ? 0 : O_CLOEXEC;
+  if (exe_temp != exe_fd) {
+    if ((r = Sys(SYS_dup3, exe_temp, exe_fd, exe_flags)) < 0)
+      ChildFail(err_fd, Step::kDupTarget, r);
+  } else if ((r = Sys(SYS_fcntl, exe_fd, F_SETFD, p.script ? 0 : FD_CLOEXEC)) < 0) {
+    ChildFail(err_fd, Step::kDupTarget, r);
+  }
+  if ((r = Sys(SYS_close_range, high + 1, ~0U, 0)) < 0) ChildFail(err_fd, Step::kCloseRange, r);
   // Ambient capabilities would survive execve even for a non-root uid.
   if ((r = Sys(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)) < 0 && r != -EINVAL) {
     ChildFail(err_fd, Step::kAmbientCaps, r);
@@ -198,8 +256,10 @@ long WriteProcFile(const char* path, const char* data, size_t len) {
   if ((r = Sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)) < 0) {
     ChildFail(err_fd, Step::kParentDeath, r);
   }
-  r = Sys(SYS_execve, reinterpret_cast<long>(p.executable), reinterpret_cast<long>(p.argv),
-          reinterpret_cast<long>(p.envp));
+  // execveat of the descriptor the host opened: the worker, whatever its uid, needs no search
+  // permission on the directories above the executable, and the file run is the one opened.
+  r = Sys(SYS_execveat, exe_fd, reinterpret_cast<long>(""), reinterpret_cast<long>(p.argv),
+          reinterpret_cast<long>(p.envp), AT_EMPTY_PATH);
   ChildFail(err_fd, Step::kExecve, r);
 }
 
@@ -248,6 +308,22 @@ class BlockSignals {
 
 bool HasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
+// WriteMap writes |map| to a child's /proc/<pid>/{uid,gid}_map with one write.
+Status WriteMap(const std::string& path, const std::string& map) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd.valid()) return Errno("open " + path, errno);
+  const ssize_t w = ::write(fd.get(), map.data(), map.size());
+  if (w != static_cast<ssize_t>(map.size())) return Errno("write " + path, w < 0 ? errno : EIO);
+  return Status::Ok();
+}
+
+void Reap(int pidfd) {
+  siginfo_t info{};
+  while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED) != 0 &&
+         errno == EINTR) {
+  }
+}
+
 Result<SpawnedProcess> SpawnWorkerHere(const SpawnRequest& req) {
   if (req.executable.empty() || req.executable.front() != '/' || HasNul(req.executable)) {
     return Status(
@@ -280,15 +356,31 @@ Result<SpawnedProcess> SpawnWorkerHere(const SpawnRequest& req) {
       std::to_string(kWorkerInnerId) + " " + std::to_string(::getegid()) + " 1\n";
   std::vector<int> temps(req.fds.size(), -1);
 
+  UniqueFd exe(::open(req.executable.c_str(), O_PATH | O_CLOEXEC));
+  if (!exe.valid()) return Errno("open " + req.executable, errno);
+  bool script = false;
+  if (UniqueFd head(::open(req.executable.c_str(), O_RDONLY | O_CLOEXEC)); head.valid()) {
+    char magic[2] = {};
+    script = ::pread(head.get(), magic, 2, 0) == 2 && magic[0] == '#' && magic[1] == '!';
+  }
   UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!devnull.valid()) return Errno("open /dev/null", errno);
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Errno("pipe2", errno);
   UniqueFd err_r(pipe_fds[0]);
   UniqueFd err_w(pipe_fds[1]);
+  // A root host writes the child's id maps itself (only a writer privileged outside may map an id
+  // other than its own) while the child waits on this pipe.
+  const bool root = ::geteuid() == 0;
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Errno("pipe2", errno);
+  UniqueFd sync_r(pipe_fds[0]);
+  UniqueFd sync_w(pipe_fds[1]);
+  const std::string root_map =
+      std::to_string(kWorkerInnerId) + " " + std::to_string(kWorkerInnerId) + " 1\n";
 
   ChildPlan plan;
-  plan.executable = req.executable.c_str();
+  plan.exe_fd = exe.get();
+  plan.script = script;
   plan.argv = argv.data();
   plan.envp = envp;
   plan.fds = req.fds.data();
@@ -305,10 +397,11 @@ Result<SpawnedProcess> SpawnWorkerHere(const SpawnRequest& req) {
   // CAP_SYS_ADMIN, which a root host has.
   std::vector<NamespaceSet> ladder;
   if (req.namespaces) {
-    ladder.push_back({CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS,
-                      {"user", "pid", "net", "ipc", "mnt"}});
     ladder.push_back(
-        {CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS, {"pid", "net", "ipc", "mnt"}});
+        {CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS | CLONE_NEWUTS,
+         {"user", "pid", "net", "ipc", "mnt", "uts"}});
+    ladder.push_back({CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS | CLONE_NEWUTS,
+                      {"pid", "net", "ipc", "mnt", "uts"}});
   }
   ladder.push_back({0, {}});
 
@@ -319,7 +412,12 @@ Result<SpawnedProcess> SpawnWorkerHere(const SpawnRequest& req) {
   {
     BlockSignals blocked;
     for (const auto& set : ladder) {
-      plan.map_ids = (set.flags & CLONE_NEWUSER) != 0;
+      const bool userns = (set.flags & CLONE_NEWUSER) != 0;
+      plan.map_ids = userns && !root;
+      plan.sync_fd = userns && root ? sync_r.get() : -1;
+      plan.sync_write_fd = sync_w.get();
+      plan.set_hostname = (set.flags & CLONE_NEWUTS) != 0;
+      plan.drop_ids = root;
       pid = CloneChild(set.flags, &pidfd);
       if (pid == 0) RunChild(plan);  // never returns
       if (pid > 0) {
@@ -338,6 +436,21 @@ Result<SpawnedProcess> SpawnWorkerHere(const SpawnRequest& req) {
   out.pid = static_cast<pid_t>(pid);
   out.pidfd.Reset(pidfd);
   err_w.Reset();  // only the child's copy is left: EOF means execve succeeded
+  if (root && !out.namespaces.empty() && out.namespaces.front() == "user") {
+    // The child waits: map its kWorkerInnerId to the same id outside, leave setgroups allowed
+    // (the child drops its groups, then execve leaves it no capability to add any), then let it
+    // go on. On failure it is killed and reaped.
+    const std::string proc = "/proc/" + std::to_string(out.pid) + "/";
+    Status mapped = WriteMap(proc + "gid_map", root_map);
+    if (mapped.ok()) mapped = WriteMap(proc + "uid_map", root_map);
+    if (mapped.ok() && ::write(sync_w.get(), "g", 1) != 1) mapped = Errno("write (sync)", errno);
+    if (!mapped.ok()) {
+      (void)::syscall(SYS_pidfd_send_signal, out.pidfd.get(), SIGKILL, nullptr, 0);
+      Reap(out.pidfd.get());
+      return mapped;
+    }
+  }
+  sync_w.Reset();
 
   ChildError ce;
   size_t got = 0;
@@ -350,11 +463,7 @@ Result<SpawnedProcess> SpawnWorkerHere(const SpawnRequest& req) {
   if (got == 0) return out;
 
   // The child failed and is exiting: reap it so that no zombie is left.
-  siginfo_t info{};
-  while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(out.pidfd.get()), &info,
-                  WEXITED) != 0 &&
-         errno == EINTR) {
-  }
+  Reap(out.pidfd.get());
   if (got != sizeof(ce)) return Internal("worker spawn: the child failed before execve");
   return Internal("worker spawn: " + std::string(StepName(ce.step)) + " of '" + req.executable +
                   "' failed in the child: " + std::strerror(ce.err));

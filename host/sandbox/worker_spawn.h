@@ -2,30 +2,43 @@
 // host, with nothing of the host's but the descriptors it is handed.
 //
 // SpawnWorker clones (clone3, or clone where clone3 is refused) with CLONE_PIDFD and, when asked,
-// new user, PID, network, IPC and mount namespaces. Between clone and execve the child makes only
-// raw system calls on memory prepared by the parent (another host thread may have held the malloc
-// or stdio locks at the moment of the clone; they stay held forever in the child). The child:
-//   - in a new user namespace, denies setgroups and maps ONE id each way: the host's effective
-//     uid/gid outside ↔ kWorkerInnerId (65534) inside. The inner id is not 0, so execve drops every
-//     capability the child had in its namespace: the worker starts with none anywhere. (Outside,
-//     the worker is still the host's uid for file permission checks — Landlock, not DAC, is what
-//     keeps it off the host's files.)
+// new user, PID, network, IPC, mount and UTS namespaces. Between clone and execve the child makes
+// only raw system calls on memory prepared by the parent (another host thread may have held the
+// malloc or stdio locks at the moment of the clone; they stay held forever in the child). The
+// child:
+//   - in a new user namespace maps ONE id each way, kWorkerInnerId (65534) inside to:
+//       - a host that is not root: the host's effective uid/gid outside (the child writes its own
+//         maps, after denying setgroups — the only map an unprivileged writer may make);
+//       - a root host: the same id, 65534 ("nobody"), outside (the parent writes the maps while
+//         the child waits on a pipe: mapping another id needs CAP_SETUID outside);
+//     The inner id is not 0, so execve drops every capability the child had in its namespace: the
+//     worker starts with none anywhere.
+//   - names a new UTS namespace kWorkerHostName (and an empty NIS domain): the plugin does not
+//     learn the machine's name.
+//   - a root host's child, with or without a user namespace, drops its supplementary groups and
+//     sets gid and uid to 65534: the worker is never uid 0 outside, so it gets no owner access to
+//     root's files, and RLIMIT_NPROC binds it (the kernel exempts uid 0 — the worker's thread
+//     bound, lockdown.h, rests on this). A host that is not root keeps its own supplementary groups
+//     in the worker: an unprivileged user namespace cannot drop them.
 //   - moves req.fds to 3, 4, 5, … in order (without CLOEXEC), makes 0, 1 and 2 /dev/null and
 //     closes every other descriptor;
 //   - clears ambient capabilities, resets every signal disposition to SIG_DFL and unblocks all
 //     signals;
-//   - sets its parent-death signal to SIGKILL: the worker dies with the host, even a worker whose
-//     plugin made its own exit fail (a seccomp filter of its own) while a thread of it lives on;
-//   - execve(executable, argv, {}) — an empty environment.
+//   - sets its parent-death signal to SIGKILL (after the id change, which would clear it): the
+//     worker dies with the host, even a worker whose plugin made its own exit fail (a seccomp
+//     filter of its own) while a thread of it lives on;
+//   - execveat(the executable's O_PATH descriptor the host opened, argv, {}) — an empty
+//     environment; the worker's uid needs no search permission on the executable's directories. A
+//     script (#!) keeps that descriptor across execve for its interpreter (/dev/fd/N); the
+//     interpreter then runs as the worker, with the worker's permissions.
 // A failing step makes the child write which step and errno to a CLOEXEC pipe and _exit(127); the
 // parent then reaps it and returns a Status naming the step. Success closes the pipe by execve.
 //
 // Namespaces are best effort: if the kernel refuses the full set (EPERM, EINVAL, ENOSPC, EUSERS),
 // SpawnWorker tries the set without a user namespace (which only a host with CAP_SYS_ADMIN gets)
 // and then none. SpawnedProcess::namespaces says exactly what was obtained; whether that is enough
-// is the caller's decision. Without "user" the worker runs as the host's uid with the host's
-// capabilities (a root host: all of them, NO_NEW_PRIVS does not drop them); only Landlock and
-// seccomp then stand between it and the machine.
+// is the caller's decision. Without "user" the worker of a host that is not root runs as the
+// host's uid; only Landlock and seccomp then stand between it and the host's files.
 //
 // Thread-safe. The parent-death signal follows the thread that cloned, not the process, so every
 // worker is cloned by one thread that lives as long as the process ("cg-spawner"); SpawnWorker
@@ -46,18 +59,20 @@ namespace clawguard::sandbox {
 
 // The uid and gid a worker has inside its user namespace (the conventional "nobody").
 inline constexpr unsigned kWorkerInnerId = 65534;
+// The host name a worker sees (its own UTS namespace).
+inline constexpr char kWorkerHostName[] = "clawguard-worker";
 
 struct SpawnRequest {
   std::string executable;         // absolute path of the worker binary
   std::vector<std::string> argv;  // argv[0..]; no secrets ever go here (they show in /proc)
   std::vector<int> fds;           // become fds 3, 4, 5, ... in the child, in this order
-  bool namespaces = true;         // try new user, PID, network, IPC and mount namespaces
+  bool namespaces = true;         // try new user, PID, network, IPC, mount and UTS namespaces
 };
 
 struct SpawnedProcess {
   pid_t pid = -1;  // in the host's PID namespace
   UniqueFd pidfd;  // CLONE_PIDFD: poll it for exit; waitid(P_PIDFD) to reap
-  // Which namespaces were obtained, of "user", "pid", "net", "ipc", "mnt" (in that order).
+  // Which namespaces were obtained, of "user", "pid", "net", "ipc", "mnt", "uts" (in that order).
   std::vector<std::string> namespaces;
 };
 

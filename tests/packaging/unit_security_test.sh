@@ -22,7 +22,7 @@ need() {  # need KEY VALUE...: the unit's KEY= lines carry each VALUE
     case " ${line#*=} " in *" $v "*) ;; *) echo "FAIL: $key= lacks $v (the plugin sandbox needs it)"; fail=1 ;; esac
   done
 }
-need RestrictNamespaces user pid net ipc mnt
+need RestrictNamespaces user pid net ipc mnt uts
 need SystemCallFilter @system-service seccomp landlock_create_ruleset landlock_add_rule landlock_restrict_self
 need RestrictAddressFamilies AF_UNIX
 grep -qx "Type=notify" "$unit" || { echo "FAIL: Type=notify (the host sends READY=1)"; fail=1; }

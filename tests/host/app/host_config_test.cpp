@@ -272,6 +272,14 @@ TEST(HostConfigTest, PluginIsolationIsSandboxUnlessSaidOtherwise) {
   ASSERT_TRUE(none.ok()) << none.error().ToString();
   EXPECT_FALSE((*none)->plugins.sandbox);
   EXPECT_EQ((*none)->plugins.memory_limit, 512ull << 20);
+  EXPECT_EQ((*def)->plugins.max_threads, PluginsConfig::kDefaultPluginThreads);
+  auto threads = ParseText(Replace(DataText(), t, t + "\n  max_threads: 4"));
+  ASSERT_TRUE(threads.ok()) << threads.error().ToString();
+  EXPECT_EQ((*threads)->plugins.max_threads, 4);
+  auto negative = ParseText(Replace(DataText(), t, t + "\n  max_threads: -1"));
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.error().message().find("max_threads"), std::string::npos)
+      << negative.error().message();
   auto typo = ParseText(Replace(DataText(), t, t + "\n  isolation: sandboxed"));
   ASSERT_FALSE(typo.ok());
   EXPECT_THAT(typo, HasReason(Reason::kConfigInvalid));

@@ -22,6 +22,7 @@
 #include "host/dispatch/plugin_dispatch.h"
 #include "host/dispatch/plugin_worker.h"
 #include "host/dispatch/sandbox_dispatch.h"
+#include "host/sandbox/worker_spawn.h"
 #include "loader/memfd_loader.h"
 #include "plugins/erp_harness.h"
 #include "support/gate.h"
@@ -38,6 +39,8 @@ using ht::ErpHarness;
 using testing::kPlugin;
 using testing::kRoute;
 const std::vector<std::string> kSandboxCaps = {"POST /orders/{id}/fulfil"};
+// The workers' thread bound (RLIMIT_NPROC): the main thread, one delivery thread and 62 more.
+constexpr uint64_t kWorkerThreads = 64;
 const std::vector<std::string> kGoodCaps = {"POST /orders/{id}/fulfil", "POST /inventory/adjust"};
 
 std::string WorkerPath() {
@@ -67,6 +70,7 @@ class SandboxDispatchTest : public ::testing::Test {
     WorkerOptions o;
     o.executable = WorkerPath();
     o.memory_limit = 1ull << 30;
+    o.max_threads = kWorkerThreads;
     o.backoff_base = std::chrono::milliseconds(1);
     o.backoff_max = std::chrono::milliseconds(1);
     o.max_faults = 1000;
@@ -263,6 +267,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // killed thread.
                       HandleAttack{"x32", "", 0x40000000L | SYS_execve, ""},
                       HandleAttack{"memfd_write", "4", -1, "denied: Bad file descriptor"},
+                      // Threads stop at the worker's bound, which counts its main thread and the
+                      // delivery's; the host's own task budget is not touched.
+                      HandleAttack{"threads", "", -1, "Resource temporarily unavailable after 62"},
+                      HandleAttack{"hostname", "", -1, sandbox::kWorkerHostName},
                       HandleAttack{"alloc", "", -1, "denied: Cannot allocate memory"}),
     HandleName);
 
@@ -412,12 +420,18 @@ TEST_F(SandboxDispatchTest, ARestartWaitsUntilTheFaultIsCounted) {
 // Stop ends a worker that is still starting (its init may hang up to start_timeout): the delivery
 // restarting it is answered at once, and no fault is counted for it.
 TEST_F(SandboxDispatchTest, StopEndsAWorkerThatIsStillStarting) {
+  // The wrapper runs as the worker (uid 65534 for a root host): it, the flag and the worker copy
+  // sit in a directory anyone may search.
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);
   const std::string flag = dir_.Sub("hang");
   const std::string wrapper = dir_.Sub("worker.sh");
-  clawguard::testing::WriteFile(wrapper, "#!/bin/sh\nif [ -e " + flag +
-                                             " ]; then /bin/sleep 600; fi\nexec " + WorkerPath() +
-                                             " \"$@\"\n");
+  const std::string worker = dir_.Sub("clawguard-worker");
+  std::filesystem::copy_file(WorkerPath(), worker);
+  clawguard::testing::WriteFile(
+      wrapper,
+      "#!/bin/sh\nif [ -e " + flag + " ]; then /bin/sleep 600; fi\nexec " + worker + " \"$@\"\n");
   ASSERT_EQ(::chmod(wrapper.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(worker.c_str(), 0755), 0);
   WorkerOptions o = Options();
   o.executable = wrapper;
   o.start_timeout = std::chrono::milliseconds(600'000);

@@ -250,6 +250,24 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
     while (write(5, junk, sizeof junk) > 0) {
     }
     syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+  } else if (strcmp(name, "threads") == 0) {
+    /* Threads until the kernel refuses one, each asleep on a small stack: unbounded, they would
+       spend the tasks the host's cgroup allows it (systemd's TasksMax) and leave the host unable to
+       start a thread of its own. */
+    pthread_attr_t small;
+    pthread_t t;
+    int made = 0, rc = 0;
+    pthread_attr_init(&small);
+    pthread_attr_setstacksize(&small, 64 * 1024);
+    while (made < 100000 && (rc = pthread_create(&t, &small, sleep_forever, NULL)) == 0) ++made;
+    snprintf(out, n, "%s after %d", rc == 0 ? "succeeded" : strerror(rc), made);
+  } else if (strcmp(name, "hostname") == 0) {
+    /* The machine's name (what a plugin could report home or use to pick its victims). */
+    char host[256] = {0};
+    if (gethostname(host, sizeof host - 1) == 0)
+      snprintf(out, n, "%s", host);
+    else
+      result_of(0, out, n);
   } else if (strcmp(name, "send_oob") == 0) {
     /* Out-of-band data on its own channel (AF_UNIX MSG_OOB): a kernel path no channel needs. */
     (void)send(3, "!", 1, MSG_OOB);

@@ -6,8 +6,9 @@
 //
 //   lockdown_probe ACTION [--load] [--serve] [--as=BYTES] [--read=PATH]...
 //
-// Result lines (fd 4): "env N", "fds 0 1 2 …", "ids UID GID", "capeff HEX", "lockdown abi=N …" or
-// "lockdown-error …", "load N" or "load-error …", "serve ok" or "serve-error …", and last
+// Result lines (fd 4): "env N", "fds 0 1 2 …", "ids UID GID", "groups N", "host NAME",
+// "outer-uid UID" (what the uid map maps the first inner id to), "capeff HEX", "lockdown abi=N …"
+// or "lockdown-error …", "load N" or "load-error …", "serve ok" or "serve-error …", and last
 // "result …" ("ok", "errno=N", "null", …). An action the filters trap never writes its result:
 // the SIGSYS handler writes a FaultReport to fd 5 and the probe exits with kFaultExitCode.
 #include <dirent.h>
@@ -73,6 +74,14 @@ void ReportStartFacts() {
   }
   Report(fds);
   Report("ids " + std::to_string(::getuid()) + " " + std::to_string(::getgid()));
+  Report("groups " + std::to_string(::getgroups(0, nullptr)));
+  char host[256] = {};
+  (void)::gethostname(host, sizeof(host) - 1);
+  Report(std::string("host ") + host);
+  std::ifstream uid_map("/proc/self/uid_map");
+  std::string inner, outer;
+  uid_map >> inner >> outer;
+  Report("outer-uid " + outer);
   std::ifstream status("/proc/self/status");
   for (std::string line; std::getline(status, line);) {
     if (line.rfind("CapEff:", 0) == 0)

@@ -224,14 +224,14 @@ TEST(IsolationProbe, ReportsSeccompAndLandlock) {
   EXPECT_NE(s->Describe().find("Landlock: ABI"), std::string::npos) << s->Describe();
 }
 
-TEST(SpawnWorker, NonexistentExecutableNamesExecve) {
+TEST(SpawnWorker, NonexistentExecutableIsNamedWithItsError) {
   SpawnRequest req;
   req.executable = "/nonexistent/clawguard-worker";
   req.argv = {req.executable};
   auto r = SpawnWorker(req);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().reason(), Reason::kInternal);
-  EXPECT_NE(r.error().message().find("execve"), std::string::npos) << r.error().ToString();
+  EXPECT_NE(r.error().message().find(req.executable), std::string::npos) << r.error().ToString();
   EXPECT_NE(r.error().message().find(std::strerror(ENOENT)), std::string::npos)
       << r.error().ToString();
 }
@@ -271,9 +271,29 @@ TEST(SpawnWorker, NamespacesIncludeUserAndNetAndTheWorkerHasNoCapabilities) {
   if (!support->all_namespaces) GTEST_SKIP() << support->Describe();
   const ProbeRun run = RunProbe("none");
   ExpectResult(run, "ok");
-  EXPECT_EQ(run.namespaces, (std::vector<std::string>{"user", "pid", "net", "ipc", "mnt"}));
+  EXPECT_EQ(run.namespaces, (std::vector<std::string>{"user", "pid", "net", "ipc", "mnt", "uts"}));
   EXPECT_EQ(run.Line("ids"), std::to_string(kWorkerInnerId) + " " + std::to_string(kWorkerInnerId))
       << run.Dump();
+  EXPECT_EQ(run.Line("capeff"), "0000000000000000") << run.Dump();
+  // The machine's name stays outside.
+  EXPECT_EQ(run.Line("host"), kWorkerHostName) << run.Dump();
+  // A root host's worker is uid 65534 outside too, with no supplementary group; any other host's
+  // is the host's own uid.
+  const unsigned outer = ::geteuid() == 0 ? kWorkerInnerId : ::geteuid();
+  EXPECT_EQ(run.Line("outer-uid"), std::to_string(outer)) << run.Dump();
+  if (::geteuid() == 0) {
+    EXPECT_EQ(run.Line("groups"), "0") << run.Dump();
+  }
+}
+
+// Without namespaces a root host's worker still leaves uid 0 and every capability behind.
+TEST(SpawnWorker, WithoutNamespacesARootHostsWorkerIsNotRoot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the host is not root";
+  const ProbeRun run = RunProbe("none", {}, /*namespaces=*/false);
+  ExpectResult(run, "ok");
+  EXPECT_EQ(run.Line("ids"), std::to_string(kWorkerInnerId) + " " + std::to_string(kWorkerInnerId))
+      << run.Dump();
+  EXPECT_EQ(run.Line("groups"), "0") << run.Dump();
   EXPECT_EQ(run.Line("capeff"), "0000000000000000") << run.Dump();
 }
 
