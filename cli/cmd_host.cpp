@@ -1,4 +1,5 @@
 // cmd_host.cpp — `clawguard host --config host.yaml`: runs the host until SIGTERM or SIGINT.
+// SIGHUP reopens the audit log by its path (log.audit), for logrotate: the host goes on serving.
 //
 // At start it prints one JSON line on stdout:
 //   {"event":"listening","main":"127.0.0.1:PORT","admin":"127.0.0.1:PORT"}
@@ -87,13 +88,14 @@ std::string HostOf(const std::string& address) {
 }
 
 int RunHost(const std::string& config_path) {
-  // Block the stop signals before any thread starts, so every thread inherits the mask and
-  // sigwait below is the only receiver.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // Block the stop signals and SIGHUP before any thread starts, so every thread inherits the mask
+  // and sigwait below is the only receiver.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   auto config = host::HostConfig::Load(config_path);
   if (!config.ok()) return ReportError("host", config.error());
@@ -126,8 +128,17 @@ int RunHost(const std::string& config_path) {
                             listening["main"].get<std::string>();
   (void)sd_notify(0, ready.c_str());
 
+  // SIGHUP reopens the log file (logrotate's postrotate); SIGTERM or SIGINT stops.
   int sig = 0;
-  sigwait(&stop_signals, &sig);
+  for (;;) {
+    sigwait(&signals, &sig);
+    if (sig != SIGHUP) break;
+    const Status reopened = (*app)->ReopenLogs();
+    std::cerr << nlohmann::json({{"event", reopened.ok() ? "log_reopened" : "log_reopen_failed"},
+                                 {"detail", reopened.ok() ? "" : reopened.message()}})
+                     .dump()
+              << std::endl;
+  }
   (void)sd_notify(0, "STOPPING=1\nSTATUS=stopping: draining deliveries");
   std::cerr << nlohmann::json({{"event", "stopping"}, {"signal", sig}}).dump() << std::endl;
   (*app)->Stop();

@@ -40,19 +40,39 @@ Result<std::shared_ptr<HostApp::AuditSink>> HostApp::AuditSink::Create(const Hos
   if (!c.log.audit.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(c.log.audit).parent_path(), ec);
-    // O_NONBLOCK and a regular file only: a FIFO at log.audit must not hang the start.
-    Result<UniqueFd> fd =
-        OpenRegularFileNonBlocking(c.log.audit, O_WRONLY | O_APPEND | O_CREAT, "audit log");
-    if (!fd.ok())
-      return Status(Reason::kConfigInvalid, c.source + ": log.audit: " + fd.error().message());
-    file = ::fdopen(fd->get(), "a");
-    if (file == nullptr) {
-      return Status(Reason::kConfigInvalid,
-                    c.source + ": log.audit: cannot open " + c.log.audit + " for appending");
-    }
-    (void)fd->Release();  // owned by |file| now
+    CLAWGUARD_ASSIGN_OR_RETURN(file, OpenAppend(c.log.audit, c.source));
   }
-  return std::shared_ptr<AuditSink>(new AuditSink(std::move(redactor), file));
+  return std::shared_ptr<AuditSink>(
+      new AuditSink(std::move(redactor), c.log.audit, c.source, file));
+}
+
+Result<std::FILE*> HostApp::AuditSink::OpenAppend(const std::string& path,
+                                                  const std::string& source) {
+  // O_NONBLOCK and a regular file only: a FIFO at log.audit must not hang the host.
+  Result<UniqueFd> fd =
+      OpenRegularFileNonBlocking(path, O_WRONLY | O_APPEND | O_CREAT, "audit log");
+  if (!fd.ok())
+    return Status(Reason::kConfigInvalid, source + ": log.audit: " + fd.error().message());
+  std::FILE* file = ::fdopen(fd->get(), "a");
+  if (file == nullptr) {
+    return Status(Reason::kConfigInvalid,
+                  source + ": log.audit: cannot open " + path + " for appending");
+  }
+  (void)fd->Release();  // owned by |file| now
+  return file;
+}
+
+Status HostApp::AuditSink::Reopen() {
+  if (path_.empty()) return Status::Ok();
+  CLAWGUARD_ASSIGN_OR_RETURN(std::FILE * fresh, OpenAppend(path_, source_));
+  std::FILE* old = nullptr;
+  {
+    MutexLock lock(mu_);
+    old = file_;
+    file_ = fresh;
+  }
+  if (old != nullptr) std::fclose(old);  // every line written to it was flushed under mu_
+  return Status::Ok();
 }
 
 void HostApp::AuditSink::Write(const std::string& line) {

@@ -113,6 +113,17 @@ void HostApp::Audit(const std::string& line) {
   if (audit_) audit_->Write(line);
 }
 
+Status HostApp::ReopenLogs() {
+  Status s = audit_->Reopen();
+  if (s.ok()) {
+    Audit(DumpJson({{"event", "audit_log_reopened"}}));
+  } else {
+    Audit(DumpJson(
+        {{"event", "audit_log_reopen_failed"}, {"level", "error"}, {"detail", s.message()}}));
+  }
+  return s;
+}
+
 Status HostApp::Start() {
   {
     MutexLock lock(stop_mu_);

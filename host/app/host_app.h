@@ -122,6 +122,10 @@ class HostApp {
 
   Status Start();
   void Stop();
+  // ReopenLogs opens log.audit again by its path (after logrotate moved it) and audits
+  // "audit_log_reopened" — to the new file — or, when it cannot, "audit_log_reopen_failed" to the
+  // file it keeps. Thread-safe.
+  Status ReopenLogs();
   // OnTick: |beat| runs on the background loop's thread after each of its ticks, so a loop that
   // stops ticking stops it (the service manager's watchdog). Set before Start.
   void OnTick(std::function<void()> beat) { on_tick_ = std::move(beat); }

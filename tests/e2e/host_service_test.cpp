@@ -1,7 +1,8 @@
 // host_service_test.cpp — `clawguard host` as a service manager sees it: the sd_notify messages
 // of Type=notify (READY=1 with STATUS= once the plugins are loaded and the listeners bound,
 // WATCHDOG=1 from the background loop, STOPPING=1 on SIGTERM) read from the test's own datagram
-// socket named by $NOTIFY_SOCKET; and `clawguard host --check`, which starts nothing and says
+// socket named by $NOTIFY_SOCKET; SIGHUP, which reopens the audit log for logrotate; and
+// `clawguard host --check`, which starts nothing and says
 // whether the host would start and which packages it would refuse.
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -12,11 +13,13 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "clawguard/unique_fd.h"
+#include "support/gate.h"
 #include "support/host_fixture.h"
 
 namespace clawguard::host {
@@ -107,6 +110,44 @@ TEST(HostServiceTest, WithoutANotifySocketTheHostRunsAsBefore) {
   ASSERT_TRUE(f.StartHost());
   EXPECT_EQ(f.Deliver("msg_plain", HostFixture::OrderBody("ord_plain")).status, 200);
   EXPECT_EQ(f.StopHost(), 0);
+}
+
+// logrotate moves the audit log away and sends SIGHUP: the host goes on serving and writes every
+// line from then on to a new file at log.audit; the moved file keeps what came before, whole.
+TEST(HostServiceTest, SighupReopensTheAuditLogAndTheHostGoesOnServing) {
+  HostFixture f;
+  ASSERT_NO_FATAL_FAILURE(f.Prepare());
+  ASSERT_TRUE(f.StartHost());
+  EXPECT_EQ(f.Deliver("msg_before", HostFixture::OrderBody("ord_before")).status, 200);
+  const std::string rotated = f.audit_log() + ".1";
+  std::filesystem::rename(f.audit_log(), rotated);
+  ASSERT_EQ(::kill(f.host_pid(), SIGHUP), 0);
+  ASSERT_TRUE(clawguard::testing::WaitFor([&] {
+    return std::filesystem::exists(f.audit_log()) &&
+           ReadFile(f.audit_log()).find("\"audit_log_reopened\"") != std::string::npos;
+  })) << "no audit_log_reopened line in a new "
+      << f.audit_log();
+  // A worker killed now is audited in the new file; the host serves on (a new worker).
+  ASSERT_GT(testing::KillWorkersOf(f.host_pid()), 0);
+  ASSERT_TRUE(clawguard::testing::WaitFor([&] {
+    return ReadFile(f.audit_log()).find("\"plugin_worker_fault\"") != std::string::npos;
+  })) << ReadFile(f.audit_log());
+  EXPECT_EQ(f.DeliverUntilStored("msg_after", HostFixture::OrderBody("ord_after")).status, 200);
+  EXPECT_EQ(f.StopHost(), 0);
+  const std::string before = ReadFile(rotated);
+  const std::string after = ReadFile(f.audit_log());
+  EXPECT_NE(before.find("\"fd_limit\""), std::string::npos) << before;
+  EXPECT_EQ(before.find("audit_log_reopened"), std::string::npos) << before;
+  EXPECT_EQ(before.find("plugin_worker_fault"), std::string::npos) << before;
+  EXPECT_EQ(after.find("\"fd_limit\""), std::string::npos) << after;
+  for (const std::string* text : {&before, &after}) {
+    size_t start = 0;
+    for (size_t nl; (nl = text->find('\n', start)) != std::string::npos; start = nl + 1) {
+      EXPECT_FALSE(
+          nlohmann::json::parse(text->substr(start, nl - start), nullptr, false).is_discarded())
+          << "a torn line: " << text->substr(start, nl - start);
+    }
+  }
 }
 
 TEST(HostServiceTest, CheckStartsNothingAndSaysWhatWouldLoad) {

@@ -120,9 +120,9 @@ check "logrotate -d parses /etc/logrotate.d/clawguard" \
   bash -c 'out=$(logrotate -d -s "$1/logrotate.state" /etc/logrotate.d/clawguard 2>&1) &&
            ! grep -qi "error" <<<"$out" || { echo "$out"; false; }' _ "$tmp"
 runuser -u clawguard -- sh -c 'echo "{\"event\":\"test\"}" >> /var/log/clawguard/audit.jsonl'
-check "a forced rotation copies and truncates audit.jsonl, as clawguard" \
+check "a forced rotation moves audit.jsonl aside, as clawguard (the host makes the new one)" \
   bash -c 'logrotate -f -s "$1/logrotate.state" /etc/logrotate.d/clawguard &&
-           [ -f /var/log/clawguard/audit.jsonl.1 ] && [ ! -s /var/log/clawguard/audit.jsonl ] &&
+           [ -f /var/log/clawguard/audit.jsonl.1 ] && [ ! -e /var/log/clawguard/audit.jsonl ] &&
            [ "$(stat -c %U /var/log/clawguard/audit.jsonl.1)" = clawguard ]' _ "$tmp"
 
 echo "== the unit's ExecStart= in --check mode, as the clawguard user"
