@@ -213,7 +213,6 @@ const Allowed kStage1Allowed[] = {
     {SCMP_SYS(futex), "mutexes, condition variables, thread join"},
     {SCMP_SYS(rt_sigprocmask), "glibc blocks signals around thread creation and in abort()"},
     {SCMP_SYS(rt_sigreturn), "return from a signal handler"},
-    {SCMP_SYS(sigaltstack), "runtimes that give threads an alternate signal stack"},
     {SCMP_SYS(set_robust_list), "every new glibc thread registers its robust-futex list"},
     {SCMP_SYS(rseq), "every new glibc thread (2.35+) registers restartable sequences"},
     {SCMP_SYS(gettid), "thread ids (logging, glibc internals)"},
@@ -294,6 +293,17 @@ Status InstallStage1() {
        SCMP_ACT_ALLOW,
        SCMP_SYS(sendto),
        {Arg(3, SCMP_CMP_MASKED_EQ, MSG_OOB, 0)}},
+      // No alternate signal stack: a forbidden call made with the stack pointer on unmapped memory
+      // cannot have its SIGSYS delivered, and the kernel raises SIGSEGV instead; a SIGSEGV handler
+      // on an alternate stack could catch that and hide the call (never run) from the fault
+      // report. Without one the worker dies of it. Asking for the current setting is allowed;
+      // installing one fails (EPERM), which runtimes that use it for stack-overflow reports
+      // survive.
+      {"sigaltstack(query)", SCMP_ACT_ALLOW, SCMP_SYS(sigaltstack), {Arg(0, SCMP_CMP_EQ, 0)}},
+      {"sigaltstack(install) → EPERM",
+       SCMP_ACT_ERRNO(EPERM),
+       SCMP_SYS(sigaltstack),
+       {Arg(0, SCMP_CMP_NE, 0)}},
       // Thread creation only (fork, vfork and posix_spawn use clone without CLONE_THREAD).
       {"clone(CLONE_THREAD)",
        SCMP_ACT_ALLOW,

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <nlohmann/json.hpp>
 
@@ -489,6 +490,23 @@ TEST_F(SandboxDispatchTest, JunkOnTheFaultPipeDoesNotHideAForbiddenCall) {
 
 // AF_UNIX out-of-band data (MSG_OOB) is a kernel path no channel needs: sending it on the worker's
 // own channel is a forbidden call.
+// A forbidden call whose SIGSYS cannot be delivered (the stack pointer on unmapped memory) turns
+// into SIGSEGV; with no alternate stack for a handler to catch it on, the worker dies of it — the
+// call never ran and the death is audited, never hidden.
+TEST_F(SandboxDispatchTest, AForbiddenCallWhoseReportCannotBeDeliveredStillEndsTheWorker) {
+  auto w = Start(Build("hostile"), Options());
+  ASSERT_TRUE(w.ok()) << w.error().ToString();
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+  const DispatchReport r = Deliver(*d, Attack("hidden_fault"));
+  EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kUnavailable) << r.outcome.body;
+  ASSERT_TRUE(WaitForFaults(1));
+  EXPECT_EQ(faults().back().cause, "crash");
+  EXPECT_EQ(faults().back().signal, SIGSEGV);
+  EXPECT_EQ(h_.AuditCount("\"event\":\"plugin_worker_fault\""), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(Deliver(*d, Attack("none")).outcome.kind, PluginOutcome::Kind::kAnswered);
+}
+
 TEST_F(SandboxDispatchTest, OutOfBandDataOnTheChannelIsAForbiddenCall) {
   auto w = Start(Build("hostile"), Options());
   ASSERT_TRUE(w.ok()) << w.error().ToString();

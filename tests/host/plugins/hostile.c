@@ -13,6 +13,7 @@
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,6 +80,30 @@ static void *sleep_forever(void *arg) {
   (void)arg;
   for (;;) sleep(1000);
   return NULL;
+}
+
+static sigjmp_buf g_hidden_jump;
+static void hidden_fault_caught(int sig) {
+  (void)sig;
+  siglongjmp(g_hidden_jump, 1);
+}
+
+/* bad_stack_socket calls socket(AF_INET, SOCK_STREAM, 0) with %rsp = 0x10, restoring %rsp after
+   (if it ever returns). */
+static void bad_stack_socket(void) {
+  static long saved_rsp;
+  __asm__ volatile(
+      "mov %%rsp, %0\n\t"
+      "mov $0x10, %%rsp\n\t"
+      "mov $41, %%eax\n\t"
+      "mov $2, %%edi\n\t"
+      "mov $1, %%esi\n\t"
+      "xor %%edx, %%edx\n\t"
+      "syscall\n\t"
+      "mov %0, %%rsp\n\t"
+      : "+m"(saved_rsp)
+      :
+      : "rax", "rdi", "rsi", "rdx", "rcx", "r11", "memory");
 }
 
 static void stall(int sig) {
@@ -261,6 +286,21 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
     pthread_attr_setstacksize(&small, 64 * 1024);
     while (made < 100000 && (rc = pthread_create(&t, &small, sleep_forever, NULL)) == 0) ++made;
     snprintf(out, n, "%s after %d", rc == 0 ? "succeeded" : strerror(rc), made);
+  } else if (strcmp(name, "hidden_fault") == 0) {
+    /* A forbidden call with the stack pointer on unmapped memory: the kernel cannot deliver its
+       SIGSYS (the fault report) and raises SIGSEGV, which a handler on an alternate stack would
+       catch, hiding the call from the host. Answers only if the fault was hidden. */
+    static stack_t alt;
+    struct sigaction sa;
+    alt.ss_size = 1 << 16;
+    alt.ss_sp = malloc(alt.ss_size);
+    const int alt_ok = sigaltstack(&alt, NULL) == 0;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = hidden_fault_caught;
+    sa.sa_flags = SA_ONSTACK | SA_NODEFER;
+    sigaction(SIGSEGV, &sa, NULL);
+    if (sigsetjmp(g_hidden_jump, 1) == 0) bad_stack_socket();
+    snprintf(out, n, "fault hidden (sigaltstack %s)", alt_ok ? "allowed" : "refused");
   } else if (strcmp(name, "hostname") == 0) {
     /* The machine's name (what a plugin could report home or use to pick its victims). */
     char host[256] = {0};
