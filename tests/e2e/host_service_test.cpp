@@ -202,7 +202,19 @@ TEST(HostServiceTest, CheckRefusesWhatAStartWouldRefuseBeforeOpeningAnything) {
   WriteFile(config, missing);
   auto r = RunClawguard({"host", "--check", "--config", config}, f.env());
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("config_invalid"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("plugins.worker"), std::string::npos) << r.err;
+  // The same for a pipeline: one JSON object on stdout naming the reason.
+  r = RunClawguard({"host", "--check", "--json", "--config", config}, f.env());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  const auto refusal = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(refusal.is_object()) << r.out;
+  EXPECT_EQ(refusal.value("error", ""), "config_invalid") << r.out;
+  EXPECT_NE(refusal.value("detail", "").find("plugins.worker"), std::string::npos) << r.out;
+  // --json belongs to --check: alone it is a usage error, and nothing starts.
+  r = RunClawguard({"host", "--json", "--config", config}, f.env());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--json goes with --check"), std::string::npos) << r.err;
 
   WriteFile(config, yaml);
   std::vector<std::pair<std::string, std::string>> env = f.env();
