@@ -45,8 +45,8 @@ int PidfdSignal(int pidfd, int sig) {
   return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
 }
 
-// LastFaultReport reads what the worker's fault pipe holds (non-blocking; at most a pipe's
-// default capacity) and returns the last well-formed report in it, at any offset.
+// LastFaultReport reads what the worker's fault channel holds (non-blocking; at most 64 KiB) and
+// returns the last well-formed report in it, at any offset.
 std::optional<sandbox::FaultReport> LastFaultReport(int fd) {
   std::string bytes;
   char buf[4096];
@@ -454,9 +454,12 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn() {
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return Status(Reason::kInternal, std::string("worker: socketpair: ") + std::strerror(errno));
   UniqueFd host_end(sv[0]), worker_end(sv[1]);
+  // The fault channel is a socket, not a pipe: the worker's SIGSYS handler sends its report with
+  // MSG_DONTWAIT, which never blocks whatever the plugin does to the descriptor's flags.
   int fp[2];
-  if (::pipe2(fp, O_CLOEXEC | O_NONBLOCK) != 0)
-    return Status(Reason::kInternal, std::string("worker: pipe: ") + std::strerror(errno));
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fp) != 0)
+    return Status(Reason::kInternal,
+                  std::string("worker: socketpair (faults): ") + std::strerror(errno));
   UniqueFd fault_read(fp[0]), fault_write(fp[1]);
   // The worker gets the library read-only: with the seals, nothing can change the bytes checked.
   UniqueFd library(

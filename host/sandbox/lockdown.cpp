@@ -133,7 +133,11 @@ void OnSigsys(int /*sig*/, siginfo_t* info, void* /*ucontext*/) {
   r.magic = kFaultMagic;
   r.syscall_nr = info->si_syscall;
   r.arch = info->si_arch;
-  if (g_fault_fd >= 0) (void)::syscall(SYS_write, g_fault_fd, &r, sizeof(r));
+  // A send that never blocks, whatever the plugin did to the descriptor's flags (it could clear
+  // O_NONBLOCK on a full channel and hang this handler forever, hiding the call).
+  if (g_fault_fd >= 0) {
+    (void)::syscall(SYS_sendto, g_fault_fd, &r, sizeof(r), MSG_DONTWAIT | MSG_NOSIGNAL, nullptr, 0);
+  }
   ::syscall(SYS_exit_group, kFaultExitCode);
   __builtin_unreachable();
 }
@@ -189,7 +193,11 @@ Status SeccompError(std::string_view what, int rc) {
 // userfaultfd (large kernel attack surface); ioctl but TCGETS; dup, dup2, dup3, pipe, pipe2,
 // eventfd, epoll (a serving loop that needs one adds it here, with its reason); getdents64,
 // readlink, getcwd, access (nothing to discover in a filesystem it cannot read); pwrite64; getuid
-// and the other id calls; prlimit64 and setrlimit (the limits are final).
+// and the other id calls; prlimit64 and setrlimit (the limits are final); seccomp — a filter of
+// the plugin's own could answer a forbidden call before this one does (KILL_THREAD and ERRNO
+// outrank TRAP), hiding it from the fault report, or log every call it sees to the kernel's
+// audit stream without bound (SECCOMP_RET_LOG). The serve phase is a Landlock domain for that
+// reason.
 struct Allowed {
   int nr;
   const char* reason;
@@ -233,7 +241,8 @@ const Allowed kStage1Allowed[] = {
     {SCMP_SYS(uname), "gethostname and kernel-version checks in libraries"},
     {SCMP_SYS(sysinfo), "sysconf(_SC_PHYS_PAGES) (glibc's qsort sizes its buffer with it)"},
     {SCMP_SYS(getrlimit), "reading a limit (it sets none)"},
-    {SCMP_SYS(seccomp), "stage 2 stacks its filter; a filter can only narrow what is allowed"},
+    {SCMP_SYS(landlock_create_ruleset), "the serve phase's Landlock domain (only narrows)"},
+    {SCMP_SYS(landlock_restrict_self), "the serve phase's Landlock domain (only narrows)"},
 };
 
 // kCloneThreadMask: the clone flags checked. A thread has CLONE_THREAD, CLONE_VM and
@@ -252,8 +261,7 @@ Status InstallStage1() {
   if ((rc = seccomp_attr_set(f.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_TRAP)) != 0) {
     return SeccompError("attr BADARCH", rc);
   }
-  // NO_NEW_PRIVS was set by EnterLoadPhase; libseccomp must not prctl() it again (stage 2 would
-  // trap on that prctl).
+  // NO_NEW_PRIVS was set by EnterLoadPhase; libseccomp need not set it again.
   if ((rc = seccomp_attr_set(f.get(), SCMP_FLTATR_CTL_NNP, 0)) != 0) {
     return SeccompError("attr NNP", rc);
   }
@@ -293,12 +301,10 @@ Status InstallStage1() {
        SCMP_ACT_ALLOW,
        SCMP_SYS(sendto),
        {Arg(3, SCMP_CMP_MASKED_EQ, MSG_OOB, 0)}},
-      // No alternate signal stack: a forbidden call made with the stack pointer on unmapped memory
-      // cannot have its SIGSYS delivered, and the kernel raises SIGSEGV instead; a SIGSEGV handler
-      // on an alternate stack could catch that and hide the call (never run) from the fault
-      // report. Without one the worker dies of it. Asking for the current setting is allowed;
-      // installing one fails (EPERM), which runtimes that use it for stack-overflow reports
-      // survive.
+      // No alternate signal stack through sigaltstack (rt_sigreturn can still restore one from a
+      // signal frame: what keeps a forbidden call from being hidden is that no SIGSEGV handler may
+      // be set, below). Asking for the current setting is allowed; installing one fails (EPERM),
+      // which runtimes that use it for stack-overflow reports survive.
       {"sigaltstack(query)", SCMP_ACT_ALLOW, SCMP_SYS(sigaltstack), {Arg(0, SCMP_CMP_EQ, 0)}},
       {"sigaltstack(install) → EPERM",
        SCMP_ACT_ERRNO(EPERM),
@@ -319,20 +325,45 @@ Status InstallStage1() {
        SCMP_ACT_ALLOW,
        SCMP_SYS(prlimit64),
        {Arg(0, SCMP_CMP_EQ, 0), Arg(2, SCMP_CMP_EQ, 0)}},
-      // Handlers for every signal but SIGSYS: signals 1..30, 32..63 and 64. Replacing the SIGSYS
-      // handler would silence fault reports.
-      {"rt_sigaction(1..30)",
+      // Handlers for every signal but SIGSYS and SIGSEGV: signals 1..10, 12..30, 32..63 and 64.
+      // Replacing the SIGSYS handler would silence fault reports.
+      // Nor SIGSEGV: a forbidden call made with the stack pointer on unmapped memory cannot have
+      // its SIGSYS delivered, and the kernel raises SIGSEGV instead; a handler that caught that
+      // (on an alternate stack, which rt_sigreturn can install whatever sigaltstack allows) would
+      // hide the call. Setting one fails with EPERM; the worker dies of the SIGSEGV.
+      {"rt_sigaction(SIGSEGV) → EPERM",
+       SCMP_ACT_ERRNO(EPERM),
+       SCMP_SYS(rt_sigaction),
+       {Arg(0, SCMP_CMP_EQ, SIGSEGV)}},
+      {"rt_sigaction(1..10)",
        SCMP_ACT_ALLOW,
        SCMP_SYS(rt_sigaction),
-       {Arg(0, SCMP_CMP_LT, SIGSYS)}},
+       {Arg(0, SCMP_CMP_LT, SIGSEGV)}},
+      {"rt_sigaction(12..15)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(rt_sigaction),
+       {Arg(0, SCMP_CMP_MASKED_EQ, ~scmp_datum_t{3}, 12)}},
+      {"rt_sigaction(16..23)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(rt_sigaction),
+       {Arg(0, SCMP_CMP_MASKED_EQ, ~scmp_datum_t{7}, 16)}},
+      {"rt_sigaction(24..27)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(rt_sigaction),
+       {Arg(0, SCMP_CMP_MASKED_EQ, ~scmp_datum_t{3}, 24)}},
+      {"rt_sigaction(28..29)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(rt_sigaction),
+       {Arg(0, SCMP_CMP_MASKED_EQ, ~scmp_datum_t{1}, 28)}},
+      {"rt_sigaction(30)", SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), {Arg(0, SCMP_CMP_EQ, 30)}},
       {"rt_sigaction(32..63)",
        SCMP_ACT_ALLOW,
        SCMP_SYS(rt_sigaction),
        {Arg(0, SCMP_CMP_MASKED_EQ, ~scmp_datum_t{0x1f}, 32)}},
       {"rt_sigaction(64)", SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), {Arg(0, SCMP_CMP_EQ, 64)}},
-      // W^X from the first instruction of plugin code on (a constructor runs before stage 2 and
-      // could otherwise make memory executable — or patch the worker's own code so that stage 2
-      // is never installed). prot and flags are unsigned long in the kernel: compared whole.
+      // W^X from the first instruction of plugin code on (a constructor runs in the load phase
+      // and could otherwise make memory executable, or patch the worker's own code). prot and
+      // flags are unsigned long in the kernel: compared whole.
       // mmap without PROT_EXEC: malloc, thread stacks, data segments.
       {"mmap(no PROT_EXEC)",
        SCMP_ACT_ALLOW,
@@ -444,41 +475,26 @@ Result<LockdownReport> EnterLoadPhase(const LockdownOptions& opts) {
 }
 
 Status EnterServePhase() {
-  Filter f(SCMP_ACT_ALLOW);
-  if (f.get() == nullptr) return Internal("lockdown: seccomp_init failed");
-  int rc = 0;
-  // As stage 1: a call of another architecture is trapped and reported (libseccomp's default,
-  // kill-thread, would win over stage 1's trap and end one thread silently).
-  if ((rc = seccomp_attr_set(f.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_TRAP)) != 0) {
-    return SeccompError("attr BADARCH", rc);
+  // No file is opened once the plugin is loaded: a second Landlock domain that handles every
+  // filesystem right the ABI knows and allows none. An open fails with EACCES, not a kill: glibc
+  // opens files lazily in honest code (/etc/localtime on a first localtime_r,
+  // /proc/sys/vm/overcommit_memory on a heap trim) and copes with a refusal. Landlock, not a
+  // seccomp filter: the plugin may not install filters at all (stage 1), and a domain binds the
+  // calling thread and every thread it starts from now on — the delivery threads.
+  const long abi =
+      ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  if (abi < 1) return Errno("Landlock (serve phase)", errno);
+  RulesetAttr attr;
+  attr.handled_access_fs = kFsAbi1;
+  if (abi >= 2) attr.handled_access_fs |= kFsRefer;
+  if (abi >= 3) attr.handled_access_fs |= kFsTruncate;
+  if (abi >= 5) attr.handled_access_fs |= kFsIoctlDev;
+  UniqueFd ruleset(static_cast<int>(
+      ::syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr.handled_access_fs), 0)));
+  if (!ruleset.valid()) return Errno("landlock_create_ruleset (serve phase)", errno);
+  if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0) {
+    return Errno("landlock_restrict_self (serve phase)", errno);
   }
-  if ((rc = seccomp_attr_set(f.get(), SCMP_FLTATR_CTL_NNP, 0)) != 0) {
-    return SeccompError("attr NNP", rc);
-  }
-  // Threads made since stage 1 get stage 2 too.
-  if ((rc = seccomp_attr_set(f.get(), SCMP_FLTATR_CTL_TSYNC, 1)) != 0) {
-    return SeccompError("attr TSYNC", rc);
-  }
-  // No file is opened once the plugin is loaded: openat fails with EACCES (stage 1 already traps
-  // open, openat2 and creat, and a trap wins over an errno; they are listed so that this filter
-  // alone states the phase). A failure, not a kill: glibc opens files lazily in honest code
-  // (/etc/localtime on a first localtime_r, /proc/sys/vm/overcommit_memory on a heap trim) and
-  // copes with a refusal; the file stays unread either way.
-  for (int nr : {SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(openat2), SCMP_SYS(creat)}) {
-    if ((rc = seccomp_rule_add(f.get(), SCMP_ACT_ERRNO(EACCES), nr, 0)) != 0) {
-      return SeccompError("refuse open", rc);
-    }
-  }
-  // No executable mapping at all once loaded, not even of a file (stage 1 already refuses new
-  // executable memory; a constructor runs before this filter, so stage 1 is what the guarantee
-  // rests on). prot is an unsigned long, compared whole; it is argument 2 of all three.
-  for (int nr : {SCMP_SYS(mmap), SCMP_SYS(mprotect), SCMP_SYS(pkey_mprotect)}) {
-    const scmp_arg_cmp cmp{2, SCMP_CMP_MASKED_EQ, PROT_EXEC, PROT_EXEC};
-    if ((rc = seccomp_rule_add_array(f.get(), SCMP_ACT_TRAP, nr, 1, &cmp)) != 0) {
-      return SeccompError("trap PROT_EXEC", rc);
-    }
-  }
-  if ((rc = seccomp_load(f.get())) != 0) return SeccompError("load (stage 2)", rc);
   return Status::Ok();
 }
 

@@ -31,16 +31,25 @@
 //      reaching a process outside the domain).
 //   6. seccomp stage 1 (see lockdown.cpp for the table of allowed calls and why): default action
 //      TRAP — anything not allowed is reported and ends the worker. W^X holds from here on: no
-//      mprotect adds PROT_EXEC, and mmap with PROT_EXEC only of a file and never writable.
-// EnterServePhase stacks stage 2 on every thread (TSYNC): default ALLOW (stage 1 still applies),
-// trapping open/openat/openat2/creat and every mmap/mprotect/pkey_mprotect asking for PROT_EXEC —
-// no file is opened and nothing mapped executable once the plugin is loaded. Stage 2 is defence in
-// depth: the plugin's constructors and init run before it, in the same process, and could keep
-// it from being installed; what the sandbox promises rests on stage 1 and Landlock.
+//      mprotect adds PROT_EXEC, and mmap with PROT_EXEC only of a file and never writable. The
+//      plugin can install no seccomp filter of its own (one could answer a forbidden call first
+//      and hide it, or flood the kernel's audit stream), no handler for SIGSYS or SIGSEGV and no
+//      alternate signal stack through sigaltstack.
+// EnterServePhase adds a second Landlock domain that allows no filesystem access at all, on the
+// calling thread and every thread it starts afterwards (the delivery threads): no file is opened
+// once the plugin is loaded (EACCES). Threads the plugin started in a constructor or init keep
+// the load phase's domain (the system library directories, read-only). Plugin code runs before
+// it and could keep it from being entered; what the sandbox promises rests on stage 1 and the
+// first domain.
 //
-// A thread that blocks SIGSYS and then makes a trapped call is killed by the kernel's default
-// SIGSYS action instead (force_sig_seccomp): the host then sees death by SIGSYS, not
-// kFaultExitCode. Either way the call never runs.
+// The fault report: fd opts.fault_fd should be a socket — the handler sends with MSG_DONTWAIT,
+// which never blocks whatever the plugin does to the descriptor. A thread that blocks SIGSYS and
+// then makes a trapped call is killed by the kernel's default SIGSYS action instead
+// (force_sig_seccomp): the host then sees death by SIGSYS, not kFaultExitCode. A trapped call
+// made with the stack pointer on unmapped memory cannot have its SIGSYS delivered; the kernel
+// raises SIGSEGV, which nothing in the worker may catch: it dies of it (a crash, to the host).
+// Either way the call never runs. What the report says is the worker's word: plugin code can
+// write reports of its own.
 //
 // Not thread-safe: EnterLoadPhase must run while the process has one thread (it checks
 // /proc/self/task), since Landlock binds only the calling thread and its future children.
@@ -86,7 +95,8 @@ struct LockdownReport {
 // (Landlock unavailable included). On error the process is partly confined and must exit.
 Result<LockdownReport> EnterLoadPhase(const LockdownOptions& opts);
 
-// EnterServePhase stacks seccomp stage 2 on every thread. Call it after the plugin is loaded.
+// EnterServePhase enters the serve phase's Landlock domain (see above). Call it after the plugin
+// is loaded, from the thread that will start the delivery threads.
 Status EnterServePhase();
 
 // What the worker exits with after a reported seccomp fault.

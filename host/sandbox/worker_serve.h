@@ -2,13 +2,13 @@
 // workers"): one plugin, confined before any of its code runs, serving deliveries for the host.
 //
 // The host starts it (worker_spawn.h) with fd 3 = its end of the channel (worker_protocol.h),
-// fd 4 = the plugin library's sealed memfd, fd 5 = the fault pipe, an empty environment and
+// fd 4 = the plugin library's sealed memfd, fd 5 = the fault socket, an empty environment and
 //   clawguard-worker --plugin NAME --abi N [--memory-limit BYTES]
 // WorkerMain then, in order: opens /proc/self/maps (the load's mapping check reads it later);
 // EnterLoadPhase (lockdown.h: fds, no_new_privs, rlimits, Landlock, seccomp stage 1);
 // LoadFromSealedMemfd (loader/memfd_loader.h: the seals, dlopen, the identity checks, the ABI,
-// init with the worker's host API table); EnterServePhase (seccomp stage 2: no open, no new
-// executable memory); kReady — or kInitFailed with the reason and exit 1.
+// init with the worker's host API table); EnterServePhase (a Landlock domain with no filesystem
+// access: no open); kReady — or kInitFailed with the reason and exit 1.
 //
 // Serving: the main thread reads frames; each kDeliver runs handle_webhook on a thread of its own
 // (one at a time under CG_PLUGIN_SERIAL) with a cg_call the plugin knows by a handle. The host API

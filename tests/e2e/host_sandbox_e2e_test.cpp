@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/gate.h"
 #include "support/host_fixture.h"
 #include "support/raw_client.h"
 #include "support/temp_dir.h"
@@ -169,9 +170,10 @@ TEST(HostSandboxE2eTest, WorkerKillsMidStormKeepOneEffectPerCall) {
   EXPECT_EQ(fixture.StopHost(), 0);
 }
 
-// A plugin that makes its own exit fail (a seccomp filter of its own) and keeps a thread alive
-// would outlive a host that crashed: the worker's parent-death signal ends it anyway.
-TEST(HostSandboxE2eTest, AWorkerDiesWithItsHostEvenIfItsPluginBlocksItsOwnExit) {
+// A plugin that tries to make its own exit fail (a seccomp filter of its own, so that a thread
+// of it lives on) is refused: installing a filter is a forbidden call. And a worker never
+// outlives a host that crashed: its parent-death signal ends it.
+TEST(HostSandboxE2eTest, AWorkerCannotBlockItsOwnExitAndDiesWithItsHost) {
   HostFixture fixture;
   HostFixtureOptions o;
   o.plugin_source = "hostile";
@@ -179,8 +181,14 @@ TEST(HostSandboxE2eTest, AWorkerDiesWithItsHostEvenIfItsPluginBlocksItsOwnExit) 
   ASSERT_TRUE(fixture.StartHost());
   const ht::Reply armed = fixture.Deliver("msg_outlive", Attack("1", "outlive"));
   ASSERT_TRUE(armed.ok);
-  ASSERT_EQ(armed.status, 200) << armed.body;
-  ASSERT_NE(armed.body.find("succeeded"), std::string::npos) << armed.body;
+  EXPECT_EQ(armed.status, 503) << armed.body;
+  ASSERT_TRUE(clawguard::testing::WaitFor([&] {
+    const std::string log = clawguard::testing::ReadFile(fixture.audit_log());
+    return log.find("\"syscall\":" + std::to_string(SYS_seccomp)) != std::string::npos;
+  })) << clawguard::testing::ReadFile(fixture.audit_log());
+  // A new worker serves the next event; it is the one the host's death must end.
+  const ht::Reply served = fixture.DeliverUntilStored("msg_next", Attack("2", "none"));
+  ASSERT_EQ(served.status, 200) << served.body;
 
   pid_t worker = -1;
   std::istringstream audit(clawguard::testing::ReadFile(fixture.audit_log()));

@@ -308,6 +308,15 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
       snprintf(out, n, "%s", host);
     else
       result_of(0, out, n);
+  } else if (strcmp(name, "blocking_fault_pipe") == 0) {
+    /* The fault channel filled, then made blocking, then a forbidden call: a report written
+       with a plain write would block the SIGSYS handler forever and hide the call. */
+    static char junk[4096];
+    memset(junk, 'J', sizeof junk);
+    while (write(5, junk, sizeof junk) > 0) {
+    }
+    fcntl(5, F_SETFL, fcntl(5, F_GETFL) & ~O_NONBLOCK);
+    syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
   } else if (strcmp(name, "send_oob") == 0) {
     /* Out-of-band data on its own channel (AF_UNIX MSG_OOB): a kernel path no channel needs. */
     (void)send(3, "!", 1, MSG_OOB);

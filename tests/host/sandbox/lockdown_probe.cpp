@@ -14,6 +14,8 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -226,6 +228,25 @@ std::map<std::string, std::function<std::string(const char* self)>> Actions() {
        [](const char*) {
          void* p = MapPage(PROT_READ | PROT_WRITE | PROT_EXEC);
          return p == MAP_FAILED ? "errno=" + std::to_string(errno) : std::string("ok");
+       }},
+      {"seccomp-filter",
+       [](const char*) {
+         // A filter that allows everything: even that is refused.
+         sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+         sock_fprog prog{1, &allow};
+         return ErrnoResult(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog));
+       }},
+      {"sigaction-segv",
+       [](const char*) {
+         struct sigaction sa {};
+         sa.sa_handler = OnUsr1;
+         return ErrnoResult(::sigaction(SIGSEGV, &sa, nullptr));
+       }},
+      {"sigaction-usr1",
+       [](const char*) {
+         struct sigaction sa {};
+         sa.sa_handler = OnUsr1;
+         return ErrnoResult(::sigaction(SIGUSR1, &sa, nullptr));
        }},
       {"mprotect-exec",
        [](const char*) {

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -137,7 +138,8 @@ ProbeRun RunProbe(const std::string& action, const std::vector<std::string>& fla
   int p[2];
   EXPECT_EQ(::pipe2(p, O_CLOEXEC), 0);
   UniqueFd res_r(p[0]), res_w(p[1]);
-  EXPECT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  // The fault descriptor is a socket, as the host's is (the SIGSYS handler sends, never blocking).
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p), 0);
   UniqueFd fault_r(p[0]), fault_w(p[1]);
 
   SpawnRequest req;
@@ -450,6 +452,15 @@ TEST(ServePhase, OpeningAnAllowedLibraryFails) {
   ExpectResult(RunProbe("open-lib", {"--load", "--serve"}), "errno=" + std::to_string(EACCES));
 }
 
+// No filter of the plugin's own (it could answer a forbidden call before the sandbox does), in
+// either phase; no SIGSEGV handler (it could catch what an undeliverable SIGSYS turns into).
+TEST(LoadPhase, AFilterOfItsOwnFaultsAndASigsegvHandlerIsRefused) {
+  ExpectFault(RunProbe("seccomp-filter", {"--load"}), SYS_seccomp);
+  ExpectFault(RunProbe("seccomp-filter", {"--load", "--serve"}), SYS_seccomp);
+  ExpectResult(RunProbe("sigaction-segv", {"--load"}), "errno=" + std::to_string(EPERM));
+  ExpectResult(RunProbe("sigaction-usr1", {"--load"}), "ok");
+}
+
 TEST(ServePhase, ExecutableMmapFaults) {
   ExpectFault(RunProbe("mmap-exec", {"--load", "--serve"}), SYS_mmap);
 }
@@ -458,10 +469,11 @@ TEST(ServePhase, MprotectToExecFaults) {
   ExpectFault(RunProbe("mprotect-exec", {"--load", "--serve"}), SYS_mprotect);
 }
 
-// W^X already holds while the library loads: a constructor runs before stage 2 and could
-// otherwise make code (or patch the worker so that stage 2 never comes). ld.so's own mappings of
-// the memfd and system libraries (file-backed, never writable) still work: the dlopen tests.
-TEST(LoadPhase, NewExecutableMemoryFaultsBeforeStageTwo) {
+// W^X already holds while the library loads: a constructor runs before the serve phase and could
+// otherwise make code (or patch the worker so that the serve phase never comes). ld.so's own
+// mappings of the memfd and system libraries (file-backed, never writable) still work: the dlopen
+// tests.
+TEST(LoadPhase, NewExecutableMemoryFaultsBeforeTheServePhase) {
   ExpectFault(RunProbe("mmap-exec", {"--load"}), SYS_mmap);
   ExpectFault(RunProbe("mprotect-exec", {"--load"}), SYS_mprotect);
 }
