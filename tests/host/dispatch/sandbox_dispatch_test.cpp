@@ -133,6 +133,19 @@ class SandboxDispatchTest : public ::testing::Test {
     return nlohmann::json{{"attack", name}, {"arg", arg}}.dump();
   }
 
+  // StartHostile starts a worker of the hostile plugin (with |o|) and a dispatcher for it alone;
+  // a null dispatcher (and a test failure) if the worker does not start.
+  std::pair<std::shared_ptr<PluginWorker>, std::shared_ptr<SandboxDispatcher>> StartHostile(
+      const WorkerOptions& o) {
+    auto w = Start(Build("hostile"), o);
+    EXPECT_TRUE(w.ok()) << w.error().ToString();
+    if (!w.ok()) return {};
+    return {*w, Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}})};
+  }
+  std::pair<std::shared_ptr<PluginWorker>, std::shared_ptr<SandboxDispatcher>> StartHostile() {
+    return StartHostile(Options());
+  }
+
   bool WaitForFaults(size_t n) {
     return clawguard::testing::WaitFor([&] { return faults().size() >= n; });
   }
@@ -279,10 +292,9 @@ INSTANTIATE_TEST_SUITE_P(
     HandleName);
 
 TEST_F(SandboxDispatchTest, ACrashIsAFaultAndTheNextDeliveryGetsANewWorker) {
-  auto w = Start(Build("hostile"), Options());
-  ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
-  const pid_t first = (*w)->pid();
+  auto [w, d] = StartHostile();
+  ASSERT_NE(d, nullptr);
+  const pid_t first = w->pid();
   DispatchReport r = Deliver(*d, Attack("segv"));
   EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kUnavailable);
   ASSERT_TRUE(WaitForFaults(1));
@@ -292,7 +304,7 @@ TEST_F(SandboxDispatchTest, ACrashIsAFaultAndTheNextDeliveryGetsANewWorker) {
   std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the 1 ms backoff
   DispatchReport next = Deliver(*d, Attack("none"));
   EXPECT_EQ(next.outcome.kind, PluginOutcome::Kind::kAnswered) << next.outcome.detail;
-  EXPECT_NE((*w)->pid(), first);
+  EXPECT_NE(w->pid(), first);
 }
 
 TEST_F(SandboxDispatchTest, AHungPluginIsKilledAtTheTimeoutAndItsLeaseCanBeReleased) {
@@ -312,15 +324,14 @@ TEST_F(SandboxDispatchTest, AHungPluginIsKilledAtTheTimeoutAndItsLeaseCanBeRelea
 TEST_F(SandboxDispatchTest, ACrashLoopMarksThePluginFailed) {
   WorkerOptions o = Options();
   o.max_faults = 3;
-  auto w = Start(Build("hostile"), o);
-  ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+  auto [w, d] = StartHostile(o);
+  ASSERT_NE(d, nullptr);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(Deliver(*d, Attack("segv")).outcome.kind, PluginOutcome::Kind::kUnavailable);
     ASSERT_TRUE(WaitForFaults(static_cast<size_t>(i) + 1));
     std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the 1 ms backoff
   }
-  EXPECT_TRUE((*w)->failed());
+  EXPECT_TRUE(w->failed());
   DispatchReport r = Deliver(*d, Attack("none"));
   EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kUnavailable);
   EXPECT_NE(r.outcome.detail.find("failed"), std::string::npos) << r.outcome.detail;
@@ -328,9 +339,8 @@ TEST_F(SandboxDispatchTest, ACrashLoopMarksThePluginFailed) {
 }
 
 TEST_F(SandboxDispatchTest, TheAnswerRulesAndLogLimitsHoldAcrossTheProcessBoundary) {
-  auto w = Start(Build("hostile"), Options());
-  ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+  auto [w, d] = StartHostile();
+  ASSERT_NE(d, nullptr);
   DispatchReport twice = Deliver(*d, Attack("respond_twice"));
   EXPECT_EQ(twice.outcome.kind, PluginOutcome::Kind::kFailed);
   EXPECT_NE(twice.outcome.detail.find("2 times"), std::string::npos) << twice.outcome.detail;
@@ -349,9 +359,8 @@ TEST_F(SandboxDispatchTest, AWorkerFloodingFramesWhileTheHostWaitsIsKilledNotBuf
   ErpAnswer slow;
   slow.delay = std::chrono::milliseconds(1500);
   h_.erp().SetAnswer("/orders/1/fulfil", slow);
-  auto w = Start(Build("hostile"), Options());
-  ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+  auto [w, d] = StartHostile();
+  ASSERT_NE(d, nullptr);
   DispatchReport r = Deliver(*d, Attack("frame_flood"));
   EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kUnavailable) << r.outcome.detail;
   ASSERT_TRUE(WaitForFaults(1));
@@ -405,9 +414,8 @@ TEST_F(SandboxDispatchTest, ARestartWaitsUntilTheFaultIsCounted) {
     }
     forward(line);
   };
-  auto w = Start(Build("hostile"), o);
-  ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+  auto [w, d] = StartHostile(o);
+  ASSERT_NE(d, nullptr);
   EXPECT_EQ(Deliver(*d, Attack("segv")).outcome.kind, PluginOutcome::Kind::kUnavailable);
   DispatchReport r;
   for (int i = 0; i < 2000; ++i) {
@@ -418,7 +426,7 @@ TEST_F(SandboxDispatchTest, ARestartWaitsUntilTheFaultIsCounted) {
   }
   EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
   EXPECT_EQ(faults().size(), 1u);
-  (*w)->Stop();
+  w->Stop();
 }
 
 // Stop ends a worker that is still starting (its init may hang up to start_timeout): the delivery
@@ -439,19 +447,19 @@ TEST_F(SandboxDispatchTest, StopEndsAWorkerThatIsStillStarting) {
   WorkerOptions o = Options();
   o.executable = wrapper;
   o.start_timeout = std::chrono::milliseconds(600'000);
-  auto w = Start(Build("hostile"), o);
-  ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+  auto [w, d] = StartHostile(o);
+  ASSERT_NE(d, nullptr);
   clawguard::testing::WriteFile(flag, "");
   EXPECT_EQ(Deliver(*d, Attack("segv")).outcome.kind, PluginOutcome::Kind::kUnavailable);
   ASSERT_TRUE(WaitForFaults(1));
   std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the 1 ms backoff
   DispatchReport r;
   HttpRequest request;
-  std::thread delivery([&] { r = DeliverWith(*d, Attack("none"), kPlugin, &request); });
+  std::thread delivery(
+      [&, dispatcher = d] { r = DeliverWith(*dispatcher, Attack("none"), kPlugin, &request); });
   // The restart is under way once the wrapper is waiting.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  (*w)->Stop();
+  w->Stop();
   delivery.join();
   EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kUnavailable);
   EXPECT_EQ(r.outcome.detail, "the host is stopping");
@@ -462,44 +470,40 @@ TEST_F(SandboxDispatchTest, StopEndsAWorkerThatIsStillStarting) {
 // makes the host's sends fail: the fault is still the forbidden call (cause seccomp, its number),
 // not a closed channel.
 TEST_F(SandboxDispatchTest, AFaultIsNotHiddenBehindTheSendsItsDeathMadeFail) {
-  auto w = Start(Build("hostile"), Options());
-  ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+  auto [w, d] = StartHostile();
+  ASSERT_NE(d, nullptr);
   EXPECT_EQ(Deliver(*d, Attack("hide_fault")).outcome.kind, PluginOutcome::Kind::kUnavailable);
   ASSERT_TRUE(WaitForFaults(1));
   EXPECT_EQ(faults()[0].cause, "seccomp") << faults()[0].detail;
   EXPECT_EQ(faults()[0].syscall, SYS_socket);
 }
 
-// The plugin can write to its fault pipe too: junk ahead of the filter's report, or a pipe so
-// full that the report cannot be written. Neither hides the forbidden call: the worker's exit
-// status says seccomp, and the report, wherever it lies, names the call.
+// The plugin can write to its fault channel too: junk ahead of the filter's report, a channel so
+// full that the report cannot be written, or full and made blocking. None hides the forbidden
+// call: the report is sent without ever blocking, the worker's exit status says seccomp, and the
+// report, wherever it lies, names the call.
 TEST_F(SandboxDispatchTest, JunkOnTheFaultPipeDoesNotHideAForbiddenCall) {
   size_t n = 0;
   for (const char* attack : {"junk_fault_pipe", "full_fault_pipe", "blocking_fault_pipe"}) {
     SCOPED_TRACE(attack);
-    auto w = Start(Build("hostile"), Options());
-    ASSERT_TRUE(w.ok()) << w.error().ToString();
-    auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+    auto [w, d] = StartHostile();
+    ASSERT_NE(d, nullptr);
     EXPECT_EQ(Deliver(*d, Attack(attack)).outcome.kind, PluginOutcome::Kind::kUnavailable);
     ASSERT_TRUE(WaitForFaults(++n));
     EXPECT_EQ(faults()[n - 1].cause, "seccomp") << faults()[n - 1].detail;
     if (std::string(attack) == "junk_fault_pipe") {
       EXPECT_EQ(faults()[n - 1].syscall, SYS_socket);
     }
-    (*w)->Stop();
+    w->Stop();
   }
 }
 
-// AF_UNIX out-of-band data (MSG_OOB) is a kernel path no channel needs: sending it on the worker's
-// own channel is a forbidden call.
 // A forbidden call whose SIGSYS cannot be delivered (the stack pointer on unmapped memory) turns
-// into SIGSEGV; with no alternate stack for a handler to catch it on, the worker dies of it — the
-// call never ran and the death is audited, never hidden.
+// into SIGSEGV; no handler may catch that, so the worker dies of it — the call never ran and the
+// death is audited, never hidden.
 TEST_F(SandboxDispatchTest, AForbiddenCallWhoseReportCannotBeDeliveredStillEndsTheWorker) {
-  auto w = Start(Build("hostile"), Options());
-  ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+  auto [w, d] = StartHostile();
+  ASSERT_NE(d, nullptr);
   const DispatchReport r = Deliver(*d, Attack("hidden_fault"));
   EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kUnavailable) << r.outcome.body;
   ASSERT_TRUE(WaitForFaults(1));
@@ -510,10 +514,11 @@ TEST_F(SandboxDispatchTest, AForbiddenCallWhoseReportCannotBeDeliveredStillEndsT
   EXPECT_EQ(Deliver(*d, Attack("none")).outcome.kind, PluginOutcome::Kind::kAnswered);
 }
 
+// AF_UNIX out-of-band data (MSG_OOB) is a kernel path no channel needs: sending it on the worker's
+// own channel is a forbidden call.
 TEST_F(SandboxDispatchTest, OutOfBandDataOnTheChannelIsAForbiddenCall) {
-  auto w = Start(Build("hostile"), Options());
-  ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+  auto [w, d] = StartHostile();
+  ASSERT_NE(d, nullptr);
   EXPECT_EQ(Deliver(*d, Attack("send_oob")).outcome.kind, PluginOutcome::Kind::kUnavailable);
   ASSERT_TRUE(WaitForFaults(1));
   EXPECT_EQ(faults()[0].cause, "seccomp") << faults()[0].detail;
@@ -525,9 +530,8 @@ TEST_F(SandboxDispatchTest, OutOfBandDataOnTheChannelIsAForbiddenCall) {
 TEST_F(SandboxDispatchTest, AWorkerThatDoesNotReadItsAnswersIsKilledAtTheQueueBound) {
   WorkerOptions o = Options();
   o.max_queued_bytes = 8ull << 20;  // the default, 256 MiB, takes the same path, only longer
-  auto w = Start(Build("hostile"), o);
-  ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+  auto [w, d] = StartHostile(o);
+  ASSERT_NE(d, nullptr);
   ASSERT_EQ(Deliver(*d, Attack("none")).outcome.kind, PluginOutcome::Kind::kAnswered);
   (void)Deliver(*d, Attack("fenced_flood"));
   ASSERT_TRUE(WaitForFaults(1));
