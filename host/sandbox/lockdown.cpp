@@ -221,6 +221,7 @@ const Allowed kStage1Allowed[] = {
     {SCMP_SYS(futex), "mutexes, condition variables, thread join"},
     {SCMP_SYS(rt_sigprocmask), "glibc blocks signals around thread creation and in abort()"},
     {SCMP_SYS(rt_sigreturn), "return from a signal handler"},
+    {SCMP_SYS(sigaltstack), "runtimes that give threads an alternate signal stack"},
     {SCMP_SYS(set_robust_list), "every new glibc thread registers its robust-futex list"},
     {SCMP_SYS(rseq), "every new glibc thread (2.35+) registers restartable sequences"},
     {SCMP_SYS(gettid), "thread ids (logging, glibc internals)"},
@@ -301,15 +302,6 @@ Status InstallStage1() {
        SCMP_ACT_ALLOW,
        SCMP_SYS(sendto),
        {Arg(3, SCMP_CMP_MASKED_EQ, MSG_OOB, 0)}},
-      // No alternate signal stack through sigaltstack (rt_sigreturn can still restore one from a
-      // signal frame: what keeps a forbidden call from being hidden is that no SIGSEGV handler may
-      // be set, below). Asking for the current setting is allowed; installing one fails (EPERM),
-      // which runtimes that use it for stack-overflow reports survive.
-      {"sigaltstack(query)", SCMP_ACT_ALLOW, SCMP_SYS(sigaltstack), {Arg(0, SCMP_CMP_EQ, 0)}},
-      {"sigaltstack(install) → EPERM",
-       SCMP_ACT_ERRNO(EPERM),
-       SCMP_SYS(sigaltstack),
-       {Arg(0, SCMP_CMP_NE, 0)}},
       // Thread creation only (fork, vfork and posix_spawn use clone without CLONE_THREAD).
       {"clone(CLONE_THREAD)",
        SCMP_ACT_ALLOW,
@@ -329,8 +321,8 @@ Status InstallStage1() {
       // Replacing the SIGSYS handler would silence fault reports.
       // Nor SIGSEGV: a forbidden call made with the stack pointer on unmapped memory cannot have
       // its SIGSYS delivered, and the kernel raises SIGSEGV instead; a handler that caught that
-      // (on an alternate stack, which rt_sigreturn can install whatever sigaltstack allows) would
-      // hide the call. Setting one fails with EPERM; the worker dies of the SIGSEGV.
+      // (on an alternate signal stack) would hide the call. Setting one fails with EPERM; the
+      // worker dies of the SIGSEGV.
       {"rt_sigaction(SIGSEGV) → EPERM",
        SCMP_ACT_ERRNO(EPERM),
        SCMP_SYS(rt_sigaction),

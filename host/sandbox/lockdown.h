@@ -33,8 +33,7 @@
 //      TRAP — anything not allowed is reported and ends the worker. W^X holds from here on: no
 //      mprotect adds PROT_EXEC, and mmap with PROT_EXEC only of a file and never writable. The
 //      plugin can install no seccomp filter of its own (one could answer a forbidden call first
-//      and hide it, or flood the kernel's audit stream), no handler for SIGSYS or SIGSEGV and no
-//      alternate signal stack through sigaltstack.
+//      and hide it, or flood the kernel's audit stream) and no handler for SIGSYS or SIGSEGV.
 // EnterServePhase adds a second Landlock domain that allows no filesystem access at all, on the
 // calling thread and every thread it starts afterwards (the delivery threads): no file is opened
 // once the plugin is loaded (EACCES). Threads the plugin started in a constructor or init keep
