@@ -45,24 +45,6 @@ int PidfdSignal(int pidfd, int sig) {
   return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
 }
 
-// LastFaultReport reads what the worker's fault channel holds (non-blocking; at most 64 KiB) and
-// returns the last well-formed report in it, at any offset.
-std::optional<sandbox::FaultReport> LastFaultReport(int fd) {
-  std::string bytes;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n <= 0 || bytes.size() >= 64 * 1024) break;
-    bytes.append(buf, static_cast<size_t>(n));
-  }
-  for (size_t at = bytes.size(); at >= sizeof(sandbox::FaultReport); --at) {
-    sandbox::FaultReport r{};
-    std::memcpy(&r, bytes.data() + at - sizeof(r), sizeof(r));
-    if (r.magic == sandbox::kFaultMagic && r.pad == 0) return r;
-  }
-  return std::nullopt;
-}
-
 std::string SignalName(int sig) {
   const char* n = ::sigabbrev_np(sig);
   return n != nullptr ? std::string("SIG") + n : "signal " + std::to_string(sig);
@@ -75,7 +57,9 @@ struct PluginWorker::Process {
   std::weak_ptr<PluginWorker> owner;
   std::string plugin, version;
   sandbox::SpawnedProcess proc;
-  UniqueFd channel, fault_read;
+  UniqueFd channel;
+  // The worker's seccomp listener (lockdown.h), taken from the supervisor socket at start.
+  UniqueFd supervisor, listener;
   sandbox::FrameDecoder decoder{sandbox::kMaxWorkerFrame,
                                 {FrameType::kReady, FrameType::kInitFailed, FrameType::kErpCall,
                                  FrameType::kRespond, FrameType::kLog, FrameType::kDone}};
@@ -96,6 +80,8 @@ struct PluginWorker::Process {
   uint64_t highest_id CLAWGUARD_GUARDED_BY(mu) = 0;
   std::string kill_cause CLAWGUARD_GUARDED_BY(mu), kill_detail CLAWGUARD_GUARDED_BY(mu);
   bool shutting_down CLAWGUARD_GUARDED_BY(mu) = false;
+  // The first forbidden call the kernel reported: the worker was killed for it.
+  std::optional<sandbox::RefusedCall> refused CLAWGUARD_GUARDED_BY(mu);
 
   ~Process() {
     Kill("shutdown", "the host stopped the worker");
@@ -121,6 +107,41 @@ struct PluginWorker::Process {
       if (cause == "shutdown") shutting_down = true;
     }
     if (proc.pidfd.valid()) (void)PidfdSignal(proc.pidfd.get(), SIGKILL);
+  }
+
+  // TakeListener takes the listener from the supervisor socket once it is there; a worker that
+  // sends anything else is killed. False when it is not there yet.
+  bool TakeListener() {
+    if (listener.valid()) return true;
+    Result<UniqueFd> l = sandbox::ReceiveListener(supervisor.get());
+    if (!l.ok()) {
+      supervisor.Reset();
+      Kill("protocol", l.error().message());
+      return false;
+    }
+    if (!l->valid()) return false;
+    listener = std::move(l).value();
+    supervisor.Reset();
+    return true;
+  }
+
+  // OnReport reads the kernel's report of a forbidden call (poll said the listener is readable)
+  // and kills the worker for it. The call is held until then and never runs.
+  void OnReport() {
+    Result<sandbox::RefusedCall> call = sandbox::ReadRefusedCall(listener.get());
+    sandbox::RefusedCall c;
+    std::string detail = "the worker made a system call its sandbox forbids";
+    if (call.ok()) {
+      c = *call;
+      detail += ": " + c.Describe();
+    } else {
+      detail += " (" + call.error().message() + ")";
+    }
+    {
+      MutexLock lock(mu);
+      if (!refused) refused = c;
+    }
+    Kill("seccomp", detail);
   }
 
   // Queue adds a frame for the writer; false (and the worker killed when it does not read) if it
@@ -249,13 +270,34 @@ struct PluginWorker::Process {
   void ReaderLoop() {
     NameThisThread("cg-wk-recv");
     std::vector<char> buf(256 * 1024);
+    bool listener_open = true;
     for (;;) {
-      pollfd fds[2] = {{channel.get(), POLLIN, 0}, {proc.pidfd.get(), POLLIN, 0}};
-      if (::poll(fds, 2, -1) < 0) {
+      // The listener first: a held call is reported before the frames sent around it are read.
+      pollfd fds[4] = {{listener_open ? listener.get() : -1, POLLIN, 0},
+                       {supervisor.valid() ? supervisor.get() : -1, POLLIN, 0},
+                       {channel.get(), POLLIN, 0},
+                       {proc.pidfd.get(), POLLIN, 0}};
+      if (::poll(fds, 4, -1) < 0) {
         if (errno == EINTR) continue;
         break;
       }
-      if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      if ((fds[0].revents & POLLIN) != 0) {
+        OnReport();
+        continue;
+      }
+      // POLLHUP: no task uses the filter any more (the worker is gone); the pidfd says so too.
+      if ((fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) listener_open = false;
+      if (fds[1].revents != 0) {
+        // Start took the listener before kReady: this is a worker that sent it twice, or closed
+        // the socket (its end is closed once sent), after which nothing is read from it again.
+        if (!listener.valid()) {
+          listener_open = TakeListener();
+        } else {
+          supervisor.Reset();
+        }
+        continue;
+      }
+      if ((fds[2].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
         const ssize_t n = ::recv(channel.get(), buf.data(), buf.size(), 0);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
@@ -267,7 +309,7 @@ struct PluginWorker::Process {
         }
         continue;
       }
-      if ((fds[1].revents & POLLIN) != 0) break;
+      if ((fds[3].revents & POLLIN) != 0) break;
     }
     Reap();
   }
@@ -283,20 +325,6 @@ struct PluginWorker::Process {
     WorkerFault fault;
     fault.plugin = plugin;
     fault.version = version;
-    // A worker that exited as the SIGSYS handler exits made a forbidden call. Its report only
-    // adds which call: the plugin can write to the pipe too (junk ahead of the report, or a full
-    // pipe the handler's non-blocking write fails on), so the exit status decides the cause and
-    // the report is looked for anywhere in what the pipe holds.
-    const bool filter_exit =
-        info.si_code == CLD_EXITED && info.si_status == sandbox::kFaultExitCode;
-    bool reported = false;
-    int32_t reported_syscall = -1;
-    if (filter_exit) {
-      if (const std::optional<sandbox::FaultReport> r = LastFaultReport(fault_read.get())) {
-        reported = true;
-        reported_syscall = r->syscall_nr;
-      }
-    }
     bool shutdown = false;
     {
       MutexLock lock(mu);
@@ -309,23 +337,25 @@ struct PluginWorker::Process {
         fault.cause = "crash";
         fault.detail = "the worker was killed by " + SignalName(info.si_status);
       }
-      if (filter_exit || fault.signal == SIGSYS) {
-        fault.cause = "seccomp";
-        if (reported) fault.syscall = reported_syscall;
-        fault.detail = reported ? "the worker made a system call its sandbox forbids (syscall " +
-                                      std::to_string(reported_syscall) + ")"
-                       : filter_exit
-                           ? "the worker made a system call its sandbox forbids (its report "
-                             "was unreadable)"
-                           : "the worker was killed by SIGSYS (its sandbox)";
-      }
       // The host's reason (timeout, protocol, queue, a closed channel) names the death only if the
-      // host's SIGKILL ended the worker. One that ended on its own first (its filter's report, a
-      // crash) is reported as that: a plugin must not hide a forbidden call behind the failed send
-      // its own death caused.
+      // host's SIGKILL ended the worker. One that ended on its own first (a crash, an exit) is
+      // reported as that.
       if (!kill_cause.empty() && info.si_code == CLD_KILLED && info.si_status == SIGKILL) {
         fault.cause = kill_cause;
         fault.detail = kill_detail;
+      }
+      // SIGSYS: a filter that kills outranked the sandbox's (the service manager's, for a call it
+      // refuses or another architecture); the call did not run either.
+      if (fault.signal == SIGSYS) {
+        fault.cause = "seccomp";
+        fault.detail = "the worker was killed by SIGSYS (a seccomp filter around the host's)";
+      }
+      // A forbidden call is named whatever else happened: the plugin must not hide it behind the
+      // failed send, the crash or the exit it may have arranged around it.
+      if (refused) {
+        fault.cause = "seccomp";
+        fault.syscall = refused->nr;
+        fault.detail = "the worker made a system call its sandbox forbids: " + refused->Describe();
       }
       dead = true;
       dead_cause = fault.cause + ": " + fault.detail;
@@ -454,13 +484,13 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn() {
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return Status(Reason::kInternal, std::string("worker: socketpair: ") + std::strerror(errno));
   UniqueFd host_end(sv[0]), worker_end(sv[1]);
-  // The fault channel is a socket, not a pipe: the worker's SIGSYS handler sends its report with
-  // MSG_DONTWAIT, which never blocks whatever the plugin does to the descriptor's flags.
+  // The supervisor socket: the worker sends its seccomp listener over it before any plugin code
+  // runs, then closes its end.
   int fp[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fp) != 0)
     return Status(Reason::kInternal,
-                  std::string("worker: socketpair (faults): ") + std::strerror(errno));
-  UniqueFd fault_read(fp[0]), fault_write(fp[1]);
+                  std::string("worker: socketpair (supervisor): ") + std::strerror(errno));
+  UniqueFd supervisor(fp[0]), supervisor_worker_end(fp[1]);
   // The worker gets the library read-only: with the seals, nothing can change the bytes checked.
   UniqueFd library(
       ::open(("/proc/self/fd/" + std::to_string(memfd_.get())).c_str(), O_RDONLY | O_CLOEXEC));
@@ -478,12 +508,12 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn() {
               std::to_string(options_.memory_limit),
               "--max-threads",
               std::to_string(options_.max_threads)};
-  req.fds = {worker_end.get(), library.get(), fault_write.get()};
+  req.fds = {worker_end.get(), library.get(), supervisor_worker_end.get()};
   req.namespaces = options_.namespaces;
   CLAWGUARD_ASSIGN_OR_RETURN(sandbox::SpawnedProcess spawned, sandbox::SpawnWorker(req));
   worker_end.Reset();
   library.Reset();
-  fault_write.Reset();
+  supervisor_worker_end.Reset();
 
   auto p = std::make_shared<Process>();
   p->owner = weak_from_this();
@@ -491,7 +521,7 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn() {
   p->version = version_;
   p->proc = std::move(spawned);
   p->channel = std::move(host_end);
-  p->fault_read = std::move(fault_read);
+  p->supervisor = std::move(supervisor);
   p->max_queued_bytes = options_.max_queued_bytes;
   // Stop kills a worker still starting (its init may hang up to start_timeout).
   {
@@ -528,9 +558,24 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn() {
       failure = std::string("waiting for the worker failed: ") + std::strerror(errno);
       break;
     }
-    pollfd fds[2] = {{p->channel.get(), POLLIN, 0}, {p->proc.pidfd.get(), POLLIN, 0}};
-    if (::poll(fds, 2, 0) <= 0) continue;
-    if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+    pollfd fds[4] = {{p->listener.valid() ? p->listener.get() : -1, POLLIN, 0},
+                     {p->supervisor.valid() ? p->supervisor.get() : -1, POLLIN, 0},
+                     {p->channel.get(), POLLIN, 0},
+                     {p->proc.pidfd.get(), POLLIN, 0}};
+    if (::poll(fds, 4, 0) <= 0) continue;
+    if ((fds[0].revents & POLLIN) != 0) {
+      p->OnReport();
+      failure = "the worker made a system call its sandbox forbids";
+      break;
+    }
+    if (fds[1].revents != 0 && !p->listener.valid()) {
+      if (!p->TakeListener() && !p->supervisor.valid()) {
+        failure = "the worker did not hand over its seccomp listener";
+        break;
+      }
+      continue;
+    }
+    if ((fds[2].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       const ssize_t n = ::recv(p->channel.get(), buf.data(), buf.size(), MSG_DONTWAIT);
       if (n > 0) {
         p->decoder.Feed(std::string_view(buf.data(), static_cast<size_t>(n)));
@@ -545,34 +590,26 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn() {
       }
       continue;
     }
-    if ((fds[1].revents & POLLIN) != 0) {
+    if ((fds[3].revents & POLLIN) != 0) {
       failure = "the worker ended before it was ready";
       break;
     }
   }
   const auto refuse = [&](Reason reason, const std::string& why) -> Status {
-    // Reap it here: no threads run yet. Its fault report says more than "ended".
+    // Reap it here: no threads run yet. A forbidden call says more than "ended".
     p->Kill("start", why);
     siginfo_t info{};
     (void)::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(p->proc.pidfd.get()), &info,
                    WEXITED);
     std::string msg = "plugin worker: " + why;
-    const bool filter_exit =
-        info.si_code == CLD_EXITED && info.si_status == sandbox::kFaultExitCode;
-    const std::optional<sandbox::FaultReport> report =
-        filter_exit ? LastFaultReport(p->fault_read.get()) : std::nullopt;
-    if (report) {
-      msg += " (its sandbox refused system call " + std::to_string(report->syscall_nr) + ")";
-    } else if (filter_exit) {
-      msg += " (its sandbox refused a system call)";
+    MutexLock lock(p->mu);
+    if (p->refused) {
+      msg += " (its sandbox refused " + p->refused->Describe() + ")";
     } else if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
       msg += " (killed by " + SignalName(info.si_status) + ")";
     }
-    {
-      MutexLock lock(p->mu);
-      p->dead = true;
-      p->shutting_down = true;
-    }
+    p->dead = true;
+    p->shutting_down = true;
     return Status(reason, msg);
   };
   if (!first) return refuse(Reason::kLoadFailed, failure);
@@ -587,6 +624,9 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn() {
   if (first->type == FrameType::kReady && first->id == 0)
     ready = sandbox::ReadyMsg::Decode(first->payload);
   if (!ready) return refuse(Reason::kLoadFailed, "the worker's first frame was not kReady");
+  // Sent before the plugin was loaded, so before kReady: a worker without it is not confined.
+  if (!p->TakeListener())
+    return refuse(Reason::kLoadFailed, "the worker did not hand over its seccomp listener");
   if (ready->abi != CLAWGUARD_PLUGIN_ABI || static_cast<int64_t>(ready->abi) != abi_)
     return refuse(Reason::kAbiMismatch, "the plugin reports abi " + std::to_string(ready->abi));
   if ((ready->flags & ~CG_PLUGIN_SERIAL) != 0)

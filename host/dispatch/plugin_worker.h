@@ -1,17 +1,19 @@
 // plugin_worker.h — PluginWorker: the host's side of one plugin's worker process
 // (ARCHITECTURE.md "Plugin workers"; the worker itself: host/sandbox/worker_serve.h).
 //
-// Start makes the worker: a socketpair for the channel (host/sandbox/worker_protocol.h), a pipe
-// for the worker's fault report, a read-only descriptor of the library's sealed memfd, and
+// Start makes the worker: a socketpair for the channel (host/sandbox/worker_protocol.h), one for
+// the supervisor socket (the worker sends its seccomp listener over it before any plugin code
+// runs; a worker that says kReady without having sent it is refused), a read-only descriptor of
+// the library's sealed memfd, and
 // SpawnWorker (host/sandbox/worker_spawn.h: new namespaces, an empty environment, only those
 // descriptors). It waits up to start_timeout for kReady (init returned 0) — kInitFailed, a death
 // or silence is a refused load (kLoadFailed; kAbiMismatch when the worker says so) — then runs two
 // threads: a reader that routes each frame to its delivery's Session and watches the process
-// (pidfd), and a writer that sends what the host queued (a worker that stops reading cannot block
-// a host thread: past kMaxQueuedBytes it is killed).
+// (pidfd) and its listener, and a writer that sends what the host queued (a worker that stops
+// reading cannot block a host thread: past kMaxQueuedBytes it is killed).
 //
-// Faults. A worker that dies — a crash, a seccomp kill (its fault report names the syscall), an
-// exit, a kill by the host (handler_timeout, a protocol violation, a full queue) — is reaped, its
+// Faults. A worker that dies — a crash, an exit, a kill by the host (a forbidden call the kernel
+// reported on the listener, handler_timeout, a protocol violation, a full queue) — is reaped, its
 // cause audited ({"event":"plugin_worker_fault","plugin","version","cause","signal","syscall",
 // "detail"}) and passed to on_fault (the metric), and every Session on it ends "gone". The next
 // Begin starts a new worker once the backoff has passed (backoff_base doubling up to
@@ -46,7 +48,7 @@ struct WorkerFault {
   std::string plugin, version;
   std::string cause;  // "crash", "seccomp", "exit", "timeout", "protocol", "queue", "start"
   int signal = 0;     // the signal that ended it, 0 if it exited
-  int syscall = -1;   // seccomp: the refused syscall's number (the worker's report)
+  int syscall = -1;   // seccomp: the refused call's number (the kernel's report); -1 unknown
   std::string detail;
 };
 

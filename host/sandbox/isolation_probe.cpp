@@ -40,7 +40,7 @@ int TryNamespaces(unsigned long flags) {
 }  // namespace
 
 Status IsolationSupport::CheckSufficient(bool require_namespaces) const {
-  if (seccomp_trap && landlock_abi >= 1 && (!require_namespaces || all_namespaces)) {
+  if (seccomp_notify && landlock_abi >= 1 && (!require_namespaces || all_namespaces)) {
     return Status::Ok();
   }
   return Status(Reason::kConfigInvalid,
@@ -49,7 +49,9 @@ Status IsolationSupport::CheckSufficient(bool require_namespaces) const {
 
 std::string IsolationSupport::Describe() const {
   std::string s = "seccomp: ";
-  s += !seccomp_filter ? "no" : seccomp_trap ? "filter with trap" : "filter without trap";
+  s += !seccomp_filter  ? "no"
+       : seccomp_notify ? "filter with user notification"
+                        : "filter without user notification";
   s += "; Landlock: ";
   if (landlock_abi < 1) {
     s += "no";
@@ -72,8 +74,8 @@ Result<IsolationSupport> ProbeIsolation() {
   // fine: filters stack.
   s.seccomp_filter = ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
   if (s.seccomp_filter) {
-    uint32_t action = SECCOMP_RET_TRAP;
-    s.seccomp_trap = ::syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
+    uint32_t action = SECCOMP_RET_USER_NOTIF;
+    s.seccomp_notify = ::syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
   }
   const long abi =
       ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);

@@ -1,7 +1,7 @@
 // isolation_probe.h — what the running kernel offers for isolating plugin workers, asked once at
 // host start so that the host can refuse to run plugins (fail closed) when it is not enough.
 //
-// ProbeIsolation asks: seccomp filtering with the TRAP action (SECCOMP_GET_ACTION_AVAIL), the
+// ProbeIsolation asks: seccomp filtering with the USER_NOTIF action (SECCOMP_GET_ACTION_AVAIL), the
 // Landlock ABI (landlock_create_ruleset(NULL, 0, VERSION)), and whether a user namespace — alone
 // and with the PID, network, IPC, mount and UTS namespaces SpawnWorker asks for — can be created,
 // by cloning a throwaway child that exits at once and reaping it.
@@ -18,13 +18,13 @@ namespace clawguard::sandbox {
 
 struct IsolationSupport {
   bool seccomp_filter = false;  // seccomp(2) filter mode is there
-  bool seccomp_trap = false;    // ... with SECCOMP_RET_TRAP (what lockdown's filters use)
+  bool seccomp_notify = false;  // ... with SECCOMP_RET_USER_NOTIF (what lockdown's filter uses)
   int landlock_abi = 0;         // 0: no Landlock
   bool user_namespace = false;  // clone(CLONE_NEWUSER) works
   bool all_namespaces = false;  // clone(user|pid|net|ipc|mnt|uts) works: SpawnWorker gets them all
   std::string namespace_error;  // why not, when either is false (strerror of the clone)
 
-  // Enough is seccomp with TRAP and Landlock ABI ≥ 1 (what lockdown.h requires), plus all the
+  // Enough is seccomp with USER_NOTIF and Landlock ABI ≥ 1 (what lockdown.h requires), plus all the
   // namespaces when |require_namespaces|. Not enough: kConfigInvalid with Describe().
   Status CheckSufficient(bool require_namespaces) const;
   // Describe renders the facts on one line, for the start-up log.

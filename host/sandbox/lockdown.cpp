@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -124,35 +125,29 @@ Result<LockdownReport> ApplyLandlock(const std::vector<std::string>& read_paths)
   return report;
 }
 
-// ---- SIGSYS ----
-// Written once before the handler is installed, read only by the handler.
-int g_fault_fd = -1;
+// ---- the listener ----
 
-void OnSigsys(int /*sig*/, siginfo_t* info, void* /*ucontext*/) {
-  FaultReport r{};
-  r.magic = kFaultMagic;
-  r.syscall_nr = info->si_syscall;
-  r.arch = info->si_arch;
-  // A send that never blocks, whatever the plugin did to the descriptor's flags (it could clear
-  // O_NONBLOCK on a full channel and hang this handler forever, hiding the call).
-  if (g_fault_fd >= 0) {
-    (void)::syscall(SYS_sendto, g_fault_fd, &r, sizeof(r), MSG_DONTWAIT | MSG_NOSIGNAL, nullptr, 0);
-  }
-  ::syscall(SYS_exit_group, kFaultExitCode);
-  __builtin_unreachable();
-}
-
-Status InstallSigsysHandler(int fault_fd) {
-  g_fault_fd = fault_fd;
-  struct sigaction sa {};
-  sa.sa_sigaction = OnSigsys;
-  sa.sa_flags = SA_SIGINFO;
-  sigfillset(&sa.sa_mask);  // nothing else runs on this thread during the report
-  if (::sigaction(SIGSYS, &sa, nullptr) != 0) return Errno("sigaction(SIGSYS)", errno);
-  sigset_t sys;
-  sigemptyset(&sys);
-  sigaddset(&sys, SIGSYS);
-  if (::sigprocmask(SIG_UNBLOCK, &sys, nullptr) != 0) return Errno("unblock SIGSYS", errno);
+// SendListener hands |listener| to the supervisor over |socket|: one byte with one SCM_RIGHTS
+// descriptor.
+Status SendListener(int socket, int listener) {
+  char byte = 'L';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &listener, sizeof(int));
+  ssize_t n = -1;
+  do {
+    n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) return Errno("sending the seccomp listener to the host", n < 0 ? errno : EPIPE);
   return Status::Ok();
 }
 
@@ -181,23 +176,24 @@ Status SeccompError(std::string_view what, int rc) {
   return Internal("lockdown: seccomp " + std::string(what) + " failed: " + std::strerror(-rc));
 }
 
-// Stage 1: default TRAP. Every call a worker may make, unconditionally, and why. Calls allowed
-// only with some arguments are added in InstallStage1 below, with their conditions.
+// Stage 1: default USER_NOTIF (lockdown.h). Every call a worker may make, unconditionally, and why.
+// Calls allowed only with some arguments are added in InstallStage1 below, with their conditions.
 //
-// Left out on purpose (each traps): socket, socketpair, connect, bind, listen, accept, accept4
-// (no network and no new channel; the worker only talks on the descriptors it was given); execve,
-// execveat, fork, vfork, clone without CLONE_THREAD (no new program, no child); clone3 (ENOSYS,
-// see below); ptrace, process_vm_readv/writev, kill, tkill (tgkill to itself only), pidfd_* (no
-// reach into other processes); memfd_create, mount, unshare, setns, personality (no new code
-// source, no namespace games, no READ_IMPLIES_EXEC); io_uring_*, bpf, perf_event_open, keyctl,
-// userfaultfd (large kernel attack surface); ioctl but TCGETS; dup, dup2, dup3, pipe, pipe2,
-// eventfd, epoll (a serving loop that needs one adds it here, with its reason); getdents64,
-// readlink, getcwd, access (nothing to discover in a filesystem it cannot read); pwrite64; getuid
-// and the other id calls; prlimit64 and setrlimit (the limits are final); seccomp — a filter of
-// the plugin's own could answer a forbidden call before this one does (KILL_THREAD and ERRNO
-// outrank TRAP), hiding it from the fault report, or log every call it sees to the kernel's
-// audit stream without bound (SECCOMP_RET_LOG). The serve phase is a Landlock domain for that
-// reason.
+// Left out on purpose (each is held and reported): socket, socketpair, connect, bind, listen,
+// accept, accept4 (no network and no new channel; the worker only talks on the descriptors it was
+// given); execve, execveat, fork, vfork, clone without CLONE_THREAD (no new program, no child);
+// clone3 (ENOSYS, see below); ptrace, process_vm_readv/writev, kill, tkill, rt_sigqueueinfo,
+// rt_tgsigqueueinfo (tgkill to itself with SIGABRT only), pidfd_* (no reach into other processes,
+// and no signal a handler could catch: lockdown.h); alarm, setitimer, timer_create, timerfd_create
+// (no timer signals either); memfd_create, mount, unshare, setns, personality (no new code source,
+// no namespace games, no READ_IMPLIES_EXEC); io_uring_*, bpf, perf_event_open, keyctl, userfaultfd
+// (large kernel attack surface); ioctl but TCGETS; dup, dup2, dup3, pipe, pipe2, eventfd, epoll (a
+// serving loop that needs one adds it here, with its reason); getdents64, readlink, getcwd, access
+// (nothing to discover in a filesystem it cannot read); pwrite64; getuid and the other id calls;
+// prlimit64 and setrlimit (the limits are final); seccomp — a filter of the plugin's own could
+// answer a forbidden call before this one does (KILL_THREAD, TRAP and ERRNO outrank USER_NOTIF),
+// hiding it from the host, or log every call it sees to the kernel's audit stream without bound
+// (SECCOMP_RET_LOG). The serve phase is a Landlock domain for that reason.
 struct Allowed {
   int nr;
   const char* reason;
@@ -254,12 +250,13 @@ constexpr uint64_t kCloneThreadMask = kCloneThreadRequired | CLONE_NEWNS | CLONE
                                       CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
                                       CLONE_NEWNET;
 
-Status InstallStage1() {
-  Filter f(SCMP_ACT_TRAP);
+// InstallStage1 loads the filter and returns its listener.
+Result<UniqueFd> InstallStage1() {
+  Filter f(SCMP_ACT_NOTIFY);
   if (f.get() == nullptr) return Internal("lockdown: seccomp_init failed");
   int rc = 0;
   // A call of another architecture (int 0x80, x32 numbers) is reported, with its arch.
-  if ((rc = seccomp_attr_set(f.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_TRAP)) != 0) {
+  if ((rc = seccomp_attr_set(f.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_NOTIFY)) != 0) {
     return SeccompError("attr BADARCH", rc);
   }
   // NO_NEW_PRIVS was set by EnterLoadPhase; libseccomp need not set it again.
@@ -310,44 +307,47 @@ Status InstallStage1() {
       // glibc's pthread_create tries clone3 first and falls back to clone on ENOSYS; clone3's
       // flags are behind a pointer, where seccomp cannot look.
       {"clone3 → ENOSYS", SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), {}},
-      // Signals to the worker's own threads only (raise, abort, pthread_kill).
-      {"tgkill(own tgid)", SCMP_ACT_ALLOW, SCMP_SYS(tgkill), {Arg(0, SCMP_CMP_EQ, self)}},
+      // Signals: to the worker's own threads only, and only SIGABRT (abort, a failed assert) or 0
+      // (is the thread there). Any other could run a handler on a thread whose forbidden call is
+      // held, withdrawing the report before the host reads it (lockdown.h).
+      {"tgkill(own tgid, SIGABRT)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(tgkill),
+       {Arg(0, SCMP_CMP_EQ, self), Arg(2, SCMP_CMP_EQ, SIGABRT)}},
+      {"tgkill(own tgid, 0)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(tgkill),
+       {Arg(0, SCMP_CMP_EQ, self), Arg(2, SCMP_CMP_EQ, 0)}},
       // getrlimit and sysconf(_SC_OPEN_MAX) read the worker's own limits: no new limit, pid 0.
       {"prlimit64(0, read only)",
        SCMP_ACT_ALLOW,
        SCMP_SYS(prlimit64),
        {Arg(0, SCMP_CMP_EQ, 0), Arg(2, SCMP_CMP_EQ, 0)}},
-      // Handlers for every signal but SIGSYS and SIGSEGV: signals 1..10, 12..30, 32..63 and 64.
-      // Replacing the SIGSYS handler would silence fault reports.
-      // Nor SIGSEGV: a forbidden call made with the stack pointer on unmapped memory cannot have
-      // its SIGSYS delivered, and the kernel raises SIGSEGV instead; a handler that caught that
-      // (on an alternate signal stack) would hide the call. Setting one fails with EPERM; the
-      // worker dies of the SIGSEGV.
-      {"rt_sigaction(SIGSEGV) → EPERM",
+      // Handlers for every signal but SIGABRT, the one signal the plugin can send (above): its
+      // action stays the default, so it ends the worker (or, where the worker is its PID
+      // namespace's init, is ignored). Reading SIGABRT's action is allowed; setting it fails with
+      // EPERM (glibc's abort() resets it and carries on).
+      {"rt_sigaction(SIGABRT, read)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(rt_sigaction),
+       {Arg(0, SCMP_CMP_EQ, SIGABRT), Arg(1, SCMP_CMP_EQ, 0)}},
+      {"rt_sigaction(SIGABRT, set) → EPERM",
        SCMP_ACT_ERRNO(EPERM),
        SCMP_SYS(rt_sigaction),
-       {Arg(0, SCMP_CMP_EQ, SIGSEGV)}},
-      {"rt_sigaction(1..10)",
+       {Arg(0, SCMP_CMP_EQ, SIGABRT), Arg(1, SCMP_CMP_NE, 0)}},
+      {"rt_sigaction(1..5)",
        SCMP_ACT_ALLOW,
        SCMP_SYS(rt_sigaction),
-       {Arg(0, SCMP_CMP_LT, SIGSEGV)}},
-      {"rt_sigaction(12..15)",
+       {Arg(0, SCMP_CMP_LT, SIGABRT)}},
+      {"rt_sigaction(7)", SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), {Arg(0, SCMP_CMP_EQ, 7)}},
+      {"rt_sigaction(8..15)",
        SCMP_ACT_ALLOW,
        SCMP_SYS(rt_sigaction),
-       {Arg(0, SCMP_CMP_MASKED_EQ, ~scmp_datum_t{3}, 12)}},
-      {"rt_sigaction(16..23)",
+       {Arg(0, SCMP_CMP_MASKED_EQ, ~scmp_datum_t{7}, 8)}},
+      {"rt_sigaction(16..31)",
        SCMP_ACT_ALLOW,
        SCMP_SYS(rt_sigaction),
-       {Arg(0, SCMP_CMP_MASKED_EQ, ~scmp_datum_t{7}, 16)}},
-      {"rt_sigaction(24..27)",
-       SCMP_ACT_ALLOW,
-       SCMP_SYS(rt_sigaction),
-       {Arg(0, SCMP_CMP_MASKED_EQ, ~scmp_datum_t{3}, 24)}},
-      {"rt_sigaction(28..29)",
-       SCMP_ACT_ALLOW,
-       SCMP_SYS(rt_sigaction),
-       {Arg(0, SCMP_CMP_MASKED_EQ, ~scmp_datum_t{1}, 28)}},
-      {"rt_sigaction(30)", SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), {Arg(0, SCMP_CMP_EQ, 30)}},
+       {Arg(0, SCMP_CMP_MASKED_EQ, ~scmp_datum_t{15}, 16)}},
       {"rt_sigaction(32..63)",
        SCMP_ACT_ALLOW,
        SCMP_SYS(rt_sigaction),
@@ -381,7 +381,11 @@ Status InstallStage1() {
       {"fcntl(F_GETFD)", SCMP_ACT_ALLOW, SCMP_SYS(fcntl), {Arg(1, SCMP_CMP_EQ, F_GETFD)}},
       {"fcntl(F_SETFD)", SCMP_ACT_ALLOW, SCMP_SYS(fcntl), {Arg(1, SCMP_CMP_EQ, F_SETFD)}},
       {"fcntl(F_GETFL)", SCMP_ACT_ALLOW, SCMP_SYS(fcntl), {Arg(1, SCMP_CMP_EQ, F_GETFL)}},
-      {"fcntl(F_SETFL)", SCMP_ACT_ALLOW, SCMP_SYS(fcntl), {Arg(1, SCMP_CMP_EQ, F_SETFL)}},
+      // Never O_ASYNC: SIGIO is a signal a handler could catch (lockdown.h).
+      {"fcntl(F_SETFL, no O_ASYNC)",
+       SCMP_ACT_ALLOW,
+       SCMP_SYS(fcntl),
+       {Arg(1, SCMP_CMP_EQ, F_SETFL), Arg(2, SCMP_CMP_MASKED_EQ, O_ASYNC, 0)}},
       {"fcntl(F_GET_SEALS)", SCMP_ACT_ALLOW, SCMP_SYS(fcntl), {Arg(1, SCMP_CMP_EQ, F_GET_SEALS)}},
       // stdio asks isatty() (TCGETS) of a character device such as /dev/null on its first
       // write: answer "not a terminal" rather than end the worker. Every other ioctl traps.
@@ -396,7 +400,9 @@ Status InstallStage1() {
     if (rc != 0) return SeccompError(std::string("rule ") + c.what, rc);
   }
   if ((rc = seccomp_load(f.get())) != 0) return SeccompError("load (stage 1)", rc);
-  return Status::Ok();
+  UniqueFd listener(seccomp_notify_fd(f.get()));
+  if (!listener.valid()) return Internal("lockdown: the seccomp filter has no listener");
+  return listener;
 }
 
 // CountThreads counts the entries of /proc/self/task.
@@ -434,7 +440,11 @@ Status SetLimit(int resource, rlim_t value, std::string_view name) {
 
 Result<LockdownReport> EnterLoadPhase(const LockdownOptions& opts) {
   std::vector<int> keep = opts.keep_fds;
-  if (opts.fault_fd >= 0) keep.push_back(opts.fault_fd);
+  if (opts.supervisor_fd < 0) {
+    return Status(Reason::kConfigInvalid,
+                  "lockdown: a supervisor socket is required (it receives the seccomp listener)");
+  }
+  keep.push_back(opts.supervisor_fd);
   for (int fd : keep) {
     if (fd <= 2) {
       return Status(Reason::kConfigInvalid,
@@ -460,9 +470,16 @@ Result<LockdownReport> EnterLoadPhase(const LockdownOptions& opts) {
   if (opts.max_threads != 0) {
     CLAWGUARD_RETURN_IF_ERROR(SetLimit(RLIMIT_NPROC, opts.max_threads, "RLIMIT_NPROC"));
   }
-  CLAWGUARD_RETURN_IF_ERROR(InstallSigsysHandler(opts.fault_fd));
+  rlimit cpu{};
+  if (::getrlimit(RLIMIT_CPU, &cpu) != 0) return Errno("getrlimit(RLIMIT_CPU)", errno);
+  CLAWGUARD_RETURN_IF_ERROR(SetLimit(RLIMIT_CPU, cpu.rlim_max, "RLIMIT_CPU"));
   CLAWGUARD_ASSIGN_OR_RETURN(LockdownReport report, ApplyLandlock(opts.read_paths));
-  CLAWGUARD_RETURN_IF_ERROR(InstallStage1());
+  CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd listener, InstallStage1());
+  CLAWGUARD_RETURN_IF_ERROR(SendListener(opts.supervisor_fd, listener.get()));
+  // The host holds the listener now (a descriptor in flight keeps it alive); the plugin gets
+  // neither it nor the socket.
+  listener.Reset();
+  if (::close(opts.supervisor_fd) != 0) return Errno("close of the supervisor socket", errno);
   return report;
 }
 
@@ -488,6 +505,87 @@ Status EnterServePhase() {
     return Errno("landlock_restrict_self (serve phase)", errno);
   }
   return Status::Ok();
+}
+
+// ---- the supervisor's side ----
+
+std::string RefusedCall::Describe() const {
+  if (nr < 0) return "a call withdrawn before it was read";
+  std::string s = name + " (" + std::to_string(nr);
+  if (arch != SCMP_ARCH_X86_64) {
+    s += arch == SCMP_ARCH_X86 ? ", i386" : ", arch " + std::to_string(arch);
+  }
+  return s + ")";
+}
+
+Result<UniqueFd> ReceiveListener(int fd) {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n = -1;
+  do {
+    n = ::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return UniqueFd();
+  if (n < 0) return Errno("receiving the worker's seccomp listener", errno);
+  UniqueFd listener;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+        c->cmsg_len == CMSG_LEN(sizeof(int)) && !listener.valid()) {
+      int received = -1;
+      std::memcpy(&received, CMSG_DATA(c), sizeof(int));
+      listener.Reset(received);
+    }
+  }
+  if (n == 0) return Internal("the worker closed its supervisor socket without a seccomp listener");
+  if (!listener.valid() || (msg.msg_flags & MSG_CTRUNC) != 0) {
+    return Internal("the worker sent something other than its seccomp listener");
+  }
+  // What the kernel names the descriptor: a listener is "anon_inode:seccomp notify".
+  char target[64] = {};
+  const std::string link = "/proc/self/fd/" + std::to_string(listener.get());
+  const ssize_t len = ::readlink(link.c_str(), target, sizeof(target) - 1);
+  if (len < 0 ||
+      std::string_view(target, static_cast<size_t>(len)) != "anon_inode:seccomp notify") {
+    return Internal("the descriptor the worker sent is not a seccomp listener");
+  }
+  return listener;
+}
+
+Result<RefusedCall> ReadRefusedCall(int listener) {
+  seccomp_notif* req = nullptr;
+  seccomp_notif_resp* resp = nullptr;
+  if (const int rc = seccomp_notify_alloc(&req, &resp); rc != 0) {
+    return SeccompError("notify_alloc", rc);
+  }
+  struct Free {
+    seccomp_notif* req;
+    seccomp_notif_resp* resp;
+    ~Free() { seccomp_notify_free(req, resp); }
+  } free_them{req, resp};
+  RefusedCall call;
+  int rc = 0;
+  do {
+    rc = seccomp_notify_receive(listener, req);
+  } while (rc == -EINTR);
+  // ENOENT: the report was withdrawn between poll and here (lockdown.h: only a fatal signal can).
+  if (rc == -ENOENT) return call;
+  if (rc != 0) return SeccompError("notify_receive", rc);
+  call.nr = req->data.nr;
+  call.arch = req->data.arch;
+  call.pid = req->pid;
+  if (char* name = seccomp_syscall_resolve_num_arch(call.arch, call.nr)) {
+    call.name = name;
+    std::free(name);
+  } else {
+    call.name = "syscall " + std::to_string(call.nr);
+  }
+  return call;
 }
 
 }  // namespace clawguard::sandbox

@@ -3,21 +3,20 @@
 // then already run confined).
 //
 // EnterLoadPhase, in this order:
-//   1. closes every descriptor above 2 but opts.keep_fds and opts.fault_fd;
+//   1. closes every descriptor above 2 but opts.keep_fds and opts.supervisor_fd;
 //   2. PR_SET_NO_NEW_PRIVS (Landlock and seccomp need it; no set-id gain through execve either) and
 //      PR_SET_DUMPABLE 0 (no core files, /proc/<pid> owned by root, no ptrace by the host's uid);
 //   3. rlimits: RLIMIT_AS = opts.address_space_bytes when set, RLIMIT_CORE = 0, RLIMIT_NOFILE =
 //      opts.max_open_files, RLIMIT_NPROC = opts.max_threads when set (soft and hard, so they can
-//      never be raised again). RLIMIT_NPROC counts the tasks of the caller's uid in its user
-//      namespace and every namespace above: in a worker alone in its own user namespace it bounds
-//      the worker's threads, so a plugin cannot spend the tasks (a cgroup's pids.max, systemd's
-//      TasksMax) the host needs. The kernel exempts real uid 0 outside every namespace — a root
-//      host's worker is uid 65534 (worker_spawn.h) — and where the worker shares its uid with the
-//      host in the host's namespace, the limit would count the host too: the caller then leaves
-//      it unset;
-//   4. a SIGSYS handler: a system call the filters trap writes one FaultReport to opts.fault_fd
-//      with one write(2) and ends the whole worker with _exit(kFaultExitCode);
-//   5. Landlock (ABI ≥ 1 or an error: fail closed), handling every filesystem right the running
+//      never be raised again), RLIMIT_CPU's soft limit raised to its hard one (the kernel then ends
+//      the worker with SIGKILL, never with a SIGXCPU a handler could catch). RLIMIT_NPROC counts
+//      the tasks of the caller's uid in its user namespace and every namespace above: in a worker
+//      alone in its own user namespace it bounds the worker's threads, so a plugin cannot spend
+//      the tasks (a cgroup's pids.max, systemd's TasksMax) the host needs. The kernel exempts real
+//      uid 0 outside every namespace — a root host's worker is uid 65534 (worker_spawn.h) — and
+//      where the worker shares its uid with the host in the host's namespace, the limit would
+//      count the host too: the caller then leaves it unset;
+//   4. Landlock (ABI ≥ 1 or an error: fail closed), handling every filesystem right the running
 //      ABI knows and allowing only reads (READ_FILE, READ_DIR) beneath /usr/lib, /lib, /lib64 and
 //      /usr/lib64 (those that exist) and of /etc/ld.so.cache — what the dynamic loader needs to
 //      resolve a plugin's DT_NEEDED libraries — plus opts.read_paths. ABI ≥ 4: TCP bind and connect
@@ -29,26 +28,27 @@
 //      none widens what else the worker can open: /proc/self/maps or another process's
 //      /proc/<pid>/fd are still refused (procfs is path-checked, and Landlock's ptrace hook refuses
 //      reaching a process outside the domain).
-//   6. seccomp stage 1 (see lockdown.cpp for the table of allowed calls and why): default action
-//      TRAP — anything not allowed is reported and ends the worker. W^X holds from here on: no
-//      mprotect adds PROT_EXEC, and mmap with PROT_EXEC only of a file and never writable. The
-//      plugin can install no seccomp filter of its own (one could answer a forbidden call first
-//      and hide it, or flood the kernel's audit stream) and no handler for SIGSYS or SIGSEGV.
+//   5. seccomp stage 1 (see lockdown.cpp for the table of allowed calls and why), whose default
+//      action is SECCOMP_RET_USER_NOTIF: a call not allowed is held in the kernel — it never runs
+//      — and reported on the filter's listener. The worker sends that listener over
+//      opts.supervisor_fd (SCM_RIGHTS) and closes both before it returns: the host (its
+//      supervisor) reads each report from the kernel (ReadRefusedCall) and kills the worker. No
+//      code in the worker takes part in the report, so plugin code cannot forge, suppress or delay
+//      it, whatever it does to the worker's memory. W^X holds from here on: no mprotect adds
+//      PROT_EXEC, and mmap with PROT_EXEC only of a file and never writable. The plugin can
+//      install no seccomp filter of its own (one could answer a forbidden call first and hide it,
+//      or flood the kernel's audit stream).
+//      A signal handler running on a thread whose call is held would withdraw the report before
+//      the host reads it (the wait is interruptible until then). So the plugin can send no signal
+//      a handler could catch: tgkill only to its own threads and only SIGABRT (or 0), whose
+//      handler it may not set; no timers, no O_ASYNC, no CPU soft limit. What ends a held call
+//      other than the host is a fatal signal, i.e. the worker's death, which the host audits too.
 // EnterServePhase adds a second Landlock domain that allows no filesystem access at all, on the
 // calling thread and every thread it starts afterwards (the delivery threads): no file is opened
 // once the plugin is loaded (EACCES). Threads the plugin started in a constructor or init keep
 // the load phase's domain (the system library directories, read-only). Plugin code runs before
 // it and could keep it from being entered; what the sandbox promises rests on stage 1 and the
 // first domain.
-//
-// The fault report: fd opts.fault_fd should be a socket — the handler sends with MSG_DONTWAIT,
-// which never blocks whatever the plugin does to the descriptor. A thread that blocks SIGSYS and
-// then makes a trapped call is killed by the kernel's default SIGSYS action instead
-// (force_sig_seccomp): the host then sees death by SIGSYS, not kFaultExitCode. A trapped call
-// made with the stack pointer on unmapped memory cannot have its SIGSYS delivered; the kernel
-// raises SIGSEGV, which nothing in the worker may catch: it dies of it (a crash, to the host).
-// Either way the call never runs. What the report says is the worker's word: plugin code can
-// write reports of its own.
 //
 // Not thread-safe: EnterLoadPhase must run while the process has one thread (it checks
 // /proc/self/task), since Landlock binds only the calling thread and its future children.
@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "clawguard/error.h"
+#include "clawguard/unique_fd.h"
 
 namespace clawguard::sandbox {
 
@@ -68,20 +69,9 @@ struct LockdownOptions {
   uint64_t max_open_files = 16;         // RLIMIT_NOFILE (soft and hard)
   uint64_t max_threads = 0;             // RLIMIT_NPROC (soft and hard); 0: leave as is
   std::vector<int> keep_fds;            // fds > 2 to keep; every other fd > 2 is closed
-  int fault_fd = -1;                    // the SIGSYS handler writes one FaultReport here (kept)
+  int supervisor_fd = -1;               // a socket: the filter's listener is sent here (required)
   std::vector<std::string> read_paths;  // extra read-only Landlock paths; the defaults always apply
 };
-
-// FaultReport is what the SIGSYS handler writes: fixed 16 bytes, host byte order.
-struct FaultReport {
-  uint32_t magic;      // kFaultMagic
-  int32_t syscall_nr;  // siginfo si_syscall: the trapped call's number for |arch|
-  uint32_t arch;       // siginfo si_arch: AUDIT_ARCH_* of the call (x86-64, or i386 via int 0x80)
-  uint32_t pad;        // 0
-};
-static_assert(sizeof(FaultReport) == 16);
-
-inline constexpr uint32_t kFaultMagic = 0x46534743;  // "CGSF" in little-endian memory order
 
 struct LockdownReport {
   int landlock_abi = 0;
@@ -98,8 +88,27 @@ Result<LockdownReport> EnterLoadPhase(const LockdownOptions& opts);
 // is loaded, from the thread that will start the delivery threads.
 Status EnterServePhase();
 
-// What the worker exits with after a reported seccomp fault.
-inline constexpr int kFaultExitCode = 159;
+// ---- the supervisor's side (the host) ----
+
+// RefusedCall is one call the worker's filter held, as the kernel reported it.
+struct RefusedCall {
+  int nr = -1;        // the call's number for |arch|; -1: withdrawn before it was read (see below)
+  uint32_t arch = 0;  // AUDIT_ARCH_* of the call (x86-64, or i386 via int 0x80)
+  uint32_t pid = 0;   // the calling thread, in the supervisor's PID namespace (0: not in it)
+  std::string name;   // the call's name for |arch| ("socket"), or "syscall N"
+  // Describe renders "socket (41)" or "syscall 1234 (i386)".
+  std::string Describe() const;
+};
+
+// ReceiveListener takes the worker's listener from the supervisor socket |fd| (non-blocking).
+// An invalid UniqueFd: nothing has arrived yet. Errors (kInternal): the worker closed the socket
+// without one, sent something else, or the descriptor is not a seccomp listener.
+Result<UniqueFd> ReceiveListener(int fd);
+
+// ReadRefusedCall reads one report from |listener| after poll said POLLIN. A report withdrawn
+// between the two (its thread died) is a RefusedCall with nr -1: the worker still made a forbidden
+// call. Errors: the ioctl failed otherwise (kInternal). Never blocks once poll said POLLIN.
+Result<RefusedCall> ReadRefusedCall(int listener);
 
 }  // namespace clawguard::sandbox
 

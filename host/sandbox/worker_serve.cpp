@@ -329,8 +329,8 @@ int WorkerMain(int argc, char** argv) {
   // its own user namespace, or a root host's worker); a worker that kept the host's uid would
   // share the count with the host's own threads.
   if (::getuid() == kWorkerInnerId) lockdown.max_threads = static_cast<uint64_t>(max_threads);
-  lockdown.keep_fds = {kWorkerChannelFd, kWorkerLibraryFd, kWorkerFaultFd, maps_fd};
-  lockdown.fault_fd = kWorkerFaultFd;
+  lockdown.keep_fds = {kWorkerChannelFd, kWorkerLibraryFd, maps_fd};
+  lockdown.supervisor_fd = kWorkerSupervisorFd;
   auto confined = EnterLoadPhase(lockdown);
   if (!confined.ok()) Fail("load_failed", "worker: sandbox: " + confined.error().message());
 

@@ -2,7 +2,8 @@
 // workers"): one plugin, confined before any of its code runs, serving deliveries for the host.
 //
 // The host starts it (worker_spawn.h) with fd 3 = its end of the channel (worker_protocol.h),
-// fd 4 = the plugin library's sealed memfd, fd 5 = the fault socket, an empty environment and
+// fd 4 = the plugin library's sealed memfd, fd 5 = the supervisor socket (the worker hands its
+// seccomp listener to the host over it, then closes it), an empty environment and
 //   clawguard-worker --plugin NAME --abi N [--memory-limit BYTES]
 // WorkerMain then, in order: opens /proc/self/maps (the load's mapping check reads it later);
 // EnterLoadPhase (lockdown.h: fds, no_new_privs, rlimits, Landlock, seccomp stage 1);
@@ -23,7 +24,7 @@ namespace clawguard::sandbox {
 
 inline constexpr int kWorkerChannelFd = 3;
 inline constexpr int kWorkerLibraryFd = 4;
-inline constexpr int kWorkerFaultFd = 5;
+inline constexpr int kWorkerSupervisorFd = 5;
 
 int WorkerMain(int argc, char** argv);
 

@@ -7,8 +7,10 @@
    An attack that returns answers 200 {"attack":NAME,"result":"denied: <errno>"|"succeeded"};
    an attack the sandbox kills never answers. */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
@@ -82,6 +84,72 @@ static void *sleep_forever(void *arg) {
   return NULL;
 }
 
+/* patch_main_got points every GOT slot of the worker executable that names |symbol| at
+   |replacement|: code in the worker can rewrite the worker's own data (RELRO is only a page
+   protection, and mprotect to read-write is allowed). Returns how many slots it patched. */
+struct got_patch {
+  const char *symbol;
+  void *replacement;
+  int patched;
+};
+static void patch_table(struct got_patch *g, ElfW(Addr) base, const ElfW(Rela) * rela, size_t size,
+                        const ElfW(Sym) * symtab, const char *strtab) {
+  const long page = sysconf(_SC_PAGESIZE);
+  for (size_t i = 0; i < size / sizeof(ElfW(Rela)); ++i) {
+    const ElfW(Sym) *sym = &symtab[ELF64_R_SYM(rela[i].r_info)];
+    if (strcmp(strtab + sym->st_name, g->symbol) != 0) continue;
+    void **slot = (void **)(base + rela[i].r_offset);
+    void *start = (void *)((uintptr_t)slot & ~(uintptr_t)(page - 1));
+    if (mprotect(start, (size_t)page, PROT_READ | PROT_WRITE) != 0) continue;
+    *slot = g->replacement;
+    ++g->patched;
+  }
+}
+static int patch_main_object(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  struct got_patch *g = arg;
+  const ElfW(Rela) *jmprel = NULL, *rela = NULL;
+  size_t jmprel_size = 0, rela_size = 0;
+  const ElfW(Sym) *symtab = NULL;
+  const char *strtab = NULL;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
+    for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+         d->d_tag != DT_NULL; ++d) {
+      /* ld.so has made these pointers absolute. */
+      if (d->d_tag == DT_JMPREL) jmprel = (const ElfW(Rela) *)d->d_un.d_ptr;
+      if (d->d_tag == DT_PLTRELSZ) jmprel_size = d->d_un.d_val;
+      if (d->d_tag == DT_RELA) rela = (const ElfW(Rela) *)d->d_un.d_ptr;
+      if (d->d_tag == DT_RELASZ) rela_size = d->d_un.d_val;
+      if (d->d_tag == DT_SYMTAB) symtab = (const ElfW(Sym) *)d->d_un.d_ptr;
+      if (d->d_tag == DT_STRTAB) strtab = (const char *)d->d_un.d_ptr;
+    }
+  }
+  if (symtab != NULL && strtab != NULL) {
+    if (jmprel != NULL) patch_table(g, info->dlpi_addr, jmprel, jmprel_size, symtab, strtab);
+    if (rela != NULL) patch_table(g, info->dlpi_addr, rela, rela_size, symtab, strtab);
+  }
+  return 1; /* the first object is the executable: stop */
+}
+static int patch_main_got(const char *symbol, void *replacement) {
+  struct got_patch g = {symbol, replacement, 0};
+  dl_iterate_phdr(patch_main_object, &g);
+  return g.patched;
+}
+static ssize_t recv_never(int fd, void *buf, size_t n, int flags) {
+  (void)fd, (void)buf, (void)n, (void)flags;
+  for (;;) sleep(1000);
+  return -1;
+}
+
+static void on_usr1(int sig) { (void)sig; }
+static pid_t g_storm_target;
+static void *signal_storm(void *arg) {
+  (void)arg;
+  for (;;) syscall(SYS_tgkill, getpid(), g_storm_target, SIGUSR1);
+  return NULL;
+}
+
 static sigjmp_buf g_hidden_jump;
 static void hidden_fault_caught(int sig) {
   (void)sig;
@@ -104,11 +172,6 @@ static void bad_stack_socket(void) {
       : "+m"(saved_rsp)
       :
       : "rax", "rdi", "rsi", "rdx", "rcx", "r11", "memory");
-}
-
-static void stall(int sig) {
-  (void)sig;
-  for (;;) sleep(1000);
 }
 
 /* attack runs |name| with |arg| and writes what happened to |out|. */
@@ -198,13 +261,13 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
     snprintf(out, n, "flooded");
   } else if (strcmp(name, "fenced_flood") == 0) {
     /* ERP calls for a delivery that does not exist any more (id 1 when this is the second):
-       each is answered CG_FENCED — and the worker's main thread, which reads the channel, is
-       stalled in a signal handler first, so none of those answers is ever read. */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = stall;
-    sigaction(SIGUSR1, &sa, NULL);
-    syscall(SYS_tgkill, getpid(), getpid(), SIGUSR1);
+       each is answered CG_FENCED — and the worker's main thread, which reads the channel, never
+       reads again: its recv() now goes to a function that sleeps (the worker's GOT, rewritten; the
+       main thread is in recv now and calls it again for the next read). */
+    if (patch_main_got("recv", (void *)recv_never) == 0) {
+      snprintf(out, n, "recv not found in the worker's GOT");
+      return;
+    }
     char call[64];
     size_t m = 0;
     put32(call + m, 4);
@@ -262,19 +325,27 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
       o += (size_t)w;
     }
     syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
-  } else if (strcmp(name, "junk_fault_pipe") == 0) {
-    /* Bytes of its own on the fault pipe (fd 5) ahead of the filter's report, then a forbidden
-       call: the report no longer starts where the host reads; the cause must still be seccomp. */
-    (void)write(5, "J", 1);
-    syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
-  } else if (strcmp(name, "full_fault_pipe") == 0) {
-    /* The fault pipe filled with junk, then a forbidden call: the filter's report cannot be
-       written at all (the pipe is non-blocking); the cause must still be seccomp. */
-    static char junk[4096];
-    memset(junk, 'J', sizeof junk);
-    while (write(5, junk, sizeof junk) > 0) {
-    }
-    syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+  } else if (strcmp(name, "supervisor_fd") == 0) {
+    /* The socket the worker handed its seccomp listener over (fd 5): closed before any plugin
+       code ran. */
+    result_of(write(5, "x", 1) == 1, out, n);
+  } else if (strcmp(name, "exit159") == 0) {
+    /* The status a worker's own fault handler once exited with: an exit, nothing more. */
+    _exit(159);
+  } else if (strcmp(name, "signal_storm") == 0) {
+    /* A handler without SA_RESTART and a thread sending its signal to this one again and again,
+       then a forbidden call: a signal arriving while the call is held would withdraw the kernel's
+       report before the host read it. */
+    struct sigaction sa;
+    pthread_t t;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sigaction(SIGUSR1, &sa, NULL);
+    g_storm_target = (pid_t)syscall(SYS_gettid);
+    pthread_create(&t, NULL, signal_storm, NULL);
+    sleep(5); /* the storm's first signal comes first (and is reported: tgkill of SIGUSR1) */
+    for (int i = 0; i < 1000000; ++i) syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+    snprintf(out, n, "fault hidden");
   } else if (strcmp(name, "threads") == 0) {
     /* Threads until the kernel refuses one, each asleep on a small stack: unbounded, they would
        spend the tasks the host's cgroup allows it (systemd's TasksMax) and leave the host unable to
@@ -287,9 +358,9 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
     while (made < 100000 && (rc = pthread_create(&t, &small, sleep_forever, NULL)) == 0) ++made;
     snprintf(out, n, "%s after %d", rc == 0 ? "succeeded" : strerror(rc), made);
   } else if (strcmp(name, "hidden_fault") == 0) {
-    /* A forbidden call with the stack pointer on unmapped memory: the kernel cannot deliver its
-       SIGSYS (the fault report) and raises SIGSEGV, which a handler on an alternate stack would
-       catch, hiding the call from the host. Answers only if the fault was hidden. */
+    /* A forbidden call with the stack pointer on unmapped memory and a SIGSEGV handler on an
+       alternate stack: a report that needed a signal delivered in the worker would turn into a
+       SIGSEGV this handler catches. Answers only if the fault was hidden. */
     static stack_t alt;
     struct sigaction sa;
     alt.ss_size = 1 << 16;
@@ -308,15 +379,6 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
       snprintf(out, n, "%s", host);
     else
       result_of(0, out, n);
-  } else if (strcmp(name, "blocking_fault_pipe") == 0) {
-    /* The fault channel filled, then made blocking, then a forbidden call: a report written
-       with a plain write would block the SIGSYS handler forever and hide the call. */
-    static char junk[4096];
-    memset(junk, 'J', sizeof junk);
-    while (write(5, junk, sizeof junk) > 0) {
-    }
-    fcntl(5, F_SETFL, fcntl(5, F_GETFL) & ~O_NONBLOCK);
-    syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
   } else if (strcmp(name, "send_oob") == 0) {
     /* Out-of-band data on its own channel (AF_UNIX MSG_OOB): a kernel path no channel needs. */
     (void)send(3, "!", 1, MSG_OOB);

@@ -1,21 +1,23 @@
 // lockdown_probe.cpp — a stand-in plugin worker for lockdown_test.cpp. Spawned by SpawnWorker with
 // fd 3 = a sealed memfd holding sandbox_test_lib, fd 4 = where it writes result lines, fd 5 = the
-// fault descriptor. It reports facts about its start (environment, descriptors, ids,
-// capabilities), calls EnterLoadPhase, optionally loads fd 3 as a library and enters the serve
-// phase, then performs ONE action named by argv[1] and reports its outcome.
+// supervisor socket (EnterLoadPhase sends its seccomp listener there). It reports facts about its
+// start (environment, descriptors, ids, capabilities), calls EnterLoadPhase, optionally loads fd 3
+// as a library and enters the serve phase, then performs ONE action named by argv[1] and reports
+// its outcome.
 //
 //   lockdown_probe ACTION [--load] [--serve] [--as=BYTES] [--read=PATH]...
 //
 // Result lines (fd 4): "env N", "fds 0 1 2 …", "ids UID GID", "groups N", "host NAME",
 // "outer-uid UID" (what the uid map maps the first inner id to), "capeff HEX", "lockdown abi=N …"
 // or "lockdown-error …", "load N" or "load-error …", "serve ok" or "serve-error …", and last
-// "result …" ("ok", "errno=N", "null", …). An action the filters trap never writes its result:
-// the SIGSYS handler writes a FaultReport to fd 5 and the probe exits with kFaultExitCode.
+// "result …" ("ok", "errno=N", "null", …). An action the filter refuses never writes its result:
+// the call is held and reported on the listener, and the test (the supervisor) kills the probe.
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -24,6 +26,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -48,7 +51,7 @@ namespace {
 
 constexpr int kLibFd = 3;
 constexpr int kResultFd = 4;
-constexpr int kFaultFd = 5;
+constexpr int kSupervisorFd = 5;
 constexpr const char* kLibc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
 
 void Report(const std::string& line) {
@@ -196,11 +199,56 @@ std::map<std::string, std::function<std::string(const char* self)>> Actions() {
          return ErrnoResult(
              ::syscall(SYS_rt_sigaction, (1UL << 32) | SIGSYS, &act, nullptr, sizeof(uint64_t)));
        }},
+      // A signal a handler catches, sent to itself: refused (it could interrupt a held call).
       {"raise",
        [](const char*) {
          if (::signal(SIGUSR1, OnUsr1) == SIG_ERR) return "signal errno=" + std::to_string(errno);
          if (::raise(SIGUSR1) != 0) return "raise errno=" + std::to_string(errno);
-         return g_usr1 ? std::string("ok") : std::string("not delivered");
+         return g_usr1 ? std::string("delivered") : std::string("not delivered");
+       }},
+      // Signal 0 to its own thread: is it there.
+      {"signal-zero", [](const char*) { return ErrnoResult(::pthread_kill(::pthread_self(), 0)); }},
+      {"sigaction-abrt",
+       [](const char*) {
+         struct sigaction sa {};
+         sa.sa_handler = OnUsr1;
+         return ErrnoResult(::sigaction(SIGABRT, &sa, nullptr));
+       }},
+      {"sigaction-abrt-read",
+       [](const char*) {
+         struct sigaction old {};
+         if (::sigaction(SIGABRT, nullptr, &old) != 0) return "errno=" + std::to_string(errno);
+         return old.sa_handler == SIG_DFL ? std::string("ok") : std::string("not default");
+       }},
+      {"fcntl-async",
+       [](const char*) {
+         const int fl = ::fcntl(kResultFd, F_GETFL);
+         return ErrnoResult(::fcntl(kResultFd, F_SETFL, fl | O_ASYNC));
+       }},
+      {"fcntl-nonblock",
+       [](const char*) {
+         const int fl = ::fcntl(kResultFd, F_GETFL);
+         return ErrnoResult(::fcntl(kResultFd, F_SETFL, fl | O_NONBLOCK));
+       }},
+      {"setitimer",
+       [](const char*) {
+         itimerval t{};
+         t.it_value.tv_usec = 1000;
+         return ErrnoResult(::setitimer(ITIMER_REAL, &t, nullptr));
+       }},
+      // RLIMIT_CPU: soft equals hard, so the kernel's answer to a spent budget is SIGKILL.
+      {"cpu-limit",
+       [](const char*) {
+         rlimit r{};
+         if (::getrlimit(RLIMIT_CPU, &r) != 0) return "errno=" + std::to_string(errno);
+         return r.rlim_cur == r.rlim_max ? std::string("equal") : std::string("differ");
+       }},
+      // A forbidden call on a second thread while the first goes on: held, and still reported.
+      {"socket-in-thread",
+       [](const char*) {
+         std::thread([] { (void)::socket(AF_INET, SOCK_STREAM, 0); }).detach();
+         ::sleep(10);  // the supervisor kills the probe long before
+         return std::string("main thread ran on");
        }},
       {"clone3",
        [](const char*) {
@@ -298,7 +346,7 @@ int main(int argc, char** argv) {
   bool serve = false;
   clawguard::sandbox::LockdownOptions opts;
   opts.keep_fds = {kLibFd, kResultFd};
-  opts.fault_fd = kFaultFd;
+  opts.supervisor_fd = kSupervisorFd;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--load") load = true;
