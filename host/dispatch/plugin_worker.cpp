@@ -316,6 +316,12 @@ struct PluginWorker::Process {
 
   // Reap ends the process (if it still runs), collects how it ended and tells everyone.
   void Reap() {
+    // A report that came with the channel's end (the plugin closed it, or exited, right after a
+    // forbidden call) is read before the kill withdraws it.
+    if (listener.valid()) {
+      pollfd l{listener.get(), POLLIN, 0};
+      if (::poll(&l, 1, 0) > 0 && (l.revents & POLLIN) != 0) OnReport();
+    }
     (void)PidfdSignal(proc.pidfd.get(), SIGKILL);
     siginfo_t info{};
     while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(proc.pidfd.get()), &info,

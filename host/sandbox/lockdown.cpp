@@ -200,7 +200,7 @@ struct Allowed {
 };
 const Allowed kStage1Allowed[] = {
     {SCMP_SYS(read), "read the host channel and files ld.so opens"},
-    {SCMP_SYS(write), "write the host channel; the fault report"},
+    {SCMP_SYS(write), "write the host channel"},
     {SCMP_SYS(readv), "scatter reads on the host channel"},
     {SCMP_SYS(writev), "gather writes; glibc's fatal-error messages (__libc_message)"},
     {SCMP_SYS(pread64), "ld.so reads program headers past its first 832-byte read, and notes"},
@@ -223,7 +223,7 @@ const Allowed kStage1Allowed[] = {
     {SCMP_SYS(gettid), "thread ids (logging, glibc internals)"},
     {SCMP_SYS(getpid), "own pid (glibc's raise/abort pair it with tgkill)"},
     {SCMP_SYS(exit), "a thread ends"},
-    {SCMP_SYS(exit_group), "the worker ends (also after a fault report)"},
+    {SCMP_SYS(exit_group), "the worker ends"},
     {SCMP_SYS(restart_syscall), "the kernel restarts a call a signal interrupted"},
     {SCMP_SYS(clock_gettime), "time, when the vDSO falls back to the system call"},
     {SCMP_SYS(clock_getres), "clock resolution (std::chrono, the vDSO fallback)"},
