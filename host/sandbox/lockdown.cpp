@@ -558,27 +558,21 @@ Result<UniqueFd> ReceiveListener(int fd) {
 }
 
 Result<RefusedCall> ReadRefusedCall(int listener) {
-  seccomp_notif* req = nullptr;
-  seccomp_notif_resp* resp = nullptr;
-  if (const int rc = seccomp_notify_alloc(&req, &resp); rc != 0) {
-    return SeccompError("notify_alloc", rc);
-  }
-  struct Free {
-    seccomp_notif* req;
-    seccomp_notif_resp* resp;
-    ~Free() { seccomp_notify_free(req, resp); }
-  } free_them{req, resp};
-  RefusedCall call;
+  // The ioctl itself, not libseccomp's wrapper: that one turns every error into ECANCELED, and
+  // ENOENT (a withdrawn report) is an answer here, not a failure.
+  seccomp_notif req{};
   int rc = 0;
   do {
-    rc = seccomp_notify_receive(listener, req);
-  } while (rc == -EINTR);
+    std::memset(&req, 0, sizeof(req));  // the kernel refuses a buffer that is not zeroed
+    rc = ::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req);
+  } while (rc < 0 && errno == EINTR);
+  RefusedCall call;
   // ENOENT: the report was withdrawn between poll and here (lockdown.h: only a fatal signal can).
-  if (rc == -ENOENT) return call;
-  if (rc != 0) return SeccompError("notify_receive", rc);
-  call.nr = req->data.nr;
-  call.arch = req->data.arch;
-  call.pid = req->pid;
+  if (rc < 0 && errno == ENOENT) return call;
+  if (rc < 0) return Errno("reading a seccomp report", errno);
+  call.nr = req.data.nr;
+  call.arch = req.data.arch;
+  call.pid = req.pid;
   if (char* name = seccomp_syscall_resolve_num_arch(call.arch, call.nr)) {
     call.name = name;
     std::free(name);
