@@ -360,7 +360,7 @@ struct PluginWorker::Process {
       // failed send, the crash or the exit it may have arranged around it.
       if (refused) {
         fault.cause = "seccomp";
-        fault.syscall = refused->nr;
+        if (!refused->withdrawn) fault.syscall = refused->nr;
         fault.detail = "the worker made a system call its sandbox forbids: " + refused->Describe();
       }
       dead = true;
@@ -485,7 +485,8 @@ PluginWorker::~PluginWorker() {
   // ~Process kills the worker and joins its threads once the last Session let it go.
 }
 
-Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn() {
+Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn(
+    std::optional<sandbox::RefusedCall>* refused) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return Status(Reason::kInternal, std::string("worker: socketpair: ") + std::strerror(errno));
@@ -609,6 +610,7 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn() {
                    WEXITED);
     std::string msg = "plugin worker: " + why;
     MutexLock lock(p->mu);
+    if (p->refused && refused != nullptr) *refused = p->refused;
     if (p->refused) {
       msg += " (its sandbox refused " + p->refused->Describe() + ")";
     } else if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
@@ -660,7 +662,7 @@ void PluginWorker::OnFault(const WorkerFault& fault) {
                         {"cause", fault.cause},
                         {"detail", fault.detail}};
     if (fault.signal != 0) j["signal"] = fault.signal;
-    if (fault.syscall >= 0) j["syscall"] = fault.syscall;
+    if (fault.syscall) j["syscall"] = *fault.syscall;
     options_.audit(DumpJson(j));
   }
   if (options_.on_fault) options_.on_fault(fault);
@@ -728,7 +730,8 @@ Result<std::unique_ptr<PluginWorker::Session>> PluginWorker::Begin(
     }
   }
   if (restart) {
-    auto next = Spawn();
+    std::optional<sandbox::RefusedCall> refused;
+    auto next = Spawn(&refused);
     if (!next.ok()) {
       {
         MutexLock lock(mu_);
@@ -743,6 +746,12 @@ Result<std::unique_ptr<PluginWorker::Session>> PluginWorker::Begin(
       fault.version = version_;
       fault.cause = "start";
       fault.detail = next.error().message();
+      // A forbidden call in the new worker's constructors or init is a seccomp fault, as it is
+      // while serving: alerts on that cause see it.
+      if (refused) {
+        fault.cause = "seccomp";
+        if (!refused->withdrawn) fault.syscall = refused->nr;
+      }
       OnFault(fault);
       return Unavailable("the plugin's worker did not restart: " + next.error().message());
     }

@@ -15,11 +15,12 @@
 // Faults. A worker that dies — a crash, an exit, a kill by the host (a forbidden call the kernel
 // reported on the listener, handler_timeout, a protocol violation, a full queue) — is reaped, its
 // cause audited ({"event":"plugin_worker_fault","plugin","version","cause","signal","syscall",
-// "detail"}) and passed to on_fault (the metric), and every Session on it ends "gone". The next
-// Begin starts a new worker once the backoff has passed (backoff_base doubling up to
-// backoff_max); max_faults faults within fault_window mark the plugin failed: Begin refuses until
-// the host restarts (a crash loop). A worker's frames are the plugin's: the reader checks their
-// framing and the Session's owner (the sandbox dispatcher) checks their content.
+// "detail"}; a forbidden call is cause "seccomp" also when it ended a restart) and passed to
+// on_fault (the metric), and every Session on it ends "gone". The next Begin starts a new worker
+// once the backoff has passed (backoff_base doubling up to backoff_max); max_faults faults within
+// fault_window mark the plugin failed: Begin refuses until the host restarts (a crash loop). A
+// worker's frames are the plugin's: the reader checks their framing and the Session's owner (the
+// sandbox dispatcher) checks their content.
 #ifndef CLAWGUARD_HOST_DISPATCH_PLUGIN_WORKER_H_
 #define CLAWGUARD_HOST_DISPATCH_PLUGIN_WORKER_H_
 
@@ -39,6 +40,7 @@
 #include "clawguard/unique_fd.h"
 #include "core/mutex.h"
 #include "host/erp/erp_env.h"
+#include "host/sandbox/lockdown.h"
 #include "host/sandbox/worker_protocol.h"
 
 namespace clawguard::host {
@@ -48,7 +50,7 @@ struct WorkerFault {
   std::string plugin, version;
   std::string cause;  // "crash", "seccomp", "exit", "timeout", "protocol", "queue", "start"
   int signal = 0;     // the signal that ended it, 0 if it exited
-  int syscall = -1;   // seccomp: the refused call's number (the kernel's report); -1 unknown
+  std::optional<int> syscall;  // seccomp: the refused call's number (the kernel's report)
   std::string detail;
 };
 
@@ -149,7 +151,9 @@ class PluginWorker : public std::enable_shared_from_this<PluginWorker> {
         version_(std::move(version)),
         abi_(abi),
         memfd_(std::move(memfd)) {}
-  Result<std::shared_ptr<Process>> Spawn();
+  // Spawn starts a worker and waits for kReady; a forbidden call that refused the start is put in
+  // |refused| as well as in the error.
+  Result<std::shared_ptr<Process>> Spawn(std::optional<sandbox::RefusedCall>* refused = nullptr);
   void OnFault(const WorkerFault& fault);
 
   const WorkerOptions options_;

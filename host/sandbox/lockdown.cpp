@@ -251,7 +251,7 @@ constexpr uint64_t kCloneThreadMask = kCloneThreadRequired | CLONE_NEWNS | CLONE
                                       CLONE_NEWNET;
 
 // InstallStage1 loads the filter and returns its listener.
-Result<UniqueFd> InstallStage1() {
+Result<UniqueFd> InstallStage1(int supervisor_fd) {
   Filter f(SCMP_ACT_NOTIFY);
   if (f.get() == nullptr) return Internal("lockdown: seccomp_init failed");
   int rc = 0;
@@ -279,18 +279,23 @@ Result<UniqueFd> InstallStage1() {
   // from the low 32 bits only: every condition below is written so that garbage in the high half
   // fails it (equality, or an unsigned range that excludes anything above 2^32).
   const std::vector<Conditional> conditional = {
-      // Sends and receives on the host channel (a connected AF_UNIX socket: no other peer;
-      // recvmsg may carry SCM_RIGHTS), never with MSG_OOB: AF_UNIX out-of-band data is a kernel
+      // Sends and receives on the host channel (a connected AF_UNIX socket: no other peer),
+      // never with MSG_OOB: AF_UNIX out-of-band data is a kernel
       // path no channel needs and the one a sandbox escape went through (CVE-2025-38236). The
       // flags are an int: bit 0 is the same in the low half the kernel reads.
       {"recvmsg(no MSG_OOB)",
        SCMP_ACT_ALLOW,
        SCMP_SYS(recvmsg),
        {Arg(2, SCMP_CMP_MASKED_EQ, MSG_OOB, 0)}},
-      {"sendmsg(no MSG_OOB)",
+      // sendmsg only on the supervisor socket (the listener's hand-over; closed before any plugin
+      // code runs): a message can carry descriptors (SCM_RIGHTS), and every descriptor in flight
+      // counts against a per-user limit all workers share (lockdown.h). The worker's own sends
+      // use send (sendto), which carries none. fd is an int: equality on the whole register.
+      {"sendmsg(supervisor socket, no MSG_OOB)",
        SCMP_ACT_ALLOW,
        SCMP_SYS(sendmsg),
-       {Arg(2, SCMP_CMP_MASKED_EQ, MSG_OOB, 0)}},
+       {Arg(0, SCMP_CMP_EQ, static_cast<scmp_datum_t>(supervisor_fd)),
+        Arg(2, SCMP_CMP_MASKED_EQ, MSG_OOB, 0)}},
       {"recvfrom(no MSG_OOB)",
        SCMP_ACT_ALLOW,
        SCMP_SYS(recvfrom),
@@ -474,7 +479,7 @@ Result<LockdownReport> EnterLoadPhase(const LockdownOptions& opts) {
   if (::getrlimit(RLIMIT_CPU, &cpu) != 0) return Errno("getrlimit(RLIMIT_CPU)", errno);
   CLAWGUARD_RETURN_IF_ERROR(SetLimit(RLIMIT_CPU, cpu.rlim_max, "RLIMIT_CPU"));
   CLAWGUARD_ASSIGN_OR_RETURN(LockdownReport report, ApplyLandlock(opts.read_paths));
-  CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd listener, InstallStage1());
+  CLAWGUARD_ASSIGN_OR_RETURN(UniqueFd listener, InstallStage1(opts.supervisor_fd));
   CLAWGUARD_RETURN_IF_ERROR(SendListener(opts.supervisor_fd, listener.get()));
   // The host holds the listener now (a descriptor in flight keeps it alive); the plugin gets
   // neither it nor the socket.
@@ -509,10 +514,15 @@ Status EnterServePhase() {
 
 // ---- the supervisor's side ----
 
+// The x32 ABI's calls come with the x86-64 architecture and this bit set in the number.
+constexpr int kX32SyscallBit = 0x40000000;
+
 std::string RefusedCall::Describe() const {
-  if (nr < 0) return "a call withdrawn before it was read";
+  if (withdrawn) return "a call withdrawn before it was read";
   std::string s = name + " (" + std::to_string(nr);
-  if (arch != SCMP_ARCH_X86_64) {
+  if (arch == SCMP_ARCH_X86_64) {
+    if (nr >= 0 && (nr & kX32SyscallBit) != 0) s += ", x32";
+  } else {
     s += arch == SCMP_ARCH_X86 ? ", i386" : ", arch " + std::to_string(arch);
   }
   return s + ")";
@@ -568,12 +578,16 @@ Result<RefusedCall> ReadRefusedCall(int listener) {
   } while (rc < 0 && errno == EINTR);
   RefusedCall call;
   // ENOENT: the report was withdrawn between poll and here (lockdown.h: only a fatal signal can).
-  if (rc < 0 && errno == ENOENT) return call;
+  if (rc < 0 && errno == ENOENT) {
+    call.withdrawn = true;
+    return call;
+  }
   if (rc < 0) return Errno("reading a seccomp report", errno);
   call.nr = req.data.nr;
   call.arch = req.data.arch;
   call.pid = req.pid;
-  if (char* name = seccomp_syscall_resolve_num_arch(call.arch, call.nr)) {
+  const bool x32 = call.arch == SCMP_ARCH_X86_64 && call.nr >= 0 && (call.nr & kX32SyscallBit);
+  if (char* name = seccomp_syscall_resolve_num_arch(x32 ? SCMP_ARCH_X32 : call.arch, call.nr)) {
     call.name = name;
     std::free(name);
   } else {

@@ -37,7 +37,10 @@
 //      it, whatever it does to the worker's memory. W^X holds from here on: no mprotect adds
 //      PROT_EXEC, and mmap with PROT_EXEC only of a file and never writable. The plugin can
 //      install no seccomp filter of its own (one could answer a forbidden call first and hide it,
-//      or flood the kernel's audit stream).
+//      or flood the kernel's audit stream). sendmsg is allowed on opts.supervisor_fd only, which
+//      is closed before plugin code runs: the plugin can put no descriptor in flight (SCM_RIGHTS),
+//      so it cannot spend the per-user count of in-flight descriptors the kernel keeps (every
+//      worker of a host shares one outside uid) and make other workers' hand-overs fail.
 //      A signal handler running on a thread whose call is held would withdraw the report before
 //      the host reads it (the wait is interruptible until then). So the plugin can send no signal
 //      a handler could catch: tgkill only to its own threads and only SIGABRT (or 0), whose
@@ -92,11 +95,13 @@ Status EnterServePhase();
 
 // RefusedCall is one call the worker's filter held, as the kernel reported it.
 struct RefusedCall {
-  int nr = -1;        // the call's number for |arch|; -1: withdrawn before it was read (see below)
-  uint32_t arch = 0;  // AUDIT_ARCH_* of the call (x86-64, or i386 via int 0x80)
-  uint32_t pid = 0;   // the calling thread, in the supervisor's PID namespace (0: not in it)
-  std::string name;   // the call's name for |arch| ("socket"), or "syscall N"
-  // Describe renders "socket (41)" or "syscall 1234 (i386)".
+  bool withdrawn = false;  // the report was withdrawn before it was read (see below): no call
+  int nr = 0;              // the call's number for |arch| (any int: the register's low half)
+  uint32_t arch = 0;       // AUDIT_ARCH_* of the call (x86-64, or i386 via int 0x80)
+  uint32_t pid = 0;        // the calling thread, in the supervisor's PID namespace (0: not in it)
+  std::string name;        // the call's name ("socket"; x32 numbers too), or "syscall N"
+  // Describe renders "socket (41)", "socket (1073741865, x32)", "getpid (20, i386)" or
+  // "syscall -1 (-1)".
   std::string Describe() const;
 };
 
@@ -106,8 +111,9 @@ struct RefusedCall {
 Result<UniqueFd> ReceiveListener(int fd);
 
 // ReadRefusedCall reads one report from |listener| after poll said POLLIN. A report withdrawn
-// between the two (its thread died) is a RefusedCall with nr -1: the worker still made a forbidden
-// call. Errors: the ioctl failed otherwise (kInternal). Never blocks once poll said POLLIN.
+// between the two (its thread died) is a RefusedCall with |withdrawn| set: the worker still made a
+// forbidden call. Errors: the ioctl failed otherwise (kInternal). Never blocks once poll said
+// POLLIN.
 Result<RefusedCall> ReadRefusedCall(int listener);
 
 }  // namespace clawguard::sandbox

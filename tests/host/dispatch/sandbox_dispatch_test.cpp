@@ -294,6 +294,8 @@ INSTANTIATE_TEST_SUITE_P(
         // A signal a handler catches could withdraw the kernel's report of a held
         // call: sending one is itself forbidden.
         HandleAttack{"signal_storm", "", SYS_tgkill, ""},
+        // No descriptor in flight: each would count against a limit all workers share.
+        HandleAttack{"scm_rights", "", SYS_sendmsg, ""},
         // The socket the listener went over is closed before plugin code runs.
         HandleAttack{"supervisor_fd", "", -1, "denied: Bad file descriptor"},
         HandleAttack{"alloc", "", -1, "denied: Cannot allocate memory"}),
@@ -494,7 +496,56 @@ TEST_F(SandboxDispatchTest, AWorkerCannotForgeAForbiddenCall) {
   EXPECT_EQ(Deliver(*d, Attack("exit159")).outcome.kind, PluginOutcome::Kind::kUnavailable);
   ASSERT_TRUE(WaitForFaults(1));
   EXPECT_EQ(faults()[0].cause, "exit") << faults()[0].detail;
+  EXPECT_FALSE(faults()[0].syscall.has_value());
+}
+
+// Every report names what the kernel held: a number no call has, and an x32 number by its name.
+TEST_F(SandboxDispatchTest, AReportNamesEveryCallNumber) {
+  auto [w, d] = StartHostile();
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(Deliver(*d, Attack("bad_nr")).outcome.kind, PluginOutcome::Kind::kUnavailable);
+  ASSERT_TRUE(WaitForFaults(1));
+  EXPECT_EQ(faults()[0].cause, "seccomp") << faults()[0].detail;
   EXPECT_EQ(faults()[0].syscall, -1);
+  EXPECT_EQ(faults()[0].detail,
+            "the worker made a system call its sandbox forbids: syscall -1 (-1)");
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(Deliver(*d, Attack("x32_socket")).outcome.kind, PluginOutcome::Kind::kUnavailable);
+  ASSERT_TRUE(WaitForFaults(2));
+  EXPECT_EQ(faults()[1].syscall, 0x40000000 | SYS_socket);
+  EXPECT_EQ(faults()[1].detail, "the worker made a system call its sandbox forbids: socket (" +
+                                    std::to_string(0x40000000 | SYS_socket) + ", x32)");
+}
+
+// A forbidden call that ends a restart (the new worker's init makes it) is a seccomp fault too,
+// with its number, not a failed start.
+TEST_F(SandboxDispatchTest, AForbiddenCallInARestartsInitIsASeccompFault) {
+  const int64_t at = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count() +
+                     6;
+  auto w = Start(Build("hostile", {"-DHOSTILE_INIT=\"socket_after\"",
+                                   "-DHOSTILE_ARG=\"" + std::to_string(at) + "\""}),
+                 Options());
+  ASSERT_TRUE(w.ok()) << w.error().ToString();
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+  DispatchReport r = Deliver(*d, Attack("none"));
+  ASSERT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
+  ASSERT_EQ(nlohmann::json::parse(r.outcome.body)["result"], "not yet");
+  while (std::chrono::system_clock::now().time_since_epoch() <= std::chrono::seconds(at)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  (void)Deliver(*d, Attack("segv"));
+  ASSERT_TRUE(WaitForFaults(1));
+  EXPECT_EQ(faults()[0].cause, "crash");
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(Deliver(*d, Attack("none")).outcome.kind, PluginOutcome::Kind::kUnavailable);
+  ASSERT_TRUE(WaitForFaults(2));
+  EXPECT_EQ(faults()[1].cause, "seccomp") << faults()[1].detail;
+  EXPECT_EQ(faults()[1].syscall, SYS_socket);
+  EXPECT_NE(faults()[1].detail.find("socket (" + std::to_string(SYS_socket) + ")"),
+            std::string::npos)
+      << faults()[1].detail;
 }
 
 // A forbidden call made with the stack pointer on unmapped memory and a SIGSEGV handler ready on

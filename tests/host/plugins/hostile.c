@@ -26,6 +26,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -329,6 +330,42 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
     /* The socket the worker handed its seccomp listener over (fd 5): closed before any plugin
        code ran. */
     result_of(write(5, "x", 1) == 1, out, n);
+  } else if (strcmp(name, "scm_rights") == 0) {
+    /* A descriptor in flight on its own channel (SCM_RIGHTS): each one counts against a per-user
+       limit every worker of the host shares, so a flood of them made other workers' starts fail. */
+    char byte = 'x';
+    struct iovec iov = {&byte, 1};
+    union {
+      char buf[CMSG_SPACE(sizeof(int))];
+      struct cmsghdr align;
+    } control;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    memset(&control, 0, sizeof control);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.buf;
+    msg.msg_controllen = sizeof control.buf;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    const int zero = 0;
+    memcpy(CMSG_DATA(c), &zero, sizeof zero);
+    result_of(sendmsg(3, &msg, 0) == 1, out, n);
+  } else if (strcmp(name, "bad_nr") == 0) {
+    /* A number no system call has: still held and reported, and named by its number. */
+    result_of(syscall(-1L) == 0, out, n);
+  } else if (strcmp(name, "x32_socket") == 0) {
+    /* socket through the x32 ABI's numbers. */
+    result_of(syscall(0x40000000L | 41L, AF_INET, SOCK_STREAM, 0) >= 0, out, n);
+  } else if (strcmp(name, "socket_after") == 0) {
+    /* socket() once the clock has passed |arg| (Unix seconds): in init, a worker that started
+       before then loads, and a restart after then makes the forbidden call. */
+    if (time(NULL) >= atol(arg))
+      result_of(socket(AF_INET, SOCK_STREAM, 0) >= 0, out, n);
+    else
+      snprintf(out, n, "not yet");
   } else if (strcmp(name, "exit159") == 0) {
     /* The status a worker's own fault handler once exited with: an exit, nothing more. */
     _exit(159);

@@ -243,6 +243,37 @@ std::map<std::string, std::function<std::string(const char* self)>> Actions() {
          if (::getrlimit(RLIMIT_CPU, &r) != 0) return "errno=" + std::to_string(errno);
          return r.rlim_cur == r.rlim_max ? std::string("equal") : std::string("differ");
        }},
+      // sendmsg with a descriptor in flight, on a descriptor that is not the supervisor socket.
+      {"sendmsg-rights",
+       [](const char*) {
+         char byte = 'x';
+         iovec iov{&byte, 1};
+         alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+         msghdr msg{};
+         msg.msg_iov = &iov;
+         msg.msg_iovlen = 1;
+         msg.msg_control = control;
+         msg.msg_controllen = sizeof(control);
+         cmsghdr* c = CMSG_FIRSTHDR(&msg);
+         c->cmsg_level = SOL_SOCKET;
+         c->cmsg_type = SCM_RIGHTS;
+         c->cmsg_len = CMSG_LEN(sizeof(int));
+         const int zero = 0;
+         std::memcpy(CMSG_DATA(c), &zero, sizeof(zero));
+         return ErrnoResult(::sendmsg(kResultFd, &msg, 0));
+       }},
+      // The supervisor socket's number, taken again by a file: sendmsg there reaches no socket.
+      {"sendmsg-reused-fd",
+       [](const char*) {
+         const int fd = ::open(kLibc, O_RDONLY | O_CLOEXEC);
+         if (fd != kSupervisorFd) return "fd=" + std::to_string(fd);
+         char byte = 'x';
+         iovec iov{&byte, 1};
+         msghdr msg{};
+         msg.msg_iov = &iov;
+         msg.msg_iovlen = 1;
+         return ErrnoResult(::sendmsg(fd, &msg, 0));
+       }},
       // A forbidden call on a second thread while the first goes on: held, and still reported.
       {"socket-in-thread",
        [](const char*) {

@@ -416,6 +416,13 @@ TEST(Lockdown, OnlySignalsNoHandlerCanCatchReachTheWorker) {
   ExpectFault(RunProbe("sigaction-sigsys-high"), SYS_rt_sigaction);
 }
 
+// sendmsg, the one call that can put a descriptor in flight, works on the supervisor socket only
+// (closed before any plugin code): in-flight descriptors count against a limit all workers share.
+TEST(Lockdown, NoDescriptorGoesInFlight) {
+  ExpectFault(RunProbe("sendmsg-rights"), SYS_sendmsg);
+  ExpectResult(RunProbe("sendmsg-reused-fd"), "errno=" + std::to_string(ENOTSOCK));
+}
+
 // A held call does not stop the worker's other threads; the report still arrives and ends it.
 TEST(Lockdown, AForbiddenCallOnAnotherThreadIsReported) {
   ExpectFault(RunProbe("socket-in-thread"), SYS_socket);
