@@ -44,6 +44,7 @@ enum class Step : uint8_t {
   kAmbientCaps,     // clear the ambient capability set
   kSignals,         // reset dispositions and unblock every signal
   kParentDeath,     // SIGKILL when the spawning thread (which lives as long as the host) ends
+  kSession,         // a session and process group of its own
   kExecve,
 };
 
@@ -63,6 +64,7 @@ std::string_view StepName(uint8_t step) {
     case Step::kAmbientCaps: return "clear ambient capabilities";
     case Step::kSignals: return "reset signal dispositions and mask";
     case Step::kParentDeath: return "set the parent-death signal";
+    case Step::kSession: return "setsid";
     case Step::kExecve: return "execve";
   }
   return "unknown step";
@@ -256,6 +258,10 @@ long WriteProcFile(const char* path, const char* data, size_t len) {
   if ((r = Sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)) < 0) {
     ChildFail(err_fd, Step::kParentDeath, r);
   }
+  // A session and process group of its own: signals for the host's terminal or process group
+  // (Ctrl-C, kill -- -PGID) do not reach the worker, where a handler of the plugin's could catch
+  // them while one of its forbidden calls waits for the host (lockdown.h).
+  if ((r = Sys(SYS_setsid, 0, 0, 0, 0, 0)) < 0) ChildFail(err_fd, Step::kSession, r);
   // execveat of the descriptor the host opened: the worker, whatever its uid, needs no search
   // permission on the directories above the executable, and the file run is the one opened.
   r = Sys(SYS_execveat, exe_fd, reinterpret_cast<long>(""), reinterpret_cast<long>(p.argv),

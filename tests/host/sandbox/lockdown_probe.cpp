@@ -7,9 +7,9 @@
 //
 //   lockdown_probe ACTION [--load] [--serve] [--as=BYTES] [--read=PATH]...
 //
-// Result lines (fd 4): "env N", "fds 0 1 2 …", "ids UID GID", "groups N", "host NAME",
-// "outer-uid UID" (what the uid map maps the first inner id to), "capeff HEX", "lockdown abi=N …"
-// or "lockdown-error …", "load N" or "load-error …", "serve ok" or "serve-error …", and last
+// Result lines (fd 4): "env N", "fds 0 1 2 …", "ids UID GID", "groups N", "session own|shared",
+// "host NAME", "outer-uid UID" (what the uid map maps the first inner id to), "capeff HEX",
+// "lockdown abi=N …" or "lockdown-error …", "load N" or "load-error …", "serve ok" or "serve-error …", and last
 // "result …" ("ok", "errno=N", "null", …). An action the filter refuses never writes its result:
 // the call is held and reported on the listener, and the test (the supervisor) kills the probe.
 #include <dirent.h>
@@ -80,6 +80,8 @@ void ReportStartFacts() {
   Report(fds);
   Report("ids " + std::to_string(::getuid()) + " " + std::to_string(::getgid()));
   Report("groups " + std::to_string(::getgroups(0, nullptr)));
+  Report(std::string("session ") +
+         (::getsid(0) == ::getpid() && ::getpgrp() == ::getpid() ? "own" : "shared"));
   char host[256] = {};
   (void)::gethostname(host, sizeof(host) - 1);
   Report(std::string("host ") + host);

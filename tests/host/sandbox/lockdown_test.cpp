@@ -281,6 +281,9 @@ TEST(SpawnWorker, ChildHasEmptyEnvironmentAndOnlyThePassedFds) {
   ExpectResult(run, "ok");
   EXPECT_EQ(run.Line("env"), "0") << run.Dump();
   EXPECT_EQ(run.Line("fds"), "0 1 2 3 4 5") << run.Dump();
+  // A session and process group of its own: the host's terminal and process-group signals stay
+  // outside.
+  EXPECT_EQ(run.Line("session"), "own") << run.Dump();
 }
 
 TEST(SpawnWorker, FdsLandInOrderEvenWhenTheyOverlapTheTargets) {
