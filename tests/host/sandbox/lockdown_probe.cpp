@@ -9,9 +9,10 @@
 //
 // Result lines (fd 4): "env N", "fds 0 1 2 …", "ids UID GID", "groups N", "session own|shared",
 // "host NAME", "outer-uid UID" (what the uid map maps the first inner id to), "capeff HEX",
-// "lockdown abi=N …" or "lockdown-error …", "load N" or "load-error …", "serve ok" or "serve-error …", and last
-// "result …" ("ok", "errno=N", "null", …). An action the filter refuses never writes its result:
-// the call is held and reported on the listener, and the test (the supervisor) kills the probe.
+// "lockdown abi=N …" or "lockdown-error …", "load N" or "load-error …", "serve ok" or "serve-error
+// …", and last "result …" ("ok", "errno=N", "null", …). An action the filter refuses never writes
+// its result: the call is held and reported on the listener, and the test (the supervisor) kills
+// the probe.
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
