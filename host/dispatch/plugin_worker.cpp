@@ -18,7 +18,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
-#include <set>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -76,7 +76,9 @@ struct PluginWorker::Process {
   bool dead CLAWGUARD_GUARDED_BY(mu) = false;
   std::string dead_cause CLAWGUARD_GUARDED_BY(mu);
   std::map<uint64_t, Session*> sessions CLAWGUARD_GUARDED_BY(mu);
-  std::set<uint64_t> abandoned CLAWGUARD_GUARDED_BY(mu);
+  // Deliveries the host gave up on whose kDone has not come, with the ERP calls answered
+  // CG_FENCED for each since.
+  std::map<uint64_t, uint32_t> abandoned CLAWGUARD_GUARDED_BY(mu);
   uint64_t highest_id CLAWGUARD_GUARDED_BY(mu) = 0;
   std::string kill_cause CLAWGUARD_GUARDED_BY(mu), kill_detail CLAWGUARD_GUARDED_BY(mu);
   bool shutting_down CLAWGUARD_GUARDED_BY(mu) = false;
@@ -224,21 +226,37 @@ struct PluginWorker::Process {
         return;
       }
       auto it = sessions.find(f.id);
-      if (it != sessions.end() && abandoned.count(f.id) == 0) {
+      auto gave_up = abandoned.find(f.id);
+      if (it != sessions.end() && gave_up == abandoned.end()) {
         s = it->second;
         if (Push(*s, std::move(f))) return;
         lock.Unlock();
         Kill("protocol", "unread frames exceed what the host holds for a delivery or a worker");
         return;
       }
-      if (f.type == FrameType::kDone) abandoned.erase(f.id);
+      if (f.type == FrameType::kDone) {
+        if (gave_up != abandoned.end()) abandoned.erase(gave_up);
+        return;
+      }
+      if (f.type != FrameType::kErpCall) return;  // dropped
+      // An ERP call for a delivery that ended (its kDone came): the worker's API refuses those
+      // itself, so only plugin-written frames get here — each would cost the host an answer.
+      if (gave_up == abandoned.end()) {
+        lock.Unlock();
+        Kill("protocol", "an ERP call for a delivery that has ended");
+        return;
+      }
+      // One the host gave up on: its thread may go on calling, each call answered CG_FENCED
+      // once the last was read; a plugin writing them faster than that is bounded here.
+      if (++gave_up->second > kMaxFencedErpCalls) {
+        lock.Unlock();
+        Kill("protocol", "more than " + std::to_string(kMaxFencedErpCalls) +
+                             " ERP calls for a delivery the host gave up on");
+        return;
+      }
     }
-    // A delivery the host no longer follows: an ERP call is refused (the worker's thread waits
-    // for an answer), anything else is dropped.
-    if (f.type == FrameType::kErpCall) {
-      (void)Queue(sandbox::EncodeFrame(FrameType::kErpReply, f.id,
-                                       sandbox::ErpReplyMsg{CG_FENCED, {}}.Encode()));
-    }
+    (void)Queue(sandbox::EncodeFrame(FrameType::kErpReply, f.id,
+                                     sandbox::ErpReplyMsg{CG_FENCED, {}}.Encode()));
   }
 
   void WriterLoop() {
@@ -439,7 +457,7 @@ void PluginWorker::Session::Abandon() {
   int pending_calls = 0;
   {
     MutexLock lock(process_->mu);
-    process_->abandoned.insert(id_);
+    process_->abandoned.emplace(id_, 0);
     // Frames already routed here are not looked at again; an ERP call among them still waits.
     MutexLock slock(mu_);
     for (const Frame& f : inbox_) {

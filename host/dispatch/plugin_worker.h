@@ -82,6 +82,9 @@ class PluginWorker : public std::enable_shared_from_this<PluginWorker> {
   // every delivery that waits on the ERP would hold handlers × kMaxInboxBytes of host memory.
   static constexpr uint64_t kMaxWorkerInboxBytes = 4 * sandbox::kMaxWorkerFrame;
   static constexpr uint64_t kQueuedFrameOverhead = 128;  // a frame's bookkeeping, counted with it
+  // ERP calls answered CG_FENCED for one delivery the host gave up on (a lost lease) before the
+  // worker is killed: an honest plugin stops calling once fenced.
+  static constexpr uint32_t kMaxFencedErpCalls = 256;
   // How long Stop lets the plugin's shutdown() run before the worker is killed.
   static constexpr std::chrono::milliseconds kShutdownGrace{2000};
 

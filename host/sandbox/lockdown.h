@@ -42,10 +42,13 @@
 //      so it cannot spend the per-user count of in-flight descriptors the kernel keeps (every
 //      worker of a host shares one outside uid) and make other workers' hand-overs fail.
 //      A signal handler running on a thread whose call is held would withdraw the report before
-//      the host reads it (the wait is interruptible until then). So the plugin can send no signal
-//      a handler could catch: tgkill only to its own threads and only SIGABRT (or 0), whose
-//      handler it may not set; no timers, no O_ASYNC, no CPU soft limit. What ends a held call
-//      other than the host is a fatal signal, i.e. the worker's death, which the host audits too.
+//      the host reads it (the wait is interruptible until then). So the plugin may set no signal
+//      handler at all (rt_sigaction only reads), and sends no signals but SIGABRT or 0 to its own
+//      threads (tgkill); no timers, no O_ASYNC, no CPU soft limit below the hard one. A signal
+//      from outside — any process with the worker's outside uid may send one — then ends the
+//      worker (audited), stops it (the held call is reported again when it continues) or is
+//      ignored (the worker is its PID namespace's init). What ends a held call other than the
+//      host is the worker's death, which the host audits too.
 // EnterServePhase adds a second Landlock domain that allows no filesystem access at all, on the
 // calling thread and every thread it starts afterwards (the delivery threads): no file is opened
 // once the plugin is loaded (EACCES). Threads the plugin started in a constructor or init keep

@@ -13,7 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -548,6 +550,29 @@ TEST_F(SandboxDispatchTest, AForbiddenCallInARestartsInitIsASeccompFault) {
       << faults()[1].detail;
 }
 
+// Signals from outside the sandbox (a process with the worker's outside uid may send them) cannot
+// withdraw a held call's report: the plugin can set no handler, so each one is ignored by the
+// worker (its PID namespace's init) and the call stays held until the host reads it.
+TEST_F(SandboxDispatchTest, SignalsFromOutsideCannotWithdrawAHeldCall) {
+  auto [w, d] = StartHostile();
+  ASSERT_NE(d, nullptr);
+  if (w->namespaces().empty()) GTEST_SKIP() << "no PID namespace: an unhandled signal kills";
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, w->pid(), 0));
+  ASSERT_GE(pidfd, 0) << std::strerror(errno);
+  std::atomic<bool> stop{false};
+  std::thread storm([&] {
+    while (!stop.load()) (void)::syscall(SYS_pidfd_send_signal, pidfd, SIGUSR1, nullptr, 0);
+  });
+  const DispatchReport r = Deliver(*d, Attack("handler_then_socket"));
+  stop = true;
+  storm.join();
+  ::close(pidfd);
+  EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kUnavailable) << r.outcome.body;
+  ASSERT_TRUE(WaitForFaults(1));
+  EXPECT_EQ(faults()[0].cause, "seccomp") << faults()[0].detail;
+  EXPECT_EQ(faults()[0].syscall, SYS_socket);
+}
+
 // A forbidden call made with the stack pointer on unmapped memory and a SIGSEGV handler ready on
 // an alternate stack: the call is held in the kernel and reported from there, so no signal is
 // delivered in the worker at all. The call never ran, and it is named.
@@ -577,17 +602,42 @@ TEST_F(SandboxDispatchTest, OutOfBandDataOnTheChannelIsAForbiddenCall) {
   EXPECT_EQ(faults()[0].syscall, SYS_sendto);
 }
 
-// A worker that stops reading its channel while making the host answer it: the host's queue for
-// it is bounded by what each frame costs, and the worker is killed at the bound.
-TEST_F(SandboxDispatchTest, AWorkerThatDoesNotReadItsAnswersIsKilledAtTheQueueBound) {
-  WorkerOptions o = Options();
-  o.max_queued_bytes = 8ull << 20;  // the default, 256 MiB, takes the same path, only longer
-  auto [w, d] = StartHostile(o);
+// ERP calls for a delivery that has ended, written by the plugin (the worker's API refuses them
+// itself): each would cost the host an answer, so the first one is a protocol violation.
+TEST_F(SandboxDispatchTest, AnErpCallForAnEndedDeliveryIsAViolation) {
+  auto [w, d] = StartHostile();
   ASSERT_NE(d, nullptr);
   ASSERT_EQ(Deliver(*d, Attack("none")).outcome.kind, PluginOutcome::Kind::kAnswered);
   (void)Deliver(*d, Attack("fenced_flood"));
   ASSERT_TRUE(WaitForFaults(1));
-  EXPECT_EQ(faults()[0].cause, "queue");
+  EXPECT_EQ(faults()[0].cause, "protocol");
+  EXPECT_EQ(faults()[0].detail, "an ERP call for a delivery that has ended");
+}
+
+// A worker that stops reading its channel while the host sends it deliveries: what the host
+// queues for it is bounded, and the worker is killed at the bound.
+TEST_F(SandboxDispatchTest, AWorkerThatDoesNotReadIsKilledAtTheQueueBound) {
+  WorkerOptions o = Options();
+  o.max_queued_bytes = 8ull << 20;  // the default, 256 MiB, takes the same path, only longer
+  auto [w, d] = StartHostile(o);
+  ASSERT_NE(d, nullptr);
+  const DispatchReport stalled = Deliver(*d, Attack("stall_reader"));
+  ASSERT_EQ(stalled.outcome.kind, PluginOutcome::Kind::kAnswered) << stalled.outcome.detail;
+  ASSERT_EQ(nlohmann::json::parse(stalled.outcome.body)["result"], "stalled");
+  sandbox::DeliverMsg big;
+  big.route = "orders";
+  big.method = "POST";
+  big.path = "/big";
+  big.body = std::string(2 << 20, 'x');
+  std::vector<std::unique_ptr<PluginWorker::Session>> held;
+  for (int i = 0; i < 16 && faults().empty(); ++i) {
+    big.key = "big-" + std::to_string(i);
+    auto s = w->Begin(big);
+    if (!s.ok()) break;  // the worker is gone
+    held.push_back(std::move(s).value());
+  }
+  ASSERT_TRUE(WaitForFaults(1));
+  EXPECT_EQ(faults()[0].cause, "queue") << faults()[0].detail;
 }
 
 TEST_F(SandboxDispatchTest, ErpCallsGoThroughTheHostOncePerCall) {

@@ -260,6 +260,13 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
     for (int i = 0; i < 64; ++i) raw_frame(19, 1, p, (uint32_t)k);
     free(p);
     snprintf(out, n, "flooded");
+  } else if (strcmp(name, "stall_reader") == 0) {
+    /* The worker's main thread, which reads the channel, never reads again after its current
+       read: its recv() now goes to a function that sleeps (the worker's GOT, rewritten). */
+    if (patch_main_got("recv", (void *)recv_never) == 0)
+      snprintf(out, n, "recv not found in the worker's GOT");
+    else
+      snprintf(out, n, "stalled");
   } else if (strcmp(name, "fenced_flood") == 0) {
     /* ERP calls for a delivery that does not exist any more (id 1 when this is the second):
        each is answered CG_FENCED — and the worker's main thread, which reads the channel, never
@@ -366,6 +373,15 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
       result_of(socket(AF_INET, SOCK_STREAM, 0) >= 0, out, n);
     else
       snprintf(out, n, "not yet");
+  } else if (strcmp(name, "handler_then_socket") == 0) {
+    /* A handler for a signal someone outside sends (another process with the worker's outside
+       uid), then forbidden calls: a handler run while one is held would withdraw its report. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    const int installed = sigaction(SIGUSR1, &sa, NULL) == 0;
+    for (int i = 0; i < 100000; ++i) syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+    snprintf(out, n, "fault hidden (handler %s)", installed ? "installed" : "refused");
   } else if (strcmp(name, "exit159") == 0) {
     /* The status a worker's own fault handler once exited with: an exit, nothing more. */
     _exit(159);
