@@ -76,9 +76,12 @@ struct PluginWorker::Process {
   bool dead CLAWGUARD_GUARDED_BY(mu) = false;
   std::string dead_cause CLAWGUARD_GUARDED_BY(mu);
   std::map<uint64_t, Session*> sessions CLAWGUARD_GUARDED_BY(mu);
-  // Deliveries the host gave up on whose kDone has not come, with the ERP calls answered
-  // CG_FENCED for each since.
-  std::map<uint64_t, uint32_t> abandoned CLAWGUARD_GUARDED_BY(mu);
+  // Deliveries the host gave up on whose kDone has not come, with what each sent since.
+  struct AfterAbandon {
+    uint32_t frames = 0;
+    uint32_t calls = 0;  // ERP calls, each answered CG_FENCED
+  };
+  std::map<uint64_t, AfterAbandon> abandoned CLAWGUARD_GUARDED_BY(mu);
   uint64_t highest_id CLAWGUARD_GUARDED_BY(mu) = 0;
   std::string kill_cause CLAWGUARD_GUARDED_BY(mu), kill_detail CLAWGUARD_GUARDED_BY(mu);
   bool shutting_down CLAWGUARD_GUARDED_BY(mu) = false;
@@ -234,26 +237,32 @@ struct PluginWorker::Process {
         Kill("protocol", "unread frames exceed what the host holds for a delivery or a worker");
         return;
       }
+      // A frame for a delivery that ended (its kDone came, or the host killed the worker over
+      // it): an honest worker sends none, and each would cost the host a read and a route, a
+      // call one an answer too.
+      if (gave_up == abandoned.end()) {
+        lock.Unlock();
+        Kill("protocol", "a frame for a delivery that has ended");
+        return;
+      }
       if (f.type == FrameType::kDone) {
-        if (gave_up != abandoned.end()) abandoned.erase(gave_up);
+        abandoned.erase(gave_up);
+        return;
+      }
+      // One the host gave up on (a lost lease): its thread may go on, its frames dropped and
+      // each ERP call answered CG_FENCED once the last was read. An honest plugin stops calling
+      // once fenced; a flood is bounded here.
+      ++gave_up->second.frames;
+      if (f.type == FrameType::kErpCall) ++gave_up->second.calls;
+      if (gave_up->second.calls > kMaxFencedErpCalls ||
+          gave_up->second.frames > kMaxFramesAfterAbandon) {
+        lock.Unlock();
+        Kill("protocol", "more than " + std::to_string(kMaxFencedErpCalls) + " ERP calls or " +
+                             std::to_string(kMaxFramesAfterAbandon) +
+                             " frames for a delivery the host gave up on");
         return;
       }
       if (f.type != FrameType::kErpCall) return;  // dropped
-      // An ERP call for a delivery that ended (its kDone came): the worker's API refuses those
-      // itself, so only plugin-written frames get here — each would cost the host an answer.
-      if (gave_up == abandoned.end()) {
-        lock.Unlock();
-        Kill("protocol", "an ERP call for a delivery that has ended");
-        return;
-      }
-      // One the host gave up on: its thread may go on calling, each call answered CG_FENCED
-      // once the last was read; a plugin writing them faster than that is bounded here.
-      if (++gave_up->second > kMaxFencedErpCalls) {
-        lock.Unlock();
-        Kill("protocol", "more than " + std::to_string(kMaxFencedErpCalls) +
-                             " ERP calls for a delivery the host gave up on");
-        return;
-      }
     }
     (void)Queue(sandbox::EncodeFrame(FrameType::kErpReply, f.id,
                                      sandbox::ErpReplyMsg{CG_FENCED, {}}.Encode()));
@@ -457,7 +466,7 @@ void PluginWorker::Session::Abandon() {
   int pending_calls = 0;
   {
     MutexLock lock(process_->mu);
-    process_->abandoned.emplace(id_, 0);
+    process_->abandoned.emplace(id_, Process::AfterAbandon{});
     // Frames already routed here are not looked at again; an ERP call among them still waits.
     MutexLock slock(mu_);
     for (const Frame& f : inbox_) {

@@ -85,6 +85,8 @@ class PluginWorker : public std::enable_shared_from_this<PluginWorker> {
   // ERP calls answered CG_FENCED for one delivery the host gave up on (a lost lease) before the
   // worker is killed: an honest plugin stops calling once fenced.
   static constexpr uint32_t kMaxFencedErpCalls = 256;
+  // Frames of any kind for one delivery the host gave up on before the worker is killed.
+  static constexpr uint32_t kMaxFramesAfterAbandon = 65536;
   // How long Stop lets the plugin's shutdown() run before the worker is killed.
   static constexpr std::chrono::milliseconds kShutdownGrace{2000};
 

@@ -242,10 +242,12 @@ const Allowed kStage1Allowed[] = {
     {SCMP_SYS(landlock_restrict_self), "the serve phase's Landlock domain (only narrows)"},
 };
 
-// kCloneThreadMask: the clone flags checked. A thread has CLONE_THREAD, CLONE_VM and
-// CLONE_SIGHAND and no namespace flag (CLONE_NEWTIME is left out: in clone(), 0x80 is part of the
-// exit signal).
-constexpr uint64_t kCloneThreadRequired = CLONE_THREAD | CLONE_VM | CLONE_SIGHAND;
+// kCloneThreadMask: the clone flags checked. A thread has CLONE_THREAD, CLONE_VM, CLONE_SIGHAND,
+// CLONE_FILES and CLONE_FS (as glibc's pthread_create makes them: a thread with a descriptor table
+// of its own could open RLIMIT_NOFILE more files) and no namespace flag (CLONE_NEWTIME is left out:
+// in clone(), 0x80 is part of the exit signal).
+constexpr uint64_t kCloneThreadRequired =
+    CLONE_THREAD | CLONE_VM | CLONE_SIGHAND | CLONE_FILES | CLONE_FS;
 constexpr uint64_t kCloneThreadMask = kCloneThreadRequired | CLONE_NEWNS | CLONE_NEWCGROUP |
                                       CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
                                       CLONE_NEWNET;
@@ -343,17 +345,22 @@ Result<UniqueFd> InstallStage1(int supervisor_fd) {
       // and could otherwise make memory executable, or patch the worker's own code). prot and
       // flags are unsigned long in the kernel: compared whole.
       // mmap without PROT_EXEC: malloc, thread stacks, data segments.
-      {"mmap(no PROT_EXEC)",
+      // Private mappings only: a shared anonymous mapping is a kernel object that lives while any
+      // page of it stays mapped, so mapping 64 MiB, touching it and unmapping all but one page
+      // holds the 64 MiB outside what RLIMIT_AS counts. glibc, ld.so and thread stacks map
+      // MAP_PRIVATE; MAP_SHARED_VALIDATE (3) has both bits.
+      {"mmap(private, no PROT_EXEC)",
        SCMP_ACT_ALLOW,
        SCMP_SYS(mmap),
-       {Arg(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)}},
+       {Arg(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0),
+        Arg(3, SCMP_CMP_MASKED_EQ, MAP_SHARED | MAP_PRIVATE, MAP_PRIVATE)}},
       // mmap with PROT_EXEC: only of a file (ld.so maps text segments of the plugin's memfd and
       // of system libraries, read-only by Landlock and the seals), never writable too.
-      {"mmap(PROT_EXEC of a file, not writable)",
+      {"mmap(PROT_EXEC of a file, private, not writable)",
        SCMP_ACT_ALLOW,
        SCMP_SYS(mmap),
        {Arg(2, SCMP_CMP_MASKED_EQ, PROT_EXEC | PROT_WRITE, PROT_EXEC),
-        Arg(3, SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, 0)}},
+        Arg(3, SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS | MAP_SHARED | MAP_PRIVATE, MAP_PRIVATE)}},
       // mprotect never adds PROT_EXEC: RELRO (PROT_READ), guard pages (PROT_NONE) only. The ELF
       // check refuses what would need it (text relocations, an executable stack).
       {"mprotect(no PROT_EXEC)",

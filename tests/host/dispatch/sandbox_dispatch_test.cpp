@@ -602,16 +602,16 @@ TEST_F(SandboxDispatchTest, OutOfBandDataOnTheChannelIsAForbiddenCall) {
   EXPECT_EQ(faults()[0].syscall, SYS_sendto);
 }
 
-// ERP calls for a delivery that has ended, written by the plugin (the worker's API refuses them
-// itself): each would cost the host an answer, so the first one is a protocol violation.
-TEST_F(SandboxDispatchTest, AnErpCallForAnEndedDeliveryIsAViolation) {
+// Frames for a delivery that has ended, written by the plugin (its API sends none): each would
+// cost the host a read and a route — an ERP call an answer too — so the first is a violation.
+TEST_F(SandboxDispatchTest, AFrameForAnEndedDeliveryIsAViolation) {
   auto [w, d] = StartHostile();
   ASSERT_NE(d, nullptr);
   ASSERT_EQ(Deliver(*d, Attack("none")).outcome.kind, PluginOutcome::Kind::kAnswered);
   (void)Deliver(*d, Attack("fenced_flood"));
   ASSERT_TRUE(WaitForFaults(1));
   EXPECT_EQ(faults()[0].cause, "protocol");
-  EXPECT_EQ(faults()[0].detail, "an ERP call for a delivery that has ended");
+  EXPECT_EQ(faults()[0].detail, "a frame for a delivery that has ended");
 }
 
 // A worker that stops reading its channel while the host sends it deliveries: what the host

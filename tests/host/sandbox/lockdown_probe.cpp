@@ -245,6 +245,27 @@ std::map<std::string, std::function<std::string(const char* self)>> Actions() {
          if (::getrlimit(RLIMIT_CPU, &r) != 0) return "errno=" + std::to_string(errno);
          return r.rlim_cur == r.rlim_max ? std::string("equal") : std::string("differ");
        }},
+      // A shared anonymous mapping outlives its unmapping while one page of it stays mapped: the
+      // memory it holds is not counted by RLIMIT_AS.
+      {"mmap-shared",
+       [](const char*) {
+         void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+         return p == MAP_FAILED ? "errno=" + std::to_string(errno) : std::string("ok");
+       }},
+      {"mmap-private",
+       [](const char*) {
+         void* p = MapPage(PROT_READ | PROT_WRITE);
+         return p == MAP_FAILED ? "errno=" + std::to_string(errno) : std::string("ok");
+       }},
+      // A thread with a descriptor table of its own (no CLONE_FILES) could open RLIMIT_NOFILE
+      // more files. Refused, so the child never runs on the bogus stack.
+      {"clone-own-files",
+       [](const char*) {
+         static char stack[64 * 1024];
+         const long flags = CLONE_THREAD | CLONE_VM | CLONE_SIGHAND | CLONE_FS;
+         return ErrnoResult(
+             ::syscall(SYS_clone, flags, stack + sizeof(stack), nullptr, nullptr, 0));
+       }},
       // sendmsg with a descriptor in flight, on a descriptor that is not the supervisor socket.
       {"sendmsg-rights",
        [](const char*) {

@@ -427,6 +427,15 @@ TEST(Lockdown, NoDescriptorGoesInFlight) {
   ExpectResult(RunProbe("sendmsg-reused-fd"), "errno=" + std::to_string(ENOTSOCK));
 }
 
+// Memory and descriptors stay within the worker's limits: no shared anonymous mapping (one page
+// left mapped would hold the rest outside RLIMIT_AS), no thread with a descriptor table of its
+// own (RLIMIT_NOFILE more files each).
+TEST(Lockdown, NoSharedMappingAndNoThreadWithItsOwnDescriptors) {
+  ExpectFault(RunProbe("mmap-shared", {"--load", "--serve"}), SYS_mmap);
+  ExpectResult(RunProbe("mmap-private", {"--load", "--serve"}), "ok");
+  ExpectFault(RunProbe("clone-own-files"), SYS_clone);
+}
+
 // A held call does not stop the worker's other threads; the report still arrives and ends it.
 TEST(Lockdown, AForbiddenCallOnAnotherThreadIsReported) {
   ExpectFault(RunProbe("socket-in-thread"), SYS_socket);
