@@ -81,7 +81,7 @@ Result<AdminConfig> ReadAdmin(Reader& r, YamlMap& top) {
   CLAWGUARD_ASSIGN_OR_RETURN(c.address, m.String("address"));
   if (!IsHostPort(c.address))
     return m.Error(m.node()["address"], "address", "expected HOST:PORT, e.g. 127.0.0.1:9091");
-  CLAWGUARD_ASSIGN_OR_RETURN(std::string token, r.EnvSecret(m, "token"));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string token, r.Secret(m, "token"));
   if (token.size() < limits::kMinAdminTokenLength) {
     const size_t n = token.size();
     std::fill(token.begin(), token.end(), '\0');
@@ -268,7 +268,7 @@ Result<ErpConfig> ReadErp(Reader& r, YamlMap& top) {
   }
   CLAWGUARD_ASSIGN_OR_RETURN(c.timeout, m.Duration("timeout"));
   CLAWGUARD_ASSIGN_OR_RETURN(c.ca, r.PathOf(m, "ca"));
-  CLAWGUARD_ASSIGN_OR_RETURN(std::string auth, r.EnvSecret(m, "auth"));
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string auth, r.Secret(m, "auth"));
   c.auth = SecretBytes(auth);
   std::fill(auth.begin(), auth.end(), '\0');
   if (const size_t n = config_internal::CredentialBytes(InsecureSecretAccess::View(c.auth));

@@ -1,8 +1,9 @@
 // host_config.h — host.yaml (schema clawguard/host/v1), read strictly and validated once.
 //
 // The shape is ARCHITECTURE.md "Policies" → host.yaml, every key. Relative paths are resolved
-// against the file's directory. Secrets are written `env:VAR` and resolved at load into
-// SecretBytes (a missing or empty variable is kConfigInvalid naming VAR, never a value); route
+// against the file's directory. Secrets are written `env:VAR` or `file:PATH` and resolved at load
+// into SecretBytes (a missing or empty variable or file, or a file others may read, is
+// kConfigInvalid naming VAR or PATH, never a value; ConfigReader::Secret); route
 // secrets are Standard Webhooks secrets (`whsec_<base64>`) decoded to their HMAC key. Impossible
 // settings are refused at start-up, each with file:line:
 //   - admin.token shorter than limits::kMinAdminTokenLength characters; a route secret that

@@ -2,12 +2,17 @@
 #include "host/app/host_config_reader.h"
 
 #include <arpa/inet.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
+#include <cstring>
 
 #include "clawguard/clock.h"
+#include "clawguard/file_io.h"
 #include "clawguard/limits.h"
 #include "host/intake/webhook_auth.h"
 
@@ -116,12 +121,53 @@ Result<std::string> ConfigReader::PathOf(YamlMap& m, const std::string& key) {
   return Resolve(p);
 }
 
-Result<std::string> ConfigReader::EnvSecret(YamlMap& m, const std::string& key) {
+Result<std::string> ConfigReader::Secret(YamlMap& m, const std::string& key, std::string* label) {
   CLAWGUARD_ASSIGN_OR_RETURN(std::string ref, m.String(key));
   const YAML::Node n = m.node()[key];
+  if (label != nullptr) *label = ref;
+  if (ref.rfind("file:", 0) == 0 && ref.size() > 5) {
+    const std::string path = Resolve(ref.substr(5));
+    if (label != nullptr) *label = "file:" + path;
+    Result<UniqueFd> fd = OpenRegularFile(path);
+    if (!fd.ok()) return m.Error(n, key, "secret file " + path + ": " + fd.error().message());
+    struct stat st {};
+    if (::fstat(fd->get(), &st) != 0) {
+      return m.Error(n, key, "secret file " + path + ": " + std::strerror(errno));
+    }
+    if ((st.st_mode & (S_IWGRP | S_IRWXO)) != 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      return m.Error(n, key,
+                     "secret file " + path + " has mode " + mode +
+                         ": others may read it or others or its group may write it (chmod 0600, "
+                         "or 0640 for a group that only reads)");
+    }
+    std::string value(static_cast<size_t>(limits::kMaxSecretFile) + 1, '\0');
+    size_t used = 0;
+    while (used < value.size()) {
+      const ssize_t got = ::read(fd->get(), value.data() + used, value.size() - used);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return m.Error(n, key, "secret file " + path + ": " + std::strerror(errno));
+      if (got == 0) break;
+      used += static_cast<size_t>(got);
+    }
+    if (used > limits::kMaxSecretFile) {
+      std::fill(value.begin(), value.end(), '\0');
+      return m.Error(n, key,
+                     "secret file " + path + " holds more than " +
+                         std::to_string(limits::kMaxSecretFile) +
+                         " bytes; it must hold the secret only");
+    }
+    value.resize(used);
+    if (!value.empty() && value.back() == '\n') value.pop_back();
+    if (!value.empty() && value.back() == '\r') value.pop_back();
+    if (value.empty()) return m.Error(n, key, "secret file " + path + " is empty");
+    return value;
+  }
   if (ref.rfind("env:", 0) != 0 || !IsEnvName(std::string_view(ref).substr(4))) {
     return m.Error(n, key,
-                   "secrets are given as env:VAR (a literal secret in the file is refused)");
+                   "secrets are given as env:VAR or file:PATH (a literal secret in the file is "
+                   "refused)");
   }
   const std::string var = ref.substr(4);
   std::optional<std::string> v = env_(var);
@@ -131,18 +177,16 @@ Result<std::string> ConfigReader::EnvSecret(YamlMap& m, const std::string& key) 
 }
 
 Result<SecretBytes> ConfigReader::WebhookSecret(YamlMap& m, const std::string& key) {
-  CLAWGUARD_ASSIGN_OR_RETURN(std::string raw, EnvSecret(m, key));
+  std::string label;
+  CLAWGUARD_ASSIGN_OR_RETURN(std::string raw, Secret(m, key, &label));
   auto k = DecodeWebhookSecret(raw);
   std::fill(raw.begin(), raw.end(), '\0');
-  const std::string var = m.node()[key].Scalar().substr(4);
-  if (!k.ok())
-    return m.Error(m.node()[key], key, "environment variable " + var + ": " + k.error().message());
+  if (!k.ok()) return m.Error(m.node()[key], key, label + ": " + k.error().message());
   if (k->size() < limits::kMinSecretBytes) {
     return m.Error(
         m.node()[key], key,
-        "environment variable " + var + ": the webhook secret decodes to " +
-            std::to_string(k->size()) + " bytes; at least " +
-            std::to_string(limits::kMinSecretBytes) +
+        label + ": the webhook secret decodes to " + std::to_string(k->size()) +
+            " bytes; at least " + std::to_string(limits::kMinSecretBytes) +
             " are required (the host refuses to start; Standard Webhooks issues 24 to 64)");
   }
   return std::move(k).value();

@@ -48,8 +48,12 @@ class ConfigReader {
   Result<YamlMap> Sub(YamlMap& parent, const std::string& key);
   std::string Resolve(const std::string& p) const;
   Result<std::string> PathOf(YamlMap& m, const std::string& key);
-  // Secret reads `env:VAR`; the message names VAR, never its value.
-  Result<std::string> EnvSecret(YamlMap& m, const std::string& key);
+  // Secret reads `env:VAR` or `file:PATH`: a regular file of at most limits::kMaxSecretFile
+  // bytes, one trailing newline stripped, neither readable by others nor writable by its group or
+  // others (a relative PATH is against the configuration file's directory; systemd's
+  // LoadCredential= puts one in $CREDENTIALS_DIRECTORY). |label| gets "env:VAR" or "file:PATH".
+  // Messages name the variable or the path, never the value.
+  Result<std::string> Secret(YamlMap& m, const std::string& key, std::string* label = nullptr);
   Result<SecretBytes> WebhookSecret(YamlMap& m, const std::string& key);
   Result<std::optional<TlsFiles>> Tls(YamlMap& m);
   Result<std::optional<int64_t>> Time(YamlMap& m, const std::string& key);

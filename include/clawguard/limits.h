@@ -16,6 +16,7 @@ inline constexpr uint64_t kMaxManifest = 256 * 1024;  // manifest.yaml
 inline constexpr uint64_t kMaxBundle = 4 * kMiB;      // NAME-VERSION.claw.sig
 inline constexpr uint64_t kMaxCertFile = 1 * kMiB;    // PEM chains, roots, CRLs
 inline constexpr uint64_t kMaxPinFile = 4096;         // --pin-source file:/fd:
+inline constexpr uint64_t kMaxSecretFile = 16384;     // host.yaml secrets given as file:PATH
 
 // Defaults of trust.yaml `limits:`.
 inline constexpr uint64_t kDefaultMaxPackage = 256 * kMiB;

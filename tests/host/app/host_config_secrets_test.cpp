@@ -4,9 +4,11 @@
 // erp.allow_plaintext, and listen's connection bounds. (The end-to-end check that a plugin in a
 // real host finds none of them is tests/e2e/host_secrets_e2e_test.cpp.)
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 #include "clawguard/encoding.h"
@@ -129,6 +131,65 @@ TEST(HostConfigSecretsTest, SecretsUnder24BytesAreRefusedNamingTheSettingNeverTh
   ASSERT_FALSE(admin.ok());
   EXPECT_NE(admin.error().message().find("admin.token"), std::string::npos)
       << admin.error().message();
+}
+
+// file:PATH: a regular file holding the secret (one trailing newline stripped), as systemd's
+// LoadCredential= provides; refused when others may read it, or others or its group may write it.
+TEST(HostConfigSecretsTest, SecretsCanComeFromFilesOnlyOthersCannotRead) {
+  clawguard::testing::TempDir dir;
+  const std::string admin = dir.Sub("admin-token");
+  const std::string hook = dir.Sub("order-secret");
+  const std::string erp = dir.Sub("erp-auth");
+  // Values other than the environment's: what is read must be the files'.
+  const std::string admin_value = "adm-from-a-file-0123456789abcdef0123";
+  const std::string erp_value = "Bearer erp-token-from-a-file-0000";
+  clawguard::testing::WriteFile(admin, admin_value + "\n");
+  clawguard::testing::WriteFile(hook, kSecretOrderHook);
+  clawguard::testing::WriteFile(erp, erp_value + "\r\n");
+  for (const std::string& f : {admin, hook, erp}) ASSERT_EQ(::chmod(f.c_str(), 0640), 0);
+  std::string text = SecretsData();
+  text = ReplaceText(text, "token: env:CG_TEST_ADMIN_TOKEN", "token: file:" + admin);
+  text = ReplaceText(text, "current: env:CG_TEST_ORDER_SECRET", "current: file:" + hook);
+  text = ReplaceText(text, "auth: env:CG_TEST_ERP_TOKEN", "auth: file:" + erp);
+  auto c = ParseWith(text, Env());
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(InsecureSecretAccess::View((*c)->admin.token), admin_value);
+  EXPECT_EQ(InsecureSecretAccess::View((*c)->erp.auth), erp_value);
+
+  const auto refused = [&](const std::string& why) {
+    auto r = ParseWith(text, Env());
+    EXPECT_FALSE(r.ok()) << why;
+    if (r.ok()) return std::string();
+    EXPECT_THAT(r, HasReason(Reason::kConfigInvalid));
+    EXPECT_EQ(r.error().message().find(admin_value), std::string::npos);
+    return r.error().message();
+  };
+  ASSERT_EQ(::chmod(admin.c_str(), 0644), 0);  // others may read it
+  std::string m = refused("world-readable");
+  EXPECT_NE(m.find("mode 0644"), std::string::npos) << m;
+  EXPECT_NE(m.find(admin), std::string::npos) << m;
+  ASSERT_EQ(::chmod(admin.c_str(), 0660), 0);  // its group may write it
+  m = refused("group-writable");
+  EXPECT_NE(m.find("mode 0660"), std::string::npos) << m;
+  ASSERT_EQ(::chmod(admin.c_str(), 0600), 0);
+  clawguard::testing::WriteFile(admin, "\n");
+  m = refused("empty");
+  EXPECT_NE(m.find("is empty"), std::string::npos) << m;
+  clawguard::testing::WriteFile(admin, std::string(limits::kMaxSecretFile + 1, 'a'));
+  m = refused("too large");
+  EXPECT_NE(m.find("more than"), std::string::npos) << m;
+  std::filesystem::remove(admin);
+  m = refused("missing");
+  EXPECT_NE(m.find("secret file " + admin), std::string::npos) << m;
+  // A literal in host.yaml is still refused, naming both forms.
+  m = [&] {
+    auto r = ParseWith(ReplaceText(SecretsData(), "token: env:CG_TEST_ADMIN_TOKEN",
+                                   "token: adm-0123456789abcdef0123456789abcdef"),
+                       Env());
+    EXPECT_FALSE(r.ok());
+    return r.ok() ? std::string() : r.error().message();
+  }();
+  EXPECT_NE(m.find("env:VAR or file:PATH"), std::string::npos) << m;
 }
 
 TEST(HostConfigSecretsTest, PlaintextErpOffTheMachineNeedsAllowPlaintext) {
