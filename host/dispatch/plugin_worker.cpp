@@ -630,7 +630,12 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn(
     }
   }
   const auto refuse = [&](Reason reason, const std::string& why) -> Status {
-    // Reap it here: no threads run yet. A forbidden call says more than "ended".
+    // Reap it here: no threads run yet. A forbidden call says more than "ended": a report already
+    // there is read before the kill withdraws it (init may write kInitFailed and then make one).
+    if (p->listener.valid() || (p->supervisor.valid() && p->TakeListener())) {
+      pollfd l{p->listener.get(), POLLIN, 0};
+      if (::poll(&l, 1, 0) > 0 && (l.revents & POLLIN) != 0) p->OnReport();
+    }
     p->Kill("start", why);
     siginfo_t info{};
     (void)::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(p->proc.pidfd.get()), &info,
