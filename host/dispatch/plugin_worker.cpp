@@ -149,6 +149,14 @@ struct PluginWorker::Process {
     Kill("seccomp", detail);
   }
 
+  // ReadPendingReport reads a report already on the listener, without waiting: called before a
+  // kill, which would withdraw it.
+  void ReadPendingReport() {
+    if (!listener.valid()) return;
+    pollfd l{listener.get(), POLLIN, 0};
+    if (::poll(&l, 1, 0) > 0 && (l.revents & POLLIN) != 0) OnReport();
+  }
+
   // Queue adds a frame for the writer; false (and the worker killed when it does not read) if it
   // cannot be sent.
   bool Queue(std::string frame) {
@@ -345,10 +353,7 @@ struct PluginWorker::Process {
   void Reap() {
     // A report that came with the channel's end (the plugin closed it, or exited, right after a
     // forbidden call) is read before the kill withdraws it.
-    if (listener.valid()) {
-      pollfd l{listener.get(), POLLIN, 0};
-      if (::poll(&l, 1, 0) > 0 && (l.revents & POLLIN) != 0) OnReport();
-    }
+    ReadPendingReport();
     (void)PidfdSignal(proc.pidfd.get(), SIGKILL);
     siginfo_t info{};
     while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(proc.pidfd.get()), &info,
@@ -633,8 +638,7 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn(
     // Reap it here: no threads run yet. A forbidden call says more than "ended": a report already
     // there is read before the kill withdraws it (init may write kInitFailed and then make one).
     if (p->listener.valid() || (p->supervisor.valid() && p->TakeListener())) {
-      pollfd l{p->listener.get(), POLLIN, 0};
-      if (::poll(&l, 1, 0) > 0 && (l.revents & POLLIN) != 0) p->OnReport();
+      p->ReadPendingReport();
     }
     p->Kill("start", why);
     siginfo_t info{};

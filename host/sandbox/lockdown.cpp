@@ -127,17 +127,26 @@ Result<LockdownReport> ApplyLandlock(const std::vector<std::string>& read_paths)
 
 // ---- the listener ----
 
-// SendListener hands |listener| to the supervisor over |socket|: one byte with one SCM_RIGHTS
-// descriptor.
-Status SendListener(int socket, int listener) {
+// OneFdMessage is the hand-over's message: one byte, with room for one SCM_RIGHTS descriptor.
+struct OneFdMessage {
   char byte = 'L';
   iovec iov{&byte, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
+  OneFdMessage() {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+  }
+  OneFdMessage(const OneFdMessage&) = delete;
+  OneFdMessage& operator=(const OneFdMessage&) = delete;
+};
+
+// SendListener hands |listener| to the supervisor over |socket|.
+Status SendListener(int socket, int listener) {
+  OneFdMessage m;
+  msghdr& msg = m.msg;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
@@ -517,14 +526,8 @@ std::string RefusedCall::Describe() const {
 }
 
 Result<UniqueFd> ReceiveListener(int fd) {
-  char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
+  OneFdMessage m;
+  msghdr& msg = m.msg;
   ssize_t n = -1;
   do {
     n = ::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
