@@ -359,6 +359,56 @@ TEST(Lockdown, RequiresASupervisorSocket) {
   EXPECT_NE(r.error().message().find("supervisor"), std::string::npos) << r.error().ToString();
 }
 
+// The host takes only a seccomp listener from the supervisor socket: nothing yet is no error;
+// a closed socket, a message without a descriptor or with another kind of descriptor is.
+TEST(ReceiveListener, TakesASeccompListenerAndRefusesAnythingElse) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  UniqueFd host(sv[0]), worker(sv[1]);
+  Result<UniqueFd> none = ReceiveListener(host.get());
+  ASSERT_TRUE(none.ok()) << none.error().ToString();
+  EXPECT_FALSE(none->valid());
+
+  // A byte without a descriptor.
+  ASSERT_EQ(::send(worker.get(), "L", 1, 0), 1);
+  Result<UniqueFd> bare = ReceiveListener(host.get());
+  ASSERT_FALSE(bare.ok());
+  EXPECT_EQ(bare.error().reason(), Reason::kInternal);
+  EXPECT_EQ(bare.error().message(), "the worker sent something other than its seccomp listener");
+
+  // A descriptor that is not a listener (a pipe's end).
+  int pp[2];
+  ASSERT_EQ(::pipe2(pp, O_CLOEXEC), 0);
+  UniqueFd pr(pp[0]), pw(pp[1]);
+  char byte = 'L';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  const int fd = pr.get();
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(fd));
+  ASSERT_EQ(::sendmsg(worker.get(), &msg, 0), 1);
+  Result<UniqueFd> pipe_end = ReceiveListener(host.get());
+  ASSERT_FALSE(pipe_end.ok());
+  EXPECT_EQ(pipe_end.error().reason(), Reason::kInternal);
+  EXPECT_EQ(pipe_end.error().message(), "the descriptor the worker sent is not a seccomp listener");
+
+  // The worker's end closed without one.
+  worker.Reset();
+  Result<UniqueFd> closed = ReceiveListener(host.get());
+  ASSERT_FALSE(closed.ok());
+  EXPECT_EQ(closed.error().reason(), Reason::kInternal);
+  EXPECT_EQ(closed.error().message(),
+            "the worker closed its supervisor socket without a seccomp listener");
+}
+
 TEST(Lockdown, RefusesAMultiThreadedProcess) {
   std::promise<void> stop;
   std::thread t([f = stop.get_future()]() mutable { f.wait(); });
