@@ -428,6 +428,12 @@ void Auditor::Execution() {
         "the ERP credential, the admin token — open its own sockets to the ERP and crash the host; "
         "use plugins.isolation: sandbox (ARCHITECTURE.md \"Plugin workers\")");
   }
+  if (c_.plugins.sandbox && c_.plugins.memory_cgroup == PluginsConfig::MemoryCgroup::kNone) {
+    Add("plugins.memory_cgroup_none", Severity::kMedium, "plugins.memory_cgroup none",
+        "RLIMIT_AS bounds what a worker maps, not the kernel memory behind it: a malicious plugin "
+        "can hold page tables worth twice its memory_limit (up to about 512 MiB per worker); use "
+        "plugins.memory_cgroup: auto or required (ARCHITECTURE.md \"Plugin workers\")");
+  }
   if (!c_.listen.fibers) return;
   Add("listen.fibers_thread_locals", Severity::kMedium, "listen.execution fibers",
       "deliveries run as fibers on " + std::to_string(c_.listen.carriers) +

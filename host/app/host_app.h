@@ -161,6 +161,10 @@ class HostApp {
   Status PrepareSandbox(const HostConfig& config);
   // SandboxSupport: what the kernel offers, kConfigInvalid when it is not enough for a worker.
   static Result<sandbox::IsolationSupport> SandboxSupport(const HostConfig& config);
+  // WorkerMemoryCgroups opens the workers' memory cgroups as plugins.memory_cgroup says: null (and
+  // why in |unavailable|) when none are used, kConfigInvalid when required and not possible.
+  static Result<std::shared_ptr<sandbox::WorkerCgroups>> WorkerMemoryCgroups(
+      const HostConfig& config, std::string* unavailable);
   static ErpClientOptions ErpOptions(const HostConfig& config);
   Result<std::unique_ptr<PluginRuntime>> OpenInWorker(const CheckedLibrary& library);
   // RouteTable: host.yaml routes × loaded manifests' webhooks (a route without a secret is left

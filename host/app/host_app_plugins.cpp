@@ -83,20 +83,47 @@ Result<sandbox::IsolationSupport> HostApp::SandboxSupport(const HostConfig& c) {
   return support;
 }
 
+Result<std::shared_ptr<sandbox::WorkerCgroups>> HostApp::WorkerMemoryCgroups(
+    const HostConfig& c, std::string* unavailable) {
+  using Mode = PluginsConfig::MemoryCgroup;
+  if (c.plugins.memory_cgroup == Mode::kNone) {
+    *unavailable = "plugins.memory_cgroup is none";
+    return std::shared_ptr<sandbox::WorkerCgroups>();
+  }
+  auto cgroups = sandbox::WorkerCgroups::Open();
+  if (cgroups.ok()) return std::move(cgroups).value();
+  if (c.plugins.memory_cgroup == Mode::kRequired) {
+    return Status(Reason::kConfigInvalid,
+                  c.source + ": plugins.memory_cgroup is required, but " +
+                      cgroups.error().message() +
+                      " (docs/OPERATIONS.md: Delegate=memory; or memory_cgroup: auto)");
+  }
+  *unavailable = cgroups.error().message();
+  return std::shared_ptr<sandbox::WorkerCgroups>();
+}
+
 Status HostApp::CheckStartable(const HostConfig& c) {
   if (c.plugins.sandbox) {
     CLAWGUARD_RETURN_IF_ERROR(SandboxSupport(c).status());
     CLAWGUARD_RETURN_IF_ERROR(WorkerExecutable(c).status());
+    std::string unavailable;
+    CLAWGUARD_RETURN_IF_ERROR(WorkerMemoryCgroups(c, &unavailable).status());
   }
   return ErpClient::Create(ErpOptions(c)).status();
 }
 
 Status HostApp::PrepareSandbox(const HostConfig& c) {
   CLAWGUARD_ASSIGN_OR_RETURN(sandbox::IsolationSupport support, SandboxSupport(c));
-  Audit(DumpJson({{"event", "plugin_sandbox"},
-                  {"landlock_abi", support.landlock_abi},
-                  {"namespaces", support.all_namespaces},
-                  {"detail", support.Describe()}}));
+  std::string unavailable;
+  CLAWGUARD_ASSIGN_OR_RETURN(worker_options_.cgroups, WorkerMemoryCgroups(c, &unavailable));
+  Audit(DumpJson(
+      {{"event", "plugin_sandbox"},
+       {"landlock_abi", support.landlock_abi},
+       {"namespaces", support.all_namespaces},
+       // The workers' kernel memory (page tables) is bounded only with a cgroup each.
+       {"memory_cgroup", worker_options_.cgroups != nullptr ? worker_options_.cgroups->Describe()
+                                                            : "none: " + unavailable},
+       {"detail", support.Describe()}}));
   CLAWGUARD_ASSIGN_OR_RETURN(worker_options_.executable, WorkerExecutable(c));
   worker_options_.memory_limit = c.plugins.memory_limit;
   worker_options_.max_threads =

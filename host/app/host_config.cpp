@@ -139,6 +139,13 @@ Result<PluginsConfig> ReadPlugins(Reader& r, YamlMap& top) {
     if (c.memory_limit < 64 * limits::kMiB)
       return m.Error(m.node()["memory_limit"], "memory_limit", "must be at least 64MiB");
   }
+  if (m.Has("memory_cgroup")) {
+    CLAWGUARD_ASSIGN_OR_RETURN(std::string mode,
+                               m.Enum("memory_cgroup", {"auto", "required", "none"}));
+    c.memory_cgroup = mode == "required" ? PluginsConfig::MemoryCgroup::kRequired
+                      : mode == "none"   ? PluginsConfig::MemoryCgroup::kNone
+                                         : PluginsConfig::MemoryCgroup::kAuto;
+  }
   if (m.Has("max_threads")) {
     CLAWGUARD_ASSIGN_OR_RETURN(int64_t n, m.Int("max_threads", 0, 4096));
     c.max_threads = static_cast<int>(n);

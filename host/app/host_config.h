@@ -85,6 +85,12 @@ struct PluginsConfig {
   // the host's process: a plugin can read the host's memory; `clawguard audit` grades it high).
   bool sandbox = true;
   uint64_t memory_limit = kDefaultPluginMemoryLimit;  // a worker's address space (RLIMIT_AS)
+  // memory_cgroup: each worker in a memory cgroup of its own, limited to memory_limit with the
+  // kernel memory (page tables) RLIMIT_AS does not count (host/sandbox/worker_cgroup.h). auto: when
+  // the host can make them (the start's audit line says which); required: a host that cannot
+  // refuses to start; none: never (`clawguard audit` grades it medium).
+  enum class MemoryCgroup { kAuto, kRequired, kNone };
+  MemoryCgroup memory_cgroup = MemoryCgroup::kAuto;
   // Threads a plugin may start of its own in its worker, beyond the worker's main thread and one
   // per delivery the host runs at once (listen.handlers): the worker's RLIMIT_NPROC is their sum.
   int max_threads = kDefaultPluginThreads;

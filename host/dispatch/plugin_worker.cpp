@@ -50,10 +50,18 @@ std::string SignalName(int sig) {
   return n != nullptr ? std::string("SIG") + n : "signal " + std::to_string(sig);
 }
 
+std::string OomDetail(const sandbox::WorkerCgroup& cgroup) {
+  return "the kernel ended the worker at its memory cgroup's limit of " +
+         std::to_string(cgroup.limit()) + " bytes (its pages and page tables together)";
+}
+
 }  // namespace
 
 // Process is one worker process and the two threads that serve its channel.
 struct PluginWorker::Process {
+  // The worker's memory cgroup, if any: declared first so that it is removed last, after the
+  // threads are joined and the process reaped.
+  std::unique_ptr<sandbox::WorkerCgroup> cgroup;
   std::weak_ptr<PluginWorker> owner;
   std::string plugin, version;
   sandbox::SpawnedProcess proc;
@@ -382,6 +390,13 @@ struct PluginWorker::Process {
         fault.cause = kill_cause;
         fault.detail = kill_detail;
       }
+      // The kernel's OOM kill at the worker cgroup's limit: the worker held more memory than
+      // memory_limit, page tables included. The closed channel the host saw first is its effect.
+      if (info.si_code == CLD_KILLED && info.si_status == SIGKILL && cgroup != nullptr &&
+          cgroup->OomKills() > 0) {
+        fault.cause = "memory";
+        fault.detail = OomDetail(*cgroup);
+      }
       // SIGSYS: a filter that kills outranked the sandbox's (the service manager's, for a call it
       // refuses or another architecture); the call did not run either.
       if (fault.signal == SIGSYS) {
@@ -536,8 +551,13 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn(
   if (!library.valid())
     return Status(Reason::kInternal, std::string("worker: cannot reopen the library's memfd: ") +
                                          std::strerror(errno));
+  std::unique_ptr<sandbox::WorkerCgroup> cgroup;
+  if (options_.cgroups != nullptr && options_.memory_limit > 0) {
+    CLAWGUARD_ASSIGN_OR_RETURN(cgroup, options_.cgroups->Create(options_.memory_limit));
+  }
   sandbox::SpawnRequest req;
   req.executable = options_.executable;
+  if (cgroup != nullptr) req.cgroup_procs = cgroup->procs();
   req.argv = {options_.executable,
               "--plugin",
               plugin_,
@@ -555,6 +575,7 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn(
   supervisor_worker_end.Reset();
 
   auto p = std::make_shared<Process>();
+  p->cgroup = std::move(cgroup);
   p->owner = weak_from_this();
   p->plugin = plugin_;
   p->version = version_;
@@ -649,6 +670,9 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn(
     if (p->refused && refused != nullptr) *refused = p->refused;
     if (p->refused) {
       msg += " (its sandbox refused " + p->refused->Describe() + ")";
+    } else if (info.si_code == CLD_KILLED && info.si_status == SIGKILL && p->cgroup != nullptr &&
+               p->cgroup->OomKills() > 0) {
+      msg += " (" + OomDetail(*p->cgroup) + ")";
     } else if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
       msg += " (killed by " + SignalName(info.si_status) + ")";
     }

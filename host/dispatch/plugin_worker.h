@@ -41,6 +41,7 @@
 #include "core/mutex.h"
 #include "host/erp/erp_env.h"
 #include "host/sandbox/lockdown.h"
+#include "host/sandbox/worker_cgroup.h"
 #include "host/sandbox/worker_protocol.h"
 
 namespace clawguard::host {
@@ -48,8 +49,9 @@ namespace clawguard::host {
 // WorkerFault is one worker death, as audited.
 struct WorkerFault {
   std::string plugin, version;
-  std::string cause;  // "crash", "seccomp", "exit", "timeout", "protocol", "queue", "start"
-  int signal = 0;     // the signal that ended it, 0 if it exited
+  // "crash", "seccomp", "memory", "exit", "timeout", "protocol", "queue", "start"
+  std::string cause;
+  int signal = 0;              // the signal that ended it, 0 if it exited
   std::optional<int> syscall;  // seccomp: the refused call's number (the kernel's report)
   std::string detail;
 };
@@ -57,7 +59,11 @@ struct WorkerFault {
 struct WorkerOptions {
   std::string executable;     // the clawguard-worker binary
   uint64_t memory_limit = 0;  // RLIMIT_AS of the worker; 0: none
-  uint64_t max_threads = 0;   // the worker's threads, its main thread included; 0: no bound
+  // When set, each worker runs in a memory cgroup of its own limited to memory_limit, which also
+  // counts the kernel memory (page tables) RLIMIT_AS does not: the kernel's OOM kill there is
+  // cause "memory".
+  std::shared_ptr<sandbox::WorkerCgroups> cgroups;
+  uint64_t max_threads = 0;  // the worker's threads, its main thread included; 0: no bound
   bool namespaces = true;
   std::chrono::milliseconds start_timeout{10'000};
   int max_faults = 5;  // within fault_window: the plugin is failed

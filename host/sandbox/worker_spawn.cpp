@@ -30,7 +30,8 @@ namespace {
 
 // The steps of the child, in order; the one that failed is what the child reports.
 enum class Step : uint8_t {
-  kWaitParent = 1,  // wait until the parent (a root host) has written the id maps
+  kWaitParent = 1,  // wait until the parent has placed it in its cgroup / written the id maps
+  kOomScore,        // the kernel's first choice when memory runs out
   kSetgroups,       // write "deny" to /proc/self/setgroups
   kGidMap,          // write /proc/self/gid_map
   kUidMap,          // write /proc/self/uid_map
@@ -50,7 +51,8 @@ enum class Step : uint8_t {
 
 std::string_view StepName(uint8_t step) {
   switch (static_cast<Step>(step)) {
-    case Step::kWaitParent: return "wait for the parent's id maps";
+    case Step::kWaitParent: return "wait for the parent (cgroup, id maps)";
+    case Step::kOomScore: return "write /proc/self/oom_score_adj";
     case Step::kSetgroups: return "write /proc/self/setgroups";
     case Step::kGidMap: return "write /proc/self/gid_map";
     case Step::kUidMap: return "write /proc/self/uid_map";
@@ -159,6 +161,11 @@ long WriteProcFile(const char* path, const char* data, size_t len) {
       r = Sys(SYS_read, p.sync_fd, reinterpret_cast<long>(&go), 1);
     } while (r == -EINTR);
     if (r != 1) ChildFail(err_fd, Step::kWaitParent, r < 0 ? r : -EPIPE);
+  }
+  // When the kernel must end a process for memory (the machine's, the service's MemoryMax=), a
+  // worker goes before the host: raising one's own score needs no privilege.
+  if ((r = WriteProcFile("/proc/self/oom_score_adj", "1000", 4)) != 0) {
+    ChildFail(err_fd, Step::kOomScore, r);
   }
   if (p.map_ids) {
     if ((r = WriteProcFile("/proc/self/setgroups", "deny", 4)) != 0) {
@@ -314,7 +321,8 @@ class BlockSignals {
 
 bool HasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
-// WriteMap writes |map| to a child's /proc/<pid>/{uid,gid}_map with one write.
+// WriteMap writes |map| with one write: a child's /proc/<pid>/{uid,gid}_map, or its pid to a
+// cgroup.procs file.
 Status WriteMap(const std::string& path, const std::string& map) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
   if (!fd.valid()) return Errno("open " + path, errno);
@@ -420,7 +428,7 @@ Result<SpawnedProcess> SpawnWorkerHere(const SpawnRequest& req) {
     for (const auto& set : ladder) {
       const bool userns = (set.flags & CLONE_NEWUSER) != 0;
       plan.map_ids = userns && !root;
-      plan.sync_fd = userns && root ? sync_r.get() : -1;
+      plan.sync_fd = (userns && root) || !req.cgroup_procs.empty() ? sync_r.get() : -1;
       plan.sync_write_fd = sync_w.get();
       plan.set_hostname = (set.flags & CLONE_NEWUTS) != 0;
       plan.drop_ids = root;
@@ -442,18 +450,21 @@ Result<SpawnedProcess> SpawnWorkerHere(const SpawnRequest& req) {
   out.pid = static_cast<pid_t>(pid);
   out.pidfd.Reset(pidfd);
   err_w.Reset();  // only the child's copy is left: EOF means execve succeeded
-  if (root && !out.namespaces.empty() && out.namespaces.front() == "user") {
-    // The child waits: map its kWorkerInnerId to the same id outside, leave setgroups allowed
-    // (the child drops its groups, then execve leaves it no capability to add any), then let it
-    // go on. On failure it is killed and reaped.
+  const bool map_here = root && !out.namespaces.empty() && out.namespaces.front() == "user";
+  if (map_here || !req.cgroup_procs.empty()) {
+    // The child waits: place it in its cgroup; map its kWorkerInnerId to the same id outside,
+    // leave setgroups allowed (the child drops its groups, then execve leaves it no capability to
+    // add any); then let it go on. On failure it is killed and reaped.
+    Status ready = Status::Ok();
+    if (!req.cgroup_procs.empty()) ready = WriteMap(req.cgroup_procs, std::to_string(out.pid));
     const std::string proc = "/proc/" + std::to_string(out.pid) + "/";
-    Status mapped = WriteMap(proc + "gid_map", root_map);
-    if (mapped.ok()) mapped = WriteMap(proc + "uid_map", root_map);
-    if (mapped.ok() && ::write(sync_w.get(), "g", 1) != 1) mapped = Errno("write (sync)", errno);
-    if (!mapped.ok()) {
+    if (ready.ok() && map_here) ready = WriteMap(proc + "gid_map", root_map);
+    if (ready.ok() && map_here) ready = WriteMap(proc + "uid_map", root_map);
+    if (ready.ok() && ::write(sync_w.get(), "g", 1) != 1) ready = Errno("write (sync)", errno);
+    if (!ready.ok()) {
       (void)::syscall(SYS_pidfd_send_signal, out.pidfd.get(), SIGKILL, nullptr, 0);
       Reap(out.pidfd.get());
-      return mapped;
+      return ready;
     }
   }
   sync_w.Reset();

@@ -6,6 +6,10 @@
 // only raw system calls on memory prepared by the parent (another host thread may have held the
 // malloc or stdio locks at the moment of the clone; they stay held forever in the child). The
 // child:
+//   - when asked, waits until the parent has placed it in a cgroup (SpawnRequest::cgroup_procs);
+//   - sets its oom_score_adj to 1000: when the kernel must end a process for memory (the
+//     machine's, or the service's MemoryMax=), it ends a worker — whose page tables count in the
+//     kernel's choice — before the host;
 //   - in a new user namespace maps ONE id each way, kWorkerInnerId (65534) inside to:
 //       - a host that is not root: the host's effective uid/gid outside (the child writes its own
 //         maps, after denying setgroups — the only map an unprivileged writer may make);
@@ -67,6 +71,9 @@ struct SpawnRequest {
   std::vector<std::string> argv;  // argv[0..]; no secrets ever go here (they show in /proc)
   std::vector<int> fds;           // become fds 3, 4, 5, ... in the child, in this order
   bool namespaces = true;         // try new user, PID, network, IPC, mount and UTS namespaces
+  // A cgroup's cgroup.procs file (worker_cgroup.h), or "": the child waits until the parent has
+  // written its pid there, so nothing it runs is outside that cgroup.
+  std::string cgroup_procs;
 };
 
 struct SpawnedProcess {

@@ -15,11 +15,13 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <mutex>
 #include <sstream>
 #include <thread>
 #include <vector>
 
+#include "host/sandbox/worker_cgroup.h"
 #include "support/gate.h"
 #include "support/host_fixture.h"
 #include "support/raw_client.h"
@@ -32,8 +34,10 @@ namespace ht = clawguard::host::testing;
 using ht::HostFixture;
 using ht::HostFixtureOptions;
 
-std::string Attack(const std::string& order, const std::string& attack) {
-  return R"({"type":"order.created","order_id":")" + order + R"(","attack":")" + attack + R"("})";
+std::string Attack(const std::string& order, const std::string& attack,
+                   const std::string& arg = "") {
+  return R"({"type":"order.created","order_id":")" + order + R"(","attack":")" + attack +
+         R"(","arg":")" + arg + R"("})";
 }
 
 ht::RawResponse AdminGet(const HostFixture& fixture, const std::string& path) {
@@ -173,6 +177,38 @@ TEST(HostSandboxE2eTest, WorkerKillsMidStormKeepOneEffectPerCall) {
 // A plugin that tries to make its own exit fail (a seccomp filter of its own, so that a thread
 // of it lives on) is refused: installing a filter is a forbidden call. And a worker never
 // outlives a host that crashed: its parent-death signal ends it.
+TEST(HostSandboxE2eTest, AWorkerHoldingKernelMemoryPastItsLimitIsEndedAndAudited) {
+  auto cgroups = sandbox::WorkerCgroups::Open();
+  if (!cgroups.ok()) GTEST_SKIP() << cgroups.error().message();
+  const std::string where = (*cgroups)->location().dir;
+  HostFixture fixture;
+  HostFixtureOptions o;
+  o.plugin_source = "hostile";
+  o.plugins_extra = ", memory_limit: 256MiB, memory_cgroup: required";
+  ASSERT_NO_FATAL_FAILURE(fixture.Prepare(o));
+  ASSERT_TRUE(fixture.StartHost());
+  // 40,000 pages a GiB apart: 160 MiB to RLIMIT_AS, 320 MiB of page tables to the kernel.
+  const ht::Reply r = fixture.Deliver("msg_pt", Attack("1", "page_tables", "40000"));
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 503) << r.body;
+  ASSERT_TRUE(clawguard::testing::WaitFor([&] {
+    return clawguard::testing::ReadFile(fixture.audit_log()).find("\"cause\":\"memory\"") !=
+           std::string::npos;
+  })) << clawguard::testing::ReadFile(fixture.audit_log());
+  const std::string log = clawguard::testing::ReadFile(fixture.audit_log());
+  EXPECT_NE(log.find("\"memory_cgroup\":\"cgroup v"), std::string::npos) << log;
+  EXPECT_NE(log.find("limit of 268435456 bytes"), std::string::npos) << log;
+  // The platform's retry of a well-behaved event is served by a new worker.
+  const ht::Reply served = fixture.DeliverUntilStored("msg_next", Attack("2", "none"));
+  EXPECT_EQ(served.status, 200) << served.body;
+  const std::string mine = "clawguard-worker-" + std::to_string(fixture.host_pid()) + "-";
+  EXPECT_EQ(fixture.StopHost(), 0);
+  // Every worker's cgroup went with its worker.
+  for (const auto& e : std::filesystem::directory_iterator(where)) {
+    EXPECT_EQ(e.path().filename().string().rfind(mine, 0), std::string::npos) << e.path();
+  }
+}
+
 TEST(HostSandboxE2eTest, AWorkerCannotBlockItsOwnExitAndDiesWithItsHost) {
   HostFixture fixture;
   HostFixtureOptions o;

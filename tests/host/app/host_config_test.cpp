@@ -284,6 +284,17 @@ TEST(HostConfigTest, PluginIsolationIsSandboxUnlessSaidOtherwise) {
   ASSERT_FALSE(typo.ok());
   EXPECT_THAT(typo, HasReason(Reason::kConfigInvalid));
   EXPECT_NE(typo.error().message().find("isolation"), std::string::npos) << typo.error().message();
+  EXPECT_EQ((*def)->plugins.memory_cgroup, PluginsConfig::MemoryCgroup::kAuto);
+  auto required = ParseText(Replace(DataText(), t, t + "\n  memory_cgroup: required"));
+  ASSERT_TRUE(required.ok()) << required.error().ToString();
+  EXPECT_EQ((*required)->plugins.memory_cgroup, PluginsConfig::MemoryCgroup::kRequired);
+  auto cg_none = ParseText(Replace(DataText(), t, t + "\n  memory_cgroup: none"));
+  ASSERT_TRUE(cg_none.ok()) << cg_none.error().ToString();
+  EXPECT_EQ((*cg_none)->plugins.memory_cgroup, PluginsConfig::MemoryCgroup::kNone);
+  auto cg_typo = ParseText(Replace(DataText(), t, t + "\n  memory_cgroup: yes"));
+  ASSERT_FALSE(cg_typo.ok());
+  EXPECT_NE(cg_typo.error().message().find("memory_cgroup"), std::string::npos)
+      << cg_typo.error().message();
   auto tiny = ParseText(Replace(DataText(), t, t + "\n  memory_limit: 1MiB"));
   ASSERT_FALSE(tiny.ok());
   EXPECT_NE(tiny.error().message().find("at least 64MiB"), std::string::npos)

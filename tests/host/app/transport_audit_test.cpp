@@ -92,5 +92,24 @@ TEST(DeploymentTransportAuditTest, PluginsInTheHostsProcessAreHigh) {
   EXPECT_TRUE(Findings(*sandbox, "plugins.isolation_none").empty());
 }
 
+TEST(DeploymentTransportAuditTest, WorkersWithoutAMemoryCgroupAreMedium) {
+  const std::string timeout = "handler_timeout: 10s";
+  auto none = Load(timeout, timeout + "\n  memory_cgroup: none");
+  ASSERT_NE(none, nullptr);
+  const auto f = Findings(*none, "plugins.memory_cgroup_none");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kMedium);
+  EXPECT_NE(f[0].detail.find("page tables"), std::string::npos) << f[0].detail;
+  for (const std::string mode : {"auto", "required"}) {
+    auto with = Load(timeout, timeout + "\n  memory_cgroup: " + mode);
+    ASSERT_NE(with, nullptr) << mode;
+    EXPECT_TRUE(Findings(*with, "plugins.memory_cgroup_none").empty()) << mode;
+  }
+  // In the host's process there are no workers to bound.
+  auto in_process = Load(timeout, timeout + "\n  isolation: none\n  memory_cgroup: none");
+  ASSERT_NE(in_process, nullptr);
+  EXPECT_TRUE(Findings(*in_process, "plugins.memory_cgroup_none").empty());
+}
+
 }  // namespace
 }  // namespace clawguard::host

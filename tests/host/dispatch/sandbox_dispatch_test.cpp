@@ -73,6 +73,7 @@ class SandboxDispatchTest : public ::testing::Test {
     WorkerOptions o;
     o.executable = WorkerPath();
     o.memory_limit = 1ull << 30;
+    o.cgroups = Cgroups();  // as a host gets them: where this machine can make them
     o.max_threads = kWorkerThreads;
     o.backoff_base = std::chrono::milliseconds(1);
     o.backoff_max = std::chrono::milliseconds(1);
@@ -83,6 +84,12 @@ class SandboxDispatchTest : public ::testing::Test {
       faults_.push_back(f);
     };
     return o;
+  }
+
+  // Cgroups: the workers' memory cgroups, or null where this machine cannot make them.
+  static std::shared_ptr<sandbox::WorkerCgroups> Cgroups() {
+    auto c = sandbox::WorkerCgroups::Open();
+    return c.ok() ? std::move(c).value() : nullptr;
   }
 
   Result<std::shared_ptr<PluginWorker>> Start(const std::string& bytes, const WorkerOptions& o) {
@@ -319,6 +326,41 @@ TEST_F(SandboxDispatchTest, ACrashIsAFaultAndTheNextDeliveryGetsANewWorker) {
   EXPECT_NE(w->pid(), first);
 }
 
+TEST_F(SandboxDispatchTest, PageTablesPastTheMemoryLimitAreAMemoryFault) {
+  // RLIMIT_AS counts 4 KiB for each page this maps; the kernel holds 8 KiB of page tables for each.
+  WorkerOptions o = Options();
+  o.memory_limit = 256ull << 20;
+  auto unbounded = o;
+  unbounded.cgroups = nullptr;
+  {
+    // Without a cgroup the worker holds more than its limit, in the kernel's memory.
+    auto [w, d] = StartHostile(unbounded);
+    ASSERT_NE(d, nullptr);
+    DispatchReport r = Deliver(*d, Attack("page_tables", "40000"));
+    ASSERT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
+    EXPECT_EQ(nlohmann::json::parse(r.outcome.body)["result"], "mapped 40000");
+    w->Stop();
+  }
+  if (o.cgroups == nullptr) GTEST_SKIP() << "this machine gives the host no memory cgroup";
+  auto [w, d] = StartHostile(o);
+  ASSERT_NE(d, nullptr);
+  const std::string cgroup = "clawguard-worker-" + std::to_string(::getpid()) + "-";
+  EXPECT_NE(ReadAll("/proc/" + std::to_string(w->pid()) + "/cgroup").find(cgroup),
+            std::string::npos);
+  DispatchReport r = Deliver(*d, Attack("page_tables", "40000"));
+  EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kUnavailable) << r.outcome.detail;
+  ASSERT_TRUE(WaitForFaults(1));
+  EXPECT_EQ(faults()[0].cause, "memory");
+  EXPECT_EQ(faults()[0].signal, SIGKILL);
+  EXPECT_NE(faults()[0].detail.find("limit of 268435456 bytes"), std::string::npos)
+      << faults()[0].detail;
+  EXPECT_EQ(h_.AuditCount("\"cause\":\"memory\""), 1u);
+  // The next delivery gets a new worker, in a cgroup of its own.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the 1 ms backoff
+  DispatchReport next = Deliver(*d, Attack("none"));
+  EXPECT_EQ(next.outcome.kind, PluginOutcome::Kind::kAnswered) << next.outcome.detail;
+}
+
 TEST_F(SandboxDispatchTest, AHungPluginIsKilledAtTheTimeoutAndItsLeaseCanBeReleased) {
   auto w = Start(Build("hostile"), Options());
   ASSERT_TRUE(w.ok()) << w.error().ToString();
@@ -396,11 +438,15 @@ TEST_F(SandboxDispatchTest, AFloodSpreadOverWaitingDeliveriesIsBoundedPerWorker)
   std::vector<HttpRequest> requests(kSessions);
   std::vector<std::thread> threads;
   for (int i = 0; i < kSessions; ++i) {
-    // In order (ids 1, 2, 3): each waits on the ERP before the next begins.
+    // In order (ids 1, 2, 3): each waits on the ERP before the next begins. The last starts the
+    // flood (1 s after its own ERP call went out), so that no honest frame of the worker's lands
+    // inside the plugin's raw ones.
     threads.emplace_back([&, i] {
-      reports[i] = DeliverWith(
-          *d, i == 0 ? Attack("fill_sessions", std::to_string(kSessions)) : Attack("slow_call"),
-          kPlugin, &requests[i]);
+      reports[i] =
+          DeliverWith(*d,
+                      i == kSessions - 1 ? Attack("fill_sessions", std::to_string(kSessions))
+                                         : Attack("slow_call"),
+                      kPlugin, &requests[i]);
     });
     ASSERT_TRUE(clawguard::testing::WaitFor(
         [&] { return h_.erp().requests_total() >= static_cast<size_t>(i) + 1; }));

@@ -72,7 +72,7 @@ static void *fill_sessions(void *arg) {
   put32(frame + k, body);
   memset(frame + k + 4, 'A', body);
   k += 4 + body;
-  usleep(1000 * 1000); /* every delivery is waiting on the ERP by now */
+  usleep(1000 * 1000); /* the last delivery's ERP call (written after this thread started) is out */
   for (int id = 1; id <= sessions; ++id) {
     for (int i = 0; i < 2; ++i) raw_frame(19, (uint64_t)id, frame, (uint32_t)k);
   }
@@ -232,6 +232,20 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
     char *p = malloc((size_t)10 << 30);
     result_of(p != NULL, out, n);
     free(p);
+  } else if (strcmp(name, "page_tables") == 0) {
+    /* |arg| single read-only pages, each in a 1 GiB slot of its own, each read once: RLIMIT_AS
+       counts 4 KiB for each, the kernel holds a page-table page and a page-directory page (8 KiB)
+       for each. Only a memory cgroup counts those. */
+    unsigned long want = strtoul(arg, NULL, 10), mapped = 0;
+    volatile unsigned long sink = 0;
+    for (unsigned long i = 0; i < want; ++i) {
+      void *hint = (void *)(0x100000000000ul + i * (1ul << 30));
+      void *p = mmap(hint, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) break;
+      sink += *(volatile char *)p;
+      ++mapped;
+    }
+    snprintf(out, n, "mapped %lu", mapped + (sink & 0));
   } else if (strcmp(name, "frame_flood") == 0) {
     /* An ERP call of delivery 1 (the first on this worker), then, while the host waits on the
        ERP, 16 MiB answers for it as fast as the channel takes them. */

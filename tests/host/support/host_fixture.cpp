@@ -227,7 +227,7 @@ void HostFixture::Prepare(const HostFixtureOptions& options) {
           "plugins: { dir: plugins, trust: trust.yaml, allowlist: allowlist.yaml, "
           "handler_timeout: " +
           options.handler_timeout + ", isolation: " + options.isolation +
-          ", worker: " + WorkerPath() +
+          ", worker: " + WorkerPath() + options.plugins_extra +
           " }\n"
           "webhooks:\n  tolerance: 300s\n  clock_skew: 5m\n  platform_retry: { schedule: [1m] }\n"
           "  routes:\n    acme-orders/order.created: { current: env:E2E_SECRET }\n"

@@ -94,6 +94,7 @@ struct HostFixtureOptions {
   };
   std::vector<Version> more_versions;
   std::string isolation = "sandbox";  // plugins.isolation: sandbox or none
+  std::string plugins_extra;          // more `plugins:` settings, e.g. ", memory_limit: 256MiB"
 };
 
 // WorkerPath is the clawguard-worker built beside the clawguard command (plugins.worker for a
