@@ -195,6 +195,13 @@ int Run(int argc, char** argv) {
   WorkerOptions o;
   o.executable = worker_path;
   o.memory_limit = 1ull << 30;
+  // As a host with plugins.memory_cgroup: auto starts them: each in a memory cgroup of its own
+  // where this machine lets it make one.
+  std::string cgroup = "none";
+  if (auto cgroups = clawguard::sandbox::WorkerCgroups::Open(); cgroups.ok()) {
+    o.cgroups = std::move(cgroups).value();
+    cgroup = o.cgroups->Describe();
+  }
 
   auto worker = StartWorker(o, library);
   std::vector<double> trips, peer_trips;
@@ -228,6 +235,7 @@ int Run(int argc, char** argv) {
       {"worker_start_ms", st},
       {"spawn_true_ms", pst},
       {"start_ratio_p50", st["p50"].get<double>() / pst["p50"].get<double>()},
+      {"memory_cgroup", cgroup},
   };
   std::cout << out.dump(2) << "\n";
   return 0;

@@ -34,3 +34,4 @@ echo "| erp_call round trip, worker channel (µs, $(f .erp_round_trip_us.n) call
 echo "| worker start to ready (ms, $(f .worker_start_ms.n) starts) | $(r .worker_start_ms.p50) | $(r .worker_start_ms.p99) | – | $(r .spawn_true_ms.p50) | $(r .spawn_true_ms.p99) | $(printf '%.1f' "$(f .start_ratio_p50)") | – |"
 echo
 echo "Floors: the same frames between two processes on a blocking socketpair; posix_spawn of /bin/true."
+echo "Workers' memory cgroup: $(f .memory_cgroup)."

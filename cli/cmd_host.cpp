@@ -20,6 +20,7 @@
 // without the ledger (its rollback and overwrite rules are applied at start), without opening
 // the store, without writing the audit log. Exit 0: the host would start with every package;
 // 1: it would start but refuse at least one (each listed with its reason); 2: it would not start.
+#include <malloc.h>
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -88,6 +89,11 @@ std::string HostOf(const std::string& address) {
 }
 
 int RunHost(const std::string& config_path) {
+  // Buffers of 1 MiB and more (a worker's 16 MiB answer, an ERP body) come from mmap and go back
+  // to the kernel when freed. glibc's default raises this threshold to the largest block freed so
+  // far, after which such buffers come from the arenas and stay in the host's memory: a plugin
+  // sending large frames would leave the host holding them after its worker is gone.
+  (void)::mallopt(M_MMAP_THRESHOLD, 1 << 20);
   // Block the stop signals and SIGHUP before any thread starts, so every thread inherits the mask
   // and sigwait below is the only receiver.
   sigset_t signals;

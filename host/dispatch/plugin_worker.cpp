@@ -110,6 +110,22 @@ struct PluginWorker::Process {
     }
   }
 
+  // A worker the host kills for what it did (a forbidden call, a protocol violation, a full queue)
+  // is trusted no further: its frames not yet read — ERP calls among them — are dropped, not
+  // carried out. Those of a worker that crashed, exited, ran out of memory or time stay readable
+  // (an answer sent before a crash is still that delivery's answer).
+  static bool IsViolation(const std::string& cause) {
+    return cause == "seccomp" || cause == "protocol" || cause == "queue";
+  }
+  void DropUnread() CLAWGUARD_REQUIRES(mu) {
+    for (auto& [id, s] : sessions) {
+      MutexLock slock(s->mu_);
+      inbox_total -= s->inbox_bytes_;
+      s->inbox_bytes_ = 0;
+      s->inbox_.clear();
+    }
+  }
+
   void Kill(const std::string& cause, const std::string& detail) {
     {
       MutexLock lock(mu);
@@ -118,6 +134,7 @@ struct PluginWorker::Process {
         kill_detail = detail;
       }
       if (cause == "shutdown") shutting_down = true;
+      if (IsViolation(cause)) DropUnread();
     }
     if (proc.pidfd.valid()) (void)PidfdSignal(proc.pidfd.get(), SIGKILL);
   }
@@ -238,16 +255,35 @@ struct PluginWorker::Process {
     Session* s = nullptr;
     {
       MutexLock lock(mu);
+      // Once the host has killed the worker, what it still reads of it goes nowhere.
+      if (!kill_cause.empty()) return;
       if (f.type == FrameType::kReady || f.type == FrameType::kInitFailed || f.id == 0 ||
           f.id > highest_id) {
         lock.Unlock();
         Kill("protocol", "a frame for no delivery the host sent");
         return;
       }
+      // Each frame no larger than what an honest worker sends of its type, and a delivery's
+      // later answers without a body: refused as it arrives, before the host holds it.
+      if (f.payload.size() > sandbox::MaxWorkerPayload(f.type)) {
+        lock.Unlock();
+        Kill("protocol", "a frame of type " + std::to_string(static_cast<int>(f.type)) + " of " +
+                             std::to_string(f.payload.size()) + " bytes (at most " +
+                             std::to_string(sandbox::MaxWorkerPayload(f.type)) + " expected)");
+        return;
+      }
       auto it = sessions.find(f.id);
       auto gave_up = abandoned.find(f.id);
       if (it != sessions.end() && gave_up == abandoned.end()) {
         s = it->second;
+        if (f.type == FrameType::kRespond) {
+          if (s->answered_ && f.payload.size() > sandbox::MaxLaterRespondPayload()) {
+            lock.Unlock();
+            Kill("protocol", "a later answer of a delivery with a body (the worker sends none)");
+            return;
+          }
+          s->answered_ = true;
+        }
         if (Push(*s, std::move(f))) return;
         lock.Unlock();
         Kill("protocol", "unread frames exceed what the host holds for a delivery or a worker");
@@ -414,6 +450,7 @@ struct PluginWorker::Process {
       dead_cause = fault.cause + ": " + fault.detail;
       queue.clear();  // nothing more is sent: what a flood queued is freed now
       queued_bytes = 0;
+      if (IsViolation(fault.cause)) DropUnread();
       for (auto& [id, s] : sessions) {
         {
           MutexLock slock(s->mu_);

@@ -127,6 +127,8 @@ class PluginWorker : public std::enable_shared_from_this<PluginWorker> {
     uint64_t inbox_bytes_ CLAWGUARD_GUARDED_BY(mu_) = 0;
     bool gone_ CLAWGUARD_GUARDED_BY(mu_) = false;
     std::string gone_cause_ CLAWGUARD_GUARDED_BY(mu_);
+    // A kRespond was routed to it (by the reader, under the process's lock).
+    bool answered_ = false;
   };
 
   // Start starts the first worker process and waits for it to be ready (see the file comment).

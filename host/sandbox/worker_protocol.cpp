@@ -196,6 +196,20 @@ std::optional<RespondMsg> RespondMsg::Decode(std::string_view payload) {
   return m;
 }
 
+uint64_t MaxWorkerPayload(FrameType type) {
+  switch (type) {
+    case FrameType::kReady: return 4 + 4;
+    case FrameType::kInitFailed: return 4 + 64 + 4 + kMaxLog;
+    case FrameType::kErpCall: return 4 + kMaxName + 4 + kMaxPath + 4 + limits::kMaxErpRequestBody;
+    case FrameType::kRespond: return 4 + 4 + kMaxName + 4 + kMaxWorkerAnswer;
+    case FrameType::kLog: return 4 + 4 + kMaxLog;
+    case FrameType::kDone: return 4;
+    default: return 0;
+  }
+}
+
+uint64_t MaxLaterRespondPayload() { return 4 + 4 + kMaxName + 4; }
+
 std::string LogMsg::Encode() const { return PayloadWriter().I32(level).Bytes(message).Take(); }
 
 std::optional<LogMsg> LogMsg::Decode(std::string_view payload) {

@@ -50,6 +50,13 @@ inline constexpr size_t kFrameHeaderBytes = 16;
 // (limits::kMaxErpRequestBody) with its fields.
 inline constexpr uint64_t kMaxWorkerAnswer = 16 * limits::kMiB;
 inline constexpr uint64_t kMaxWorkerFrame = kMaxWorkerAnswer + 64 * 1024;
+// MaxWorkerPayload is the largest payload an honest worker sends in a frame of |type| (the largest
+// fields its decoder accepts, with their length prefixes); the host refuses a larger one as it
+// arrives, before it holds it for the delivery. 0 for a type a worker never sends.
+uint64_t MaxWorkerPayload(FrameType type);
+// A worker sends a delivery's later answers (a plugin calling respond() again) without their
+// body: the host only counts them.
+uint64_t MaxLaterRespondPayload();
 // What the host may send: a delivery's body (limits::kMaxWebhookBody) or an ERP answer, with
 // their fields.
 inline constexpr uint64_t kMaxHostFrame = limits::kMaxWebhookBody + 64 * 1024;

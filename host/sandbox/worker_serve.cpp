@@ -63,6 +63,7 @@ struct WorkerCall {
   Mutex mu;
   std::condition_variable reply_cv;
   bool closed CLAWGUARD_GUARDED_BY(mu) = false;
+  bool responded CLAWGUARD_GUARDED_BY(mu) = false;  // respond() was called: later ones send no body
   bool reply_ready CLAWGUARD_GUARDED_BY(mu) = false;
   ErpReplyMsg reply CLAWGUARD_GUARDED_BY(mu);
   // Every reply's bytes stay valid until handle_webhook returns (plugin.h).
@@ -127,16 +128,23 @@ int ErpCallFn(cg_call* handle, const char* method, const char* path, cg_bytes bo
 void RespondFn(cg_call* handle, int status, const char* content_type, cg_bytes body) {
   const std::shared_ptr<WorkerCall> call = FindCall(handle);
   if (call == nullptr) return;
+  bool again = false;
   {
     MutexLock lock(call->mu);
     if (call->closed) return;
+    again = call->responded;
+    call->responded = true;
   }
   RespondMsg m;
   m.status = status;
   m.content_type =
       content_type == nullptr ? std::string() : PluginString(content_type, kMaxContentType);
-  // What the host cannot take is sent as an invalid status: it refuses the answer and says so.
-  if ((body.data == nullptr && body.len != 0) || body.len > kMaxWorkerAnswer) {
+  // A later answer is only counted by the host (respond twice is the plugin's error): its body
+  // is not sent. What the host cannot take is sent as an invalid status: it refuses the answer
+  // and says so.
+  if (again) {
+    m.content_type.clear();
+  } else if ((body.data == nullptr && body.len != 0) || body.len > kMaxWorkerAnswer) {
     m.status = -1;
   } else if (body.len != 0) {
     m.body.assign(body.data, body.len);

@@ -407,7 +407,33 @@ TEST_F(SandboxDispatchTest, TheAnswerRulesAndLogLimitsHoldAcrossTheProcessBounda
   EXPECT_TRUE(faults().empty());
 }
 
-// The worker floods answers for its delivery while the host waits on a slow ERP: the host holds
+// A plugin calling respond() again and again costs the host one answer: the worker sends the later
+// ones without their body, and a later one with a body (written past the worker) or a frame larger
+// than its type allows is a violation as it arrives.
+TEST_F(SandboxDispatchTest, AnAnswerFloodCostsTheHostOneAnswer) {
+  auto [w, d] = StartHostile();
+  ASSERT_NE(d, nullptr);
+  DispatchReport r = Deliver(*d, Attack("respond_flood"));
+  EXPECT_NE(r.outcome.detail.find("40 times"), std::string::npos) << r.outcome.detail;
+  EXPECT_TRUE(faults().empty());
+  DispatchReport twice = Deliver(*d, Attack("none"));
+  EXPECT_EQ(twice.outcome.kind, PluginOutcome::Kind::kAnswered) << twice.outcome.detail;
+  for (const auto& [attack, detail] : std::vector<std::pair<std::string, std::string>>{
+           {"raw_respond_twice", "a later answer of a delivery with a body"},
+           {"raw_big_log", "a frame of type 20 of 1048584 bytes (at most 4104 expected)"}}) {
+    auto [hw, hd] = StartHostile();
+    ASSERT_NE(hd, nullptr);
+    const size_t before = faults().size();
+    DispatchReport raw = Deliver(*hd, Attack(attack));
+    EXPECT_EQ(raw.outcome.kind, PluginOutcome::Kind::kUnavailable) << raw.outcome.detail;
+    ASSERT_TRUE(WaitForFaults(before + 1)) << attack;
+    EXPECT_EQ(faults()[before].cause, "protocol") << attack;
+    EXPECT_NE(faults()[before].detail.find(detail), std::string::npos) << faults()[before].detail;
+    hw->Stop();
+  }
+}
+
+// The worker floods ERP calls for its delivery while the host waits on a slow ERP: the host holds
 // at most PluginWorker::kMaxInboxBytes of a delivery's unread frames, then kills the worker.
 TEST_F(SandboxDispatchTest, AWorkerFloodingFramesWhileTheHostWaitsIsKilledNotBuffered) {
   ErpAnswer slow;
@@ -416,6 +442,8 @@ TEST_F(SandboxDispatchTest, AWorkerFloodingFramesWhileTheHostWaitsIsKilledNotBuf
   auto [w, d] = StartHostile();
   ASSERT_NE(d, nullptr);
   DispatchReport r = Deliver(*d, Attack("frame_flood"));
+  // The ERP calls still unread when the worker was killed for the flood are not made.
+  EXPECT_EQ(h_.erp().requests_total(), 1u);
   EXPECT_EQ(r.outcome.kind, PluginOutcome::Kind::kUnavailable) << r.outcome.detail;
   ASSERT_TRUE(WaitForFaults(1));
   EXPECT_EQ(faults()[0].cause, "protocol");
@@ -426,14 +454,17 @@ TEST_F(SandboxDispatchTest, AWorkerFloodingFramesWhileTheHostWaitsIsKilledNotBuf
 // host holds for one delivery: what the host holds for the whole worker bounds it.
 TEST_F(SandboxDispatchTest, AFloodSpreadOverWaitingDeliveriesIsBoundedPerWorker) {
   ErpAnswer slow;
-  slow.delay = std::chrono::milliseconds(4000);
+  slow.delay = std::chrono::milliseconds(6000);  // the flood (from 0.5 s on) ends well before
   h_.erp().SetAnswer("/orders/1/fulfil", slow);
   auto w = Start(Build("hostile"), Options());
   ASSERT_TRUE(w.ok()) << w.error().ToString();
   auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}}, std::chrono::milliseconds(8000));
-  constexpr int kSessions = 3;  // 3 × 30 MiB: under kMaxInboxBytes each, over the worker's bound
-  static_assert(kSessions * 2 * (15ull << 20) > PluginWorker::kMaxWorkerInboxBytes);
-  static_assert(2 * (15ull << 20) < PluginWorker::kMaxInboxBytes);
+  // 3 × 29 MiB (a 15 MiB answer and 14 ERP calls of 1 MiB each): under kMaxInboxBytes each,
+  // over the worker's bound.
+  constexpr int kSessions = 3;
+  constexpr uint64_t kPerSession = (15ull << 20) + 14 * (1ull << 20);
+  static_assert(kSessions * kPerSession > PluginWorker::kMaxWorkerInboxBytes);
+  static_assert(kPerSession + 15 * 256 < PluginWorker::kMaxInboxBytes);
   std::vector<DispatchReport> reports(kSessions);
   std::vector<HttpRequest> requests(kSessions);
   std::vector<std::thread> threads;

@@ -58,10 +58,13 @@ static void result_of(int ok, char *out, size_t n) {
     snprintf(out, n, "denied: %s", strerror(errno));
 }
 
-/* fill_sessions sends two 15 MiB kRespond frames to each of deliveries 1..*arg, from one static
-   buffer (the worker's own memory limit does not bound what the host buffers). */
+/* fill_sessions sends each of deliveries 1..*arg a 15 MiB kRespond frame and 14 kErpCall frames
+   of 1 MiB (each what an honest worker may send, together below what the host holds for one
+   delivery), from static buffers (the worker's own memory limit does not bound what the host
+   buffers). */
 static void *fill_sessions(void *arg) {
   static char frame[(15u << 20) + 64];
+  static char call[(1u << 20) + 64];
   const int sessions = *(int *)arg;
   const uint32_t body = 15u << 20;
   size_t k = 0;
@@ -72,9 +75,21 @@ static void *fill_sessions(void *arg) {
   put32(frame + k, body);
   memset(frame + k + 4, 'A', body);
   k += 4 + body;
-  usleep(1000 * 1000); /* the last delivery's ERP call (written after this thread started) is out */
+  size_t c = 0;
+  put32(call + c, 4);
+  memcpy(call + c + 4, "POST", 4);
+  c += 8;
+  put32(call + c, 16);
+  memcpy(call + c + 4, "/orders/1/fulfil", 16);
+  c += 20;
+  const uint32_t call_body = (1u << 20) - 64;
+  put32(call + c, call_body);
+  memset(call + c + 4, '{', call_body);
+  c += 4 + call_body;
+  usleep(500 * 1000); /* the last delivery's ERP call (written after this thread started) is out */
   for (int id = 1; id <= sessions; ++id) {
-    for (int i = 0; i < 2; ++i) raw_frame(19, (uint64_t)id, frame, (uint32_t)k);
+    raw_frame(19, (uint64_t)id, frame, (uint32_t)k);
+    for (int i = 0; i < 14; ++i) raw_frame(18, (uint64_t)id, call, (uint32_t)c);
   }
   return NULL;
 }
@@ -248,30 +263,24 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
     snprintf(out, n, "mapped %lu", mapped + (sink & 0));
   } else if (strcmp(name, "frame_flood") == 0) {
     /* An ERP call of delivery 1 (the first on this worker), then, while the host waits on the
-       ERP, 16 MiB answers for it as fast as the channel takes them. */
-    char call[64];
-    size_t m = 0;
-    put32(call + m, 4);
-    memcpy(call + m + 4, "POST", 4);
-    m += 8;
-    put32(call + m, 16);
-    memcpy(call + m + 4, "/orders/1/fulfil", 16);
-    m += 20;
-    put32(call + m, 0);
-    m += 4;
-    raw_frame(18, 1, call, (uint32_t)m);
-    const uint32_t body = 16u << 20;
+       ERP, 64 more of 1 MiB each (the most an honest one carries) as fast as the channel takes
+       them. */
+    const uint32_t body = (1u << 20) - 64;
     char *p = malloc(body + 64);
     if (p == NULL) return;
-    size_t k = 0;
-    put32(p + k, 200);
-    put32(p + k + 4, 10);
-    memcpy(p + k + 8, "text/plain", 10);
-    k += 18;
-    put32(p + k, body);
-    memset(p + k + 4, 'A', body);
-    k += 4 + body;
-    for (int i = 0; i < 64; ++i) raw_frame(19, 1, p, (uint32_t)k);
+    size_t m = 0;
+    put32(p + m, 4);
+    memcpy(p + m + 4, "POST", 4);
+    m += 8;
+    put32(p + m, 16);
+    memcpy(p + m + 4, "/orders/1/fulfil", 16);
+    m += 20;
+    put32(p + m, 0);
+    raw_frame(18, 1, p, (uint32_t)(m + 4));
+    put32(p + m, body);
+    memset(p + m + 4, '{', body);
+    m += 4 + body;
+    for (int i = 0; i < 64; ++i) raw_frame(18, 1, p, (uint32_t)m);
     free(p);
     snprintf(out, n, "flooded");
   } else if (strcmp(name, "stall_reader") == 0) {
@@ -511,6 +520,36 @@ static int handle(cg_call *call, const char *route, const cg_request *req) {
   if (strcmp(name, "respond_twice") == 0) {
     test_respond_json(call, 200, "{}");
     test_respond_json(call, 200, "{}");
+    return 0;
+  }
+  if (strcmp(name, "respond_flood") == 0) {
+    /* 40 answers of 4 MiB through the API: the worker sends the later ones without their body. */
+    static char big[4u << 20];
+    memset(big, 'B', sizeof big);
+    for (int i = 0; i < 40; ++i) g_host->respond(call, 200, "text/plain", (cg_bytes){big, sizeof big});
+    return 0;
+  }
+  if (strcmp(name, "raw_respond_twice") == 0 || strcmp(name, "raw_big_log") == 0) {
+    /* Written on the channel past the worker: delivery 1 (the first on this worker). */
+    static char payload[(1u << 20) + 64];
+    size_t k = 0;
+    if (strcmp(name, "raw_respond_twice") == 0) {
+      put32(payload + k, 200);
+      put32(payload + k + 4, 0);
+      k += 8;
+      put32(payload + k, 1u << 20);
+      memset(payload + k + 4, 'C', 1u << 20);
+      k += 4 + (1u << 20);
+      raw_frame(19, 1, payload, (uint32_t)k);
+      raw_frame(19, 1, payload, (uint32_t)k);
+    } else {
+      put32(payload + k, 1);
+      put32(payload + k + 4, 1u << 20);
+      memset(payload + k + 8, 'L', 1u << 20);
+      k += 8 + (1u << 20);
+      raw_frame(20, 1, payload, (uint32_t)k);
+    }
+    sleep(5); /* the host kills the worker meanwhile */
     return 0;
   }
   if (strcmp(name, "bad_status") == 0) {

@@ -45,6 +45,27 @@ TEST(WorkerProtocolTest, EveryMessageRoundTrips) {
   EXPECT_EQ(failed->detail, "init returned 3");
 }
 
+TEST(WorkerProtocolTest, TheLargestHonestMessageOfEachTypeFitsItsBound) {
+  // The largest fields each decoder accepts: the host's per-type bound refuses nothing larger than
+  // what decodes, and nothing the worker's API produces.
+  const std::string name(4096, 'n'), path(64 * 1024, 'p');
+  ErpCallMsg call{name, path, std::string(limits::kMaxErpRequestBody, 'b')};
+  EXPECT_EQ(call.Encode().size(), MaxWorkerPayload(FrameType::kErpCall));
+  RespondMsg answer{200, name, std::string(kMaxWorkerAnswer, 'a')};
+  EXPECT_EQ(answer.Encode().size(), MaxWorkerPayload(FrameType::kRespond));
+  RespondMsg later{200, name, ""};
+  EXPECT_EQ(later.Encode().size(), MaxLaterRespondPayload());
+  EXPECT_EQ((LogMsg{1, std::string(4096, 'l')}).Encode().size(), MaxWorkerPayload(FrameType::kLog));
+  EXPECT_EQ((DoneMsg{0}).Encode().size(), MaxWorkerPayload(FrameType::kDone));
+  EXPECT_EQ((ReadyMsg{1, 0}).Encode().size(), MaxWorkerPayload(FrameType::kReady));
+  EXPECT_EQ((InitFailedMsg{std::string(64, 'r'), std::string(4096, 'd')}).Encode().size(),
+            MaxWorkerPayload(FrameType::kInitFailed));
+  EXPECT_EQ(MaxWorkerPayload(FrameType::kDeliver), 0u);  // the host's, never a worker's
+  for (FrameType t : {FrameType::kErpCall, FrameType::kRespond, FrameType::kLog}) {
+    EXPECT_LE(MaxWorkerPayload(t), kMaxWorkerFrame);
+  }
+}
+
 TEST(WorkerProtocolTest, AFrameLongerThanTheLimitIsRefusedFromItsHeader) {
   FrameDecoder dec(1024, kFromWorker);
   std::string frame = EncodeFrame(FrameType::kLog, 1, std::string(2000, 'x'));
