@@ -173,6 +173,7 @@ int Count(const std::string& flag, const std::string& value) {
 int Run(int argc, char** argv) {
   std::string worker_path, plugin_path;
   int calls = 2000, rounds = 10, starts = 40;
+  bool memory_cgroup = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--worker")
@@ -185,11 +186,14 @@ int Run(int argc, char** argv) {
       rounds = Count(flag, value);
     else if (flag == "--starts")
       starts = Count(flag, value);
+    else if (flag == "--memory-cgroup" && (value == "auto" || value == "none"))
+      memory_cgroup = value == "auto";
     else
       Die("unknown flag " + flag);
   }
   if (worker_path.empty() || plugin_path.empty() || calls < 2 || calls > 1000) {
-    Die("usage: worker_bench --worker W --plugin SO [--calls 2..1000] [--rounds N] [--starts N]");
+    Die("usage: worker_bench --worker W --plugin SO [--calls 2..1000] [--rounds N] [--starts N] "
+        "[--memory-cgroup auto|none]");
   }
   const std::string library = ReadFile(plugin_path);
   WorkerOptions o;
@@ -198,7 +202,7 @@ int Run(int argc, char** argv) {
   // As a host with plugins.memory_cgroup: auto starts them: each in a memory cgroup of its own
   // where this machine lets it make one.
   std::string cgroup = "none";
-  if (auto cgroups = clawguard::sandbox::WorkerCgroups::Open(); cgroups.ok()) {
+  if (auto cgroups = clawguard::sandbox::WorkerCgroups::Open(); memory_cgroup && cgroups.ok()) {
     o.cgroups = std::move(cgroups).value();
     cgroup = o.cgroups->Describe();
   }

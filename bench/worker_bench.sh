@@ -3,6 +3,7 @@
 # table.
 #
 #   bench/worker_bench.sh [--build DIR] [--calls 1000] [--rounds 10] [--starts 40]
+#                         [--memory-cgroup auto|none]
 #
 # bench/worker_bench (see its header) in one run, interleaved round by round:
 #   * an erp_call's round trip over the worker channel alone (PluginWorker, the real
@@ -14,18 +15,20 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 build="${CLAWGUARD_BENCH_BUILD:-${CLAWGUARD_BUILD_DIR:-$repo/build/bench}}" calls=1000 rounds=10 starts=40
+cgroup=auto
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
     --calls) calls="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --starts) starts="$2"; shift 2 ;;
+    --memory-cgroup) cgroup="$2"; shift 2 ;;
     *) echo "bench/worker_bench.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 out=$("$build/bench/worker_bench" --worker "$build/cli/clawguard-worker" \
   --plugin "$build/bench/libclawguard_bench_erp_loop.so" \
-  --calls "$calls" --rounds "$rounds" --starts "$starts")
+  --calls "$calls" --rounds "$rounds" --starts "$starts" --memory-cgroup "$cgroup")
 f() { jq -r "$1" <<<"$out"; }
 r() { printf '%.1f' "$(f "$1")"; }
 echo "| what | p50 | p99 | p99.9 | floor p50 | floor p99 | ratio p50 | ratio p99 |"
