@@ -25,8 +25,8 @@ constexpr std::string_view kQueued = "clawguard_deliveries_queued";
 constexpr std::string_view kPluginThreads = "clawguard_plugin_threads";
 constexpr std::string_view kPluginFaults = "clawguard_plugin_faults_total";
 // The causes a worker fault is counted under (host/dispatch/plugin_worker.h WorkerFault::cause).
-constexpr std::string_view kFaultCauses[] = {"crash",    "seccomp", "exit", "timeout",
-                                             "protocol", "queue",   "start"};
+constexpr std::string_view kFaultCauses[] = {"crash",   "seccomp",  "memory", "exit",
+                                             "timeout", "protocol", "queue",  "start"};
 constexpr std::string_view kKeyBreakers = "_keys";  // endpoint label of the per-key breaker count
 
 constexpr ErpCallOutcome kErpOutcomes[] = {

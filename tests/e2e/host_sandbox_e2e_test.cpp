@@ -198,6 +198,12 @@ TEST(HostSandboxE2eTest, AWorkerHoldingKernelMemoryPastItsLimitIsEndedAndAudited
   const std::string log = clawguard::testing::ReadFile(fixture.audit_log());
   EXPECT_NE(log.find("\"memory_cgroup\":\"cgroup v"), std::string::npos) << log;
   EXPECT_NE(log.find("limit of 268435456 bytes"), std::string::npos) << log;
+  const ht::RawResponse metrics = AdminGet(fixture, "/metrics");
+  ASSERT_TRUE(metrics.ok);
+  EXPECT_NE(
+      metrics.body.find("clawguard_plugin_faults_total{plugin=\"acme-orders\",cause=\"memory\"} 1"),
+      std::string::npos)
+      << metrics.body;
   // The platform's retry of a well-behaved event is served by a new worker.
   const ht::Reply served = fixture.DeliverUntilStored("msg_next", Attack("2", "none"));
   EXPECT_EQ(served.status, 200) << served.body;
