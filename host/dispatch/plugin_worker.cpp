@@ -68,9 +68,12 @@ struct PluginWorker::Process {
   UniqueFd channel;
   // The worker's seccomp listener (lockdown.h), taken from the supervisor socket at start.
   UniqueFd supervisor, listener;
+  // Each type bounded by what an honest worker sends of it, from the header on: a frame announced
+  // larger is refused before its payload is held.
   sandbox::FrameDecoder decoder{sandbox::kMaxWorkerFrame,
                                 {FrameType::kReady, FrameType::kInitFailed, FrameType::kErpCall,
-                                 FrameType::kRespond, FrameType::kLog, FrameType::kDone}};
+                                 FrameType::kRespond, FrameType::kLog, FrameType::kDone},
+                                &sandbox::MaxWorkerPayload};
   std::thread reader, writer;
 
   Mutex mu;

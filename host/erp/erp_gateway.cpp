@@ -104,6 +104,14 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
                     std::to_string(limits::kMaxErpRequestBody) + " are sent");
     return CG_DENIED;
   }
+  if (body_bytes_ + body.size() > kMaxErpBodyBytesPerDelivery) {
+    ++outcome_.denied;
+    Metric(env_, "", ErpCallOutcome::kDenied);
+    AuditDenied(method, path,
+                "more than " + std::to_string(kMaxErpBodyBytesPerDelivery) +
+                    " bytes of ERP request bodies in one delivery");
+    return CG_DENIED;
+  }
 
   // 1. The exact method and path that would be sent; nothing else is ever sent.
   const std::optional<std::string_view> capability = caps_.Match(method, path);
@@ -121,6 +129,7 @@ int ErpGateway::Call(std::string_view method, std::string_view path, std::string
 
   // 2.–3. Call index, key, and the outbox row before any send.
   const int64_t index = outcome_.calls++;
+  body_bytes_ += body.size();
   OutboxRow row;
   row.event_key = delivery_.event_key;
   row.fencing_token = delivery_.fencing_token;

@@ -46,6 +46,7 @@
 #include <string_view>
 
 #include "clawguard/error.h"
+#include "clawguard/limits.h"
 #include "clawguard/plugin.h"
 #include "clawguard/store/dlq.h"
 #include "clawguard/store/outbox.h"
@@ -117,11 +118,17 @@ class ErpGateway {
   int latched_ = 0;                  // CG_FENCED / CG_MISMATCH once returned
   std::deque<std::string> replies_;  // stable addresses for *reply
   int denied_audits_ = 0;            // erp_call_denied lines written for this delivery
+  uint64_t body_bytes_ = 0;          // request bodies of this delivery's calls so far
 };
 
 inline constexpr int kMaxDeniedAuditsPerDelivery = 100;
 // ERP calls one delivery may make; more are refused (each would be a stored outbox row).
 inline constexpr int64_t kMaxErpCallsPerDelivery = 1000;
+// The request bodies of one delivery's ERP calls together (each is stored in the outbox before
+// it is sent, a level-3 one kept until intent_expiry): a call past it is refused. Without it one
+// delivery could store 1,000 bodies of limits::kMaxErpRequestBody — a GiB of store for each event
+// a malicious plugin is given.
+inline constexpr uint64_t kMaxErpBodyBytesPerDelivery = 8 * limits::kMaxErpRequestBody;
 
 // CallReplay is what RetryWorker::ReplayCall did with a call-level DLQ entry's outbox row.
 enum class CallReplay {

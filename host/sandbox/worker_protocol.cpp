@@ -59,6 +59,11 @@ std::optional<Frame> FrameDecoder::Next() {
     error_ = "a frame of type " + std::to_string(type_word) + ", which this side never expects";
     return std::nullopt;
   }
+  if (max_of_type_ != nullptr && len > max_of_type_(type)) {
+    error_ = "a frame of type " + std::to_string(type_word) + " of " + std::to_string(len) +
+             " bytes (at most " + std::to_string(max_of_type_(type)) + " expected)";
+    return std::nullopt;
+  }
   if (buf_.size() - off_ - kFrameHeaderBytes < len) return std::nullopt;
   Frame f;
   f.type = type;

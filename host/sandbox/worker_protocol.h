@@ -77,8 +77,11 @@ std::string EncodeFrame(FrameType type, uint64_t id, std::string_view payload);
 // a type outside |allowed|.
 class FrameDecoder {
  public:
-  FrameDecoder(uint64_t max_payload, std::vector<FrameType> allowed)
-      : max_payload_(max_payload), allowed_(std::move(allowed)) {}
+  // |max_of_type|, when given, bounds each type's payload further (MaxWorkerPayload): a header
+  // announcing more is an error at once, before its payload is buffered.
+  FrameDecoder(uint64_t max_payload, std::vector<FrameType> allowed,
+               uint64_t (*max_of_type)(FrameType) = nullptr)
+      : max_payload_(max_payload), allowed_(std::move(allowed)), max_of_type_(max_of_type) {}
   void Feed(std::string_view bytes) { buf_.append(bytes); }
   std::optional<Frame> Next();
   const std::string& error() const { return error_; }
@@ -88,6 +91,7 @@ class FrameDecoder {
  private:
   uint64_t max_payload_;
   std::vector<FrameType> allowed_;
+  uint64_t (*max_of_type_)(FrameType);
   std::string buf_;
   size_t off_ = 0;
   std::string error_;

@@ -48,8 +48,8 @@ typedef struct {
    no plugin can guess another delivery's. Valid until handle_webhook returns: a host call made
    with it later, from any thread, does nothing (erp_call returns CG_FENCED, respond and log are
    ignored). erp_call copies method, path (at most 2048 bytes) and body (at most 1 MiB, else
-   CG_DENIED) once, and checks and sends that copy; a delivery makes at most 1000 calls (more are
-   CG_DENIED). */
+   CG_DENIED) once, and checks and sends that copy; a delivery makes at most 1000 calls, with 8 MiB
+   of bodies together (more are CG_DENIED). */
 typedef struct cg_call cg_call;
 
 typedef struct {

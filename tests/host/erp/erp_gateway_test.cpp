@@ -245,6 +245,20 @@ TEST_F(ErpGatewayTest, CallsPastThePerDeliveryBoundAreRefused) {
   EXPECT_EQ(h_.AuditCount("ERP calls in one delivery"), 1u);
 }
 
+// One delivery's request bodies together are bounded: each is stored before it is sent, so 1,000
+// calls reusing one 1 MiB buffer would store a GiB per event.
+TEST_F(ErpGatewayTest, BodiesPastThePerDeliveryBudgetAreRefused) {
+  auto g = Gateway(h_.Claim(key_));
+  const std::string full(limits::kMaxErpRequestBody, 'x');
+  for (uint64_t i = 0; i < kMaxErpBodyBytesPerDelivery / limits::kMaxErpRequestBody; ++i) {
+    ASSERT_NE(Call(*g, "POST", "/orders/7/fulfil", full, nullptr), CG_DENIED) << i;
+  }
+  EXPECT_EQ(Call(*g, "POST", "/orders/7/fulfil", "x", nullptr), CG_DENIED);
+  EXPECT_EQ(h_.AuditCount("bytes of ERP request bodies in one delivery"), 1u);
+  EXPECT_EQ(h_.erp().requests_total(), 8u);
+  EXPECT_EQ(Call(*g, "GET", "/orders/1", "", nullptr), 200);  // a call without a body still goes
+}
+
 // A body over limits::kMaxErpRequestBody is refused by its length: nothing written or sent, the
 // call index not used, audited.
 TEST_F(ErpGatewayTest, ABodyOverTheLimitIsDeniedByItsLength) {

@@ -529,10 +529,24 @@ static int handle(cg_call *call, const char *route, const cg_request *req) {
     for (int i = 0; i < 40; ++i) g_host->respond(call, 200, "text/plain", (cg_bytes){big, sizeof big});
     return 0;
   }
-  if (strcmp(name, "raw_respond_twice") == 0 || strcmp(name, "raw_big_log") == 0) {
+  if (strcmp(name, "raw_respond_twice") == 0 || strcmp(name, "raw_big_log") == 0 ||
+      strcmp(name, "raw_half_log") == 0) {
     /* Written on the channel past the worker: delivery 1 (the first on this worker). */
     static char payload[(1u << 20) + 64];
     size_t k = 0;
+    if (strcmp(name, "raw_half_log") == 0) {
+      /* The header of a 16 MiB + 64 KiB log frame and 64 KiB of it, the rest never: the host
+         must not hold the frame while it waits. */
+      char h[16];
+      put32(h, (16u << 20) + (64u << 10));
+      put32(h + 4, 20);
+      put32(h + 8, 1);
+      put32(h + 12, 0);
+      memset(payload, 'H', 64u << 10);
+      if (write(3, h, 16) == 16) (void)!write(3, payload, 64u << 10);
+      sleep(5);
+      return 0;
+    }
     if (strcmp(name, "raw_respond_twice") == 0) {
       put32(payload + k, 200);
       put32(payload + k + 4, 0);

@@ -66,6 +66,18 @@ TEST(WorkerProtocolTest, TheLargestHonestMessageOfEachTypeFitsItsBound) {
   }
 }
 
+TEST(WorkerProtocolTest, AFrameLongerThanItsTypeAllowsIsRefusedFromItsHeader) {
+  FrameDecoder d(kMaxWorkerFrame, {FrameType::kLog, FrameType::kRespond}, &MaxWorkerPayload);
+  std::string header = EncodeFrame(FrameType::kLog, 1, std::string(5000, 'l')).substr(0, 16);
+  d.Feed(header);  // the header alone: the payload never comes
+  EXPECT_FALSE(d.Next());
+  EXPECT_EQ(d.error(), "a frame of type 20 of 5000 bytes (at most 4104 expected)");
+  FrameDecoder answers(kMaxWorkerFrame, {FrameType::kRespond}, &MaxWorkerPayload);
+  answers.Feed(EncodeFrame(FrameType::kRespond, 1, RespondMsg{200, "", "x"}.Encode()));
+  EXPECT_TRUE(answers.Next());
+  EXPECT_EQ(answers.error(), "");
+}
+
 TEST(WorkerProtocolTest, AFrameLongerThanTheLimitIsRefusedFromItsHeader) {
   FrameDecoder dec(1024, kFromWorker);
   std::string frame = EncodeFrame(FrameType::kLog, 1, std::string(2000, 'x'));
