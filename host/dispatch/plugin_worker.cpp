@@ -78,8 +78,18 @@ struct PluginWorker::Process {
 
   Mutex mu;
   std::condition_variable send_cv;
-  std::deque<std::string> queue CLAWGUARD_GUARDED_BY(mu);
+  // A frame waiting for the writer; |reply_for|: the delivery whose ERP answer it is, or 0.
+  struct Queued {
+    std::string bytes;
+    uint64_t reply_for = 0;
+  };
+  std::deque<Queued> queue CLAWGUARD_GUARDED_BY(mu);
   uint64_t queued_bytes CLAWGUARD_GUARDED_BY(mu) = 0;
+  // Deliveries' ERP answers still in |queue| (not yet begun on the channel). An honest worker
+  // makes a delivery's next ERP call only after it has read the last one's answer whole, so an ERP
+  // call of a delivery with one here comes from plugin code writing the channel itself while the
+  // worker does not read: without this rule each such call would queue another answer.
+  std::map<uint64_t, int> replies_queued CLAWGUARD_GUARDED_BY(mu);
   uint64_t max_queued_bytes = kMaxQueuedBytes;
   std::atomic<uint64_t> inbox_total{0};           // every session's inbox_bytes_ together
   std::atomic<bool> reaped{false};                // dead, and its fault (if any) counted
@@ -187,10 +197,19 @@ struct PluginWorker::Process {
 
   // Queue adds a frame for the writer; false (and the worker killed when it does not read) if it
   // cannot be sent.
-  bool Queue(std::string frame) {
+  bool Queue(std::string frame, uint64_t reply_for = 0) {
     {
       MutexLock lock(mu);
       if (dead) return false;
+      // A second answer for a delivery whose last one has not left the queue: the call it answers
+      // came from plugin code writing the channel (see replies_queued).
+      if (reply_for != 0 && replies_queued.count(reply_for) != 0) {
+        lock.Unlock();
+        Kill("protocol",
+             "an ERP call before the last one's answer was sent (the worker reads each answer "
+             "before its next call)");
+        return false;
+      }
       // With nothing queued and no write under way the caller writes the frame itself, without
       // blocking (a hand-off to the writer thread costs two context switches per frame); what
       // the socket does not take goes to the head of the queue, ahead of frames queued meanwhile.
@@ -215,7 +234,8 @@ struct PluginWorker::Process {
         if (dead) return false;
         frame.erase(0, w > 0 ? static_cast<size_t>(w) : 0);
         queued_bytes += frame.size() + kQueuedFrameOverhead;
-        queue.push_front(std::move(frame));
+        if (reply_for != 0) ++replies_queued[reply_for];
+        queue.push_front(Queued{std::move(frame), reply_for});
         send_cv.notify_one();
         return true;
       }
@@ -224,7 +244,8 @@ struct PluginWorker::Process {
       const uint64_t cost = frame.size() + kQueuedFrameOverhead;
       if (queued_bytes + cost <= max_queued_bytes) {
         queued_bytes += cost;
-        queue.push_back(std::move(frame));
+        if (reply_for != 0) ++replies_queued[reply_for];
+        queue.push_back(Queued{std::move(frame), reply_for});
         send_cv.notify_one();
         return true;
       }
@@ -275,6 +296,13 @@ struct PluginWorker::Process {
                              std::to_string(sandbox::MaxWorkerPayload(f.type)) + " expected)");
         return;
       }
+      if (f.type == FrameType::kErpCall && replies_queued.count(f.id) != 0) {
+        lock.Unlock();
+        Kill("protocol",
+             "an ERP call before the last one's answer was sent (the worker reads each answer "
+             "before its next call)");
+        return;
+      }
       auto it = sessions.find(f.id);
       auto gave_up = abandoned.find(f.id);
       if (it != sessions.end() && gave_up == abandoned.end()) {
@@ -320,7 +348,8 @@ struct PluginWorker::Process {
       if (f.type != FrameType::kErpCall) return;  // dropped
     }
     (void)Queue(sandbox::EncodeFrame(FrameType::kErpReply, f.id,
-                                     sandbox::ErpReplyMsg{CG_FENCED, {}}.Encode()));
+                                     sandbox::ErpReplyMsg{CG_FENCED, {}}.Encode()),
+                f.id);
   }
 
   void WriterLoop() {
@@ -332,9 +361,15 @@ struct PluginWorker::Process {
         mu.Wait(send_cv,
                 [&]() CLAWGUARD_REQUIRES(mu) { return dead || (!queue.empty() && !writing); });
         if (dead) return;
-        frame = std::move(queue.front());
+        Queued next = std::move(queue.front());
         queue.pop_front();
+        frame = std::move(next.bytes);
         queued_bytes -= frame.size() + kQueuedFrameOverhead;
+        // Counted out before the write begins: the worker cannot have read it whole before.
+        if (next.reply_for != 0) {
+          auto it = replies_queued.find(next.reply_for);
+          if (it != replies_queued.end() && --it->second <= 0) replies_queued.erase(it);
+        }
         writing = true;
       }
       const bool written = sandbox::WriteAll(channel.get(), frame);
@@ -453,6 +488,7 @@ struct PluginWorker::Process {
       dead_cause = fault.cause + ": " + fault.detail;
       queue.clear();  // nothing more is sent: what a flood queued is freed now
       queued_bytes = 0;
+      replies_queued.clear();
       if (IsViolation(fault.cause)) DropUnread();
       for (auto& [id, s] : sessions) {
         {
@@ -519,7 +555,8 @@ std::string PluginWorker::Session::gone_cause() const {
 }
 
 bool PluginWorker::Session::Send(FrameType type, std::string_view payload) {
-  return process_->Queue(sandbox::EncodeFrame(type, id_, payload));
+  return process_->Queue(sandbox::EncodeFrame(type, id_, payload),
+                         type == FrameType::kErpReply ? id_ : 0);
 }
 
 void PluginWorker::Session::Abandon() {
@@ -539,7 +576,8 @@ void PluginWorker::Session::Abandon() {
   }
   for (int i = 0; i < pending_calls; ++i) {
     (void)process_->Queue(sandbox::EncodeFrame(FrameType::kErpReply, id_,
-                                               sandbox::ErpReplyMsg{CG_FENCED, {}}.Encode()));
+                                               sandbox::ErpReplyMsg{CG_FENCED, {}}.Encode()),
+                          id_);
   }
 }
 

@@ -290,6 +290,35 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
       snprintf(out, n, "recv not found in the worker's GOT");
     else
       snprintf(out, n, "stalled");
+  } else if (strcmp(name, "stalled_call_flood") == 0) {
+    /* The worker's reader stalled (its recv() rewritten), then ERP calls of this delivery (id 1,
+       the first on this worker) to a path no capability allows, 256 every 2 ms: each is refused
+       and answered, and the answers the worker never reads pile up in the host. */
+    if (patch_main_got("recv", (void *)recv_never) == 0) {
+      snprintf(out, n, "recv not found in the worker's GOT");
+      return;
+    }
+    char frame[64];
+    size_t m = 16;
+    put32(frame + m, 4);
+    memcpy(frame + m + 4, "POST", 4);
+    m += 8;
+    put32(frame + m, 7);
+    memcpy(frame + m + 4, "/denied", 7);
+    m += 11;
+    put32(frame + m, 0);
+    m += 4;
+    put32(frame, (uint32_t)(m - 16));
+    put32(frame + 4, 18);
+    put32(frame + 8, 1);
+    put32(frame + 12, 0);
+    static char burst[256 * 64];
+    for (int i = 0; i < 256; ++i) memcpy(burst + i * m, frame, m);
+    for (int i = 0; i < 5000; ++i) {
+      if (write(3, burst, 256 * m) <= 0) break;
+      usleep(2000);
+    }
+    snprintf(out, n, "flooded");
   } else if (strcmp(name, "fenced_flood") == 0) {
     /* ERP calls for a delivery that does not exist any more (id 1 when this is the second):
        each is answered CG_FENCED — and the worker's main thread, which reads the channel, never
