@@ -456,7 +456,7 @@ TEST_F(SandboxDispatchTest, AWorkerFloodingFramesWhileTheHostWaitsIsKilledNotBuf
 // host holds for one delivery: what the host holds for the whole worker bounds it.
 TEST_F(SandboxDispatchTest, AFloodSpreadOverWaitingDeliveriesIsBoundedPerWorker) {
   ErpAnswer slow;
-  slow.delay = std::chrono::milliseconds(6000);  // the flood (from 0.5 s on) ends well before
+  slow.delay = std::chrono::milliseconds(6000);  // the flood ends well before
   h_.erp().SetAnswer("/orders/1/fulfil", slow);
   auto w = Start(Build("hostile"), Options());
   ASSERT_TRUE(w.ok()) << w.error().ToString();
@@ -471,9 +471,9 @@ TEST_F(SandboxDispatchTest, AFloodSpreadOverWaitingDeliveriesIsBoundedPerWorker)
   std::vector<HttpRequest> requests(kSessions);
   std::vector<std::thread> threads;
   for (int i = 0; i < kSessions; ++i) {
-    // In order (ids 1, 2, 3): each waits on the ERP before the next begins. The last starts the
-    // flood (1 s after its own ERP call went out), so that no honest frame of the worker's lands
-    // inside the plugin's raw ones.
+    // In order (ids 1, 2, 3): each waits on the ERP before the next begins. The last one's thread
+    // makes its ERP call and then the flood, both written raw: no honest frame of the worker's
+    // lands inside them (the others' answers come after the flood).
     threads.emplace_back([&, i] {
       reports[i] =
           DeliverWith(*d,
