@@ -611,7 +611,7 @@ PluginWorker::~PluginWorker() {
 }
 
 Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn(
-    std::optional<sandbox::RefusedCall>* refused) {
+    std::optional<sandbox::RefusedCall>* refused, bool* out_of_memory) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return Status(Reason::kInternal, std::string("worker: socketpair: ") + std::strerror(errno));
@@ -751,6 +751,7 @@ Result<std::shared_ptr<PluginWorker::Process>> PluginWorker::Spawn(
     } else if (info.si_code == CLD_KILLED && info.si_status == SIGKILL && p->cgroup != nullptr &&
                p->cgroup->OomKills() > 0) {
       msg += " (" + OomDetail(*p->cgroup) + ")";
+      if (out_of_memory != nullptr) *out_of_memory = true;
     } else if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
       msg += " (killed by " + SignalName(info.si_status) + ")";
     }
@@ -869,7 +870,8 @@ Result<std::unique_ptr<PluginWorker::Session>> PluginWorker::Begin(
   }
   if (restart) {
     std::optional<sandbox::RefusedCall> refused;
-    auto next = Spawn(&refused);
+    bool out_of_memory = false;
+    auto next = Spawn(&refused, &out_of_memory);
     if (!next.ok()) {
       {
         MutexLock lock(mu_);
@@ -884,8 +886,10 @@ Result<std::unique_ptr<PluginWorker::Session>> PluginWorker::Begin(
       fault.version = version_;
       fault.cause = "start";
       fault.detail = next.error().message();
-      // A forbidden call in the new worker's constructors or init is a seccomp fault, as it is
-      // while serving: alerts on that cause see it.
+      // A forbidden call in the new worker's constructors or init is a seccomp fault, and the
+      // kernel's OOM kill at its cgroup's limit a memory fault, as they are while serving: alerts
+      // on those causes see them.
+      if (out_of_memory) fault.cause = "memory";
       if (refused) {
         fault.cause = "seccomp";
         if (!refused->withdrawn) fault.syscall = refused->nr;

@@ -165,8 +165,10 @@ class PluginWorker : public std::enable_shared_from_this<PluginWorker> {
         abi_(abi),
         memfd_(std::move(memfd)) {}
   // Spawn starts a worker and waits for kReady; a forbidden call that refused the start is put in
-  // |refused| as well as in the error.
-  Result<std::shared_ptr<Process>> Spawn(std::optional<sandbox::RefusedCall>* refused = nullptr);
+  // |refused| as well as in the error, and the kernel's OOM kill in its cgroup sets
+  // |out_of_memory|.
+  Result<std::shared_ptr<Process>> Spawn(std::optional<sandbox::RefusedCall>* refused = nullptr,
+                                         bool* out_of_memory = nullptr);
   void OnFault(const WorkerFault& fault);
 
   const WorkerOptions options_;

@@ -629,6 +629,38 @@ TEST_F(SandboxDispatchTest, AForbiddenCallInARestartsInitIsASeccompFault) {
       << faults()[1].detail;
 }
 
+// The kernel's OOM kill of a restarted worker while its init runs is a memory fault, as it is
+// while serving.
+TEST_F(SandboxDispatchTest, RunningOutOfMemoryInARestartsInitIsAMemoryFault) {
+  WorkerOptions o = Options();
+  if (o.cgroups == nullptr) GTEST_SKIP() << "this machine gives the host no memory cgroup";
+  o.memory_limit = 256ull << 20;
+  const int64_t at = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count() +
+                     6;
+  auto w = Start(Build("hostile", {"-DHOSTILE_INIT=\"page_tables_after\"",
+                                   "-DHOSTILE_ARG=\"" + std::to_string(at) + "\""}),
+                 o);
+  ASSERT_TRUE(w.ok()) << w.error().ToString();
+  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+  DispatchReport r = Deliver(*d, Attack("none"));
+  ASSERT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
+  ASSERT_EQ(nlohmann::json::parse(r.outcome.body)["result"], "not yet");
+  while (std::chrono::system_clock::now().time_since_epoch() <= std::chrono::seconds(at)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  (void)Deliver(*d, Attack("segv"));
+  ASSERT_TRUE(WaitForFaults(1));
+  EXPECT_EQ(faults()[0].cause, "crash");
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(Deliver(*d, Attack("none")).outcome.kind, PluginOutcome::Kind::kUnavailable);
+  ASSERT_TRUE(WaitForFaults(2));
+  EXPECT_EQ(faults()[1].cause, "memory") << faults()[1].detail;
+  EXPECT_NE(faults()[1].detail.find("memory cgroup's limit"), std::string::npos)
+      << faults()[1].detail;
+}
+
 // Signals from outside the sandbox (a process with the worker's outside uid may send them) cannot
 // withdraw a held call's report: the plugin can set no handler, so each one is ignored by the
 // worker (its PID namespace's init) and the call stays held until the host reads it.

@@ -259,6 +259,14 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
     char *p = malloc((size_t)10 << 30);
     result_of(p != NULL, out, n);
     free(p);
+  } else if (strcmp(name, "page_tables_after") == 0) {
+    /* 40,000 isolated pages (as page_tables) once the clock has passed |arg| (Unix seconds): in
+       init, a worker that started before then loads, and a restart after then runs out of memory. */
+    if (time(NULL) < atol(arg)) {
+      snprintf(out, n, "not yet");
+      return;
+    }
+    attack("page_tables", "40000", out, n);
   } else if (strcmp(name, "page_tables") == 0) {
     /* |arg| single read-only pages, each in a 1 GiB slot of its own, each read once: RLIMIT_AS
        counts 4 KiB for each, the kernel holds a page-table page and a page-directory page (8 KiB)
