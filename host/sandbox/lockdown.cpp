@@ -357,19 +357,21 @@ Result<UniqueFd> InstallStage1(int supervisor_fd) {
       // Private mappings only: a shared anonymous mapping is a kernel object that lives while any
       // page of it stays mapped, so mapping 64 MiB, touching it and unmapping all but one page
       // holds the 64 MiB outside what RLIMIT_AS counts. glibc, ld.so and thread stacks map
-      // MAP_PRIVATE; MAP_SHARED_VALIDATE (3) has both bits.
+      // MAP_PRIVATE; MAP_SHARED_VALIDATE (3) has both bits. No MAP_HUGETLB: huge pages come from
+      // the hugetlb pool, which a cgroup v1 memory limit does not count.
       {"mmap(private, no PROT_EXEC)",
        SCMP_ACT_ALLOW,
        SCMP_SYS(mmap),
        {Arg(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0),
-        Arg(3, SCMP_CMP_MASKED_EQ, MAP_SHARED | MAP_PRIVATE, MAP_PRIVATE)}},
+        Arg(3, SCMP_CMP_MASKED_EQ, MAP_SHARED | MAP_PRIVATE | MAP_HUGETLB, MAP_PRIVATE)}},
       // mmap with PROT_EXEC: only of a file (ld.so maps text segments of the plugin's memfd and
       // of system libraries, read-only by Landlock and the seals), never writable too.
       {"mmap(PROT_EXEC of a file, private, not writable)",
        SCMP_ACT_ALLOW,
        SCMP_SYS(mmap),
        {Arg(2, SCMP_CMP_MASKED_EQ, PROT_EXEC | PROT_WRITE, PROT_EXEC),
-        Arg(3, SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS | MAP_SHARED | MAP_PRIVATE, MAP_PRIVATE)}},
+        Arg(3, SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS | MAP_SHARED | MAP_PRIVATE | MAP_HUGETLB,
+            MAP_PRIVATE)}},
       // mprotect never adds PROT_EXEC: RELRO (PROT_READ), guard pages (PROT_NONE) only. The ELF
       // check refuses what would need it (text relocations, an executable stack).
       {"mprotect(no PROT_EXEC)",

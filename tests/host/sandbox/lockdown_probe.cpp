@@ -252,6 +252,12 @@ std::map<std::string, std::function<std::string(const char* self)>> Actions() {
          void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
          return p == MAP_FAILED ? "errno=" + std::to_string(errno) : std::string("ok");
        }},
+      {"mmap-hugetlb",
+       [](const char*) {
+         void* p = ::mmap(nullptr, 2 << 20, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+         return p == MAP_FAILED ? "errno=" + std::to_string(errno) : std::string("ok");
+       }},
       {"mmap-private",
        [](const char*) {
          void* p = MapPage(PROT_READ | PROT_WRITE);
