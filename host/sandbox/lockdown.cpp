@@ -143,23 +143,6 @@ struct OneFdMessage {
   OneFdMessage& operator=(const OneFdMessage&) = delete;
 };
 
-// SendListener hands |listener| to the supervisor over |socket|.
-Status SendListener(int socket, int listener) {
-  OneFdMessage m;
-  msghdr& msg = m.msg;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &listener, sizeof(int));
-  ssize_t n = -1;
-  do {
-    n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  if (n != 1) return Errno("sending the seccomp listener to the host", n < 0 ? errno : EPIPE);
-  return Status::Ok();
-}
-
 // ---- seccomp ----
 // RAII for a libseccomp context.
 class Filter {
@@ -441,6 +424,22 @@ Status SetLimit(int resource, rlim_t value, std::string_view name) {
 }
 
 }  // namespace
+
+Status SendListener(int socket, int listener) {
+  OneFdMessage m;
+  msghdr& msg = m.msg;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &listener, sizeof(int));
+  ssize_t n = -1;
+  do {
+    n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) return Errno("sending the seccomp listener to the host", n < 0 ? errno : EPIPE);
+  return Status::Ok();
+}
 
 Result<LockdownReport> EnterLoadPhase(const LockdownOptions& opts) {
   std::vector<int> keep = opts.keep_fds;

@@ -108,6 +108,10 @@ struct RefusedCall {
   std::string Describe() const;
 };
 
+// SendListener is the worker's side of the hand-over: |listener| to the supervisor over |socket|
+// (one byte with one SCM_RIGHTS descriptor). kInternal names the errno.
+Status SendListener(int socket, int listener);
+
 // ReceiveListener takes the worker's listener from the supervisor socket |fd| (non-blocking).
 // An invalid UniqueFd: nothing has arrived yet. Errors (kInternal): the worker closed the socket
 // without one, sent something else, or the descriptor is not a seccomp listener.

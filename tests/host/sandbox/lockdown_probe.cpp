@@ -275,21 +275,8 @@ std::map<std::string, std::function<std::string(const char* self)>> Actions() {
       // sendmsg with a descriptor in flight, on a descriptor that is not the supervisor socket.
       {"sendmsg-rights",
        [](const char*) {
-         char byte = 'x';
-         iovec iov{&byte, 1};
-         alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-         msghdr msg{};
-         msg.msg_iov = &iov;
-         msg.msg_iovlen = 1;
-         msg.msg_control = control;
-         msg.msg_controllen = sizeof(control);
-         cmsghdr* c = CMSG_FIRSTHDR(&msg);
-         c->cmsg_level = SOL_SOCKET;
-         c->cmsg_type = SCM_RIGHTS;
-         c->cmsg_len = CMSG_LEN(sizeof(int));
-         const int zero = 0;
-         std::memcpy(CMSG_DATA(c), &zero, sizeof(zero));
-         return ErrnoResult(::sendmsg(kResultFd, &msg, 0));
+         const clawguard::Status sent = clawguard::sandbox::SendListener(kResultFd, 0);
+         return sent.ok() ? std::string("ok") : sent.message();
        }},
       // The supervisor socket's number, taken again by a file: sendmsg there reaches no socket.
       {"sendmsg-reused-fd",
