@@ -155,6 +155,33 @@ class SandboxDispatchTest : public ::testing::Test {
     return StartHostile(Options());
   }
 
+  // RestartIntoInit starts the hostile plugin whose init runs |init_attack| from 6 s on (the first
+  // worker's init comes before and loads), crashes that worker after then and makes a delivery
+  // restart it: faults()[0] is the crash, faults()[1] what the restart's init did.
+  void RestartIntoInit(const std::string& init_attack, const WorkerOptions& o) {
+    const int64_t at = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count() +
+                       6;
+    auto w = Start(Build("hostile", {"-DHOSTILE_INIT=\"" + init_attack + "\"",
+                                     "-DHOSTILE_ARG=\"" + std::to_string(at) + "\""}),
+                   o);
+    ASSERT_TRUE(w.ok()) << w.error().ToString();
+    auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
+    DispatchReport r = Deliver(*d, Attack("none"));
+    ASSERT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
+    ASSERT_EQ(nlohmann::json::parse(r.outcome.body)["result"], "not yet");
+    while (std::chrono::system_clock::now().time_since_epoch() <= std::chrono::seconds(at)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    (void)Deliver(*d, Attack("segv"));
+    ASSERT_TRUE(WaitForFaults(1));
+    EXPECT_EQ(faults()[0].cause, "crash");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the 1 ms backoff
+    EXPECT_EQ(Deliver(*d, Attack("none")).outcome.kind, PluginOutcome::Kind::kUnavailable);
+    ASSERT_TRUE(WaitForFaults(2));
+  }
+
   bool WaitForFaults(size_t n) {
     return clawguard::testing::WaitFor([&] { return faults().size() >= n; });
   }
@@ -601,27 +628,7 @@ TEST_F(SandboxDispatchTest, AReportNamesEveryCallNumber) {
 // A forbidden call that ends a restart (the new worker's init makes it) is a seccomp fault too,
 // with its number, not a failed start.
 TEST_F(SandboxDispatchTest, AForbiddenCallInARestartsInitIsASeccompFault) {
-  const int64_t at = std::chrono::duration_cast<std::chrono::seconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count() +
-                     6;
-  auto w = Start(Build("hostile", {"-DHOSTILE_INIT=\"socket_after\"",
-                                   "-DHOSTILE_ARG=\"" + std::to_string(at) + "\""}),
-                 Options());
-  ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
-  DispatchReport r = Deliver(*d, Attack("none"));
-  ASSERT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
-  ASSERT_EQ(nlohmann::json::parse(r.outcome.body)["result"], "not yet");
-  while (std::chrono::system_clock::now().time_since_epoch() <= std::chrono::seconds(at)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  (void)Deliver(*d, Attack("segv"));
-  ASSERT_TRUE(WaitForFaults(1));
-  EXPECT_EQ(faults()[0].cause, "crash");
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_EQ(Deliver(*d, Attack("none")).outcome.kind, PluginOutcome::Kind::kUnavailable);
-  ASSERT_TRUE(WaitForFaults(2));
+  ASSERT_NO_FATAL_FAILURE(RestartIntoInit("socket_after", Options()));
   EXPECT_EQ(faults()[1].cause, "seccomp") << faults()[1].detail;
   EXPECT_EQ(faults()[1].syscall, SYS_socket);
   EXPECT_NE(faults()[1].detail.find("socket (" + std::to_string(SYS_socket) + ")"),
@@ -635,27 +642,7 @@ TEST_F(SandboxDispatchTest, RunningOutOfMemoryInARestartsInitIsAMemoryFault) {
   WorkerOptions o = Options();
   if (o.cgroups == nullptr) GTEST_SKIP() << "this machine gives the host no memory cgroup";
   o.memory_limit = 256ull << 20;
-  const int64_t at = std::chrono::duration_cast<std::chrono::seconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count() +
-                     6;
-  auto w = Start(Build("hostile", {"-DHOSTILE_INIT=\"page_tables_after\"",
-                                   "-DHOSTILE_ARG=\"" + std::to_string(at) + "\""}),
-                 o);
-  ASSERT_TRUE(w.ok()) << w.error().ToString();
-  auto d = Dispatcher({SandboxTarget{kPlugin, *w, kSandboxCaps}});
-  DispatchReport r = Deliver(*d, Attack("none"));
-  ASSERT_EQ(r.outcome.kind, PluginOutcome::Kind::kAnswered) << r.outcome.detail;
-  ASSERT_EQ(nlohmann::json::parse(r.outcome.body)["result"], "not yet");
-  while (std::chrono::system_clock::now().time_since_epoch() <= std::chrono::seconds(at)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  (void)Deliver(*d, Attack("segv"));
-  ASSERT_TRUE(WaitForFaults(1));
-  EXPECT_EQ(faults()[0].cause, "crash");
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_EQ(Deliver(*d, Attack("none")).outcome.kind, PluginOutcome::Kind::kUnavailable);
-  ASSERT_TRUE(WaitForFaults(2));
+  ASSERT_NO_FATAL_FAILURE(RestartIntoInit("page_tables_after", o));
   EXPECT_EQ(faults()[1].cause, "memory") << faults()[1].detail;
   EXPECT_NE(faults()[1].detail.find("memory cgroup's limit"), std::string::npos)
       << faults()[1].detail;

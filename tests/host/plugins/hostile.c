@@ -36,6 +36,18 @@ static char g_load_result[256] = "none";
 /* raw_frame writes one frame of the worker protocol straight to the worker's channel (fd 3), as
    code in the worker can: the host must treat it as the plugin's word. */
 static void put32(char *p, uint32_t v) { memcpy(p, &v, 4); }
+/* erp_call_payload writes a kErpCall payload at |p| — POST |path| with a body of |body_len| bytes
+   of |fill| — and returns its length. */
+static size_t erp_call_payload(char *p, const char *path, uint32_t body_len, char fill) {
+  const size_t plen = strlen(path);
+  put32(p, 4);
+  memcpy(p + 4, "POST", 4);
+  put32(p + 8, (uint32_t)plen);
+  memcpy(p + 12, path, plen);
+  put32(p + 12 + plen, body_len);
+  memset(p + 16 + plen, fill, body_len);
+  return 16 + plen + body_len;
+}
 static int raw_frame(uint16_t type, uint64_t id, const char *payload, uint32_t len) {
   char h[16];
   put32(h, len);
@@ -75,29 +87,11 @@ static void *fill_sessions(void *arg) {
   put32(frame + k, body);
   memset(frame + k + 4, 'A', body);
   k += 4 + body;
-  size_t c = 0;
-  put32(call + c, 4);
-  memcpy(call + c + 4, "POST", 4);
-  c += 8;
-  put32(call + c, 16);
-  memcpy(call + c + 4, "/orders/1/fulfil", 16);
-  c += 20;
-  const uint32_t call_body = (1u << 20) - 64;
-  put32(call + c, call_body);
-  memset(call + c + 4, '{', call_body);
-  c += 4 + call_body;
+  const size_t c = erp_call_payload(call, "/orders/1/fulfil", (1u << 20) - 64, '{');
   /* The last delivery's ERP call is this thread's too (its handler only sleeps): no frame of the
      worker's own can land inside these. */
   static char own[64];
-  size_t o = 0;
-  put32(own + o, 4);
-  memcpy(own + o + 4, "POST", 4);
-  o += 8;
-  put32(own + o, 16);
-  memcpy(own + o + 4, "/orders/1/fulfil", 16);
-  o += 20;
-  put32(own + o, 0);
-  o += 4;
+  const size_t o = erp_call_payload(own, "/orders/1/fulfil", 0, 0);
   raw_frame(18, (uint64_t)sessions, own, (uint32_t)o);
   for (int id = 1; id <= sessions; ++id) {
     raw_frame(19, (uint64_t)id, frame, (uint32_t)k);
@@ -288,18 +282,8 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
     const uint32_t body = (1u << 20) - 64;
     char *p = malloc(body + 64);
     if (p == NULL) return;
-    size_t m = 0;
-    put32(p + m, 4);
-    memcpy(p + m + 4, "POST", 4);
-    m += 8;
-    put32(p + m, 16);
-    memcpy(p + m + 4, "/orders/1/fulfil", 16);
-    m += 20;
-    put32(p + m, 0);
-    raw_frame(18, 1, p, (uint32_t)(m + 4));
-    put32(p + m, body);
-    memset(p + m + 4, '{', body);
-    m += 4 + body;
+    raw_frame(18, 1, p, (uint32_t)erp_call_payload(p, "/orders/1/fulfil", 0, 0));
+    const size_t m = erp_call_payload(p, "/orders/1/fulfil", body, '{');
     for (int i = 0; i < 64; ++i) raw_frame(18, 1, p, (uint32_t)m);
     free(p);
     snprintf(out, n, "flooded");
@@ -319,15 +303,7 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
       return;
     }
     char frame[64];
-    size_t m = 16;
-    put32(frame + m, 4);
-    memcpy(frame + m + 4, "POST", 4);
-    m += 8;
-    put32(frame + m, 7);
-    memcpy(frame + m + 4, "/denied", 7);
-    m += 11;
-    put32(frame + m, 0);
-    m += 4;
+    const size_t m = 16 + erp_call_payload(frame + 16, "/denied", 0, 0);
     put32(frame, (uint32_t)(m - 16));
     put32(frame + 4, 18);
     put32(frame + 8, 1);
@@ -349,15 +325,7 @@ static void attack(const char *name, const char *arg, char *out, size_t n) {
       return;
     }
     char call[64];
-    size_t m = 0;
-    put32(call + m, 4);
-    memcpy(call + m + 4, "POST", 4);
-    m += 8;
-    put32(call + m, 16);
-    memcpy(call + m + 4, "/orders/1/fulfil", 16);
-    m += 20;
-    put32(call + m, 0);
-    m += 4;
+    const size_t m = erp_call_payload(call, "/orders/1/fulfil", 0, 0);
     /* Many frames per write: 1 MiB of them, again and again. */
     char frame[64];
     put32(frame, (uint32_t)m);
