@@ -13,11 +13,13 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "host/sandbox/worker_spawn.h"
+#include "support/temp_dir.h"
 
 namespace clawguard::sandbox {
 namespace {
@@ -149,6 +151,24 @@ TEST(WorkerCgroups, TheKernelEndsAWorkerAtTheLimitAndSaysSo) {
   EXPECT_GE((*cg)->OomKills(), 1u);
 }
 
+TEST(WorkerCgroups, ALocationWithoutAMemoryControllerIsRefusedWithWhy) {
+  // A directory that is no cgroup: v2 has no cgroup.controllers there, v1 no limit file.
+  clawguard::testing::TempDir tmp;
+  const std::string dir = tmp.path().string();
+  auto v2 = WorkerCgroups::OpenAt({CgroupVersion::kV2, dir});
+  ASSERT_FALSE(v2.ok());
+  EXPECT_EQ(v2.error().reason(), Reason::kConfigInvalid);
+  EXPECT_EQ(v2.error().message(),
+            "cannot open " + dir + "/cgroup.controllers: No such file or directory");
+  auto v1 = WorkerCgroups::OpenAt({CgroupVersion::kV1, dir});
+  ASSERT_FALSE(v1.ok());
+  EXPECT_EQ(v1.error().reason(), Reason::kConfigInvalid);
+  EXPECT_NE(v1.error().message().find("/memory.limit_in_bytes: No such file or directory"),
+            std::string::npos)
+      << v1.error().message();
+  EXPECT_TRUE(std::filesystem::is_empty(dir));  // the probe's directory is gone again
+}
+
 TEST(WorkerCgroups, ACgroupThatCannotTakeTheWorkerFailsTheSpawn) {
   SpawnRequest req;
   req.executable = "/bin/true";
@@ -156,6 +176,7 @@ TEST(WorkerCgroups, ACgroupThatCannotTakeTheWorkerFailsTheSpawn) {
   req.cgroup_procs = "/proc/self/no-such-cgroup/cgroup.procs";
   auto proc = SpawnWorker(req);
   ASSERT_FALSE(proc.ok());
+  EXPECT_EQ(proc.error().reason(), Reason::kInternal);
   EXPECT_NE(proc.error().message().find("no-such-cgroup"), std::string::npos)
       << proc.error().message();
 }
